@@ -1,0 +1,1 @@
+// empty: this crate exists only to pin pqcrypto-mlkem's PQClean tree

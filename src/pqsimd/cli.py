@@ -1,0 +1,176 @@
+"""The `pqsimd` command line. Each command hands off to one pipeline stage."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import PqsimdError
+
+
+def _csv(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    return items or None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="pqsimd")
+def cli() -> None:
+    """pqsimd: where does the speedup of an optimized post-quantum implementation come from?
+
+    \b
+    Typical use:
+      pqsimd run study            build, verify, time (standard preset)
+      pqsimd analyze study        statistics into study/results/
+      pqsimd report study         figures, tables, index.html into study/report/
+      pqsimd show study           the results as a terminal table
+    """
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(path_type=Path), default="study")
+@click.option("--preset", type=str, default=None, help="quick | standard (default) | paper")
+@click.option("--schemes", type=str, default=None, help="comma list, e.g. ml-kem-512,ml-kem-768")
+@click.option("--variants", type=str, default=None, help="comma list, e.g. refo0,refnv,ref,avx2,ref-avx2")
+@click.option("--ops", type=str, default=None, help="comma list of op ids (default: all)")
+@click.option("--jobs", "jobs", type=int, default=None, help="J: jobs (processes) per (variant, scheme)")
+@click.option("--spins", type=int, default=None, help="S: spins per op per job")
+@click.option("--reps", type=int, default=None, help="R: timed samples per spin")
+@click.option("--warmup", type=int, default=None, help="warmup spins per op (recorded, not analysed)")
+@click.option("--batch", type=str, default=None, help="auto (default) or K calls per sample; 1 = the paper")
+@click.option("--cpu", type=int, default=None, help="CPU to pin jobs to (default: last online CPU)")
+@click.option("--cc", type=str, default=None, help="compiler (default gcc), e.g. gcc-12, clang-16")
+@click.option("--source", type=click.Path(path_type=Path), default=None, help="your own PQClean-layout tree")
+@click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")
+@click.option("--metric", type=str, default=None, help="ticks (default) | instructions")
+@click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True)
+@click.option("--partition", type=str, default=None, help="slurm: partition")
+@click.option("--nodelist", type=str, default=None, help="slurm: node(s) to run on")
+@click.option("--exclusive", is_flag=True, default=False, help="slurm: whole node per task")
+@click.option("--time", "time_limit", type=str, default=None, help="slurm: time limit HH:MM:SS per task")
+@click.option("--account", type=str, default=None, help="slurm: account")
+@click.option("--sbatch-arg", "sbatch_args", type=str, multiple=True, help="slurm: extra sbatch argument (repeatable)")
+@click.option("--no-run", is_flag=True, default=False, help="build and verify only")
+def run(directory: Path, **opts) -> None:
+    """Build, verify and time a study into DIRECTORY (re-running continues it)."""
+    from .pipeline import run_study
+
+    for key in ("schemes", "variants", "ops"):
+        opts[key] = _csv(opts[key])
+    opts["metric"] = _csv(opts["metric"])
+    slurm = {k: opts.pop(k) for k in ("partition", "nodelist", "exclusive", "time_limit", "account", "sbatch_args")}
+    executor = opts.pop("executor")
+    no_run = opts.pop("no_run")
+    ok = run_study(directory, overrides=opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
+    if not ok:
+        sys.exit(1)
+
+
+@cli.command()
+def doctor() -> None:
+    """Check this machine: ISA, TSC, frequency scaling, counters, compilers, cargo."""
+    from .doctor import run_doctor
+
+    sys.exit(0 if run_doctor() else 1)
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--bootstrap", "n_boot", type=int, default=None, help="bootstrap resamples B (default 5000)")
+@click.option("--seed", type=int, default=None, help="bootstrap seed")
+def analyze(directory: Path, n_boot: int | None, seed: int | None) -> None:
+    """Statistics of a study into DIRECTORY/results/."""
+    from .analyze import analyze_study
+
+    out = analyze_study(directory, n_boot=n_boot, seed=seed)
+    click.echo(f"results written to {out}")
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--reference", type=click.Choice(["paper"]), default=None, help="put the paper's Table 1 beside ours")
+def report(directory: Path, reference: str | None) -> None:
+    """Figures, tables and index.html into DIRECTORY/report/."""
+    from .report import write_report
+
+    out = write_report(directory, reference=reference)
+    click.echo(f"report written to {out}")
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--metric", type=str, default=None, help="ticks | instructions")
+@click.option("--stage", type=str, default=None, help="only this stage, e.g. hand_simd")
+def show(directory: Path, metric: str | None, stage: str | None) -> None:
+    """The results of a study as a terminal table."""
+    from .report.terminal import show_study
+
+    show_study(directory, metric=metric, stage=stage)
+
+
+@cli.command()
+@click.argument("dir_a", type=click.Path(path_type=Path))
+@click.argument("dir_b", type=click.Path(path_type=Path))
+def compare(dir_a: Path, dir_b: Path) -> None:
+    """The same (scheme, op, variant) across two studies: B/A ratio, CI and verdict."""
+    from .report.terminal import compare_studies
+
+    compare_studies(dir_a, dir_b)
+
+
+@cli.group()
+def slurm() -> None:
+    """Inspect or cancel a study's SLURM jobs."""
+
+
+@slurm.command("status")
+@click.argument("directory", type=click.Path(path_type=Path))
+def slurm_status(directory: Path) -> None:
+    """Show the state of a study's SLURM array tasks."""
+    from .run.slurm import status
+
+    status(directory)
+
+
+@slurm.command("cancel")
+@click.argument("directory", type=click.Path(path_type=Path))
+def slurm_cancel(directory: Path) -> None:
+    """Cancel a study's SLURM jobs (finished raw files are kept)."""
+    from .run.slurm import cancel
+
+    cancel(directory)
+
+
+@cli.command("job", hidden=True)
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("job_id", type=str)
+def job(directory: Path, job_id: str) -> None:
+    """Run one job of a study (what the local and SLURM executors call)."""
+    from .run.job import run_job
+
+    run_job(directory, job_id)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except PqsimdError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("interrupted: finished jobs are kept; run the same command again to continue", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()
