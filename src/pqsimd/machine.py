@@ -1,0 +1,80 @@
+"""What this machine is: the facts a reader needs to trust (or distrust) a cycle count."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+from functools import cache
+from pathlib import Path
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+@cache
+def cpuinfo() -> dict[str, str]:
+    """The first processor block of /proc/cpuinfo."""
+    text = _read("/proc/cpuinfo") or ""
+    block = text.split("\n\n")[0]
+    out = {}
+    for line in block.splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def cpu_model() -> str:
+    return cpuinfo().get("model name", platform.processor() or "unknown")
+
+
+def cpu_flags() -> set[str]:
+    return set(cpuinfo().get("flags", "").split())
+
+
+def virtualization() -> str | None:
+    """Hypervisor vendor if the CPU says it runs under one, else None."""
+    if shutil.which("systemd-detect-virt"):
+        out = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True)
+        if out.returncode == 0 and out.stdout.strip() not in ("", "none"):
+            return out.stdout.strip()
+    if "hypervisor" in cpu_flags():
+        dmi = _read("/sys/class/dmi/id/sys_vendor") or _read("/sys/class/dmi/id/product_name")
+        return dmi or "unknown hypervisor"
+    return None
+
+
+def machine_info() -> dict:
+    ci = cpuinfo()
+    flags = cpu_flags()
+    online = _read("/sys/devices/system/cpu/online")
+    return {
+        "hostname": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "cpu_family": ci.get("cpu family"),
+        "cpu_model_number": ci.get("model"),
+        "stepping": ci.get("stepping"),
+        "microcode": ci.get("microcode"),
+        "isa": sorted(f for f in flags if re.match(r"(sse|ssse|avx|bmi|popcnt|aes|sha|fma|adx)", f)),
+        "tsc_flags": sorted(f for f in flags if "tsc" in f),
+        "cores_online": online,
+        "cpus_allowed": sorted(os.sched_getaffinity(0)),
+        "smt_active": _read("/sys/devices/system/cpu/smt/active"),
+        "virtualization": virtualization(),
+        "kernel": platform.release(),
+        "os": _read("/etc/os-release") and next(
+            (l.split("=", 1)[1].strip('"') for l in (_read("/etc/os-release") or "").splitlines() if l.startswith("PRETTY_NAME=")), None
+        ),
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "boost": _read("/sys/devices/system/cpu/cpufreq/boost"),
+        "intel_no_turbo": _read("/sys/devices/system/cpu/intel_pstate/no_turbo"),
+        "python": platform.python_version(),
+    }
