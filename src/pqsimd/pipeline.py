@@ -140,6 +140,13 @@ def run_study(
 
     if not time_jobs:
         return ok
+    if "instructions" in study.metrics:
+        from .run import instructions
+
+        ok = instructions.execute(directory, study, passing, console=console) and ok
+    if "ticks" not in study.metrics:
+        _record_jobs(directory)
+        return ok
     pending = [j for j in plan["jobs"] if j["variant"] in passing and not store.finished_job(directory, j["id"], binaries[j["variant"]])]
     skipped = len([j for j in plan["jobs"] if j["variant"] not in passing])
     done = len(plan["jobs"]) - len(pending) - skipped
