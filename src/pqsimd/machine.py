@@ -41,15 +41,18 @@ def cpu_flags() -> set[str]:
 
 
 def virtualization() -> str | None:
-    """Hypervisor vendor if the CPU says it runs under one, else None."""
+    """Hypervisor and/or container this runs in (e.g. "kvm, in a docker container"), else None."""
+    found = []
     if shutil.which("systemd-detect-virt"):
-        out = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True)
-        if out.returncode == 0 and out.stdout.strip() not in ("", "none"):
-            return out.stdout.strip()
-    if "hypervisor" in cpu_flags():
-        dmi = _read("/sys/class/dmi/id/sys_vendor") or _read("/sys/class/dmi/id/product_name")
-        return dmi or "unknown hypervisor"
-    return None
+        for flag, fmt in (("--vm", "{}"), ("--container", "in a {} container")):
+            out = subprocess.run(["systemd-detect-virt", flag], capture_output=True, text=True)
+            name = out.stdout.strip()
+            if out.returncode == 0 and name not in ("", "none"):
+                found.append(fmt.format(name))
+    if not any(not f.startswith("in a") for f in found) and "hypervisor" in cpu_flags():
+        vendor = _read("/sys/class/dmi/id/sys_vendor") or _read("/sys/class/dmi/id/product_name")
+        found.insert(0, f"hypervisor ({vendor})" if vendor else "hypervisor")
+    return ", ".join(found) or None
 
 
 def machine_info() -> dict:

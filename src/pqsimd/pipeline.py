@@ -12,7 +12,7 @@ from rich.console import Console
 
 from . import __version__, machine, sources, store, verify
 from . import study as study_mod
-from .build import BuildResult, build_variant
+from .build import BuildResult, build_variant, find_compiler
 from .errors import PqsimdError
 from .run import plan as plan_mod
 
@@ -68,6 +68,7 @@ def run_study(
     directory = Path(directory)
     store.ensure_dir(directory)
     study = study_mod.resolve(directory, overrides)
+    find_compiler(study.cc)  # a missing compiler is one error, before anything is written
     study_mod.save(directory, study)
     ok = True
 

@@ -15,6 +15,8 @@ def execute(directory: Path, jobs: list[dict], console: Console | None = None) -
     """Run jobs; returns [(job id, error)] for the ones that failed (the rest goes on)."""
     console = console or Console(stderr=True)
     failures: list[tuple[str, str]] = []
+    if not jobs:
+        return failures
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         overall = progress.add_task("all jobs", total=len(jobs))

@@ -1,0 +1,26 @@
+# The two commands of the README quickstart:
+#   make study   set up, build, verify, time the default study, analyse and report
+#   make test    the whole test suite
+VENV ?= .venv
+STUDY ?= study
+PQSIMD = $(VENV)/bin/pqsimd
+
+.PHONY: study test setup clean
+
+study: $(VENV)/.installed
+	$(PQSIMD) run $(STUDY)
+	$(PQSIMD) report $(STUDY)
+
+test: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q -ra
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

@@ -1,0 +1,100 @@
+"""`pqsimd doctor`: is this machine fit to measure on, and what to do about what isn't."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from . import machine
+
+
+@dataclass
+class Finding:
+    name: str
+    ok: bool | None  # None: informational (a caveat, not a failure)
+    detail: str
+    remedy: str = ""
+
+
+def _isa() -> list[Finding]:
+    flags = machine.cpu_flags()
+    out = []
+    for f in ("avx2", "bmi2", "popcnt"):
+        out.append(Finding(f"cpu: {f}", f in flags, "present" if f in flags else "absent",
+                           "" if f in flags else "avx2 variants will be skipped on this CPU; run them on an AVX2 machine"))
+    return out
+
+
+def _tsc() -> list[Finding]:
+    flags = machine.cpu_flags()
+    inv = "constant_tsc" in flags and "nonstop_tsc" in flags
+    return [Finding("tsc: invariant", inv, ", ".join(sorted(f for f in flags if "tsc" in f)) or "no TSC flags",
+                    "" if inv else "TSC may change rate with frequency; prefer --metric instructions")]
+
+
+def _frequency() -> list[Finding]:
+    info = machine.machine_info()
+    out = []
+    gov = info["governor"]
+    out.append(Finding("cpufreq governor", gov in (None, "performance"), gov or "not exposed (VM or no cpufreq)",
+                       "" if gov in (None, "performance") else "cpupower frequency-set -g performance"))
+    boost = info["boost"] if info["boost"] is not None else (
+        None if info["intel_no_turbo"] is None else str(1 - int(info["intel_no_turbo"])))
+    out.append(Finding("turbo/boost", boost in (None, "0"), {None: "not exposed", "0": "off", "1": "on"}.get(boost, boost),
+                       "" if boost in (None, "0") else "echo 0 > /sys/devices/system/cpu/cpufreq/boost (or intel_pstate/no_turbo=1)"))
+    smt = info["smt_active"]
+    out.append(Finding("SMT", smt in (None, "0"), {None: "not exposed", "0": "off", "1": "on"}.get(smt, smt),
+                       "" if smt in (None, "0") else "a sibling thread shares the core: disable SMT or keep the sibling idle"))
+    virt = info["virtualization"]
+    out.append(Finding("virtualization", None if virt else True, virt or "bare metal",
+                       "virtualized: TSC ticks are not core cycles and a neighbour may share the core; use many jobs, "
+                       "read medians with their CIs, and prefer --metric instructions for exact comparisons" if virt else ""))
+    return out
+
+
+def _tools() -> list[Finding]:
+    out = []
+    cargo = shutil.which("cargo") or (str(Path.home() / ".cargo/bin/cargo") if (Path.home() / ".cargo/bin/cargo").exists() else None)
+    out.append(Finding("cargo", cargo is not None, cargo or "missing",
+                       "" if cargo else "apt-get install cargo (or rustup), or use --source PATH"))
+    for cc in ("gcc", "gcc-11", "gcc-12", "clang", "clang-16", "clang-19"):
+        path = shutil.which(cc)
+        if path:
+            ver = subprocess.run([path, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+            out.append(Finding(f"compiler {cc}", True, ver))
+        elif cc == "gcc":
+            out.append(Finding("compiler gcc", False, "missing", "apt-get install gcc"))
+    vg = shutil.which("valgrind")
+    out.append(Finding("valgrind", None if vg is None else True, vg or "missing",
+                       "" if vg else "apt-get install valgrind (needed for --metric instructions)"))
+    return out
+
+
+def findings() -> list[Finding]:
+    found = _isa() + _tsc() + _frequency()
+    try:
+        from .counters import doctor_checks  # hardware counters and energy
+        found += [Finding(*c) for c in doctor_checks()]
+    except ImportError:
+        pass
+    return found + _tools()
+
+
+def run_doctor(console: Console | None = None) -> bool:
+    console = console or Console()
+    table = Table(title=f"pqsimd doctor: {machine.cpu_model()}")
+    for col in ("check", "status", "detail", "remedy"):
+        table.add_column(col, overflow="fold")
+    ok = True
+    for f in findings():
+        status = {True: "[green]ok[/green]", False: "[red]problem[/red]", None: "[yellow]note[/yellow]"}[f.ok]
+        if f.ok is False and (f.name.startswith("cpu:") or f.name in ("compiler gcc", "cargo")):
+            ok = False
+        table.add_row(f.name, status, f.detail, f.remedy)
+    console.print(table)
+    return ok
