@@ -1,0 +1,185 @@
+"""`pqsimd analyze DIR`: spin medians → groups, comparisons, decomposition, summary in DIR/results/."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PqsimdError
+from . import bootstrap as bs
+from .compare import COLUMNS as COMPARISON_COLUMNS
+from .compare import STANDARD, compare_all
+from .decompose import decompose
+from .groups import build_groups, describe
+from .load import load_spins
+from .settings import Settings, read_study_toml, resolve
+from .write import write_json, write_table
+
+__all__ = ["analyze_study", "Settings"]
+
+RESULTS_SCHEMA_VERSION = 1
+
+METHODS = {
+    "unit": "spin median = median of per_call over the R reps of one (job, spin); warmup spins excluded; "
+            "the job is the unit of independence",
+    "speedup": "median(baseline spin medians) / median(variant spin medians)",
+    "ci": "the paper's 95% percentile bootstrap: both groups' spin medians resampled independently (B replicates); "
+          "ignores jobs",
+    "hci": "95% percentile hierarchical bootstrap: jobs resampled with replacement, then spins drawn with replacement "
+           "from the chosen jobs (stage 2 pools the chosen job copies, so per-copy draw counts are multinomial "
+           "around S_j); unreliable with < min_jobs_reliable jobs. Conservative (wider than needed) when jobs "
+           "do not differ, because both stages add the within-job variance",
+    "mwu_p": "one-sided Mann-Whitney U on spin medians, H1: variant stochastically smaller "
+             "(scipy.stats.mannwhitneyu, tie-corrected normal approximation); pseudo-replicated, descriptive only",
+    "cliffs_delta": "P(variant < baseline) - P(variant > baseline) = 1 - 2U/(n m) from the U statistic; CI by "
+                    "resampling jobs (the hierarchical bootstrap's stage 1; the within-job stage adds O(1/S) and is "
+                    "omitted for delta)",
+    "job_p": "two-sided Welch t-test on log job medians (scipy.stats.ttest_ind, equal_var=False)",
+    "p_holm": "Holm step-down adjustment of job_p over the family",
+    "p_bh": "Benjamini-Hochberg adjustment of job_p over the family (scipy.stats.false_discovery_control)",
+    "verdict": "faster if the adjusted job p < alpha and hci_low > 1 + threshold; slower if adjusted p < alpha and "
+               "hci_high < 1/(1 + threshold); else ~; n/a if a side has no data; deterministic comparisons: from "
+               "the exact ratio",
+    "groups": "median, iqr, min, max, mad (unscaled) of spin medians; outliers by Tukey fences (1.5 IQR) on log "
+              "spin medians, counted never dropped; icc = one-way random-effects ICC(1) of log spin medians within "
+              "jobs; drift = a job whose spin medians trend (Spearman, Bonferroni over jobs) by more than threshold "
+              "first-to-last quarter; noisy job = job median outside the leave-one-out t prediction interval of the other jobs' log medians (level 0.01/J) and > threshold/2 away",
+}
+
+
+def _ops_order(study: dict) -> list[str]:
+    order = list(study.get("study", {}).get("ops", []) or [])
+    try:
+        fam = tomllib.loads(resources.files("pqsimd").joinpath("data/ml-kem.toml").read_text())
+        order += [o for o in fam.get("ops", {}).get("order", []) if o not in order]
+    except (OSError, tomllib.TOMLDecodeError, ModuleNotFoundError):
+        pass
+    return order
+
+
+def _variants(study: dict, present: list[str]) -> list[str]:
+    listed = [v for v in (study.get("study", {}).get("variants", []) or []) if v in present]
+    rest = [v for v in STANDARD if v in present and v not in listed]
+    rest += sorted(v for v in present if v not in listed and v not in rest)
+    return listed + rest
+
+
+def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None = None) -> Path:
+    """Analyse DIR/raw into DIR/results/{groups,comparisons,decomposition}.{csv,parquet} + summary.json."""
+    t0 = time.perf_counter()
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise PqsimdError(f"no study directory at {directory}; create one with `pqsimd run {directory}`")
+    study = read_study_toml(directory)
+    settings = resolve(directory, study, n_boot=n_boot, seed=seed)
+    data = load_spins(directory, pool_cpu_models=settings.pool_cpu_models)
+    warnings = list(data.warnings)
+    t_load = time.perf_counter()
+
+    groups = build_groups(data.spins)
+    group_rows = [describe(g, settings.alpha, settings.threshold) for g in groups.values()]
+    groups_df = pd.DataFrame(group_rows)
+    t_groups = time.perf_counter()
+
+    for key, g in groups.items():
+        if g.deterministic:
+            continue
+        g.boot_naive = bs.naive_medians(g.sample, settings.n_boot, bs.rng_for(settings.seed, "naive", *key))
+        rng = bs.rng_for(settings.seed, "hierarchical", *key)
+        g.job_counts = bs.job_counts(g.n_jobs, settings.n_boot, rng)
+        g.boot_hier = bs.hierarchical_medians(g.sample, settings.n_boot, rng, g.job_counts)
+    t_boot = time.perf_counter()
+
+    variants = _variants(study, sorted(data.spins["variant"].unique()))
+    comparisons, cwarn = compare_all(groups, variants, _ops_order(study), settings)
+    warnings += cwarn
+    if len(variants) < 2:
+        warnings.append(f"no comparisons: the study has one variant ({variants[0]}); groups only")
+    elif comparisons.empty:
+        warnings.append("no comparisons: no pair of the study's variants forms a stage, cumulative or extra comparison")
+    decomposition = decompose(groups, comparisons)
+    t_cmp = time.perf_counter()
+
+    n_na = int((comparisons["verdict"] == "n/a").sum()) if len(comparisons) else 0
+    if n_na:
+        warnings.append(f"{n_na} comparison(s) have no data on one side (verdict n/a; see column reason)")
+    few = groups_df[(groups_df["n_jobs"] < settings.min_jobs_reliable) & ~groups_df["deterministic"]]
+    if len(few):
+        warnings.append(f"{len(few)} group(s) have fewer than {settings.min_jobs_reliable} jobs: "
+                        "their hierarchical CIs are unreliable (hci_reliable = false)")
+    if groups_df["noisy_jobs"].sum():
+        warnings.append(f"{int(groups_df['noisy_jobs'].sum())} noisy job(s) in "
+                        f"{int((groups_df['noisy_jobs'] > 0).sum())} group(s) (see groups.noisy_job_ids)")
+    if groups_df["drift"].any():
+        warnings.append(f"drift within jobs in {int(groups_df['drift'].sum())} group(s) (see groups.drift_jobs)")
+    if (data.spins["metric"] == "ticks").any():
+        warnings.append("ticks are TSC ticks at the nominal TSC frequency, not core cycles")
+
+    results = directory / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    write_table(groups_df, results, "groups")
+    write_table(comparisons if len(comparisons) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "comparisons")
+    write_table(decomposition, results, "decomposition")
+
+    det_cmp = int(comparisons["deterministic"].sum()) if len(comparisons) else 0
+    family_size = int(np.isfinite(comparisons["job_p"].to_numpy(dtype=float)).sum()) if len(comparisons) else 0
+    jobs = data.jobs
+    summary = {
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "alpha": settings.alpha,
+        "threshold": settings.threshold,
+        "B": settings.n_boot,
+        "n_boot": settings.n_boot,
+        "seed": settings.seed,
+        "settings": settings.to_dict(),
+        "family": {
+            "size": family_size,
+            "definition": "every comparison in comparisons.csv (all metrics, schemes, ops, stages) whose job-level "
+                          "test is defined; excluded: n/a rows, deterministic rows, rows with a group of < 2 jobs",
+            "p_adjusted": "job_p",
+            "methods": ["holm", "bh"],
+            "verdict_uses": "p_holm" if settings.adjust == "holm" else "p_bh",
+        },
+        "methods": METHODS,
+        "deterministic": {
+            "groups": int(groups_df["deterministic"].sum()),
+            "comparisons": det_cmp,
+            "treatment": "metric 'instructions' or all spin medians identical: no bootstrap, zero-width CIs, "
+                         "mwu_p and job_p n/a (not in the family), verdict from the exact ratio vs threshold",
+        },
+        "study": {
+            "directory": str(directory),
+            "raw_files": data.files,
+            "metrics": sorted(data.spins["metric"].unique()),
+            "schemes": sorted(data.spins["scheme"].unique()),
+            "variants": variants,
+            "ops": int(data.spins["op"].nunique()),
+            "jobs_per_group": {"min": int(groups_df["n_jobs"].min()), "max": int(groups_df["n_jobs"].max())},
+            "spins_per_group": {"min": int(groups_df["n_spins"].min()), "max": int(groups_df["n_spins"].max())},
+            "reps_per_spin": int(np.median(groups_df["n_reps"])),
+            "cpu_models": sorted(jobs["cpu_model"].unique()),
+            "hostnames": sorted(jobs["hostname"].unique()),
+        },
+        "counts": {
+            "groups": len(groups_df),
+            "comparisons": len(comparisons),
+            "verdicts": {k: int(v) for k, v in comparisons["verdict"].value_counts().items()} if len(comparisons) else {},
+            "decomposition_rows": len(decomposition),
+        },
+        "warnings": warnings,
+        "timing_s": {
+            "load": round(t_load - t0, 3),
+            "groups": round(t_groups - t_load, 3),
+            "bootstrap": round(t_boot - t_groups, 3),
+            "comparisons": round(t_cmp - t_boot, 3),
+        },
+    }
+    write_json(summary, results / "summary.json")
+    return results

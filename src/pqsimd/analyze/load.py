@@ -1,0 +1,210 @@
+"""Reading DIR/raw/*.parquet into spin medians, with the jobs' provenance.
+
+The analysis unit is the spin median: the median of `per_call` over the reps of one
+(metric, scheme, variant, op, job, spin). Warmup rows are dropped here and never reach the statistics.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import PqsimdError
+
+JOB_METADATA_KEY = b"pqsimd.job"
+KEY_COLUMNS = ("metric", "scheme", "variant", "op", "job")
+NEEDED = (*KEY_COLUMNS, "job_index", "spin", "per_call", "warmup")
+
+
+@dataclass
+class SpinData:
+    """Spin medians of a study (one row per metric, scheme, variant, op, job, spin) and its jobs."""
+
+    spins: pd.DataFrame  # metric scheme variant op job job_index spin value n_reps
+    jobs: pd.DataFrame  # job file variant scheme hostname cpu_model
+    files: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def _unreadable(path: Path, directory: Path, why: str) -> PqsimdError:
+    return PqsimdError(
+        f"{path}: not a readable Parquet file ({why}); it was probably cut short by an interrupted run: "
+        f"delete it and run `pqsimd run {directory}` again to redo that job"
+    )
+
+
+def _spin_medians(key: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per distinct key: (first row index in sorted order, median of values, count), keys ascending."""
+    if key.size > 1 and np.all(key[1:] >= key[:-1]):
+        order = None  # already grouped (the harness writes op-, spin-, rep-major)
+        sk = key
+    else:
+        order = np.argsort(key, kind="stable")
+        sk = key[order]
+    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
+    counts = np.diff(np.r_[starts, sk.size])
+    sv = values if order is None else values[order]
+    if counts.size and np.all(counts == counts[0]):
+        med = np.median(sv.reshape(-1, counts[0]), axis=1)
+    else:
+        # sort values within each key, then take the middle one or two by index arithmetic
+        o2 = np.lexsort((sv, sk))
+        sv2 = sv[o2]
+        med = 0.5 * (sv2[starts + (counts - 1) // 2] + sv2[starts + counts // 2])
+    first = starts if order is None else order[starts]
+    return first, med, counts
+
+
+def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
+    try:
+        pf = pq.ParquetFile(path, read_dictionary=list(KEY_COLUMNS))
+        names = set(pf.schema_arrow.names)
+        missing = [c for c in NEEDED if c not in names]
+        if missing:
+            raise PqsimdError(
+                f"{path}: not a pqsimd raw file (missing column(s) {', '.join(missing)}); "
+                f"remove it from {path.parent} or redo the job with `pqsimd run {directory}`"
+            )
+        meta = pf.schema_arrow.metadata or {}
+        table = pf.read(columns=list(NEEDED))
+    except PqsimdError:
+        raise
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise _unreadable(path, directory, str(e).splitlines()[0][:120] if str(e) else type(e).__name__) from None
+    job_meta = None
+    if JOB_METADATA_KEY in meta:
+        try:
+            job_meta = json.loads(meta[JOB_METADATA_KEY])
+        except ValueError:
+            job_meta = None
+    table = table.unify_dictionaries().combine_chunks()
+    warm = table.column("warmup").to_numpy(zero_copy_only=False)
+    spin = table.column("spin").to_numpy(zero_copy_only=False).astype(np.int64)
+    per_call = table.column("per_call").to_numpy(zero_copy_only=False).astype(np.float64)
+    keep = ~(np.asarray(warm, dtype=bool) | (spin < 0)) & np.isfinite(per_call)
+    dropped_bad = int(np.count_nonzero(~np.isfinite(per_call)))
+    codes, dicts = [], []
+    for c in KEY_COLUMNS:
+        arr = table.column(c).chunk(0) if table.column(c).num_chunks else pa.array([], pa.dictionary(pa.int32(), pa.string()))
+        if not pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_encode()
+        idx = arr.indices.to_numpy(zero_copy_only=False)
+        codes.append(np.asarray(idx, dtype=np.int64)[keep])
+        dicts.append(arr.dictionary.to_pylist())
+    job_index = table.column("job_index").to_numpy(zero_copy_only=False).astype(np.int64)[keep]
+    spin, per_call = spin[keep], per_call[keep]
+    if spin.size == 0:
+        return {"n": 0, "dropped_bad": dropped_bad}, job_meta
+    dims = [max(len(d), 1) for d in dicts]
+    gkey = np.ravel_multi_index(codes, dims)
+    span = int(spin.max()) + 1
+    key = gkey * span + spin
+    first, med, counts = _spin_medians(key, per_call)
+    out = {c: np.asarray(dicts[i], dtype=object)[codes[i][first]] for i, c in enumerate(KEY_COLUMNS)}
+    out.update(job_index=job_index[first], spin=spin[first], value=med, n_reps=counts, n=len(first), dropped_bad=dropped_bad)
+    return out, job_meta
+
+
+def _planned_jobs(directory: Path) -> list[str] | None:
+    path = directory / "plan.json"
+    if not path.exists():
+        return None
+    try:
+        plan = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    jobs = plan.get("jobs") if isinstance(plan, dict) else plan
+    if not isinstance(jobs, list):
+        return None
+    ids = [j.get("id") if isinstance(j, dict) else j for j in jobs]
+    return [i for i in ids if isinstance(i, str)] or None
+
+
+def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
+    """All raw files of DIR/raw as spin medians; a one-line PqsimdError for anything unreadable."""
+    raw = directory / "raw"
+    files = sorted(raw.glob("*.parquet")) if raw.is_dir() else []
+    if not files:
+        raise PqsimdError(f"no raw data in {raw} (no *.parquet); run `pqsimd run {directory}` first")
+    parts, job_rows, warnings = [], [], []
+    dropped_bad = 0
+    for path in files:
+        part, meta = _read_one(path, directory)
+        dropped_bad += part.pop("dropped_bad")
+        if part["n"] == 0:
+            warnings.append(f"{path.name}: no measurement rows after dropping warmup; ignored")
+            continue
+        parts.append(part)
+        meta = meta or {}
+        for job in sorted(set(part["job"])):
+            job_rows.append(
+                {
+                    "job": job,
+                    "file": path.name,
+                    "variant": str(meta.get("variant", part["variant"][0])),
+                    "scheme": str(meta.get("scheme", part["scheme"][0])),
+                    "hostname": str(meta.get("hostname") or "unknown"),
+                    "cpu_model": str(meta.get("cpu_model") or "unknown"),
+                    "has_metadata": bool(meta),
+                }
+            )
+    if not parts:
+        raise PqsimdError(f"{raw}: the raw files hold no measurement rows (only warmup); run `pqsimd run {directory}`")
+    if dropped_bad:
+        warnings.append(f"{dropped_bad} samples with a non-finite per_call were ignored")
+    cols = ("metric", "scheme", "variant", "op", "job", "job_index", "spin", "value", "n_reps")
+    spins = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in cols})
+    for c in KEY_COLUMNS:
+        spins[c] = spins[c].astype(str)
+    jobs = pd.DataFrame(job_rows).drop_duplicates("job")
+    no_meta = int((~jobs["has_metadata"]).sum())
+    if no_meta:
+        warnings.append(f"{no_meta} raw file(s) lack the pqsimd.job metadata: their CPU model is unknown")
+    dup = spins.duplicated(["metric", "scheme", "variant", "op", "job", "spin"])
+    if dup.any():
+        raise PqsimdError(
+            f"{raw}: the same (job, op, spin) appears in more than one file (e.g. job "
+            f"{spins.loc[dup, 'job'].iloc[0]}); remove the stale copy and re-run `pqsimd analyze {directory}`"
+        )
+    planned = _planned_jobs(directory)
+    if planned:
+        missing = sorted(set(planned) - set(jobs["job"]))
+        if missing:
+            warnings.append(
+                f"{len(missing)} of {len(planned)} planned jobs have no raw file (e.g. {missing[0]}); "
+                f"the study is incomplete: `pqsimd run {directory}` continues it"
+            )
+    check_cpu_models(jobs, directory, pool_cpu_models, warnings)
+    return SpinData(spins=spins, jobs=jobs, files=len(files), warnings=warnings)
+
+
+def check_cpu_models(jobs: pd.DataFrame, directory: Path, pool: bool, warnings: list[str]) -> None:
+    known = jobs[jobs["cpu_model"] != "unknown"]
+    models = sorted(known["cpu_model"].unique())
+    if len(models) <= 1:
+        return
+    parts = []
+    for model in models:
+        sub = known[known["cpu_model"] == model]
+        hosts = sorted(sub["hostname"].unique())
+        by_host = defaultdict(set)
+        for h, v in zip(sub["hostname"], sub["variant"]):
+            by_host[h].add(v)
+        hs = ", ".join(f"{h}: {'/'.join(sorted(by_host[h]))}" for h in hosts[:4])
+        more = f" +{len(hosts) - 4} more nodes" if len(hosts) > 4 else ""
+        parts.append(f"'{model}' ({len(sub)} jobs; {hs}{more})")
+    listing = "; ".join(parts)
+    if pool:
+        warnings.append(f"jobs ran on {len(models)} CPU models and were pooled (pool_cpu_models = true): {listing}")
+        return
+    raise PqsimdError(
+        f"{directory}: jobs ran on {len(models)} CPU models, which must not be pooled: {listing}; "
+        f"measure on one CPU model (e.g. a SLURM --constraint) or set [analysis] pool_cpu_models = true in study.toml"
+    )

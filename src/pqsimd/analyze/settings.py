@@ -1,0 +1,79 @@
+"""Analysis settings: defaults ← DIR/study.toml `[analysis]` ← command line."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ..errors import PqsimdError
+
+DEFAULT_SEED = 20240
+
+
+@dataclass(frozen=True)
+class Settings:
+    n_boot: int = 5000
+    seed: int = DEFAULT_SEED
+    alpha: float = 0.05
+    threshold: float = 0.02  # a speedup must clear ±2% (on the log scale) to be a verdict
+    extra_baseline: str = "ref"
+    pool_cpu_models: bool = False
+    adjust: str = "holm"  # which adjusted p the verdict uses: holm | bh
+    min_jobs_reliable: int = 5  # fewer jobs in a group: hierarchical CI flagged unreliable
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_study_toml(directory: Path) -> dict[str, Any]:
+    path = directory / "study.toml"
+    if not path.exists():
+        return {}
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise PqsimdError(f"{path}: malformed TOML ({e}); fix the file or remove it") from None
+    except OSError as e:
+        raise PqsimdError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def _check(name: str, value: Any, kind: type, ok, why: str, path: str) -> Any:
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)) or not ok(value):
+        raise PqsimdError(f"{path}: [analysis] {name} = {value!r} is invalid; it must be {why}")
+    return value
+
+
+RULES = {
+    "n_boot": (int, lambda v: v >= 100, "an integer >= 100"),
+    "seed": (int, lambda v: v >= 0, "an integer >= 0"),
+    "alpha": (float, lambda v: 0 < v < 1, "a number in (0, 1)"),
+    "threshold": (float, lambda v: 0 <= v < 1, "a number in [0, 1), e.g. 0.02 for ±2%"),
+    "extra_baseline": (str, lambda v: bool(v), "a variant id, e.g. \"ref\""),
+    "pool_cpu_models": (bool, lambda v: True, "true or false"),
+    "adjust": (str, lambda v: v in ("holm", "bh"), "\"holm\" or \"bh\""),
+    "min_jobs_reliable": (int, lambda v: v >= 2, "an integer >= 2"),
+}
+
+
+def resolve(directory: Path, study: dict[str, Any], **overrides: Any) -> Settings:
+    """Settings from the study file's [analysis] table, then the non-None `overrides`."""
+    table = study.get("analysis", {}) or {}
+    where = str(directory / "study.toml")
+    if not isinstance(table, dict):
+        raise PqsimdError(f"{where}: [analysis] must be a table")
+    unknown = set(table) - {f.name for f in fields(Settings)}
+    if unknown:
+        raise PqsimdError(
+            f"{where}: unknown key(s) in [analysis]: {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(f.name for f in fields(Settings))}"
+        )
+    values: dict[str, Any] = {}
+    for src, label in ((table, where), ({k: v for k, v in overrides.items() if v is not None}, "command line")):
+        for k, v in src.items():
+            kind, ok, why = RULES[k]
+            values[k] = _check(k, v, kind, ok, why, label)
+    return Settings(**values)

@@ -1,0 +1,173 @@
+"""Synthetic study directories in the documented raw schema (ARCHITECTURE.md), for tests and benches.
+
+`make_synthetic_study` writes DIR/raw/<job>.parquet (one file per job = variant.scheme.index, all
+ops and metrics of that job, warmup spins included and flagged) with the `pqsimd.job` metadata, and
+a minimal DIR/study.toml. Values are lognormal around a chosen median with an optional random
+per-job shift (`job_sigma`, on the log scale), per-spin and per-rep noise, rare right-tail outliers
+(OS interrupts) and an optional linear drift within jobs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import tomli_w
+
+RAW_SCHEMA = pa.schema(
+    [
+        ("scheme", pa.string()),
+        ("variant", pa.string()),
+        ("op", pa.string()),
+        ("metric", pa.string()),
+        ("job", pa.string()),
+        ("job_index", pa.int32()),
+        ("spin", pa.int32()),
+        ("rep", pa.int32()),
+        ("batch", pa.int32()),
+        ("raw", pa.int64()),
+        ("ticks", pa.int64()),
+        ("per_call", pa.float64()),
+        ("warmup", pa.bool_()),
+    ]
+)
+
+DETERMINISTIC_METRICS = ("instructions",)
+
+
+def _lookup(medians: Mapping | Callable | None, scheme: str, variant: str, op: str) -> float:
+    if medians is None:
+        return 1000.0
+    if callable(medians):
+        return float(medians(scheme, variant, op))
+    for key in ((scheme, variant, op), (variant, op), (scheme, variant), (scheme, op), variant, op):
+        if key in medians:
+            return float(medians[key])
+    return 1000.0
+
+
+def _per_job(value: str | Callable, variant: str, scheme: str, index: int) -> str:
+    return value(variant, scheme, index) if callable(value) else value
+
+
+def make_synthetic_study(
+    directory: Path | str,
+    schemes: Sequence[str] = ("ml-kem-512",),
+    variants: Sequence[str] = ("ref", "avx2"),
+    ops: Sequence[str] = ("ntt",),
+    jobs: int = 4,
+    spins: int = 50,
+    reps: int = 5,
+    medians: Mapping | Callable | None = None,
+    job_sigma: float = 0.0,
+    seed: int = 0,
+    metric: str | Sequence[str] = "ticks",
+    *,
+    spin_sigma: float = 0.01,
+    rep_sigma: float = 0.03,
+    warmup: int = 2,
+    outlier_rate: float = 0.005,
+    drift: float = 0.0,
+    batch: int = 1,
+    overhead: float = 20.0,
+    cpu_model: str | Callable = "Synthetic CPU @ 3.00GHz",
+    hostname: str | Callable = "node001",
+    analysis: Mapping[str, Any] | None = None,
+    write_study_toml: bool = True,
+) -> Path:
+    """Write a synthetic study into `directory`; return the directory.
+
+    medians: per-call median, looked up as (scheme, variant, op), (variant, op), (scheme, variant),
+      (scheme, op), variant, op (first hit; default 1000), or a callable (scheme, variant, op) -> float.
+    job_sigma: SD of a random per-job log shift (the "job effect"; 0 = jobs exchangeable with spins).
+    metric: one metric or several; "instructions" is deterministic (every sample == the median).
+    drift: total relative change of the level from the first to the last spin of each job.
+    cpu_model / hostname: a string, or a callable (variant, scheme, job_index) -> str.
+    analysis: written as the [analysis] table of study.toml.
+    """
+    directory = Path(directory)
+    raw_dir = directory / "raw"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    metrics = [metric] if isinstance(metric, str) else list(metric)
+    rng = np.random.default_rng(seed)
+    n_spin = warmup + spins
+    spin_ids = np.arange(-warmup, spins, dtype=np.int32)
+    for vi, variant in enumerate(variants):
+        for scheme in schemes:
+            for j in range(jobs):
+                job = f"{variant}.{scheme}.{j}"
+                cols: dict[str, list[np.ndarray]] = {name: [] for name in RAW_SCHEMA.names}
+                job_shift = rng.normal(0.0, job_sigma) if job_sigma > 0 else 0.0
+                for m in metrics:
+                    for op in ops:
+                        med = _lookup(medians, scheme, variant, op)
+                        shape = (n_spin, reps)
+                        if m in DETERMINISTIC_METRICS:
+                            per_call = np.full(shape, float(round(med)))
+                        else:
+                            level = job_shift + rng.normal(0.0, spin_sigma, size=(n_spin, 1))
+                            if drift:
+                                level = level + np.log1p(drift * np.clip(spin_ids, 0, None) / max(spins - 1, 1))[:, None]
+                            per_call = med * np.exp(level + rng.normal(0.0, rep_sigma, size=shape))
+                            out = rng.random(shape) < outlier_rate
+                            per_call[out] *= 1.0 + rng.exponential(2.0, size=int(out.sum()))
+                            # whole counter values, as the harness records them
+                            raw = np.round(per_call * batch + overhead)
+                            per_call = (raw - overhead) / batch
+                        raw = np.round(per_call * batch + overhead).astype(np.int64)
+                        n = per_call.size
+                        cols["scheme"].append(np.full(n, scheme, dtype=object))
+                        cols["variant"].append(np.full(n, variant, dtype=object))
+                        cols["op"].append(np.full(n, op, dtype=object))
+                        cols["metric"].append(np.full(n, m, dtype=object))
+                        cols["job"].append(np.full(n, job, dtype=object))
+                        cols["job_index"].append(np.full(n, j, dtype=np.int32))
+                        cols["spin"].append(np.repeat(spin_ids, reps))
+                        cols["rep"].append(np.tile(np.arange(reps, dtype=np.int32), n_spin))
+                        cols["batch"].append(np.full(n, batch, dtype=np.int32))
+                        cols["raw"].append(raw.ravel())
+                        cols["ticks"].append(raw.ravel() if m == "ticks" else np.full(n, None, dtype=object))
+                        cols["per_call"].append(per_call.ravel())
+                        cols["warmup"].append(np.repeat(spin_ids < 0, reps))
+                arrays = [pa.array(np.concatenate(cols[f.name]), type=f.type) for f in RAW_SCHEMA]
+                table = pa.Table.from_arrays(arrays, schema=RAW_SCHEMA)
+                meta = {
+                    "id": job,
+                    "variant": variant,
+                    "scheme": scheme,
+                    "job_index": j,
+                    "cpu": 1,
+                    "hostname": _per_job(hostname, variant, scheme, j),
+                    "cpu_model": _per_job(cpu_model, variant, scheme, j),
+                    "overhead": overhead,
+                    "granularity": 1,
+                    "tsc_hz": 3.0e9,
+                    "started": "2026-01-01T00:00:00Z",
+                    "finished": "2026-01-01T00:01:00Z",
+                    "sha256": f"{vi:064x}",
+                }
+                table = table.replace_schema_metadata({b"pqsimd.job": json.dumps(meta).encode()})
+                pq.write_table(table, raw_dir / f"{job}.parquet")
+    if write_study_toml:
+        doc: dict[str, Any] = {
+            "study": {
+                "schemes": list(schemes),
+                "variants": list(variants),
+                "ops": list(ops),
+                "jobs": jobs,
+                "spins": spins,
+                "reps": reps,
+                "warmup": warmup,
+                "metrics": metrics,
+                "preset": "synthetic",
+            }
+        }
+        if analysis:
+            doc["analysis"] = dict(analysis)
+        (directory / "study.toml").write_text(tomli_w.dumps(doc))
+    return directory
