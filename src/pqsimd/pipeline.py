@@ -99,9 +99,9 @@ def run_study(
         if g.passed:
             console.print(f"gate {vid}: passed ({len(g.checks)} checks)")
         else:
-            bad = g.first_failure()
-            assert bad is not None
-            console.print(f"[red]gate FAILED[/red] {vid}: {bad.check} {bad.scheme}: {bad.detail}")
+            bad = [c for c in g.checks if not c.passed]
+            more = f" (+{len(bad) - 2} more in gate/{vid}.json)" if len(bad) > 2 else ""
+            console.print(f"[red]gate FAILED[/red] {vid}: " + "; ".join(f"{c.check} {c.scheme}: {c.detail}" for c in bad[:2]) + more, soft_wrap=True)
             ok = False
     for vid, g in gate_results.items():
         store.atomic_write_json(store.gate_path(directory, vid), g)

@@ -43,9 +43,6 @@ class GateResult:
     def passed(self) -> bool:
         return all(c.passed for c in self.checks)
 
-    def first_failure(self) -> Check | None:
-        return next((c for c in self.checks if not c.passed), None)
-
     def to_dict(self) -> dict:
         return {"variant": self.variant, "passed": self.passed, "checks": [c.to_dict() for c in self.checks]}
 
@@ -136,10 +133,11 @@ def gate(tree: SourceTree, builds: dict[str, BuildResult], schemes: list[str]) -
             if isinstance(out, str):
                 results[vid].checks.append(Check("vectors", scheme, False, out))
                 continue
-            detail = self_consistency(out, inputs)
-            if not detail and reference is not None and vid != reference:
+            detail = ""
+            if reference is not None and vid != reference:
                 diff = _first_difference(out, outputs[reference])  # type: ignore[arg-type]
                 if diff:
                     detail = f"differs from {reference}: {diff}"
+            detail = detail or self_consistency(out, inputs)
             results[vid].checks.append(Check("vectors", scheme, not detail, detail or f"{len(inputs)} vectors identical"))
     return results

@@ -1,0 +1,67 @@
+# --- SLURM: a real one-node cluster on localhost (tests/slurm_cluster.py) -------------------
+# Session-scoped: munged + slurmctld + slurmd start once, on the first test that asks, and the
+# daemons this fixture started are stopped by pid at the end. Skips when SLURM is not installed
+# or we are not root, unless PQSIMD_REQUIRE_SLURM=1 (CI), where that is a failure instead.
+import os as _slurm_os
+import sys as _slurm_sys
+from pathlib import Path as _SlurmPath
+
+import pytest as _slurm_pytest
+
+
+@_slurm_pytest.fixture(scope="session")
+def slurm_cluster():
+    _slurm_sys.path.insert(0, str(_SlurmPath(__file__).parent))
+    from slurm_cluster import SlurmCluster, missing_reason
+
+    reason = missing_reason()
+    if reason:
+        if _slurm_os.environ.get("PQSIMD_REQUIRE_SLURM"):
+            _slurm_pytest.fail(f"PQSIMD_REQUIRE_SLURM is set but {reason}")
+        _slurm_pytest.skip(reason)
+    cluster = SlurmCluster().start()
+    saved = _slurm_os.environ.get("SLURM_CONF")
+    _slurm_os.environ["SLURM_CONF"] = str(cluster.conf)
+    try:
+        yield cluster
+    finally:
+        if saved is None:
+            _slurm_os.environ.pop("SLURM_CONF", None)
+        else:
+            _slurm_os.environ["SLURM_CONF"] = saved
+        cluster.stop()
+
+
+# --- Engine: the pinned PQClean tree and cached variant builds ---------------------------------
+import subprocess as _eng_subprocess
+
+import pytest as _eng_pytest
+
+PQSIMD = _SlurmPath(_slurm_sys.executable).with_name("pqsimd")
+
+
+@_eng_pytest.fixture(scope="session")
+def tree():
+    from pqsimd import sources
+
+    return sources.locate()
+
+
+@_eng_pytest.fixture(scope="session")
+def builds(tree):
+    """refo0, ref and avx2 built once per session (from the user's build cache when warm)."""
+    from pqsimd import catalog
+    from pqsimd.build import build_variant
+
+    variants = catalog.builtin_variants()
+    return {v: build_variant(tree, variants[v], "gcc") for v in ("refo0", "ref", "avx2")}
+
+
+def run_cli(*args, cwd=None, timeout=900, env=None):
+    """Run the installed `pqsimd` console script as a user would; returns CompletedProcess."""
+    return _eng_subprocess.run([str(PQSIMD), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env)
+
+
+@_eng_pytest.fixture
+def cli():
+    return run_cli
