@@ -81,6 +81,8 @@ def run_job(directory: Path, job_id: str, progress: Callable[[int, int], None] |
     log = store.log_path(directory, job_id)
     log.parent.mkdir(parents=True, exist_ok=True)
     store.raw_dir(directory).mkdir(parents=True, exist_ok=True)
+    for stale in store.raw_dir(directory).glob(f".{job_id}.*"):  # left by a killed run of this job
+        stale.unlink(missing_ok=True)
     started = datetime.now(timezone.utc).isoformat()
     fd, tmp = tempfile.mkstemp(prefix=f".{job_id}.", suffix=".tsv", dir=store.raw_dir(directory))
     try:
