@@ -40,6 +40,16 @@ def _which(tool: str) -> str | None:
     return shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")
 
 
+def _die_with_parent() -> None:
+    """preexec_fn: the daemon gets SIGTERM when this process dies, however it dies (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
 def _free_ports(n: int) -> list[int]:
     socks, ports = [], []
     for _ in range(n):
@@ -112,6 +122,7 @@ class SlurmCluster:
         self.procs[name] = subprocess.Popen(
             args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
             start_new_session=True,  # a Ctrl-C of pytest must not kill them before teardown
+            preexec_fn=_die_with_parent,  # ... but a killed pytest must not leave them behind
         )
         out.close()
 
@@ -198,6 +209,11 @@ if __name__ == "__main__":
     reason = missing_reason()
     if reason:
         raise SystemExit(reason)
+    def _interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
     cluster = SlurmCluster().start()
     print(f"export SLURM_CONF={cluster.conf}   # Ctrl-C stops the cluster", flush=True)
     try:

@@ -544,7 +544,7 @@ def failure_line(directory: Path, array_id: str, task: int, job_id: str, state: 
     """One line naming the task, the job, the node and what went wrong."""
     node = state.node if state and state.node else "no node"
     if state is None or state.state == "UNKNOWN":
-        what = "state unknown (slurmctld no longer knows the task)"
+        what = state.reason if state and state.reason else "state unknown (slurmctld no longer knows the task)"
     elif state.state == "COMPLETED":
         what = "exited 0 but left no valid raw file"
     else:
@@ -611,7 +611,9 @@ def execute(directory: Path, jobs: list[dict], options: dict) -> bool:
             console.print(
                 f"slurm: array {arrays} keeps running on the cluster; `pqsimd slurm status {directory}` "
                 f"shows it, `pqsimd slurm cancel {directory}` stops it, `pqsimd run {directory} "
-                "--executor slurm` follows it again"
+                "--executor slurm` follows it again",
+                markup=False,
+                soft_wrap=True,
             )
             raise
 
@@ -633,7 +635,7 @@ def execute(directory: Path, jobs: list[dict], options: dict) -> bool:
         else:
             line = f"job {job}: not submitted"
         console.print("  " + line, soft_wrap=True, markup=False)
-    console.print(f"slurm: `pqsimd run {directory} --executor slurm` resubmits only these")
+    console.print(f"slurm: `pqsimd run {directory} --executor slurm` resubmits only these", markup=False, soft_wrap=True)
     return False
 
 
@@ -685,7 +687,9 @@ def _follow(tracked: list[_Tracked], console) -> None:
                         if k in states:
                             t.states[k] = states[k]
                         elif t.gone and not (t.states.get(k) and t.states[k].terminal):
-                            t.states[k] = TaskState(task=k, state="UNKNOWN", array_id=t.array_id)
+                            # a task scancel'ed while pending leaves no record; a purged array none at all
+                            why = "left the queue without starting (scancel while pending?)" if states else None
+                            t.states[k] = TaskState(task=k, state="UNKNOWN", array_id=t.array_id, reason=why)
             else:
                 # squeue's view is enough to keep the running/pending picture fresh
                 for t in live:
@@ -733,7 +737,7 @@ def status(directory: Path) -> None:
 
         plan_ids = [j["id"] for j in load_plan(directory)]
         unfinished = unfinished_ids(directory, plan_ids)
-        console.print(f"{directory}: {len(plan_ids) - len(unfinished)}/{len(plan_ids)} job(s) finished (valid raw files)", markup=False)
+        console.print(f"{directory}: {len(plan_ids) - len(unfinished)}/{len(plan_ids)} job(s) finished (valid raw files)", markup=False, soft_wrap=True)
     except PqsimdError as e:
         console.print(str(e), markup=False)
     submissions = load_submissions(directory)
@@ -774,7 +778,7 @@ def status(directory: Path) -> None:
         console.print(f"{len(problems)} unfinished job(s) whose last task ended:")
         for line in problems.values():
             console.print("  " + line, markup=False, soft_wrap=True)
-        console.print(f"`pqsimd run {directory} --executor slurm` resubmits them", markup=False)
+        console.print(f"`pqsimd run {directory} --executor slurm` resubmits them", markup=False, soft_wrap=True)
 
 
 def cancel(directory: Path) -> None:
