@@ -128,7 +128,7 @@ def _compile_plan(tree: SourceTree, fam: SchemeFamily, variant: Variant, flags: 
         if variant.sources == "avx2":
             defs.append("-DPQSIMD_AVX2")
         harness_objs.append(cc(harness / fam.op_table, out / f"{scheme}.ops.o", [*inc, f"-I{harness}", *defs]))
-    for name in ("timer.c", "runner.c", "main.c"):
+    for name in ("timer.c", "runner.c", "main.c", "perf.c"):
         harness_objs.append(cc(harness / name, out / f"harness.{name}.o", [f"-I{harness}"], list(HARNESS_OWN_FLAGS)))
 
     harness_link = [o for objs in scheme_objs.values() for o in objs] + list(common_objs.values()) + harness_objs

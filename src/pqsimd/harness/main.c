@@ -4,6 +4,7 @@
  *   harness calibrate
  *   harness run --scheme S [--ops a,b] --spins S --reps R [--warmup W] [--batch auto|K]
  *               [--target TICKS] [--cpu N]        TSV on stdout, calibration JSON first line
+ *               [--counters cycles,instructions,...]  perf_event_open group (perf.h)
  *   harness vectors --scheme S                   hex "d z m" lines on stdin
  *   harness count --scheme S --op OP --calls N   runs OP N times inside pqsimd_measure
  */
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "perf.h"
 #include "runner.h"
 #include "timer.h"
 
@@ -59,12 +61,23 @@ static int pin(int cpu) {
     return sched_setaffinity(0, sizeof set, &set);
 }
 
+extern pqsimd_counters *pqsimd_active_counters; /* runner.c */
+static pqsimd_counters counters;
+static int counters_requested;
+
 static void print_calibration(FILE *out, const pqsimd_calibration *cal, int cpu) {
+    double cpt, cpt_best;
+    pqsimd_core_per_tsc(&cpt, &cpt_best);
     fprintf(out,
             "{\"overhead\": %.1f, \"overhead_min\": %llu, \"granularity\": %llu, \"tsc_hz\": %.0f, "
-            "\"call_overhead\": %.3f, \"cpu\": %d}\n",
+            "\"call_overhead\": %.3f, \"cpu\": %d, \"core_per_tsc\": %.4f, \"core_per_tsc_best\": %.4f",
             cal->overhead, (unsigned long long)cal->overhead_min, (unsigned long long)cal->granularity,
-            cal->tsc_hz, pqsimd_call_overhead(cal->overhead), cpu);
+            cal->tsc_hz, pqsimd_call_overhead(cal->overhead), cpu, cpt, cpt_best);
+    if (counters_requested) {
+        fprintf(out, ", \"counters\": ");
+        pqsimd_counters_json(out, &counters);
+    }
+    fprintf(out, "}\n");
 }
 
 static int cmd_list(void) {
@@ -117,6 +130,19 @@ static int cmd_run(int argc, char **argv) {
     } else {
         for (int i = 0; i < s->n_ops && n < 256; i++) {
             ops[n++] = &s->ops[i];
+        }
+    }
+
+    const char *counter_list = opt(argc, argv, "--counters", NULL);
+    if (counter_list) {
+        /* Unavailable counters are recorded in the calibration JSON, and timing goes on. */
+        counters_requested = 1;
+        if (pqsimd_counters_open(&counters, counter_list) == -1) {
+            return die("--counters: unknown event in ", counter_list);
+        }
+        if (counters.n > 0) {
+            pqsimd_counters_calibrate(&counters);
+            pqsimd_active_counters = &counters;
         }
     }
 

@@ -3,9 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "perf.h"
 #include "timer.h"
 
 static pqsimd_scheme *registry;
+
+/* Set by main when `run --counters` opened a counter group; NULL otherwise. */
+pqsimd_counters *pqsimd_active_counters;
 
 void pqsimd_register(pqsimd_scheme *scheme) {
     /* Append, so schemes list in link order (512, 768, 1024). */
@@ -98,15 +102,30 @@ void pqsimd_run_op(FILE *out, const pqsimd_op *op, uint64_t k, int warmup, int s
         op->setup();
     }
     uint64_t *s = malloc(sizeof(uint64_t) * (size_t)reps);
+    pqsimd_counters *pc = pqsimd_active_counters; /* counters: read around the timed region */
+    uint64_t *cv = pc ? malloc(sizeof(uint64_t) * PQSIMD_MAX_COUNTERS * (size_t)reps) : NULL;
+    int *valid = pc ? malloc(sizeof(int) * (size_t)reps) : NULL;
     for (int spin = -warmup; spin < spins; spin++) {
         for (int rep = 0; rep < reps; rep++) {
+            if (pc) {
+                pqsimd_counters_start(pc);
+            }
             s[rep] = sample(op, k);
+            if (pc) {
+                valid[rep] = pqsimd_counters_stop(pc, cv + PQSIMD_MAX_COUNTERS * rep) == 0;
+            }
         }
         /* Print after the spin, so no I/O sits between samples. */
         for (int rep = 0; rep < reps; rep++) {
-            fprintf(out, "%s\t%d\t%d\t%llu\t%llu\n", op->name, spin, rep, (unsigned long long)k,
+            fprintf(out, "%s\t%d\t%d\t%llu\t%llu", op->name, spin, rep, (unsigned long long)k,
                     (unsigned long long)s[rep]);
+            if (pc) {
+                pqsimd_counters_tsv(out, pc, cv + PQSIMD_MAX_COUNTERS * rep, valid[rep]);
+            }
+            fputc('\n', out);
         }
     }
     free(s);
+    free(cv);
+    free(valid);
 }
