@@ -41,6 +41,8 @@ class Sample:
     v: np.ndarray  # sorted values, length N
     cum: np.ndarray  # (J, N+1) int: cum[j, g] = number of values of job j among the g smallest
     sizes: np.ndarray  # (J,) spins per job
+    cum_t: np.ndarray  # (N+1, J) float64 copy of cum.T, row-gathered by the bisection
+    lab: np.ndarray  # (N,) job of each sorted value
 
     @classmethod
     def from_jobs(cls, values: np.ndarray, job: np.ndarray) -> "Sample":
@@ -52,7 +54,8 @@ class Sample:
         onehot = np.zeros((n_jobs, v.size + 1), dtype=np.int64)
         onehot[lab, np.arange(1, v.size + 1)] = 1
         cum = np.cumsum(onehot, axis=1)
-        return cls(v=v, cum=cum, sizes=cum[:, -1].copy())
+        return cls(v=v, cum=cum, sizes=cum[:, -1].copy(), cum_t=np.ascontiguousarray(cum.T, dtype=np.float64),
+                   lab=lab.astype(np.int64))
 
     @property
     def n(self) -> int:
@@ -69,7 +72,10 @@ def _middle_uniforms(rng: np.random.Generator, total: np.ndarray) -> tuple[np.nd
     For odd totals both are the single middle one."""
     total = np.asarray(total, dtype=np.int64)
     k = (total + 1) // 2  # lower middle, 1-based
-    u_lo = rng.beta(k, total - k + 1)
+    if total.size and np.all(total == total.flat[0]):  # scalar parameters: a faster sampler path
+        u_lo = rng.beta(k.flat[0], total.flat[0] - k.flat[0] + 1, size=total.shape)
+    else:
+        u_lo = rng.beta(k, total - k + 1)
     odd = (total % 2) == 1
     rest = np.maximum(total - k, 1)
     v = rng.random(total.shape)
@@ -87,26 +93,52 @@ def naive_medians(sample: Sample, n_boot: int, rng: np.random.Generator) -> np.n
     return 0.5 * (sample.v[i_lo] + sample.v[i_hi])
 
 
-def weighted_order_index(sample: Sample, counts: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """Per replicate b: the g with Λ_b(g) ≤ pos_b < Λ_b(g+1), Λ_b(g) = Σ_j counts[b,j]·cum[j,g]."""
+def weighted_order_index(sample: Sample, counts: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per replicate b, the g with Λ_b(g) ≤ pos_b < Λ_b(g+1), Λ_b(g) = Σ_j counts[b,j]·cum[j,g], and Λ_b(g):
+    bisection over g, vectorised over replicates (O(J log N) per replicate, no resample built)."""
     n = sample.n
-    lo = np.zeros(pos.shape, dtype=np.int64)  # invariant: Λ(lo) <= pos
+    lo = np.zeros(pos.shape, dtype=np.int64)  # invariant: Λ(lo) <= pos (Λ(0) = 0)
     hi = np.full(pos.shape, n, dtype=np.int64)  # invariant: Λ(hi) > pos  (Λ(n) = total > pos)
-    cum_t = sample.cum.T  # (N+1, J)
-    while True:
-        active = hi - lo > 1
-        if not active.any():
-            return lo
-        mid = (lo + hi) // 2
-        lam = np.einsum("bj,bj->b", counts, cum_t[mid])
-        go_up = (lam <= pos) & active
-        lo = np.where(go_up, mid, lo)
-        hi = np.where(~go_up & active, mid, hi)
+    lam_lo = np.zeros(pos.shape)
+    cum_t = sample.cum_t
+    cf = counts.astype(np.float64, copy=False)
+    for _ in range(max(int(n).bit_length(), 1)):
+        mid = (lo + hi) >> 1  # once hi = lo + 1, mid = lo and nothing moves
+        lam = np.einsum("bj,bj->b", cf, cum_t[mid])
+        up = lam <= pos
+        lo = np.where(up, mid, lo)
+        lam_lo = np.where(up, lam, lam_lo)
+        hi = np.where(up, hi, mid)
+    return lo, lam_lo
+
+
+def advance_index(sample: Sample, counts: np.ndarray, g: np.ndarray, lam_g: np.ndarray, pos: np.ndarray,
+                  max_steps: int = 24) -> np.ndarray:
+    """Like weighted_order_index for pos >= Λ(g), by stepping forward from g (the upper middle order
+    statistic is a value or two above the lower one); bisection for the few that need more steps."""
+    n = sample.n
+    w = np.take_along_axis(counts, sample.lab[np.minimum(g, n - 1)][:, None], axis=1)[:, 0]
+    g, lam_g = g.copy(), lam_g.astype(np.float64, copy=True)
+    rows = np.arange(g.size)
+    for _ in range(max_steps):
+        nxt = lam_g + w  # Λ(g + 1)
+        adv = (nxt <= pos) & (g + 1 < n)
+        if not adv.any():
+            return g
+        g = np.where(adv, g + 1, g)
+        lam_g = np.where(adv, nxt, lam_g)
+        w = counts[rows, sample.lab[np.minimum(g, n - 1)]]
+    left = (lam_g + w <= pos) & (g + 1 < n)
+    if left.any():
+        g[left] = weighted_order_index(sample, counts[left], pos[left])[0]
+    return g
 
 
 def job_counts(n_jobs: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Stage 1: how often each job is chosen when J jobs are drawn with replacement."""
-    return rng.multinomial(n_jobs, np.full(n_jobs, 1.0 / n_jobs), size=n_boot)
+    """Stage 1: how often each job is chosen when J jobs are drawn with replacement (B×J counts)."""
+    picks = rng.integers(0, n_jobs, size=(n_boot, n_jobs))
+    flat = (picks + n_jobs * np.arange(n_boot)[:, None]).ravel()
+    return np.bincount(flat, minlength=n_boot * n_jobs).reshape(n_boot, n_jobs)
 
 
 def hierarchical_medians(sample: Sample, n_boot: int, rng: np.random.Generator,
@@ -116,8 +148,8 @@ def hierarchical_medians(sample: Sample, n_boot: int, rng: np.random.Generator,
         counts = job_counts(sample.n_jobs, n_boot, rng)
     total = counts @ sample.sizes
     u_lo, u_hi = _middle_uniforms(rng, total)
-    g_lo = weighted_order_index(sample, counts, u_lo * total)
-    g_hi = weighted_order_index(sample, counts, u_hi * total)
+    g_lo, lam_lo = weighted_order_index(sample, counts, u_lo * total)
+    g_hi = advance_index(sample, counts, g_lo, lam_lo, u_hi * total)
     return 0.5 * (sample.v[g_lo] + sample.v[g_hi])
 
 

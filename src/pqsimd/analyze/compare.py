@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 
 from .bootstrap import percentile_ci
-from .effect import delta_from_u, delta_job_bootstrap, pair_balance
+from .effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
 from .groups import Group
 from .settings import Settings
-from .significance import bh, holm, job_test, mwu_less
+from .significance import bh, holm, job_test, mwu_less_many
 
 STANDARD = ("refo0", "refnv", "ref", "avx2")
 STAGES = (("compiler", "refo0", "refnv"), ("autovec", "refnv", "ref"), ("hand_simd", "ref", "avx2"))
@@ -66,14 +66,10 @@ def _na_row(metric, scheme, op, stage, baseline, variant, base, var, reason) -> 
     return row
 
 
-def compare_pair(base: Group, var: Group, stage: str, settings: Settings) -> dict:
+def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: float, p: float) -> dict:
+    """One comparison's row; u, p: the Mann-Whitney U of the variant sample and its one-sided p."""
     s = base.median / var.median
     n_b, n_v = base.values.size, var.values.size
-    u, p = mwu_less(var.values, base.values) if not (base.deterministic and var.deterministic) else (None, math.nan)
-    if u is None:
-        from .effect import u_statistic
-
-        u = u_statistic(var.values, base.values)
     delta = delta_from_u(u, n_v, n_b)
     notes = []
     row = {
@@ -164,7 +160,18 @@ def compare_all(groups: dict[tuple[str, str, str, str], Group], variants: Sequen
                     rows.append(_na_row(metric, scheme, op, stage, b, v, base, var,
                                         f"no data for variant {missing} ({metric}, {scheme}, {op})"))
                     continue
-                rows.append(compare_pair(base, var, stage, settings))
-    df = pd.DataFrame(rows, columns=COLUMNS)
+                rows.append((base, var, stage))
+    live = [r for r in rows if isinstance(r, tuple) and not (r[0].deterministic and r[1].deterministic)]
+    u, p = mwu_less_many([(var.values, base.values) for base, var, _ in live])
+    mwu = {(id(b), id(v)): (u[i], p[i]) for i, (b, v, _) in enumerate(live)}
+    out = []
+    for r in rows:
+        if isinstance(r, dict):
+            out.append(r)
+            continue
+        base, var, stage = r
+        uu, pp = mwu.get((id(base), id(var)), (u_statistic(var.values, base.values), math.nan))
+        out.append(compare_pair(base, var, stage, settings, uu, pp))
+    df = pd.DataFrame(out, columns=COLUMNS)
     df = verdicts(df, settings)
     return df, warnings

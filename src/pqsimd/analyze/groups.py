@@ -32,10 +32,11 @@ class Group:
     boot_naive: np.ndarray | None = None
     boot_hier: np.ndarray | None = None
     job_counts: np.ndarray | None = None  # stage-1 draws shared by the median and δ bootstraps
+    _median: float | None = None
 
     def __post_init__(self) -> None:
         self.sample = Sample.from_jobs(self.values, self.job)
-        self.job_medians = np.array([np.median(self.values[self.job == j]) for j in range(len(self.job_ids))])
+        self.job_medians = per_job_medians(self.values, self.job, len(self.job_ids))
         self.deterministic = self.metric in DETERMINISTIC_METRICS or bool(np.ptp(self.values) == 0)
 
     @property
@@ -48,27 +49,50 @@ class Group:
 
     @property
     def median(self) -> float:
-        return float(np.median(self.values))
+        if self._median is None:
+            self._median = float(np.median(self.values))
+        return self._median
 
 
 def build_groups(spins: pd.DataFrame) -> dict[tuple[str, str, str, str], Group]:
-    """Split the spin-median table into groups (rows already one per job × spin)."""
-    df = spins.sort_values(["metric", "scheme", "op", "variant", "job_index", "job", "spin"], kind="stable")
+    """Split the spin-median table into groups, values job-major and in spin order within a job."""
+    cols = ["metric", "scheme", "op", "variant"]
+    codes = [pd.Categorical(spins[c]).codes.astype(np.int64) for c in cols]
+    cats = [pd.Categorical(spins[c]).categories for c in cols]
+    jcat = pd.Categorical(spins["job"])
+    job_index = spins["job_index"].to_numpy(dtype=np.int64)
+    spin = spins["spin"].to_numpy(dtype=np.int64)
+    gkey = np.ravel_multi_index(codes, [max(len(c), 1) for c in cats])
+    order = np.lexsort((spin, jcat.codes, job_index, gkey))
+    gkey_s = gkey[order]
+    starts = np.flatnonzero(np.r_[True, gkey_s[1:] != gkey_s[:-1]])
+    ends = np.r_[starts[1:], gkey_s.size]
+    values = spins["value"].to_numpy(dtype=np.float64)[order]
+    jobs_s = jcat.codes.astype(np.int64)[order]
+    spin_s, reps_s = spin[order], spins["n_reps"].to_numpy()[order]
     out: dict[tuple[str, str, str, str], Group] = {}
-    for (metric, scheme, op, variant), g in df.groupby(["metric", "scheme", "op", "variant"], sort=False, observed=True):
-        jobs = g["job"].to_numpy()
-        job_ids, first = np.unique(jobs, return_index=True)
-        job_ids = list(job_ids[np.argsort(first)])  # in job_index order
-        code = {j: i for i, j in enumerate(job_ids)}
-        out[(metric, scheme, op, variant)] = Group(
-            metric=metric, scheme=scheme, op=op, variant=variant,
-            values=g["value"].to_numpy(dtype=np.float64),
-            job=np.fromiter((code[j] for j in jobs), dtype=np.int64, count=len(jobs)),
-            spin=g["spin"].to_numpy(dtype=np.int64),
-            job_ids=job_ids,
-            n_reps=int(np.median(g["n_reps"].to_numpy())),
+    for a, b in zip(starts, ends):
+        idx = np.unravel_index(gkey_s[a], [max(len(c), 1) for c in cats])
+        key = tuple(str(cats[i][idx[i]]) for i in range(4))
+        jc = jobs_s[a:b]
+        bounds = np.flatnonzero(np.r_[True, jc[1:] != jc[:-1]])
+        job_codes = jc[bounds]
+        local = np.cumsum(np.r_[0, (jc[1:] != jc[:-1]).astype(np.int64)])
+        out[key] = Group(
+            metric=key[0], scheme=key[1], op=key[2], variant=key[3],
+            values=values[a:b], job=local, spin=spin_s[a:b],
+            job_ids=[str(jcat.categories[c]) for c in job_codes],
+            n_reps=int(np.median(reps_s[a:b])),
         )
     return out
+
+
+def per_job_medians(values: np.ndarray, job: np.ndarray, n_jobs: int) -> np.ndarray:
+    """Median of values per job code (job-major, contiguous jobs)."""
+    sizes = np.bincount(job, minlength=n_jobs)
+    if sizes.size and np.all(sizes == sizes[0]):
+        return np.median(values.reshape(n_jobs, sizes[0]), axis=1)
+    return np.array([np.median(values[job == j]) for j in range(n_jobs)])
 
 
 def icc1(y: np.ndarray, job: np.ndarray) -> float:
@@ -88,25 +112,32 @@ def icc1(y: np.ndarray, job: np.ndarray) -> float:
 
 
 def drift(group: Group, alpha: float, threshold: float) -> tuple[bool, int, float]:
-    """Trend of spin medians over spins within each job (Spearman ρ, Bonferroni over the jobs) that is
-    also material (first vs last quarter of the job differ by more than `threshold`).
+    """Trend of spin medians over spins within each job that is significant (Spearman ρ, Bonferroni
+    over the jobs) and material (medians of the first and last quarter of the job differ by more
+    than `threshold`).
 
     Returns (flag, number of drifting jobs, the largest |relative change| seen in any job)."""
     if group.deterministic:
         return False, 0, 0.0
-    n_drift, worst = 0, 0.0
     level = alpha / max(group.n_jobs, 1)
-    for j in range(group.n_jobs):
-        y = group.values[group.job == j]
-        x = group.spin[group.job == j]
-        if y.size < 12:
+    sizes = np.bincount(group.job, minlength=group.n_jobs)
+    if sizes.min() < 12:
+        return False, 0, 0.0
+    if np.all(sizes == sizes[0]):  # the usual case: every job has S spins
+        y = group.values.reshape(group.n_jobs, sizes[0])
+        q = sizes[0] // 4
+        change = np.median(y[:, -q:], axis=1) / np.median(y[:, :q], axis=1) - 1.0
+    else:
+        ys = [group.values[group.job == j] for j in range(group.n_jobs)]
+        change = np.array([np.median(v[-(v.size // 4):]) / np.median(v[: v.size // 4]) - 1.0 for v in ys])
+    worst = float(np.max(np.abs(change)))
+    n_drift = 0
+    for j in np.flatnonzero(np.abs(change) > threshold):
+        sel = group.job == j
+        y, x = group.values[sel], group.spin[sel]
+        if np.ptp(y) == 0:
             continue
-        q = y.size // 4
-        change = float(np.median(y[-q:]) / np.median(y[:q]) - 1.0)
-        worst = max(worst, abs(change))
-        if abs(change) <= threshold or np.ptp(y) == 0:
-            continue
-        rho, p = stats.spearmanr(x, y)
+        _rho, p = stats.spearmanr(x, y)
         if np.isfinite(p) and p < level:
             n_drift += 1
     return n_drift > 0, n_drift, worst
@@ -127,15 +158,13 @@ def noisy_jobs(group: Group, threshold: float, alpha: float = NOISY_ALPHA) -> li
     within = 1.4826 * np.median(np.abs(logv - y[group.job]))
     se = 1.2533 * within / np.sqrt(np.bincount(group.job).min())
     J = group.n_jobs
-    noisy = []
-    for j in range(J):
-        others = np.delete(y, j)
-        sd = max(float(np.std(others, ddof=1)), se, 1e-12)
-        t = abs(y[j] - others.mean()) / (sd * np.sqrt(1.0 + 1.0 / (J - 1)))
-        p = 2.0 * stats.t.sf(t, J - 2)
-        if p < alpha / J and abs(y[j] - np.median(others)) > np.log1p(threshold / 2):
-            noisy.append(group.job_ids[j])
-    return noisy
+    others = np.where(~np.eye(J, dtype=bool))[1].reshape(J, J - 1)
+    oy = y[others]  # (J, J-1): the other jobs of each job
+    sd = np.maximum(np.maximum(np.std(oy, axis=1, ddof=1), se), 1e-12)
+    t = np.abs(y - oy.mean(axis=1)) / (sd * np.sqrt(1.0 + 1.0 / (J - 1)))
+    p = 2.0 * stats.t.sf(t, J - 2)
+    material = np.abs(y - np.median(oy, axis=1)) > np.log1p(threshold / 2)
+    return [group.job_ids[j] for j in np.flatnonzero((p < alpha / J) & material)]
 
 
 def describe(group: Group, alpha: float, threshold: float) -> dict:
@@ -171,7 +200,7 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         "iqr": float(q3 - q1),
         "min": float(v.min()),
         "max": float(v.max()),
-        "mad": float(stats.median_abs_deviation(v, scale=1.0)),
+        "mad": float(np.median(np.abs(v - np.median(v)))),
         "outliers_low": out_lo,
         "outliers_high": out_hi,
         "icc": icc,

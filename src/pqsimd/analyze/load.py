@@ -7,6 +7,8 @@ The analysis unit is the spin median: the median of `per_call` over the reps of 
 from __future__ import annotations
 
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,7 @@ NEEDED = (*KEY_COLUMNS, "job_index", "spin", "per_call", "warmup")
 class SpinData:
     """Spin medians of a study (one row per metric, scheme, variant, op, job, spin) and its jobs."""
 
-    spins: pd.DataFrame  # metric scheme variant op job job_index spin value n_reps
+    spins: pd.DataFrame  # metric scheme variant op job (categorical) job_index spin value n_reps
     jobs: pd.DataFrame  # job file variant scheme hostname cpu_model
     files: int
     warnings: list[str] = field(default_factory=list)
@@ -107,9 +109,20 @@ def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
     span = int(spin.max()) + 1
     key = gkey * span + spin
     first, med, counts = _spin_medians(key, per_call)
-    out = {c: np.asarray(dicts[i], dtype=object)[codes[i][first]] for i, c in enumerate(KEY_COLUMNS)}
+    out = {c: (dicts[i], codes[i][first]) for i, c in enumerate(KEY_COLUMNS)}
     out.update(job_index=job_index[first], spin=spin[first], value=med, n_reps=counts, n=len(first), dropped_bad=dropped_bad)
     return out, job_meta
+
+
+def _categorical(parts: list[dict], col: str) -> pd.Categorical:
+    """Concatenate per-file (dictionary, codes) pairs into one Categorical without per-row strings."""
+    cats: dict[str, int] = {}
+    mapped = []
+    for p in parts:
+        d, codes = p[col]
+        lut = np.array([cats.setdefault(x, len(cats)) for x in d], dtype=np.int64)
+        mapped.append(lut[codes] if lut.size else codes)
+    return pd.Categorical.from_codes(np.concatenate(mapped), categories=list(cats))
 
 
 def _planned_jobs(directory: Path) -> list[str] | None:
@@ -135,21 +148,25 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
         raise PqsimdError(f"no raw data in {raw} (no *.parquet); run `pqsimd run {directory}` first")
     parts, job_rows, warnings = [], [], []
     dropped_bad = 0
-    for path in files:
-        part, meta = _read_one(path, directory)
+    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:  # pyarrow reads release the GIL
+        read = list(pool.map(lambda f: _read_one(f, directory), files))
+    for path, (part, meta) in zip(files, read):
         dropped_bad += part.pop("dropped_bad")
         if part["n"] == 0:
             warnings.append(f"{path.name}: no measurement rows after dropping warmup; ignored")
             continue
         parts.append(part)
         meta = meta or {}
-        for job in sorted(set(part["job"])):
+        d, codes = part["job"]
+        for job in sorted({d[i] for i in np.unique(codes)}):
+            variant = part["variant"][0][part["variant"][1][0]]
+            scheme = part["scheme"][0][part["scheme"][1][0]]
             job_rows.append(
                 {
                     "job": job,
                     "file": path.name,
-                    "variant": str(meta.get("variant", part["variant"][0])),
-                    "scheme": str(meta.get("scheme", part["scheme"][0])),
+                    "variant": str(meta.get("variant", variant)),
+                    "scheme": str(meta.get("scheme", scheme)),
                     "hostname": str(meta.get("hostname") or "unknown"),
                     "cpu_model": str(meta.get("cpu_model") or "unknown"),
                     "has_metadata": bool(meta),
@@ -159,10 +176,9 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
         raise PqsimdError(f"{raw}: the raw files hold no measurement rows (only warmup); run `pqsimd run {directory}`")
     if dropped_bad:
         warnings.append(f"{dropped_bad} samples with a non-finite per_call were ignored")
-    cols = ("metric", "scheme", "variant", "op", "job", "job_index", "spin", "value", "n_reps")
-    spins = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in cols})
-    for c in KEY_COLUMNS:
-        spins[c] = spins[c].astype(str)
+    spins = pd.DataFrame({c: _categorical(parts, c) for c in KEY_COLUMNS})
+    for c in ("job_index", "spin", "value", "n_reps"):
+        spins[c] = np.concatenate([p[c] for p in parts])
     jobs = pd.DataFrame(job_rows).drop_duplicates("job")
     no_meta = int((~jobs["has_metadata"]).sum())
     if no_meta:
