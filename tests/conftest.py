@@ -1,3 +1,5 @@
+"""Shared pytest fixtures. Each section is self-contained; append new sections below."""
+
 # --- SLURM: a real one-node cluster on localhost (tests/slurm_cluster.py) -------------------
 # Session-scoped: munged + slurmctld + slurmd start once, on the first test that asks, and the
 # daemons this fixture started are stopped by pid at the end. Skips when SLURM is not installed

@@ -290,14 +290,54 @@ def test_failed_task_is_reported_with_task_id_and_node(tmp_path, slurm_cluster, 
     assert "2/4 job(s) finished" in out and f"task {array}_" in out
 
 
+FAKE_JOB = """
+import os, sys, time
+from pathlib import Path
+from pqsimd import store
+time.sleep(float(os.environ.get("FAKE_JOB_SECONDS", "2")))
+store.write_raw(Path(sys.argv[1]), sys.argv[2], store.RAW_SCHEMA.empty_table(), {"id": sys.argv[2]})
+"""
+
+
+def fake_study(d: Path, n: int) -> list[dict]:
+    """A plan without builds: the executor's side only (tasks run FAKE_JOB instead of the harness)."""
+    d.mkdir(parents=True, exist_ok=True)
+    jobs = [{"id": f"ref.ml-kem-512.{i}", "variant": "ref", "scheme": "ml-kem-512", "index": i, "round": i} for i in range(n)]
+    (d / "plan.json").write_text(json.dumps({"seed": 1, "jobs": jobs}))
+    (d / "fake_job.py").write_text(FAKE_JOB)
+    return jobs
+
+
+@pytest.mark.slurm
+def test_rerun_while_tasks_still_run_follows_them_instead_of_resubmitting(tmp_path, slurm_cluster, capsys):
+    import signal
+
+    d = tmp_path / "study"
+    jobs = fake_study(d, 3)
+    options = {"command": [sys.executable, str(d / "fake_job.py")]}
+    code = f"from pathlib import Path; from pqsimd.run import slurm; slurm.execute(Path({str(d)!r}), {jobs!r}, {options!r})"
+    first = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    subs_file = d / "slurm" / "submissions.json"
+    deadline = time.monotonic() + 60
+    while not subs_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first.send_signal(signal.SIGINT)  # the user's Ctrl-C: the array keeps running on the cluster
+    _, err = first.communicate(timeout=60)
+    assert "keeps running on the cluster" in err
+    assert slurm.execute(d, jobs, options) is True
+    captured = capsys.readouterr()
+    assert "following 3 job(s) still queued or running" in captured.err
+    assert "3/3 job(s) finished" in captured.err
+    assert len(json.loads(subs_file.read_text())["submissions"]) == 1  # nothing submitted twice
+    assert raw_names(d) == {j["id"] for j in jobs}
+
+
 @pytest.mark.slurm
 def test_slurm_cancel_stops_the_array(tmp_path, slurm_cluster, capsys):
     import threading
 
     d = tmp_path / "study"
-    d.mkdir()
-    jobs = [{"id": f"ref.ml-kem-512.{i}", "variant": "ref", "scheme": "ml-kem-512", "index": i, "round": i} for i in range(3)]
-    (d / "plan.json").write_text(json.dumps({"seed": 1, "jobs": jobs}))
+    jobs = fake_study(d, 3)
     result = {}
     # each task just sleeps: the executor's side is all that is tested here
     thread = threading.Thread(

@@ -23,9 +23,12 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -451,20 +454,23 @@ def _now() -> str:
 def unfinished_ids(directory: Path, job_ids: Iterable[str]) -> set[str]:
     """The given jobs without a valid raw file made by the study's current binary.
 
-    The same rule as the engine's: ``store.finished_job`` with the sha256 of DIR/bin/<variant>.
+    The same rule as the engine's: ``store.finished_job`` with the sha256 of DIR/bin/<variant>,
+    except for node-dependent variants, whose binary is the one built on the job's node.
     """
     from .. import store
     from .plan import load_plan
 
     job_ids = set(job_ids)
     variant_of = {j["id"]: j["variant"] for j in load_plan(Path(directory)) if j["id"] in job_ids}
+    node_built = node_dependent_variants(directory) if job_ids else set()
     shas: dict[str, str | None] = {}
     out = set()
     for job in job_ids:
         variant = variant_of.get(job)
         if variant is not None and variant not in shas:
             binary = store.bin_path(Path(directory), variant)
-            shas[variant] = store.sha256_file(binary) if binary.exists() else None
+            ok = binary.exists() and variant not in node_built
+            shas[variant] = store.sha256_file(binary) if ok else None
         if not store.finished_job(Path(directory), job, shas.get(variant) if variant else None):
             out.add(job)
     return out
@@ -517,6 +523,22 @@ def _live_tasks(directory: Path, submissions: list[dict]) -> list[_Tracked]:
         if tasks:
             tracked.append(_Tracked(str(sub["array_id"]), int(sub.get("number", 0)), tasks, states))
     return tracked
+
+
+@contextmanager
+def _defer_sigint():
+    """Hold a Ctrl-C until the block is over (main thread only; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _log_path(directory: Path, array_id: str, task: int) -> Path:
@@ -578,35 +600,39 @@ def execute(directory: Path, jobs: list[dict], options: dict) -> bool:
         arrays = ", ".join(t.array_id for t in tracked)
         console.print(f"slurm: following {len(in_flight)} job(s) still queued or running in array {arrays}")
 
-    if wanted:
-        number = max((int(s.get("number", 0)) for s in submissions), default=0) + 1
-        script, tasks_file = write_submission_files(directory, number, wanted, options, options.get("command"))
-        array_id = submit(script)
-        record = {
-            "number": number,
-            "array_id": array_id,
-            "submitted": _now(),
-            "script": str(script),
-            "tasks_file": str(tasks_file),
-            "tasks": [j["id"] for j in wanted],
-            "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items() if k != "command"},
-        }
-        submissions.append(record)
-        _save_submissions(directory, submissions)
-        console.print(f"slurm: submitted array {array_id} ({len(wanted)} task(s)): {script}", markup=False)
-        tracked.append(
-            _Tracked(
-                array_id,
-                number,
-                {i: j["id"] for i, j in enumerate(wanted)},
-                {i: TaskState(task=i, state="PENDING", array_id=array_id) for i in range(len(wanted))},
-            )
-        )
-
-    if tracked:
-        try:
+    try:
+        if wanted:
+            number = max((int(s.get("number", 0)) for s in submissions), default=0) + 1
+            script, tasks_file = write_submission_files(directory, number, wanted, options, options.get("command"))
+            with _defer_sigint():  # a Ctrl-C here must not lose the record of a submitted array
+                array_id = submit(script)
+                submissions.append(
+                    {
+                        "number": number,
+                        "array_id": array_id,
+                        "submitted": _now(),
+                        "script": str(script),
+                        "tasks_file": str(tasks_file),
+                        "tasks": [j["id"] for j in wanted],
+                        "options": {
+                            k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items() if k != "command"
+                        },
+                    }
+                )
+                _save_submissions(directory, submissions)
+                tracked.append(
+                    _Tracked(
+                        array_id,
+                        number,
+                        {i: j["id"] for i, j in enumerate(wanted)},
+                        {i: TaskState(task=i, state="PENDING", array_id=array_id) for i in range(len(wanted))},
+                    )
+                )
+            console.print(f"slurm: submitted array {array_id} ({len(wanted)} task(s)): {script}", markup=False)
+        if tracked:
             _follow(tracked, console)
-        except KeyboardInterrupt:
+    except KeyboardInterrupt:
+        if tracked:
             arrays = ", ".join(t.array_id for t in tracked)
             console.print(
                 f"slurm: array {arrays} keeps running on the cluster; `pqsimd slurm status {directory}` "
@@ -615,7 +641,7 @@ def execute(directory: Path, jobs: list[dict], options: dict) -> bool:
                 markup=False,
                 soft_wrap=True,
             )
-            raise
+        raise
 
     unfinished = unfinished_ids(directory, followed_ids)
     total = len(followed_ids)
