@@ -66,16 +66,16 @@ def _spin_medians(key: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
 
 def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
     try:
-        pf = pq.ParquetFile(path, read_dictionary=list(KEY_COLUMNS))
-        names = set(pf.schema_arrow.names)
+        schema = pq.read_schema(path)
+        names = set(schema.names)
         missing = [c for c in NEEDED if c not in names]
         if missing:
             raise PqsimdError(
                 f"{path}: not a pqsimd raw file (missing column(s) {', '.join(missing)}); "
                 f"remove it from {path.parent} or redo the job with `pqsimd run {directory}`"
             )
-        meta = pf.schema_arrow.metadata or {}
-        table = pf.read(columns=list(NEEDED))
+        meta = schema.metadata or {}
+        table = pq.ParquetFile(path, read_dictionary=list(KEY_COLUMNS)).read(columns=list(NEEDED))
     except PqsimdError:
         raise
     except (pa.ArrowException, OSError, ValueError) as e:

@@ -1,0 +1,323 @@
+"""`pqsimd analyze` end to end on synthetic study directories: the results contract, the A/A check,
+deterministic metrics, and bad input (one-line errors or explicit n/a, never NaN or a traceback)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from synthetic import make_synthetic_study
+
+from pqsimd.analyze import analyze_study
+from pqsimd.errors import PqsimdError
+
+VARIANTS = ("refo0", "refnv", "ref", "avx2")
+MEDIANS = {"refo0": 20000.0, "refnv": 6000.0, "ref": 5000.0, "avx2": 200.0,
+           ("ref", "gen_a"): 5000.0, ("avx2", "gen_a"): 1200.0}
+FAST = {"n_boot": 400, "seed": 3}
+
+GROUP_COLUMNS = ["metric", "scheme", "op", "variant", "n_jobs", "n_spins", "median", "iqr", "min", "mad",
+                 "outliers_low", "outliers_high", "icc", "drift", "noisy_jobs", "deterministic", "unit"]
+COMPARISON_COLUMNS = ["metric", "scheme", "op", "baseline", "variant", "stage", "speedup", "ci_low", "ci_high",
+                      "hci_low", "hci_high", "hci_reliable", "mwu_p", "cliffs_delta", "delta_ci_low",
+                      "delta_ci_high", "job_p", "p_holm", "p_bh", "verdict", "n_base", "n_var", "jobs_base",
+                      "jobs_var"]
+DECOMP_COLUMNS = ["metric", "scheme", "op", "total", "compiler", "autovec", "hand_simd", "share_compiler",
+                  "share_autovec", "share_hand_simd"]
+
+
+def study(tmp_path: Path, name: str = "s", **kw) -> Path:
+    args = dict(schemes=("ml-kem-512", "ml-kem-768"), variants=VARIANTS, ops=("ntt", "gen_a", "kem_decaps"),
+                jobs=6, spins=40, reps=5, medians=MEDIANS, job_sigma=0.01, seed=1, analysis=FAST)
+    args.update(kw)
+    return make_synthetic_study(tmp_path / name, **args)
+
+
+def rewrite(path: Path, fn) -> None:
+    """Apply fn(DataFrame, meta dict) -> (DataFrame, meta) to one raw file, keeping its schema."""
+    t = pq.read_table(path)
+    meta = json.loads(t.schema.metadata[b"pqsimd.job"])
+    df, meta = fn(t.to_pandas(), meta)
+    out = pa.Table.from_pandas(df, schema=t.schema.remove_metadata(), preserve_index=False)
+    pq.write_table(out.replace_schema_metadata({b"pqsimd.job": json.dumps(meta).encode()}), path)
+
+
+def one_line(e: pytest.ExceptionInfo) -> str:
+    msg = str(e.value)
+    assert "\n" not in msg and msg
+    return msg
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    d = study(tmp_path_factory.mktemp("full"))
+    return d, analyze_study(d)
+
+
+def test_results_files_and_columns(full):
+    d, res = full
+    assert res == d / "results"
+    for name in ("groups", "comparisons", "decomposition"):
+        assert (res / f"{name}.csv").exists() and (res / f"{name}.parquet").exists()
+    g = pd.read_parquet(res / "groups.parquet")
+    c = pd.read_parquet(res / "comparisons.parquet")
+    dec = pd.read_parquet(res / "decomposition.parquet")
+    assert set(GROUP_COLUMNS) <= set(g.columns)
+    assert set(COMPARISON_COLUMNS) <= set(c.columns)
+    assert set(DECOMP_COLUMNS) <= set(dec.columns)
+    assert len(g) == 2 * 3 * 4  # schemes × ops × variants
+    assert (g["n_jobs"] == 6).all() and (g["n_spins"] == 240).all()  # warmup spins dropped
+    # refo0→refnv once (compiler), refnv→ref, ref→avx2, refo0→ref and refo0→avx2 (cumulative)
+    stages = c.groupby("stage").size().to_dict()
+    assert stages == {"compiler": 6, "autovec": 6, "hand_simd": 6, "cumulative": 12}
+    cum = c[c["baseline"] == "refo0"]
+    assert set(cum["variant"]) == {"refnv", "ref", "avx2"}
+    assert c.duplicated(["metric", "scheme", "op", "baseline", "variant"]).sum() == 0
+
+
+def test_speedups_verdicts_and_intervals(full):
+    _, res = full
+    c = pd.read_parquet(res / "comparisons.parquet")
+    hs = c[(c["stage"] == "hand_simd") & (c["op"] == "ntt")]
+    assert hs["speedup"].to_numpy() == pytest.approx(25.0, rel=0.02)
+    assert (hs["verdict"] == "faster").all()
+    assert (hs["cliffs_delta"] == 1.0).all() and (hs["mwu_p"] < 1e-10).all()
+    gen = c[(c["stage"] == "hand_simd") & (c["op"] == "gen_a")]
+    assert gen["speedup"].to_numpy() == pytest.approx(5000 / 1200, rel=0.02)
+    for lo, mid, hi in (("ci_low", "speedup", "ci_high"), ("hci_low", "speedup", "hci_high"),
+                        ("delta_ci_low", "cliffs_delta", "delta_ci_high")):
+        assert (c[lo] <= c[mid] + 1e-12).all() and (c[mid] <= c[hi] + 1e-12).all()
+    # the family: every comparison with a job test; adjusted p never below raw p
+    assert (c["p_holm"] >= c["job_p"] - 1e-15).all() and (c["p_bh"] >= c["job_p"] - 1e-15).all()
+    assert (c["p_holm"] >= c["p_bh"] - 1e-15).all()
+    assert c["hci_reliable"].all()
+
+
+def test_decomposition_telescopes(full):
+    _, res = full
+    dec = pd.read_parquet(res / "decomposition.parquet")
+    assert len(dec) == 6
+    prod = dec["compiler"] * dec["autovec"] * dec["hand_simd"]
+    assert prod.to_numpy() == pytest.approx(dec["total"].to_numpy(), rel=1e-12)
+    shares = dec[["share_compiler", "share_autovec", "share_hand_simd"]].sum(axis=1)
+    assert shares.to_numpy() == pytest.approx(1.0)
+    assert "kem_decaps" in set(dec["op"])
+
+
+def test_summary_and_no_nan_in_csv(full):
+    _, res = full
+    s = json.loads((res / "summary.json").read_text())
+    assert s["B"] == 400 and s["seed"] == 3 and s["alpha"] == 0.05 and s["threshold"] == 0.02
+    assert s["family"]["size"] == 30 and "definition" in s["family"]
+    assert s["counts"]["comparisons"] == 30
+    for name in ("groups", "comparisons", "decomposition"):
+        text = (res / f"{name}.csv").read_text().lower()
+        assert "nan" not in text.replace("n/a", "")
+
+
+def test_same_seed_same_results_and_overrides(tmp_path, full):
+    d, res = full
+    first = pd.read_parquet(res / "comparisons.parquet")
+    analyze_study(d)
+    again = pd.read_parquet(res / "comparisons.parquet")
+    pd.testing.assert_frame_equal(first, again)
+    analyze_study(d, n_boot=300, seed=4)  # the command line wins over study.toml
+    s = json.loads((res / "summary.json").read_text())
+    assert s["B"] == 300 and s["seed"] == 4
+    other = pd.read_parquet(res / "comparisons.parquet")
+    assert not np.allclose(first["hci_low"], other["hci_low"])
+    analyze_study(d)  # back to the file's settings for the other tests
+
+
+def test_aa_two_halves_of_one_variant_give_no_verdict(tmp_path):
+    """A/A: the jobs of one variant split into two disjoint halves, the second half relabelled as
+    an extra variant; with a real job effect, every op must come out `~`."""
+    ops = tuple(f"op{i}" for i in range(8))
+    d = make_synthetic_study(tmp_path / "aa", schemes=("ml-kem-512",), variants=("ref",), ops=ops, jobs=12,
+                             spins=60, reps=5, medians={"ref": 3000.0}, job_sigma=0.02, seed=5,
+                             analysis={"n_boot": 1000, "seed": 1})
+    for path in sorted((d / "raw").glob("*.parquet")):
+        t = pq.read_table(path, columns=["job_index"])
+        if t.column("job_index")[0].as_py() >= 6:
+            def relabel(df, meta):
+                df["variant"] = "ref-b"
+                df["job"] = df["job"].str.replace("ref.", "ref-b.", regex=False)
+                meta["variant"] = "ref-b"
+                return df, meta
+            rewrite(path, relabel)
+    analyze_study(d)
+    c = pd.read_parquet(d / "results" / "comparisons.parquet")
+    assert len(c) == len(ops) and set(c["stage"]) == {"extra"} and set(c["baseline"]) == {"ref"}
+    assert (c["verdict"] == "~").all(), c[["op", "speedup", "hci_low", "hci_high", "p_holm", "verdict"]]
+    # the naive, spin-level CI is fooled by the job effect far more often than 5% of the time
+    naive_excludes_one = ((c["ci_low"] > 1) | (c["ci_high"] < 1)).mean()
+    hier_excludes_one = ((c["hci_low"] > 1) | (c["hci_high"] < 1)).mean()
+    assert naive_excludes_one >= hier_excludes_one
+
+
+def test_deterministic_instruction_counts(tmp_path):
+    d = study(tmp_path, variants=("ref", "avx2"), ops=("ntt",), schemes=("ml-kem-512",),
+              metric=("ticks", "instructions"))
+    analyze_study(d)
+    g = pd.read_parquet(d / "results" / "groups.parquet")
+    c = pd.read_parquet(d / "results" / "comparisons.parquet")
+    gi = g[g["metric"] == "instructions"]
+    assert gi["deterministic"].all() and (gi["unit"] == "instructions/call").all()
+    ci = c[c["metric"] == "instructions"].iloc[0]
+    assert ci["deterministic"] and ci["speedup"] == 25.0
+    assert ci["ci_low"] == ci["ci_high"] == ci["hci_low"] == ci["hci_high"] == 25.0
+    assert ci["verdict"] == "faster" and "exact ratio" in ci["reason"]
+    assert pd.isna(ci["mwu_p"]) and pd.isna(ci["p_holm"]) and "deterministic" in ci["note"]
+    s = json.loads((d / "results" / "summary.json").read_text())
+    assert s["deterministic"]["comparisons"] == 1 and s["family"]["size"] == 1  # only the ticks row
+    row = (d / "results" / "comparisons.csv").read_text().splitlines()
+    assert any(",instructions," not in r for r in row) and "n/a" in "".join(row)
+
+
+def test_few_jobs_flag_hci_unreliable(tmp_path):
+    d = study(tmp_path, jobs=3, variants=("ref", "avx2"), schemes=("ml-kem-512",))
+    analyze_study(d)
+    c = pd.read_parquet(d / "results" / "comparisons.parquet")
+    assert not c["hci_reliable"].any() and c["note"].str.contains("unreliable").all()
+    s = json.loads((d / "results" / "summary.json").read_text())
+    assert any("fewer than 5 jobs" in w for w in s["warnings"])
+
+
+def test_one_job_per_group_gives_no_job_test_but_no_crash(tmp_path):
+    d = study(tmp_path, jobs=1, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt",))
+    analyze_study(d)
+    c = pd.read_parquet(d / "results" / "comparisons.parquet").iloc[0]
+    assert pd.isna(c["job_p"]) and c["verdict"] == "~" and "fewer than 2 jobs" in c["note"]
+
+
+def test_drift_and_noisy_job_are_flagged(tmp_path):
+    d = study(tmp_path, variants=("ref",), schemes=("ml-kem-512",), ops=("ntt",), jobs=8, spins=80,
+              drift=0.10, job_sigma=0.0)
+    shifted = d / "raw" / "ref.ml-kem-512.3.parquet"
+    rewrite(shifted, lambda df, m: (df.assign(per_call=df["per_call"] * 1.25), m))
+    analyze_study(d)
+    g = pd.read_parquet(d / "results" / "groups.parquet").iloc[0]
+    assert g["drift"] and g["drift_jobs"] >= 6
+    assert g["noisy_jobs"] == 1 and g["noisy_job_ids"] == "ref.ml-kem-512.3"
+    d2 = study(tmp_path, name="calm", variants=("ref",), schemes=("ml-kem-512",), ops=("ntt",), jobs=8,
+               spins=80, job_sigma=0.0)
+    analyze_study(d2)
+    g2 = pd.read_parquet(d2 / "results" / "groups.parquet").iloc[0]
+    assert not g2["drift"] and g2["noisy_jobs"] == 0
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+def test_missing_raw_data_is_one_line_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PqsimdError) as e:
+        analyze_study(tmp_path / "empty")
+    assert "no raw data" in one_line(e) and "pqsimd run" in str(e.value)
+    with pytest.raises(PqsimdError) as e:
+        analyze_study(tmp_path / "nowhere")
+    assert "no study directory" in one_line(e)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
+def test_damaged_parquet_is_one_line_error_naming_the_file(tmp_path, damage):
+    d = study(tmp_path, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt",), jobs=2)
+    victim = d / "raw" / "avx2.ml-kem-512.1.parquet"
+    data = victim.read_bytes()
+    victim.write_bytes({"truncate": data[: len(data) // 2], "garbage": b"\x00junk" * 50, "empty": b""}[damage])
+    with pytest.raises(PqsimdError) as e:
+        analyze_study(d)
+    msg = one_line(e)
+    assert str(victim) in msg and "delete it" in msg
+
+
+def test_foreign_parquet_is_one_line_error(tmp_path):
+    d = study(tmp_path, variants=("ref",), schemes=("ml-kem-512",), ops=("ntt",), jobs=2)
+    pq.write_table(pa.table({"x": [1, 2]}), d / "raw" / "stray.parquet")
+    with pytest.raises(PqsimdError) as e:
+        analyze_study(d)
+    assert "stray.parquet" in one_line(e) and "missing column" in str(e.value)
+
+
+def test_one_variant_gives_groups_and_says_no_comparisons(tmp_path):
+    d = study(tmp_path, variants=("ref",))
+    res = analyze_study(d)
+    g = pd.read_parquet(res / "groups.parquet")
+    c = pd.read_csv(res / "comparisons.csv")
+    assert len(g) == 6 and len(c) == 0 and set(COMPARISON_COLUMNS) <= set(c.columns)
+    s = json.loads((res / "summary.json").read_text())
+    assert any("one variant" in w for w in s["warnings"]) and s["family"]["size"] == 0
+    dec = pd.read_csv(res / "decomposition.csv")
+    assert dec["note"].str.startswith("n/a").all() and "nan" not in (res / "decomposition.csv").read_text().lower()
+
+
+def test_comparison_without_data_is_explicit_na(tmp_path):
+    d = study(tmp_path, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt", "noise_x4"))
+    # noise_x4 exists only in avx2: drop it from the ref job files
+    for path in (d / "raw").glob("ref.*.parquet"):
+        rewrite(path, lambda df, m: (df[df["op"] != "noise_x4"], m))
+    res = analyze_study(d)
+    c = pd.read_parquet(res / "comparisons.parquet")
+    row = c[c["op"] == "noise_x4"].iloc[0]
+    assert row["verdict"] == "n/a" and "no data for variant ref" in row["reason"]
+    assert row["n_base"] == 0 and row["jobs_var"] == 6
+    line = [r for r in (res / "comparisons.csv").read_text().splitlines() if "noise_x4" in r][0]
+    assert "n/a" in line and "nan" not in line.lower().replace("n/a", "")
+    assert c.loc[c["op"] == "ntt", "verdict"].iloc[0] == "faster"
+    s = json.loads((res / "summary.json").read_text())
+    assert any("no data on one side" in w for w in s["warnings"]) and s["family"]["size"] == 1
+
+
+def test_different_cpu_models_are_not_pooled(tmp_path):
+    model = lambda v, s, j: "Intel Xeon Gold 6248" if v == "ref" else "AMD EPYC 7742"  # noqa: E731
+    host = lambda v, s, j: "node01" if v == "ref" else "node07"  # noqa: E731
+    d = study(tmp_path, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt",), jobs=2,
+              cpu_model=model, hostname=host)
+    with pytest.raises(PqsimdError) as e:
+        analyze_study(d)
+    msg = one_line(e)
+    for part in ("Intel Xeon Gold 6248", "AMD EPYC 7742", "node01: ref", "node07: avx2", "pool_cpu_models"):
+        assert part in msg
+    text = (d / "study.toml").read_text().replace("[analysis]", "[analysis]\npool_cpu_models = true")
+    (d / "study.toml").write_text(text)
+    res = analyze_study(d)
+    s = json.loads((res / "summary.json").read_text())
+    assert any("pooled" in w for w in s["warnings"]) and len(s["study"]["cpu_models"]) == 2
+
+
+def test_bad_analysis_settings_are_one_line_errors(tmp_path):
+    d = study(tmp_path, variants=("ref",), schemes=("ml-kem-512",), ops=("ntt",), jobs=2,
+              analysis={"alpha": 2.0})
+    with pytest.raises(PqsimdError) as e:
+        analyze_study(d)
+    assert "alpha" in one_line(e)
+    (d / "study.toml").write_text((d / "study.toml").read_text().replace("alpha = 2.0", "bogus = 1"))
+    with pytest.raises(PqsimdError) as e:
+        analyze_study(d)
+    assert "bogus" in one_line(e)
+
+
+def test_cli_prints_one_line_error(tmp_path):
+    exe = Path(sys.executable).with_name("pqsimd")
+    if not exe.exists():
+        pytest.skip("pqsimd console script not installed in this environment")
+    d = study(tmp_path, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt",), jobs=2)
+    (d / "raw" / "ref.ml-kem-512.0.parquet").write_bytes(b"PAR1 truncated")
+    r = subprocess.run([str(exe), "analyze", str(d)], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "ref.ml-kem-512.0.parquet" in r.stderr
+    shutil.rmtree(d / "raw")
+    make_synthetic_study(d, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt",), jobs=2, spins=20,
+                         reps=3, medians=MEDIANS, analysis=FAST)
+    r = subprocess.run([str(exe), "analyze", str(d), "--bootstrap", "200"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (d / "results" / "comparisons.csv").exists() and not math.isnan(
+        pd.read_csv(d / "results" / "comparisons.csv")["speedup"].iloc[0])
