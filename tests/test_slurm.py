@@ -184,6 +184,38 @@ def test_failure_line_names_task_job_node_and_error(tmp_path):
     assert gone.startswith("task 31_6 (job ref.ml-kem-512.0) on no node: state unknown")
 
 
+def test_execute_splits_at_max_array_size_and_reports_failures(tmp_path, monkeypatch, capsys):
+    """execute's bookkeeping with SLURM faked: arrays of at most MaxArraySize tasks, plan order."""
+    jobs = [{"id": f"ref.ml-kem-512.{i}", "variant": "ref"} for i in range(5)]
+    submitted = []
+
+    def fake_submit(script):
+        submitted.append(script)
+        return str(100 + len(submitted))
+
+    def fake_scontrol(array_id):
+        n = len(json.loads((tmp_path / "slurm" / "submissions.json").read_text())["submissions"][int(array_id) - 101]["tasks"])
+        return {k: slurm.TaskState(task=k, state="FAILED" if (array_id, k) == ("102", 1) else "COMPLETED",
+                                   array_id=array_id, exit_code=1 if (array_id, k) == ("102", 1) else 0,
+                                   node="n9") for k in range(n)}
+
+    monkeypatch.setattr(slurm, "_require", lambda tool: tool)
+    monkeypatch.setattr(slurm, "max_array_size", lambda: 2)
+    monkeypatch.setattr(slurm, "submit", fake_submit)
+    monkeypatch.setattr(slurm, "query_squeue", lambda ids: {})
+    monkeypatch.setattr(slurm, "query_scontrol", fake_scontrol)
+    monkeypatch.setattr(slurm, "unfinished_ids", lambda d, ids: {"ref.ml-kem-512.3"} & set(ids))
+    assert slurm.execute(tmp_path, jobs, {"partition": "p"}) is False
+    subs = json.loads((tmp_path / "slurm" / "submissions.json").read_text())["submissions"]
+    assert [s["array_id"] for s in subs] == ["101", "102", "103"]
+    assert [s["tasks"] for s in subs] == [[j["id"] for j in jobs[i : i + 2]] for i in (0, 2, 4)]
+    assert subs[0]["options"] == {"partition": "p"}
+    assert "#SBATCH --array=0-1" in submitted[0].read_text() and "#SBATCH --array=0-0" in submitted[2].read_text()
+    err = capsys.readouterr().err
+    assert "task 102_1 (job ref.ml-kem-512.3) on n9: FAILED (exit 1)" in err
+    assert "1 of 5 job(s) did not finish" in err
+
+
 # ------------------------------------------------------------------------------------------
 # on the real one-node cluster
 # ------------------------------------------------------------------------------------------

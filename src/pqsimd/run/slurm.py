@@ -390,6 +390,17 @@ def submit(script: Path) -> str:
     return job_id
 
 
+def max_array_size() -> int:
+    """The cluster's MaxArraySize: array task ids must stay below it (SLURM's default 1001)."""
+    try:
+        proc = _run([_require("scontrol"), "show", "config"], timeout=30)
+    except subprocess.TimeoutExpired:
+        return 1001
+    match = re.search(r"^MaxArraySize\s*=\s*(\d+)", proc.stdout, re.MULTILINE)
+    size = int(match.group(1)) if match else 1001
+    return max(1, size)
+
+
 def query_squeue(array_ids: list[str]) -> dict[str, list[tuple[list[int], str]]] | None:
     """Queued/running tasks of these arrays; None if squeue could not answer."""
     if not array_ids:
@@ -601,9 +612,11 @@ def execute(directory: Path, jobs: list[dict], options: dict) -> bool:
         console.print(f"slurm: following {len(in_flight)} job(s) still queued or running in array {arrays}")
 
     try:
-        if wanted:
+        chunk = max_array_size() if wanted else 1
+        for first in range(0, len(wanted), chunk):
+            part = wanted[first : first + chunk]
             number = max((int(s.get("number", 0)) for s in submissions), default=0) + 1
-            script, tasks_file = write_submission_files(directory, number, wanted, options, options.get("command"))
+            script, tasks_file = write_submission_files(directory, number, part, options, options.get("command"))
             with _defer_sigint():  # a Ctrl-C here must not lose the record of a submitted array
                 array_id = submit(script)
                 submissions.append(
@@ -613,7 +626,7 @@ def execute(directory: Path, jobs: list[dict], options: dict) -> bool:
                         "submitted": _now(),
                         "script": str(script),
                         "tasks_file": str(tasks_file),
-                        "tasks": [j["id"] for j in wanted],
+                        "tasks": [j["id"] for j in part],
                         "options": {
                             k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items() if k != "command"
                         },
@@ -624,11 +637,11 @@ def execute(directory: Path, jobs: list[dict], options: dict) -> bool:
                     _Tracked(
                         array_id,
                         number,
-                        {i: j["id"] for i, j in enumerate(wanted)},
-                        {i: TaskState(task=i, state="PENDING", array_id=array_id) for i in range(len(wanted))},
+                        {i: j["id"] for i, j in enumerate(part)},
+                        {i: TaskState(task=i, state="PENDING", array_id=array_id) for i in range(len(part))},
                     )
                 )
-            console.print(f"slurm: submitted array {array_id} ({len(wanted)} task(s)): {script}", markup=False)
+            console.print(f"slurm: submitted array {array_id} ({len(part)} task(s)): {script}", markup=False)
         if tracked:
             _follow(tracked, console)
     except KeyboardInterrupt:
