@@ -58,7 +58,8 @@ def discover(root: Path = DEFAULT_ROOT) -> list[Domain]:
     if not root.is_dir():
         raise EnergyUnavailable(f"{root} does not exist: no powercap interface (no RAPL driver, or a VM that hides it)")
     domains: list[Domain] = []
-    for d in sorted(root.iterdir(), key=lambda p: p.name):
+    # MSR-based zones first, so an mmio mirror of the same package is the one dropped
+    for d in sorted(root.iterdir(), key=lambda p: (p.name.startswith("intel-rapl-mmio"), p.name)):
         if not _ZONE.match(d.name) or not (d / "energy_uj").exists():
             continue
         name = (d / "name").read_text().strip() if (d / "name").exists() else d.name

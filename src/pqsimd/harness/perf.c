@@ -66,25 +66,28 @@ void pqsimd_counters_close(pqsimd_counters *c) {
 int pqsimd_counters_open(pqsimd_counters *c, const char *list) {
     memset(c, 0, sizeof *c);
     snprintf(c->requested, sizeof c->requested, "%s", list);
+    /* Names first: a typo is a usage error whether or not the kernel has a PMU. */
+    const event_def *evs[PQSIMD_MAX_COUNTERS];
+    int m = 0;
     char *copy = strdup(list);
-    int rc = 0;
-    for (char *tok = strtok(copy, ","); tok && rc == 0; tok = strtok(NULL, ",")) {
+    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
         const event_def *ev = NULL;
         for (size_t i = 0; i < sizeof EVENTS / sizeof EVENTS[0]; i++) {
             if (strcmp(EVENTS[i].name, tok) == 0) {
                 ev = &EVENTS[i];
             }
         }
-        if (!ev) {
-            c->failed = "unknown event";
-            rc = -1;
-            break;
+        if (!ev || m == PQSIMD_MAX_COUNTERS) {
+            c->failed = ev ? "too many events" : "unknown event";
+            free(copy);
+            return -1;
         }
-        if (c->n == PQSIMD_MAX_COUNTERS) {
-            c->failed = "too many events";
-            rc = -1;
-            break;
-        }
+        evs[m++] = ev;
+    }
+    free(copy);
+    int rc = 0;
+    for (int j = 0; j < m && rc == 0; j++) {
+        const event_def *ev = evs[j];
 #ifdef PQSIMD_HAVE_PERF
         struct perf_event_attr attr;
         memset(&attr, 0, sizeof attr);
@@ -111,7 +114,6 @@ int pqsimd_counters_open(pqsimd_counters *c, const char *list) {
         rc = ENOSYS;
 #endif
     }
-    free(copy);
     if (rc != 0) {
         pqsimd_counters_close(c); /* all or nothing: a partial group would skew ratios */
     }

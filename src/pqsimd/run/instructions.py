@@ -284,7 +284,7 @@ def execute(directory: Path, study: study_mod.Study, variants: list[str], consol
 
     for vid, reason in skipped.items():
         line = f"{vid}: skipped for metric instructions ({reason})"
-        console.print(f"[yellow]skip[/yellow] {line}")
+        console.print(f"[yellow]skip[/yellow] {line}", soft_wrap=True)
         info["skipped"][vid] = reason
     if info["failed"]:
         info["status"] = "partial"

@@ -1,0 +1,104 @@
+"""Exact instruction counts under callgrind: toggled on one op, stable, resumable, AVX-512 skipped."""
+
+import json
+from fractions import Fraction
+
+import pyarrow.parquet as pq
+import pytest
+
+from pqsimd import machine, store
+from pqsimd.run import instructions as ins
+
+from conftest import run_cli
+
+pytestmark = pytest.mark.skipif(ins.valgrind_path() is None, reason="valgrind not installed")
+
+QUICK = ["--preset", "quick", "--schemes", "ml-kem-512", "--ops", "ntt,empty", "--metric", "instructions"]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ins") / "s"
+    r = run_cli("run", d, *QUICK, "--variants", "ref,avx2")
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+def _df(directory, variant):
+    t = pq.read_table(store.raw_path(directory, ins.job_id(variant, "ml-kem-512")))
+    return t, t.to_pandas()
+
+
+def test_raw_files_hold_exact_counts(study):
+    assert sorted(p.name for p in store.raw_dir(study).glob("*.parquet")) == [
+        "avx2.ml-kem-512.instructions.parquet", "ref.ml-kem-512.instructions.parquet"]
+    for v in ("ref", "avx2"):
+        t, df = _df(study, v)
+        assert t.schema.remove_metadata() == store.RAW_SCHEMA
+        assert (df.metric == "instructions").all() and df.ticks.isna().all() and not df.warmup.any()
+        assert (df.batch == ins.N2 - ins.N1).all()
+        assert sorted(df.spin.unique()) == list(range(ins.REPEATS))
+        # empty: the loop's own instructions are what gets subtracted, so it reads exactly 0
+        assert (df[df.op == "empty"].per_call == 0).all()
+        ntt = df[df.op == "ntt"]
+        assert (ntt.per_call > 100).all() and ntt.per_call.nunique() == 1 and ntt.raw.nunique() == 1
+        rec = json.loads(t.schema.metadata[store.JOB_METADATA_KEY])
+        assert rec["deterministic"] == {"ntt": True, "empty": True}
+        co = Fraction(rec["calibration"]["call_overhead_exact"])
+        # raw / batch - empty's per call == per_call, exactly
+        assert all(Fraction(int(r.raw), int(r.batch)) - co == Fraction(r.per_call) for r in ntt.itertuples())
+    ratio = _df(study, "ref")[1].query("op == 'ntt'").per_call.iloc[0] / _df(study, "avx2")[1].query("op == 'ntt'").per_call.iloc[0]
+    assert 35.5 * 0.85 < ratio < 35.5 * 1.15  # the paper's Table 1 NTT cycle ratio at ML-KEM-512
+
+
+def test_manifest_records_the_method(study):
+    m = json.loads((study / "manifest.json").read_text())
+    info = m["metrics"]["instructions"]
+    assert info["status"] == "ok" and info["tool"].startswith("valgrind") and info["skipped"] == {}
+    assert set(m["jobs"]) == {"ref.ml-kem-512.instructions", "avx2.ml-kem-512.instructions"}
+
+
+def test_rerun_resumes_without_recounting(study):
+    before = {p.name: p.stat().st_mtime_ns for p in store.raw_dir(study).glob("*.parquet")}
+    r = run_cli("run", study, *QUICK, "--variants", "ref,avx2")
+    assert r.returncode == 0, r.stderr
+    assert "0 jobs to run, 2 already finished" in r.stderr
+    assert {p.name: p.stat().st_mtime_ns for p in store.raw_dir(study).glob("*.parquet")} == before
+
+
+def test_toggled_count_of_one_op_is_stable_and_empty_is_the_loop(study):
+    binary = store.bin_path(study, "ref")
+    a = ins.measure_pair(binary, "ml-kem-512", "invntt")
+    b = ins.measure_pair(binary, "ml-kem-512", "invntt")
+    assert a == b and a.raw > 0
+    e = ins.measure_pair(binary, "ml-kem-512", "empty")
+    # collection is on only inside pqsimd_measure: a handful of instructions per empty call,
+    # nothing of process start-up or the op's setup (which would be >> 1e5)
+    assert 0 < e.exact <= 8 and e.ir2 < 1000
+    assert ins.per_call(e, e.exact) == 0
+
+
+def test_parsers():
+    assert ins.parse_callgrind_totals("events: Ir\nfn=(1) f\n0 5\n\ntotals: 206803\n") == 206803
+    assert ins.parse_callgrind_totals("summary: 42\n") == 42
+    with pytest.raises(ValueError):
+        ins.parse_callgrind_totals("events: Ir\n")
+    err = ("vex amd64->IR: unhandled instruction bytes: 0x62 0xE1 0xFD 0x8 0x6F 0x1D 0x90 0x7A 0x0 0x0\n"
+           "==1== Process terminating with default action of signal 4 (SIGILL)\n")
+    assert "AVX-512" in ins.unhandled_instruction(err)
+    assert ins.unhandled_instruction("==1== Process terminating with default action of signal 4 (SIGILL)") is not None
+    assert ins.unhandled_instruction("==1== I   refs: 5") is None
+    p = ins.Pair(ir1=100, ir2=125, n1=2, n2=10)
+    assert p.raw == 25 and p.batch == 8 and ins.per_call(p, Fraction(5, 8)) == Fraction(20, 8)
+
+
+@pytest.mark.skipif("avx512f" not in machine.cpu_flags(), reason="needs an AVX-512 CPU to build an AVX-512 variant")
+def test_avx512_variant_is_skipped_with_the_reason(tmp_path):
+    d = tmp_path / "native"
+    r = run_cli("run", d, *QUICK, "--variants", "ref-native,ref")
+    assert r.returncode == 0, r.stderr
+    line = next(l for l in r.stderr.splitlines() if "ref-native: skipped for metric instructions" in l)
+    assert "valgrind cannot decode" in line  # one line, with the reason
+    assert [p.name for p in store.raw_dir(d).glob("*.parquet")] == ["ref.ml-kem-512.instructions.parquet"]
+    info = json.loads((d / "manifest.json").read_text())["metrics"]["instructions"]
+    assert "AVX-512" in info["skipped"]["ref-native"]
