@@ -216,6 +216,32 @@ def test_execute_splits_at_max_array_size_and_reports_failures(tmp_path, monkeyp
     assert "1 of 5 job(s) did not finish" in err
 
 
+def test_progress_says_why_tasks_wait():
+    states = {
+        0: slurm.TaskState(task=0, state="RUNNING"),
+        1: slurm.TaskState(task=1, state="PENDING", reason="Resources"),
+        2: slurm.TaskState(task=2, state="PENDING", reason="(ReqNodeNotAvail, UnavailableNodes:n[1-2])"),
+    }
+    t = slurm._Tracked("55", 1, {0: "a", 1: "b", 2: "c"}, states)
+    text = slurm._describe([t])
+    assert text.startswith("55: 1 running, 2 pending, waiting: (ReqNodeNotAvail")
+    from rich.text import Text
+
+    assert "UnavailableNodes:n[1-2])" in Text.from_markup(text).plain  # survives rich markup
+
+
+def test_an_array_with_another_name_is_not_ours(tmp_path, monkeypatch):
+    """Job ids restart when a cluster is rebuilt: a recorded id now used by another array is not followed."""
+    subs = [
+        {"number": 1, "array_id": "7", "job_name": "pqsimd-study", "tasks": ["a", "b"]},
+        {"number": 2, "array_id": "9", "job_name": "pqsimd-study", "tasks": ["c"]},
+    ]
+    monkeypatch.setattr(slurm, "query_squeue", lambda ids: {"7": [([0, 1], "RUNNING")], "9": [([0], "PENDING")]})
+    monkeypatch.setattr(slurm, "_array_names", lambda ids: {"7": "someone-else", "9": "pqsimd-study"})
+    live = slurm._live_tasks(tmp_path, subs)
+    assert [(t.array_id, t.tasks) for t in live] == [("9", {0: "c"})]
+
+
 # ------------------------------------------------------------------------------------------
 # on the real one-node cluster
 # ------------------------------------------------------------------------------------------

@@ -290,7 +290,7 @@ def render_script(
         "# Resubmit by hand, e.g. only tasks 3 and 5:  sbatch --array=3,5 " + shlex.quote(str(tasks_file.with_name(f"submit-{number}.sbatch"))),
         "# (a rerun task replaces its job's raw file; `pqsimd run DIR --executor slurm` resubmits",
         "# only the jobs without a valid raw file).",
-        f"#SBATCH --job-name=pqsimd-{_sanitize_name(directory.name)}",
+        f"#SBATCH --job-name={job_name(directory)}",
         f"#SBATCH --array=0-{n_tasks - 1}",
         "#SBATCH --ntasks=1",
         "#SBATCH --cpus-per-task=1",
@@ -388,6 +388,26 @@ def submit(script: Path) -> str:
     if not job_id.isdigit():
         raise PqsimdError(f"sbatch answered {proc.stdout.strip()!r}, not a job id")
     return job_id
+
+
+def job_name(directory: Path) -> str:
+    return f"pqsimd-{_sanitize_name(Path(directory).resolve().name)}"
+
+
+def _array_names(array_ids: list[str]) -> dict[str, str]:
+    """{array id: job name} of queued/running arrays (empty if squeue cannot tell)."""
+    if not array_ids:
+        return {}
+    try:
+        proc = _run([_require("squeue"), "-h", "-j", ",".join(map(str, array_ids)), "-o", "%F %j"], timeout=30)
+    except subprocess.TimeoutExpired:
+        return {}
+    names = {}
+    for line in proc.stdout.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2:
+            names[parts[0]] = parts[1].strip()
+    return names
 
 
 def max_array_size() -> int:
@@ -518,10 +538,14 @@ def _live_tasks(directory: Path, submissions: list[dict]) -> list[_Tracked]:
             "squeue did not answer; cannot tell which earlier tasks still run. "
             "Try again, or `pqsimd slurm cancel DIR` first"
         )
+    names = _array_names([a for a in ids if str(a) in queued])
     tracked = []
     for sub in submissions:
         entries = queued.get(str(sub.get("array_id")), [])
         if not entries:
+            continue
+        # job ids restart when a cluster is rebuilt: only an array with our name is ours
+        if sub.get("job_name") and names.get(str(sub["array_id"]), sub["job_name"]) != sub["job_name"]:
             continue
         jobs = sub.get("tasks", [])
         tasks: dict[int, str] = {}
@@ -623,6 +647,7 @@ def execute(directory: Path, jobs: list[dict], options: dict) -> bool:
                     {
                         "number": number,
                         "array_id": array_id,
+                        "job_name": job_name(directory),
                         "submitted": _now(),
                         "script": str(script),
                         "tasks_file": str(tasks_file),
@@ -754,8 +779,22 @@ def _describe(tracked: list[_Tracked]) -> str:
     arrays = ",".join(t.array_id for t in tracked)
     order = ["RUNNING", "PENDING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"]
     parts = [f"{counts.pop(s)} {s.lower()}" for s in order if s in counts]
+    # why tasks wait, when it is not just the queue (e.g. ReqNodeNotAvail, PartitionConfig)
+    reasons = sorted(
+        {
+            st.reason
+            for t in tracked
+            for k in t.tasks
+            if (st := t.states.get(k)) and st.state == "PENDING" and st.reason
+            and st.reason not in ("None", "Resources", "Priority", "BeginTime", "JobArrayTaskLimit")
+        }
+    )
+    if reasons:
+        parts.append("waiting: " + "; ".join(reasons)[:80])
     parts += [f"{n} {s.lower()}" for s, n in sorted(counts.items())]
-    return f"{arrays}: " + ", ".join(parts)
+    from rich.markup import escape
+
+    return escape(f"{arrays}: " + ", ".join(parts))
 
 
 # --------------------------------------------------------------------------------------------
