@@ -321,3 +321,39 @@ def test_cli_prints_one_line_error(tmp_path):
     assert r.returncode == 0, r.stderr
     assert (d / "results" / "comparisons.csv").exists() and not math.isnan(
         pd.read_csv(d / "results" / "comparisons.csv")["speedup"].iloc[0])
+
+
+def test_op_below_timer_resolution_is_na_not_inf(tmp_path):
+    """The `empty` op: per_call = (raw - overhead)/batch hovers around 0, so no ratio exists."""
+    d = study(tmp_path, variants=VARIANTS, schemes=("ml-kem-512",), ops=("ntt", "empty"))
+    rng = np.random.default_rng(0)
+    for path in (d / "raw").glob("*.parquet"):
+        def jitter(df, meta):
+            e = df["op"] == "empty"
+            df.loc[e, "per_call"] = rng.normal(0.0, 1.0, int(e.sum())).round()
+            return df, meta
+        rewrite(path, jitter)
+    res = analyze_study(d)
+    c = pd.read_parquet(res / "comparisons.parquet")
+    e = c[c["op"] == "empty"]
+    assert len(e) == 5 and (e["verdict"] == "n/a").all() and e["reason"].str.contains("timer resolution").all()
+    g = pd.read_parquet(res / "groups.parquet")
+    assert not g.loc[g["op"] == "empty", "positive"].any()
+    dec = pd.read_parquet(res / "decomposition.parquet")
+    assert dec.loc[dec["op"] == "empty", "note"].str.contains("timer resolution").all()
+    for name in ("groups", "comparisons", "decomposition"):
+        text = (res / f"{name}.csv").read_text().lower().replace("n/a", "")
+        assert "nan" not in text and "inf" not in text
+
+
+def test_constant_baseline_against_noisy_variant(tmp_path):
+    """One side deterministic (all spin medians identical), the other not: bootstrapped normally."""
+    d = study(tmp_path, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt",))
+    for path in (d / "raw").glob("ref.*.parquet"):
+        rewrite(path, lambda df, m: (df.assign(per_call=5000.0), m))
+    res = analyze_study(d)
+    c = pd.read_parquet(res / "comparisons.parquet").iloc[0]
+    g = pd.read_parquet(res / "groups.parquet").set_index("variant")
+    assert g.loc["ref", "deterministic"] and not g.loc["avx2", "deterministic"]
+    assert not c["deterministic"] and c["verdict"] == "faster"
+    assert c["hci_low"] < c["speedup"] < c["hci_high"] and np.isfinite(c["job_p"])

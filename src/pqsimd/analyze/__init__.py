@@ -88,7 +88,11 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     t_groups = time.perf_counter()
 
     for key, g in groups.items():
-        if g.deterministic:
+        if not g.positive:
+            continue
+        if g.deterministic:  # every resample has the same median; δ still needs stage-1 job draws
+            g.boot_naive = g.boot_hier = np.full(settings.n_boot, g.median)
+            g.job_counts = bs.job_counts(g.n_jobs, settings.n_boot, bs.rng_for(settings.seed, "hierarchical", *key))
             continue
         g.boot_naive = bs.naive_medians(g.sample, settings.n_boot, bs.rng_for(settings.seed, "naive", *key))
         rng = bs.rng_for(settings.seed, "hierarchical", *key)

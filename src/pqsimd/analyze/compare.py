@@ -160,6 +160,12 @@ def compare_all(groups: dict[tuple[str, str, str, str], Group], variants: Sequen
                     rows.append(_na_row(metric, scheme, op, stage, b, v, base, var,
                                         f"no data for variant {missing} ({metric}, {scheme}, {op})"))
                     continue
+                if not (base.positive and var.positive):
+                    bad = base.variant if not base.positive else var.variant
+                    rows.append(_na_row(metric, scheme, op, stage, b, v, base, var,
+                                        f"spin medians <= 0 for {bad} (below timer resolution after overhead "
+                                        f"subtraction): speedup undefined"))
+                    continue
                 rows.append((base, var, stage))
     live = [r for r in rows if isinstance(r, tuple) and not (r[0].deterministic and r[1].deterministic)]
     u, p = mwu_less_many([(var.values, base.values) for base, var, _ in live])

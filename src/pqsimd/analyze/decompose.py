@@ -42,6 +42,11 @@ def decompose(groups: dict[tuple[str, str, str, str], Group], comparisons: pd.Da
             row["note"] = f"n/a: no data for {', '.join(missing)}"
             rows.append(row)
             continue
+        nonpos = [v for v in ("refo0", "refnv", "ref", "avx2") if not groups[(metric, scheme, op, v)].positive]
+        if nonpos:
+            row["note"] = f"n/a: spin medians <= 0 for {', '.join(nonpos)} (below timer resolution)"
+            rows.append(row)
+            continue
         total = med["refo0"] / med["avx2"]
         row["total"] = total
         row["total_hci_low"], row["total_hci_high"] = hci.get((metric, scheme, op, "refo0", "avx2"), (math.nan, math.nan))

@@ -29,6 +29,7 @@ class Group:
     sample: Sample = field(init=False)
     job_medians: np.ndarray = field(init=False)
     deterministic: bool = field(init=False)
+    positive: bool = field(init=False)
     boot_naive: np.ndarray | None = None
     boot_hier: np.ndarray | None = None
     job_counts: np.ndarray | None = None  # stage-1 draws shared by the median and δ bootstraps
@@ -38,6 +39,9 @@ class Group:
         self.sample = Sample.from_jobs(self.values, self.job)
         self.job_medians = per_job_medians(self.values, self.job, len(self.job_ids))
         self.deterministic = self.metric in DETERMINISTIC_METRICS or bool(np.ptp(self.values) == 0)
+        # per_call <= 0: the op is below the timer's resolution after overhead subtraction; ratios
+        # and log-scale statistics are meaningless there
+        self.positive = bool(self.values.size and self.values.min() > 0)
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -117,7 +121,7 @@ def drift(group: Group, alpha: float, threshold: float) -> tuple[bool, int, floa
     than `threshold`).
 
     Returns (flag, number of drifting jobs, the largest |relative change| seen in any job)."""
-    if group.deterministic:
+    if group.deterministic or not group.positive:
         return False, 0, 0.0
     level = alpha / max(group.n_jobs, 1)
     sizes = np.bincount(group.job, minlength=group.n_jobs)
@@ -151,7 +155,7 @@ def noisy_jobs(group: Group, threshold: float, alpha: float = NOISY_ALPHA) -> li
     (level alpha/J), with sd(others) floored by the standard error of one job's median (so very
     stable jobs are not flagged for sub-noise differences); and the deviation must be material
     (> threshold/2). Needs >= 3 jobs."""
-    if group.n_jobs < 3 or group.deterministic:
+    if group.n_jobs < 3 or group.deterministic or not group.positive:
         return []
     y = np.log(group.job_medians)
     logv = np.log(group.values)
@@ -176,14 +180,17 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         icc = float("nan")
         notes.append("deterministic: icc n/a")
     else:
-        lv = np.log(v)
+        lv = np.log(v) if group.positive else v
         l1, l3 = np.percentile(lv, [25, 75])
         iqr_l = l3 - l1
         out_lo = int(np.count_nonzero(lv < l1 - 1.5 * iqr_l))
         out_hi = int(np.count_nonzero(lv > l3 + 1.5 * iqr_l))
         icc = icc1(lv, group.job)
+        if not group.positive:
+            notes.append("spin medians <= 0 (below timer resolution): outliers and icc on the linear scale, "
+                         "no drift or noisy-job check, no ratios")
         if not np.isfinite(icc):
-            notes.append("icc n/a: fewer than 2 jobs")
+            notes.append("icc n/a: fewer than 2 jobs" if group.n_jobs < 2 else "icc n/a: no variation")
     flag, n_drift, worst = drift(group, alpha, threshold)
     noisy = noisy_jobs(group, threshold)
     if group.n_jobs < 3 and not group.deterministic:
@@ -210,6 +217,7 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         "noisy_jobs": len(noisy),
         "noisy_job_ids": " ".join(noisy),
         "deterministic": group.deterministic,
+        "positive": group.positive,
         "unit": UNITS.get(group.metric, f"{group.metric}/call"),
         "note": "; ".join(notes),
     }
