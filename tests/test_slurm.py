@@ -415,3 +415,30 @@ def test_slurm_cancel_stops_the_array(tmp_path, slurm_cluster, capsys):
     assert "3 of 3 job(s) did not finish" in captured.err
     slurm.cancel(d)
     assert "nothing to cancel" in capsys.readouterr().out
+
+
+@pytest.mark.slurm
+def test_cli_sbatch_arg_status_and_cancel(tmp_path, slurm_cluster):
+    d = tmp_path / "study"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pqsimd.cli", "run", str(d), *TINY, "--executor", "slurm", "--sbatch-arg=--hold"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        subs_file = d / "slurm" / "submissions.json"
+        deadline = time.monotonic() + 600  # includes building, if the cache is cold
+        while not subs_file.exists() and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.1)
+        assert "#SBATCH --hold" in (d / "slurm" / "submit-1.sbatch").read_text()
+        status = pqsimd("slurm", "status", d)
+        assert "0/4 job(s) finished" in status.stdout and "4 pending" in status.stdout
+        assert "JobHeldUser" in status.stdout
+        cancel = pqsimd("slurm", "cancel", d)
+        assert "cancelled array" in cancel.stdout
+        _, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 1
+    assert err.count(": CANCELLED") == 4 and "0 of 4" not in err and "4 of 4 job(s) did not finish" in err
+    assert raw_names(d) == set()

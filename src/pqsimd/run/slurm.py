@@ -805,6 +805,7 @@ def _describe(tracked: list[_Tracked]) -> str:
 def status(directory: Path) -> None:
     """Print the raw-file tally, the study's SLURM submissions and their unfinished tasks."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     directory = Path(directory).resolve()
@@ -840,6 +841,10 @@ def status(directory: Path) -> None:
             for st in states.values():
                 counts[st.state] = counts.get(st.state, 0) + 1
             summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
+            waiting = sorted({st.reason for st in states.values() if st.state == "PENDING" and st.reason
+                              and st.reason not in ("None", "Resources", "Priority")})
+            if waiting:
+                summary += f" (waiting: {'; '.join(waiting)})"
             for k, st in sorted(states.items()):
                 if k >= len(jobs):
                     continue
@@ -850,7 +855,7 @@ def status(directory: Path) -> None:
                     problems[job] = failure_line(directory, array_id, k, job, st)
                 else:
                     problems.pop(job, None)
-        table.add_row(str(sub.get("number", "")), array_id, str(sub.get("submitted", "")), str(len(jobs)), summary)
+        table.add_row(str(sub.get("number", "")), array_id, str(sub.get("submitted", "")), str(len(jobs)), escape(summary))
     console.print(table)
     if problems:
         console.print(f"{len(problems)} unfinished job(s) whose last task ended:")
