@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .bootstrap import percentile_ci
 from .effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
 from .groups import Group
 from .settings import Settings
@@ -84,22 +83,34 @@ def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: flo
                    mwu_p=math.nan, job_p=math.nan, deterministic=True, hci_reliable=True)
         notes.append("deterministic: zero-width CIs, p-values n/a, verdict from the exact ratio")
     else:
-        ci = percentile_ci(base.boot_naive / var.boot_naive)
-        hci = percentile_ci(base.boot_hier / var.boot_hier)
         bal = pair_balance(base.sample, var.sample, base.job, var.job, base.values, var.values)
         dboot = delta_job_bootstrap(bal, base.sample.sizes, var.sample.sizes, base.job_counts, var.job_counts)
-        dci = percentile_ci(dboot)
         jp, jnote = job_test(base.job_medians, var.job_medians)
         if jnote:
             notes.append(jnote)
-        row.update(ci_low=ci[0], ci_high=ci[1], hci_low=hci[0], hci_high=hci[1], mwu_p=p,
-                   delta_ci_low=dci[0], delta_ci_high=dci[1], job_p=jp, deterministic=False)
+        # the percentile intervals of these replicates are filled in by compare_all, many rows at once
+        row["_replicates"] = (base.boot_naive / var.boot_naive, base.boot_hier / var.boot_hier, dboot)
+        row.update(mwu_p=p, job_p=jp, deterministic=False)
         if not np.isfinite(p):
             notes.append("MWU n/a: no variation in either group")
     if not row["hci_reliable"]:
         notes.append(f"hierarchical CI unreliable: fewer than {settings.min_jobs_reliable} jobs in a group")
     row["note"] = "; ".join(notes)
     return row
+
+
+def fill_intervals(rows: list[dict], chunk: int = 256) -> None:
+    """Percentile 95% intervals of the rows' bootstrap replicates, one np.quantile call per chunk."""
+    todo = [r for r in rows if "_replicates" in r]
+    for start in range(0, len(todo), chunk):
+        part = todo[start:start + chunk]
+        for k, (lo, hi) in enumerate((("ci_low", "ci_high"), ("hci_low", "hci_high"),
+                                      ("delta_ci_low", "delta_ci_high"))):
+            q = np.quantile(np.stack([r["_replicates"][k] for r in part]), [0.025, 0.975], axis=1)
+            for i, r in enumerate(part):
+                r[lo], r[hi] = float(q[0, i]), float(q[1, i])
+        for r in part:
+            del r["_replicates"]
 
 
 def verdicts(df: pd.DataFrame, settings: Settings) -> pd.DataFrame:
@@ -178,6 +189,7 @@ def compare_all(groups: dict[tuple[str, str, str, str], Group], variants: Sequen
         base, var, stage = r
         uu, pp = mwu.get((id(base), id(var)), (u_statistic(var.values, base.values), math.nan))
         out.append(compare_pair(base, var, stage, settings, uu, pp))
+    fill_intervals(out)
     df = pd.DataFrame(out, columns=COLUMNS)
     df = verdicts(df, settings)
     return df, warnings

@@ -89,27 +89,34 @@ def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
     table = table.unify_dictionaries().combine_chunks()
     warm = table.column("warmup").to_numpy(zero_copy_only=False)
     spin = table.column("spin").to_numpy(zero_copy_only=False).astype(np.int64)
-    per_call = table.column("per_call").to_numpy(zero_copy_only=False).astype(np.float64)
-    keep = ~(np.asarray(warm, dtype=bool) | (spin < 0)) & np.isfinite(per_call)
-    dropped_bad = int(np.count_nonzero(~np.isfinite(per_call)))
+    per_call = table.column("per_call").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    finite = np.isfinite(per_call)
+    keep = ~(np.asarray(warm, dtype=bool) | (spin < 0)) & finite
+    dropped_bad = int(per_call.size - np.count_nonzero(finite))
     codes, dicts = [], []
     for c in KEY_COLUMNS:
-        arr = table.column(c).chunk(0) if table.column(c).num_chunks else pa.array([], pa.dictionary(pa.int32(), pa.string()))
+        col = table.column(c)
+        if col.null_count:
+            raise PqsimdError(
+                f"{path}: column '{c}' has {col.null_count} missing values; the file is not a valid pqsimd raw "
+                f"file: delete it and run `pqsimd run {directory}` again to redo that job"
+            )
+        arr = col.chunk(0) if col.num_chunks else pa.array([], pa.dictionary(pa.int32(), pa.string()))
         if not pa.types.is_dictionary(arr.type):
             arr = arr.dictionary_encode()
-        idx = arr.indices.to_numpy(zero_copy_only=False)
-        codes.append(np.asarray(idx, dtype=np.int64)[keep])
+        codes.append(arr.indices.to_numpy(zero_copy_only=False))
         dicts.append(arr.dictionary.to_pylist())
-    job_index = table.column("job_index").to_numpy(zero_copy_only=False).astype(np.int64)[keep]
-    spin, per_call = spin[keep], per_call[keep]
-    if spin.size == 0:
+    if not keep.any():
         return {"n": 0, "dropped_bad": dropped_bad}, job_meta
     dims = [max(len(d), 1) for d in dicts]
-    gkey = np.ravel_multi_index(codes, dims)
+    gkey = np.ravel_multi_index(codes, dims)[keep]
+    job_index = table.column("job_index").to_numpy(zero_copy_only=False)[keep]
+    spin, per_call = spin[keep], per_call[keep]
     span = int(spin.max()) + 1
     key = gkey * span + spin
     first, med, counts = _spin_medians(key, per_call)
-    out = {c: (dicts[i], codes[i][first]) for i, c in enumerate(KEY_COLUMNS)}
+    first_codes = np.unravel_index(gkey[first], dims)
+    out = {c: (dicts[i], first_codes[i]) for i, c in enumerate(KEY_COLUMNS)}
     out.update(job_index=job_index[first], spin=spin[first], value=med, n_reps=counts, n=len(first), dropped_bad=dropped_bad)
     return out, job_meta
 
