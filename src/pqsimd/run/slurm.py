@@ -38,7 +38,10 @@ from ..errors import PqsimdError
 
 SLURM_SUBDIR = "slurm"
 SUBMISSIONS = "submissions.json"
+# squeue is polled every POLL_SECONDS while things change, backing off to POLL_MAX_SECONDS while
+# nothing does (a long study must not hammer slurmctld); both can be set in the environment.
 POLL_SECONDS = float(os.environ.get("PQSIMD_SLURM_POLL", "0.2"))
+POLL_MAX_SECONDS = float(os.environ.get("PQSIMD_SLURM_POLL_MAX", "5"))
 # scontrol is asked at least this often even when squeue shows no change
 SCONTROL_REFRESH_SECONDS = 5.0
 # give up following the array after this long without an answer from squeue
@@ -711,6 +714,7 @@ def _follow(tracked: list[_Tracked], console) -> None:
     last_seen: dict[str, list] | None = None
     last_scontrol = 0.0
     last_answer = time.monotonic()
+    interval = POLL_SECONDS
     with Progress(
         TextColumn("[bold]slurm[/bold] {task.description}"),
         BarColumn(),
@@ -766,7 +770,8 @@ def _follow(tracked: list[_Tracked], console) -> None:
             progress.update(bar, completed=done, description=_describe(tracked))
             if all(t.gone for t in tracked):
                 break
-            time.sleep(POLL_SECONDS)
+            interval = POLL_SECONDS if changed else min(max(POLL_SECONDS, POLL_MAX_SECONDS), interval * 1.5)
+            time.sleep(interval)
 
 
 def _describe(tracked: list[_Tracked]) -> str:
