@@ -242,6 +242,15 @@ def test_an_array_with_another_name_is_not_ours(tmp_path, monkeypatch):
     assert [(t.array_id, t.tasks) for t in live] == [("9", {0: "c"})]
 
 
+def test_cluster_helper_says_what_to_install(monkeypatch):
+    sys.path.insert(0, str(Path(__file__).parent))
+    import slurm_cluster as helper
+
+    monkeypatch.setattr(helper.shutil, "which", lambda tool, path=None: None)
+    reason = helper.missing_reason()
+    assert "sbatch" in reason and "apt-get install slurm-wlm munge" in reason
+
+
 # ------------------------------------------------------------------------------------------
 # on the real one-node cluster
 # ------------------------------------------------------------------------------------------
