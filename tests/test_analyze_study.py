@@ -357,3 +357,15 @@ def test_constant_baseline_against_noisy_variant(tmp_path):
     assert g.loc["ref", "deterministic"] and not g.loc["avx2", "deterministic"]
     assert not c["deterministic"] and c["verdict"] == "faster"
     assert c["hci_low"] < c["speedup"] < c["hci_high"] and np.isfinite(c["job_p"])
+
+
+def test_listed_variant_without_any_data_is_na(tmp_path):
+    d = study(tmp_path, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt",), jobs=2)
+    for path in (d / "raw").glob("avx2.*.parquet"):
+        path.unlink()
+    res = analyze_study(d)
+    c = pd.read_parquet(res / "comparisons.parquet")
+    assert len(c) == 1 and c["verdict"].iloc[0] == "n/a" and "no data for variant avx2" in c["reason"].iloc[0]
+    s = json.loads((res / "summary.json").read_text())
+    assert any("avx2 of study.toml have no raw data" in w for w in s["warnings"])
+    assert any("one variant" in w for w in s["warnings"])

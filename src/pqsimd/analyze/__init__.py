@@ -66,7 +66,8 @@ def _ops_order(study: dict) -> list[str]:
 
 
 def _variants(study: dict, present: list[str]) -> list[str]:
-    listed = [v for v in (study.get("study", {}).get("variants", []) or []) if v in present]
+    """The study file's variants (with or without data yet), then any others found in the raw data."""
+    listed = [str(v) for v in (study.get("study", {}).get("variants", []) or [])]
     rest = [v for v in STANDARD if v in present and v not in listed]
     rest += sorted(v for v in present if v not in listed and v not in rest)
     return listed + rest
@@ -106,11 +107,15 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         list(pool.map(resample, groups.items()))
     t_boot = time.perf_counter()
 
-    variants = _variants(study, sorted(data.spins["variant"].unique()))
+    present = sorted(str(v) for v in data.spins["variant"].unique())
+    variants = _variants(study, present)
+    absent = [v for v in variants if v not in present]
+    if absent:
+        warnings.append(f"variant(s) {', '.join(absent)} of study.toml have no raw data yet: their comparisons are n/a")
     comparisons, cwarn = compare_all(groups, variants, _ops_order(study), settings)
     warnings += cwarn
-    if len(variants) < 2:
-        warnings.append(f"no comparisons: the study has one variant ({variants[0]}); groups only")
+    if len(present) < 2:
+        warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")
     elif comparisons.empty:
         warnings.append("no comparisons: no pair of the study's variants forms a stage, cumulative or extra comparison")
     decomposition = decompose(groups, comparisons)
