@@ -125,3 +125,22 @@ def test_doctor_lists_counter_and_energy_checks():
     assert (hw[1] is True) == ok
     if not ok:
         assert errno.errorcode[err] in hw[2] and hw[3]  # says what and what to do
+
+
+def test_job_table_splits_counter_columns_for_the_engine_parser(tmp_path):
+    """With counters available, the engine's parser still gets its 5 columns, and each event
+    becomes its own metric in the same raw table."""
+    cal = {"overhead": 30.0, "call_overhead": 2.0, "counters": {"requested": EVENTS, "available": True,
+           "events": EVENTS, "overhead": [200, 350, 0, 0]}}
+    tsv = tmp_path / "job.tsv"
+    tsv.write_text(json.dumps(cal) + "\n" + "\n".join(RECORDED) + "\n")
+    job = {"id": "ref.ml-kem-512.0", "variant": "ref", "scheme": "ml-kem-512", "index": 0}
+    table, n = counters.job_table(tsv, job, cal, job_mod.parse_samples)
+    df = table.to_pandas()
+    assert n == 3 and (df.metric == "ticks").sum() == 3
+    assert df.groupby("metric").size().to_dict() == {"ticks": 3, "cycles": 2, "retired_instructions": 2, "branch_misses": 2, "l1d_misses": 2}
+    # without counters: the engine's parser alone
+    cal2 = {"overhead": 30.0, "call_overhead": 2.0, "counters": {"requested": EVENTS, "available": False, "errno": 2}}
+    tsv.write_text(json.dumps(cal2) + "\n" + "\n".join("\t".join(l.split("\t")[:5]) for l in RECORDED) + "\n")
+    table, n = counters.job_table(tsv, job, cal2, job_mod.parse_samples)
+    assert n == table.num_rows == 3

@@ -140,6 +140,31 @@ def counter_tables(cols: Mapping[str, np.ndarray], events: list[str], overhead: 
     return tables
 
 
+def job_table(tsv: Path, job: Mapping[str, Any], calibration: Mapping[str, Any], parse_samples) -> tuple[pa.Table, int]:
+    """A harness run's output → (raw table, number of timed samples), with counters or without.
+
+    Without an open counter group the TSV is the engine's 5-column format and `parse_samples`
+    (run/job.py) reads it as is. With one, each line carries one more column per event: the
+    first five columns go to `parse_samples`, the rest become one long-format table per event
+    (metric_name(event)), concatenated after the ticks rows."""
+    c = calibration.get("counters") or {}
+    if not c.get("available"):
+        t = parse_samples(tsv, job, calibration)
+        return t, t.num_rows
+    events = list(c["events"])
+    text = Path(tsv).read_text().splitlines()
+    lines = [l for l in text[1:] if l]
+    cols = parse_counter_columns(lines, events)
+    five = Path(tsv).with_name(Path(tsv).name + ".ticks")
+    try:
+        five.write_text("\n".join([text[0], *("\t".join(l.split("\t")[:5]) for l in lines)]) + "\n")
+        ticks = parse_samples(five, job, calibration)
+    finally:
+        five.unlink(missing_ok=True)
+    extra = counter_tables(cols, events, [float(x) for x in c.get("overhead", [0] * len(events))], job)
+    return pa.concat_tables([ticks, *(t.cast(ticks.schema) for t in extra)]), ticks.num_rows
+
+
 # --- derived ratios ----------------------------------------------------------------------------
 
 RATIOS = {
@@ -198,6 +223,18 @@ def probe(event_config: int = 0) -> tuple[bool, int]:
         return False, ctypes.get_errno()
     os.close(fd)
     return True, 0
+
+
+def manifest_entry() -> dict[str, Any]:
+    """Counter availability of the machine writing the manifest (a real probe), with the reason."""
+    from . import machine
+
+    ok, err = probe()
+    paranoid = read_paranoid()
+    if ok:
+        return {"available": True, "perf_event_paranoid": paranoid, "scope": "user"}
+    return {"available": False, "perf_event_paranoid": paranoid, "errno": err, "error": errno_mod.errorcode.get(err, str(err)),
+            "reason": explain(err, paranoid, machine.virtualization())}
 
 
 def doctor_checks() -> list[tuple[str, bool | None, str, str]]:
