@@ -211,3 +211,15 @@ def test_rng_streams_depend_only_on_seed_and_key():
     assert a == pytest.approx(bs.rng_for(1, "naive", "ticks", "x").random(3))
     assert not np.allclose(a, bs.rng_for(2, "naive", "ticks", "x").random(3))
     assert not np.allclose(a, bs.rng_for(1, "naive", "ticks", "y").random(3))
+
+
+def test_spearman_vs_order_equals_scipy():
+    from pqsimd.analyze.groups import spearman_vs_order
+
+    rng = np.random.default_rng(13)
+    y = np.round(rng.normal(size=(5, 30)) + np.linspace(0, 1, 30) * np.arange(5)[:, None], 1)  # ties too
+    rho, p = spearman_vs_order(y)
+    for j in range(5):
+        ref = stats.spearmanr(np.arange(30), y[j])
+        assert rho[j] == pytest.approx(ref.statistic, abs=1e-12)
+        assert p[j] == pytest.approx(ref.pvalue, rel=1e-8)

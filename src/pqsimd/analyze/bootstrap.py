@@ -43,6 +43,7 @@ class Sample:
     sizes: np.ndarray  # (J,) spins per job
     cum_t: np.ndarray  # (N+1, J) float64 copy of cum.T, row-gathered by the bisection
     lab: np.ndarray  # (N,) job of each sorted value
+    cum_t32: np.ndarray  # float32 copy of cum_t (exact for counts < 2**24)
 
     @classmethod
     def from_jobs(cls, values: np.ndarray, job: np.ndarray) -> "Sample":
@@ -54,8 +55,9 @@ class Sample:
         onehot = np.zeros((n_jobs, v.size + 1), dtype=np.int64)
         onehot[lab, np.arange(1, v.size + 1)] = 1
         cum = np.cumsum(onehot, axis=1)
-        return cls(v=v, cum=cum, sizes=cum[:, -1].copy(), cum_t=np.ascontiguousarray(cum.T, dtype=np.float64),
-                   lab=lab.astype(np.int64))
+        cum_t = np.ascontiguousarray(cum.T, dtype=np.float64)
+        return cls(v=v, cum=cum, sizes=cum[:, -1].copy(), cum_t=cum_t, lab=lab.astype(np.int64),
+                   cum_t32=cum_t.astype(np.float32))
 
     @property
     def n(self) -> int:
@@ -95,43 +97,46 @@ def naive_medians(sample: Sample, n_boot: int, rng: np.random.Generator) -> np.n
 
 def weighted_order_index(sample: Sample, counts: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per replicate b, the g with Λ_b(g) ≤ pos_b < Λ_b(g+1), Λ_b(g) = Σ_j counts[b,j]·cum[j,g], and Λ_b(g):
-    bisection over g, vectorised over replicates (O(J log N) per replicate, no resample built)."""
+    bisection over g, vectorised over replicates (O(J log N) per replicate, no resample built).
+
+    Λ is a sum of products of small integers; float32 holds it exactly below 2**24, float64 beyond."""
     n = sample.n
+    exact32 = int(counts.sum(axis=1).max(initial=0)) * n < 2**24
+    dt = np.float32 if exact32 else np.float64
+    cum_t = sample.cum_t if dt is np.float64 else sample.cum_t32
+    cf = counts.astype(dt)
     lo = np.zeros(pos.shape, dtype=np.int64)  # invariant: Λ(lo) <= pos (Λ(0) = 0)
     hi = np.full(pos.shape, n, dtype=np.int64)  # invariant: Λ(hi) > pos  (Λ(n) = total > pos)
-    lam_lo = np.zeros(pos.shape)
-    cum_t = sample.cum_t
-    cf = counts.astype(np.float64, copy=False)
     for _ in range(max(int(n).bit_length(), 1)):
         mid = (lo + hi) >> 1  # once hi = lo + 1, mid = lo and nothing moves
-        lam = np.einsum("bj,bj->b", cf, cum_t[mid])
-        up = lam <= pos
+        up = np.einsum("bj,bj->b", cf, cum_t.take(mid, axis=0)) <= pos
         lo = np.where(up, mid, lo)
-        lam_lo = np.where(up, lam, lam_lo)
         hi = np.where(up, hi, mid)
+    lam_lo = np.einsum("bj,bj->b", cf, cum_t.take(lo, axis=0)).astype(np.float64)
     return lo, lam_lo
 
 
 def advance_index(sample: Sample, counts: np.ndarray, g: np.ndarray, lam_g: np.ndarray, pos: np.ndarray,
-                  max_steps: int = 24) -> np.ndarray:
-    """Like weighted_order_index for pos >= Λ(g), by stepping forward from g (the upper middle order
-    statistic is a value or two above the lower one); bisection for the few that need more steps."""
-    n = sample.n
-    w = np.take_along_axis(counts, sample.lab[np.minimum(g, n - 1)][:, None], axis=1)[:, 0]
-    g, lam_g = g.copy(), lam_g.astype(np.float64, copy=True)
-    rows = np.arange(g.size)
-    for _ in range(max_steps):
-        nxt = lam_g + w  # Λ(g + 1)
-        adv = (nxt <= pos) & (g + 1 < n)
-        if not adv.any():
-            return g
-        g = np.where(adv, g + 1, g)
-        lam_g = np.where(adv, nxt, lam_g)
-        w = counts[rows, sample.lab[np.minimum(g, n - 1)]]
-    left = (lam_g + w <= pos) & (g + 1 < n)
-    if left.any():
-        g[left] = weighted_order_index(sample, counts[left], pos[left])[0]
-    return g
+                  steps: int = 8) -> np.ndarray:
+    """Like weighted_order_index for pos >= Λ(g), by looking a few values ahead of g (the upper middle
+    order statistic is a value or two above the lower one); bisection for the few that need more.
+
+    Λ(g+t) = Λ(g) + Σ_{i<t} counts[b, job(g+i)]: one (B × steps) gather and cumulative sum."""
+    n, n_jobs = sample.n, counts.shape[1]
+    ext = np.empty((counts.shape[0], n_jobs + 1))
+    ext[:, :n_jobs] = counts
+    ext[:, n_jobs] = np.inf
+    lab = np.concatenate([sample.lab, np.full(steps, n_jobs, dtype=np.int64)])  # past the end: weight inf
+    # (steps, B) layout: the cumulative sum runs along the long axis
+    ahead = lab[np.arange(steps)[:, None] + g[None, :]]  # jobs of values g, g+1, ..., g+steps-1
+    flat = ahead + (n_jobs + 1) * np.arange(g.size)[None, :]
+    lam = np.cumsum(ext.ravel().take(flat), axis=0) + lam_g[None, :]  # Λ(g+1), ..., Λ(g+steps)
+    fits = lam <= pos[None, :]
+    out = g + fits.sum(axis=0)
+    far = fits[-1]  # even Λ(g+steps) <= pos: further than we looked
+    if far.any():
+        out[far] = weighted_order_index(sample, counts[far], pos[far])[0]
+    return out
 
 
 def job_counts(n_jobs: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
