@@ -173,3 +173,135 @@ def doctor_check(root: Path = DEFAULT_ROOT) -> tuple[str, bool | None, str, str]
         doms = ", ".join(d["key"] for d in s["domains"])
         return ("RAPL energy", True, f"readable: {doms}" + (f"; missing {s['missing'][0]}" if s["missing"] else ""), "")
     return ("RAPL energy", None, "unavailable", s["reason"] + "; energy sections of the report will say so")
+
+
+# --- measuring ops: the difference method around whole harness runs ---------------------------
+#
+# A harness process spends energy on start-up and calibration before it times anything, and the
+# RAPL counter can only be read from outside it. So each op runs twice with the same batch k:
+# R1 and R2 samples of k calls. E(R2) - E(R1) is the energy of (R2 - R1) * k calls, start-up and
+# calibration cancel (up to their noise, which a sample of >= min_seconds dwarfs). The package
+# domain covers the whole socket (other cores, uncore): on a busy machine it is not one op's
+# energy, and the job record says which domains were read.
+
+ENERGY_METRICS = {"package": "energy_package", "dram": "energy_dram", "core": "energy_core", "psys": "energy_psys"}
+
+
+def _harness_run(binary: Path, scheme: str, op: str, args: list[str]) -> tuple[dict, list[tuple[int, int]]]:
+    import json
+    import subprocess
+
+    cmd = [str(binary), "run", "--scheme", scheme, "--ops", op, *args]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {(p.stderr.strip().splitlines() or ['failed'])[-1]}")
+    lines = p.stdout.splitlines()
+    cal = json.loads(lines[0])
+    samples = [(int(f[3]), int(f[4])) for f in (l.split("\t") for l in lines[1:] if l)]
+    return cal, samples
+
+
+def measure_op(binary: Path, scheme: str, op: str, reader: Reader, min_seconds: float = 1.0,
+               reps: tuple[int, int] = (1, 3), cpu: int | None = None) -> dict[str, Any]:
+    """Energy per call of one op: {"k", "calls", "seconds_per_call", "joules": {domain: J}, ...}."""
+    import math
+    import statistics
+
+    pin = ["--cpu", str(cpu)] if cpu is not None else []
+    cal, est = _harness_run(binary, scheme, op, ["--spins", "3", "--reps", "3", "--warmup", "1", *pin])
+    per_call_ticks = statistics.median(max(raw - cal["overhead"], 1.0) / k for k, raw in est)
+    k = max(1, math.ceil(min_seconds * cal["tsc_hz"] / per_call_ticks))
+    k = min(k, 2**31 // (reps[1] - reps[0]) - 1)
+    energy, ticks = {}, {}
+    for r in reps:
+        before = reader.snapshot()
+        cal_r, samples = _harness_run(binary, scheme, op, ["--spins", "1", "--reps", str(r), "--warmup", "0", "--batch", str(k), *pin])
+        after = reader.snapshot()
+        energy[r] = reader.joules(before, after)
+        ticks[r] = [raw for _, raw in samples]
+    r1, r2 = reps
+    calls = (r2 - r1) * k
+    seconds = statistics.median(ticks[r2]) / cal["tsc_hz"] / k  # per call, from the timed samples
+    joules = {d: max(energy[r2][d] - energy[r1][d], 0.0) for d in energy[r2]}
+    return {
+        "k": k, "calls": calls, "seconds_per_call": seconds,
+        "joules": joules, "joules_per_call": {d: joules_per_call(j, calls) for d, j in joules.items()},
+        "watts": {d: average_power(j, calls * seconds) for d, j in joules.items()},
+        "edp": {d: edp(j / calls, seconds) for d, j in joules.items()},
+    }
+
+
+def execute(directory: Path, study, variants: list[str], console=None, root: Path = DEFAULT_ROOT,
+            min_seconds: float = 1.0, repeats: int = 2) -> bool:
+    """Energy per call for every (variant, scheme, op): DIR/raw/<variant>.<scheme>.energy.parquet,
+    one metric per RAPL domain kind (energy_package, energy_dram, ...), raw = µJ of the
+    difference, batch = its calls, per_call = µJ per call. Unavailable RAPL is recorded in the
+    manifest (`metrics.energy`) with the reason and is not a failure: the rest of the study goes on."""
+    import socket
+    from datetime import datetime, timezone
+
+    import pyarrow as pa
+
+    from . import machine, store
+
+    directory = Path(directory)
+    st = status(root)
+    info: dict[str, Any] = {"status": "ok" if st["available"] else "unavailable", **st,
+                            "method": "E(R2 samples) - E(R1 samples) of k calls each, whole harness runs bracketed by RAPL reads",
+                            "min_seconds": min_seconds, "repeats": repeats}
+    say = (console.print if console is not None else print)
+    ok = True
+    if st["available"]:
+        reader = Reader(root)
+        for vid in variants:
+            binary = store.bin_path(directory, vid)
+            sha = store.sha256_file(binary)
+            for scheme in study.schemes:
+                jid = f"{vid}.{scheme}.energy"
+                if store.finished_job(directory, jid, sha):
+                    continue
+                started = datetime.now(timezone.utc).isoformat()
+                rows: dict[str, list] = {k: [] for k in ("op", "metric", "spin", "batch", "raw", "per_call")}
+                details: dict[str, list] = {}
+                try:
+                    for op in study.ops:
+                        for rep in range(repeats):
+                            m = measure_op(binary, scheme, op, reader, min_seconds, cpu=study.cpu)
+                            details.setdefault(op, []).append(m)
+                            for dom in reader.domains:
+                                uj = round(m["joules"][dom.key] * 1e6)
+                                rows["op"].append(op)
+                                rows["metric"].append(ENERGY_METRICS.get(dom.kind, f"energy_{dom.kind}"))
+                                rows["spin"].append(rep)
+                                rows["batch"].append(m["calls"])
+                                rows["raw"].append(uj)
+                                rows["per_call"].append(uj / m["calls"])
+                except (RuntimeError, EnergyUnavailable) as e:
+                    ok = False
+                    say(f"energy {jid} failed: {e}")
+                    continue
+                n = len(rows["op"])
+                const = lambda v, typ: pa.array([v] * n, typ)  # noqa: E731
+                table = pa.table({
+                    "scheme": const(scheme, pa.string()), "variant": const(vid, pa.string()),
+                    "op": pa.array(rows["op"], pa.string()), "metric": pa.array(rows["metric"], pa.string()),
+                    "job": const(jid, pa.string()), "job_index": const(0, pa.int32()),
+                    "spin": pa.array(rows["spin"], pa.int32()), "rep": const(0, pa.int32()),
+                    "batch": pa.array(rows["batch"], pa.int32()), "raw": pa.array(rows["raw"], pa.int64()),
+                    "ticks": pa.nulls(n, pa.int64()), "per_call": pa.array(rows["per_call"], pa.float64()),
+                    "warmup": const(False, pa.bool_()),
+                })
+                record = {"id": jid, "variant": vid, "scheme": scheme, "index": 0, "metric": "energy", "cpu": study.cpu,
+                          "hostname": socket.gethostname(), "cpu_model": machine.cpu_model(), "binary_sha256": sha,
+                          "domains": st["domains"], "measurements": details, "unit": "µJ",
+                          "started": started, "finished": datetime.now(timezone.utc).isoformat()}
+                store.write_raw(directory, jid, table, record)
+                say(f"energy {vid} {scheme}: {jid}.parquet")
+    else:
+        say(f"energy: unavailable ({st['reason']}); the study goes on without it")
+    manifest = directory / "manifest.json"
+    if manifest.exists():
+        m = store.read_json(manifest)
+        m.setdefault("metrics", {})["energy"] = info
+        store.atomic_write_json(manifest, m)
+    return ok
