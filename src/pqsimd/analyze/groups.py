@@ -61,9 +61,12 @@ class Group:
 def build_groups(spins: pd.DataFrame) -> dict[tuple[str, str, str, str], Group]:
     """Split the spin-median table into groups, values job-major and in spin order within a job."""
     cols = ["metric", "scheme", "op", "variant"]
-    codes = [pd.Categorical(spins[c]).codes.astype(np.int64) for c in cols]
-    cats = [pd.Categorical(spins[c]).categories for c in cols]
-    jcat = pd.Categorical(spins["job"])
+    cat = {c: spins[c] if isinstance(spins[c].dtype, pd.CategoricalDtype) else spins[c].astype("category")
+           for c in (*cols, "job")}
+    codes = [cat[c].cat.codes.to_numpy().astype(np.int64) for c in cols]
+    cats = [list(map(str, cat[c].cat.categories)) for c in cols]
+    jcat = pd.Categorical(cat["job"])
+    job_names = list(map(str, jcat.categories))
     job_index = spins["job_index"].to_numpy(dtype=np.int64)
     spin = spins["spin"].to_numpy(dtype=np.int64)
     gkey = np.ravel_multi_index(codes, [max(len(c), 1) for c in cats])
@@ -85,7 +88,7 @@ def build_groups(spins: pd.DataFrame) -> dict[tuple[str, str, str, str], Group]:
         out[key] = Group(
             metric=key[0], scheme=key[1], op=key[2], variant=key[3],
             values=values[a:b], job=local, spin=spin_s[a:b],
-            job_ids=[str(jcat.categories[c]) for c in job_codes],
+            job_ids=[job_names[c] for c in job_codes],
             n_reps=int(np.median(reps_s[a:b])),
         )
     return out
