@@ -236,6 +236,7 @@ def ilp_figure(ilp: pd.DataFrame, outdir: Path, stage: str = "hand_simd") -> dic
         ax.bar(x - 0.2, s["instruction_ratio"], 0.4, label="instruction reduction", color=style.OKABE_ITO["sky_blue"])
         ax.bar(x + 0.2, s["time_speedup"], 0.4, label="time speedup (TSC)", color=style.OKABE_ITO["vermillion"])
         ax.set_yscale("log")
+        ax.set_ylim(0.8, 2.5 * float(np.nanmax(np.maximum(s["instruction_ratio"], s["time_speedup"]))))
         for xi, g, top in zip(x, s["throughput_gain"], np.maximum(s["instruction_ratio"], s["time_speedup"])):
             ax.annotate(f"{g:.2f}", (xi, top), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=7)
         ax.set_xticks(x, [style.op_label(o) if hasattr(style, "op_label") else str(o) for o in s["op"]], rotation=45, ha="right")
