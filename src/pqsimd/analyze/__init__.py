@@ -38,7 +38,8 @@ METHODS = {
            "around S_j); unreliable with < min_jobs_reliable jobs. Conservative (wider than needed) when jobs "
            "do not differ, because both stages add the within-job variance",
     "mwu_p": "one-sided Mann-Whitney U on spin medians, H1: variant stochastically smaller "
-             "(scipy.stats.mannwhitneyu, tie-corrected normal approximation); pseudo-replicated, descriptive only",
+             "(scipy.stats.mannwhitneyu, tie-corrected normal approximation); pseudo-replicated, descriptive only; "
+             "0 means below the smallest float64 (< 1e-308)",
     "cliffs_delta": "P(variant < baseline) - P(variant > baseline) = 1 - 2U/(n m) from the U statistic; CI by "
                     "resampling jobs (the hierarchical bootstrap's stage 1; the within-job stage adds O(1/S) and is "
                     "omitted for delta)",
@@ -73,6 +74,27 @@ def _variants(study: dict, present: list[str]) -> list[str]:
     return listed + rest
 
 
+def _natural(name: str) -> tuple:
+    digits = "".join(ch for ch in name if ch.isdigit())
+    return (name.rstrip("0123456789-"), int(digits) if digits else -1, name)
+
+
+def _ordered(groups: dict, study: dict, variants: list[str]) -> dict:
+    """Groups in reading order: ticks first, schemes as in the study (else by parameter set), ops in
+    the scheme family's order, variants in stage order."""
+    schemes = [str(x) for x in (study.get("study", {}).get("schemes", []) or [])]
+    s_rank = {x: i for i, x in enumerate(schemes)}
+    o_rank = {x: i for i, x in enumerate(_ops_order(study))}
+    v_rank = {x: i for i, x in enumerate(variants)}
+
+    def key(k):
+        metric, scheme, op, variant = k
+        return ((metric != "ticks", metric), (s_rank.get(scheme, len(s_rank)), _natural(scheme)),
+                (o_rank.get(op, len(o_rank)), op), (v_rank.get(variant, len(v_rank)), variant))
+
+    return {k: groups[k] for k in sorted(groups, key=key)}
+
+
 def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None = None) -> Path:
     """Analyse DIR/raw into DIR/results/{groups,comparisons,decomposition}.{csv,parquet} + summary.json."""
     t0 = time.perf_counter()
@@ -86,6 +108,9 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     t_load = time.perf_counter()
 
     groups = build_groups(data.spins)
+    present = sorted(str(v) for v in data.spins["variant"].unique())
+    variants = _variants(study, present)
+    groups = _ordered(groups, study, variants)
     group_rows = [describe(g, settings.alpha, settings.threshold) for g in groups.values()]
     groups_df = pd.DataFrame(group_rows)
     t_groups = time.perf_counter()
@@ -107,8 +132,6 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         list(pool.map(resample, groups.items()))
     t_boot = time.perf_counter()
 
-    present = sorted(str(v) for v in data.spins["variant"].unique())
-    variants = _variants(study, present)
     absent = [v for v in variants if v not in present]
     if absent:
         warnings.append(f"variant(s) {', '.join(absent)} of study.toml have no raw data yet: their comparisons are n/a")
@@ -173,7 +196,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
             "directory": str(directory),
             "raw_files": data.files,
             "metrics": sorted(data.spins["metric"].unique()),
-            "schemes": sorted(data.spins["scheme"].unique()),
+            "schemes": list(dict.fromkeys(k[1] for k in groups)),
             "variants": variants,
             "ops": int(data.spins["op"].nunique()),
             "jobs_per_group": {"min": int(groups_df["n_jobs"].min()), "max": int(groups_df["n_jobs"].max())},

@@ -23,10 +23,7 @@ COLUMNS = [
 
 
 def decompose(groups: dict[tuple[str, str, str, str], Group], comparisons: pd.DataFrame) -> pd.DataFrame:
-    keys = sorted({(m, s, o) for (m, s, o, _v) in groups}, key=lambda k: (k[0], k[1]))
-    ops_order = list(dict.fromkeys(comparisons["op"])) if len(comparisons) else []
-    rank = {o: i for i, o in enumerate(ops_order)}
-    keys.sort(key=lambda k: (k[0], k[1], rank.get(k[2], len(rank)), k[2]))
+    keys = list(dict.fromkeys((m, s, o) for (m, s, o, _v) in groups))  # in the groups' (reading) order
     hci = {}
     if len(comparisons):
         for r in comparisons.itertuples(index=False):
