@@ -373,6 +373,12 @@ def _require(tool: str) -> str:
     return path
 
 
+def check_tools() -> None:
+    """Raise the one-line PqsimdError if the SLURM client tools are missing (call it before building)."""
+    for tool in ("sbatch", "squeue", "scontrol"):
+        _require(tool)
+
+
 def _run(args: list[str], timeout: float = 60.0) -> subprocess.CompletedProcess:
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
 
@@ -626,8 +632,7 @@ def execute(directory: Path, jobs: list[dict], options: dict) -> bool:
     directory = Path(directory).resolve()
     options = dict(options or {})
     console = Console(stderr=True, highlight=False)
-    for tool in ("sbatch", "squeue", "scontrol"):
-        _require(tool)
+    check_tools()
 
     submissions = load_submissions(directory)
     tracked = _live_tasks(directory, submissions)
