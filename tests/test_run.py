@@ -115,3 +115,16 @@ def test_corrupt_raw_file_is_rerun(tiny_study, tmp_path):
     r = subprocess.run([str(PQSIMD), "run", d], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert plan.pending_jobs(d) == []
+
+
+def test_cpu_without_avx2_skips_avx2_variants_with_a_warning(tmp_path, monkeypatch, capsys):
+    from pqsimd import machine, pipeline
+
+    monkeypatch.setattr(machine, "cpu_flags", lambda: {"sse2", "constant_tsc"})
+    ok = pipeline.run_study(tmp_path / "s", {"preset": "quick", "schemes": ["ml-kem-512"], "variants": ["ref", "avx2"],
+                                             "ops": ["empty"], "jobs": 1, "spins": 2, "reps": 2})
+    err = capsys.readouterr().err
+    assert ok
+    assert "skip avx2: this CPU lacks avx2, bmi2, popcnt" in " ".join(err.split())
+    assert json.loads((tmp_path / "s" / "gate" / "avx2.json").read_text())["skipped"]
+    assert [p.name for p in (tmp_path / "s" / "raw").glob("*.parquet")] == ["ref.ml-kem-512.0.parquet"]

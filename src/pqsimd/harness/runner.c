@@ -33,7 +33,8 @@ __attribute__((noinline)) void pqsimd_measure(const pqsimd_op *op, uint64_t k) {
 }
 
 /* One timed sample of k back-to-back calls, raw ticks (overhead included). */
-static inline uint64_t sample(const pqsimd_op *op, uint64_t k) {
+/* Not inlined and cache-line aligned: calibration and every op run this very loop. */
+__attribute__((noinline, aligned(64))) static uint64_t sample(const pqsimd_op *op, uint64_t k) {
     void (*call)(void) = op->call;
     uint64_t t0 = pqsimd_tsc_start();
     for (uint64_t i = 0; i < k; i++) {
@@ -82,7 +83,7 @@ uint64_t pqsimd_auto_batch(const pqsimd_op *op, uint64_t target, double overhead
     return k;
 }
 
-__attribute__((noinline)) static void internal_empty(void) { __asm__ volatile("" ::: "memory"); }
+__attribute__((noinline, aligned(64))) static void internal_empty(void) { __asm__ volatile("" ::: "memory"); }
 
 /* What the batch loop itself costs per call (loop + indirect call + return), measured on an
  * empty function; the analysis subtracts it so per-call numbers are the op's own cost. */
