@@ -128,3 +128,22 @@ def test_cpu_without_avx2_skips_avx2_variants_with_a_warning(tmp_path, monkeypat
     assert "skip avx2: this CPU lacks avx2, bmi2, popcnt" in " ".join(err.split())
     assert json.loads((tmp_path / "s" / "gate" / "avx2.json").read_text())["skipped"]
     assert [p.name for p in (tmp_path / "s" / "raw").glob("*.parquet")] == ["ref.ml-kem-512.0.parquet"]
+
+
+def test_job_builds_node_dependent_variant_on_the_node(tmp_path, cli):
+    d = tmp_path / "s"
+    r = cli("run", d, *TINY, "--variants", "ref-native", "--jobs", "1", "--no-run")
+    assert r.returncode == 0, r.stderr
+    (d / "bin" / "ref-native").unlink()  # as on a node that never saw the submitting host's build
+    r = cli("job", d, "ref-native.ml-kem-512.0", "--build-on-node")
+    assert r.returncode == 0, r.stderr
+    rec = store.read_job_record(store.raw_path(d, "ref-native.ml-kem-512.0"))
+    assert rec["built_on_node"] is True and len(rec["binary_sha256"]) == 64
+
+
+def test_study_cpu_outside_allowed_set_falls_back(tmp_path):
+    from pqsimd.run.job import pick_cpu
+    from pqsimd.study import Study
+
+    s = Study(schemes=[], variants=[], ops=[], jobs=1, spins=1, reps=1, warmup=0, cpu=10_000)
+    assert pick_cpu(s) == max(os.sched_getaffinity(0))

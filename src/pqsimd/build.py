@@ -88,6 +88,11 @@ def _hash_inputs(tree: SourceTree, fam: SchemeFamily, variant: Variant, flags: l
     files += sorted((tree.root / "common").rglob("*"))
     files += [tree.root / fam.kat_program, tree.root / fam.kat_rng]
     files += sorted(_harness_dir().glob("*.[ch]"))
+    if variant.node_dependent:  # -march=native means something else on every CPU model
+        from . import machine
+
+        h.update(machine.cpu_model().encode())
+        h.update(" ".join(sorted(machine.cpu_flags())).encode())
     # Files named by flags (e.g. -include x.h) are inputs too.
     files += [Path(f) for f in flags if os.path.isfile(f)]
     for f in files:

@@ -148,11 +148,12 @@ def slurm_cancel(directory: Path) -> None:
 @cli.command("job", hidden=True)
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.argument("job_id", type=str)
-def job(directory: Path, job_id: str) -> None:
+@click.option("--build-on-node", is_flag=True, default=False, help="build and gate the variant here first (-march=native)")
+def job(directory: Path, job_id: str, build_on_node: bool) -> None:
     """Run one job of a study (what the local and SLURM executors call)."""
     from .run.job import run_job
 
-    run_job(directory, job_id)
+    run_job(directory, job_id, build_on_node=build_on_node)
 
 
 def main() -> None:

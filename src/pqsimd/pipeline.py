@@ -69,6 +69,10 @@ def run_study(
     store.ensure_dir(directory)
     study = study_mod.resolve(directory, overrides)
     find_compiler(study.cc)  # a missing compiler is one error, before anything is written
+    if executor == "slurm":
+        from .run import slurm
+
+        slurm.check_tools()
     study_mod.save(directory, study)
     ok = True
 
@@ -148,7 +152,10 @@ def run_study(
     if "ticks" not in study.metrics:
         _record_jobs(directory)
         return ok
-    pending = [j for j in plan["jobs"] if j["variant"] in passing and not store.finished_job(directory, j["id"], binaries[j["variant"]])]
+    def expected_sha(vid: str) -> str | None:  # node-built variants have a binary per node
+        return None if (executor == "slurm" and study.variant(vid).node_dependent) else binaries[vid]
+
+    pending = [j for j in plan["jobs"] if j["variant"] in passing and not store.finished_job(directory, j["id"], expected_sha(j["variant"]))]
     skipped = len([j for j in plan["jobs"] if j["variant"] not in passing])
     done = len(plan["jobs"]) - len(pending) - skipped
     console.print(f"jobs: {len(pending)} to run, {done} already finished" + (f", {skipped} of failed/skipped variants not run" if skipped else ""))

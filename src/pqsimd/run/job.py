@@ -67,15 +67,47 @@ def parse_samples(tsv: Path, job: dict, calibration: dict, metric: str = "ticks"
     })
 
 
-def run_job(directory: Path, job_id: str, progress: Callable[[int, int], None] | None = None) -> Path:
+def build_here(study: study_mod.Study, job: dict) -> Path:
+    """Build (cached) and gate a node-dependent variant on this node; returns its harness."""
+    from .. import sources, verify
+    from ..build import build_variant
+
+    tree = sources.locate(Path(study.source) if study.source else None)
+    b = build_variant(tree, study.variant(job["variant"]), study.cc)
+    inputs = verify.vector_inputs(job["scheme"])
+    kat = verify.check_kat(tree, b, job["scheme"])
+    problem = "" if kat.passed else f"nistkat: {kat.detail}"
+    if not problem:
+        try:
+            problem = verify.self_consistency(verify.run_vectors(b.harness, job["scheme"], inputs), inputs)
+        except (RuntimeError, OSError) as e:
+            problem = f"vectors: {e}"
+    if problem:
+        raise PqsimdError(f"job {job['id']}: the build on {socket.gethostname()} fails the gate ({problem}); not timed")
+    return b.harness
+
+
+def pick_cpu(study: study_mod.Study) -> int:
+    """The study's CPU if this process may use it (a SLURM allocation may not), else the last allowed."""
+    allowed = os.sched_getaffinity(0)
+    if study.cpu is not None and study.cpu in allowed:
+        return study.cpu
+    return default_cpu()
+
+
+def run_job(directory: Path, job_id: str, progress: Callable[[int, int], None] | None = None,
+            build_on_node: bool = False) -> Path:
     """Run one job to completion and return its raw file; raises PqsimdError on failure."""
     directory = Path(directory)
     study = study_mod.load(directory)
     job = find_job(directory, job_id)
-    binary = store.bin_path(directory, job["variant"])
+    if build_on_node:
+        binary = build_here(study, job)
+    else:
+        binary = store.bin_path(directory, job["variant"])
     if not binary.exists():
         raise PqsimdError(f"job {job_id}: harness {binary} is missing; run `pqsimd run {directory}` to rebuild")
-    cpu = study.cpu if study.cpu is not None else default_cpu()
+    cpu = pick_cpu(study)
     cmd = harness_command(binary, study, job["scheme"], cpu)
     total = len(study.ops) * (study.spins + study.warmup) * study.reps
     log = store.log_path(directory, job_id)
@@ -113,6 +145,7 @@ def run_job(directory: Path, job_id: str, progress: Callable[[int, int], None] |
             "cpu_model": machine.cpu_model(),
             "calibration": calibration,
             "binary_sha256": store.sha256_file(binary),
+            "built_on_node": build_on_node,
             "command": cmd,
             "started": started,
             "finished": datetime.now(timezone.utc).isoformat(),
