@@ -6,7 +6,6 @@ import datetime as _dt
 import os
 import time
 import tomllib
-from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from .compare import STANDARD, compare_all
 from .decompose import decompose
 from .groups import build_groups, describe
 from .load import load_spins
-from .settings import Settings, read_study_toml, resolve
+from .settings import Settings, parallel_map, read_study_toml, resolve
 from .write import write_json, write_table
 
 __all__ = ["analyze_study", "Settings"]
@@ -128,8 +127,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         g.boot_hier = bs.hierarchical_medians(g.sample, settings.n_boot, rng, g.job_counts)
 
     # each group has its own generator, so the order (and the thread) does not change any result
-    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-        list(pool.map(resample, groups.items()))
+    parallel_map(resample, groups.items())
     t_boot = time.perf_counter()
 
     absent = [v for v in variants if v not in present]

@@ -49,6 +49,6 @@ def pair_balance(base: Sample, var: Sample, base_job: np.ndarray, var_job: np.nd
 def delta_job_bootstrap(balance: np.ndarray, base_sizes: np.ndarray, var_sizes: np.ndarray,
                         counts_base: np.ndarray, counts_var: np.ndarray) -> np.ndarray:
     """δ of each job-resample: Σ c_j d_l D[j,l] / ((Σ c_j S_j)(Σ d_l S_l))."""
-    num = np.einsum("bj,jl,bl->b", counts_base, balance, counts_var, optimize=True)
+    num = ((counts_base @ balance) * counts_var).sum(axis=1)
     den = (counts_base @ base_sizes).astype(np.float64) * (counts_var @ var_sizes).astype(np.float64)
     return num / den

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import PqsimdError
+from .settings import parallel_map
 
 JOB_METADATA_KEY = b"pqsimd.job"
 KEY_COLUMNS = ("metric", "scheme", "variant", "op", "job")
@@ -155,8 +155,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
         raise PqsimdError(f"no raw data in {raw} (no *.parquet); run `pqsimd run {directory}` first")
     parts, job_rows, warnings = [], [], []
     dropped_bad = 0
-    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:  # pyarrow reads release the GIL
-        read = list(pool.map(lambda f: _read_one(f, directory), files))
+    read = parallel_map(lambda f: _read_one(f, directory), files)
     for path, (part, meta) in zip(files, read):
         dropped_bad += part.pop("dropped_bad")
         if part["n"] == 0:

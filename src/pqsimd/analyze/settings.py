@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -77,3 +78,27 @@ def resolve(directory: Path, study: dict[str, Any], **overrides: Any) -> Setting
             kind, ok, why = RULES[k]
             values[k] = _check(k, v, kind, ok, why, label)
     return Settings(**values)
+
+
+def threads() -> int:
+    """Worker threads for reading and resampling: PQSIMD_THREADS, else min(2, CPUs available)."""
+    env = os.environ.get("PQSIMD_THREADS", "")
+    if env.isdigit() and int(env) >= 1:
+        return int(env)
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(2, n))
+
+
+def parallel_map(fn, items) -> list:
+    """map over a small thread pool (numpy and pyarrow release the GIL); plain map with one thread."""
+    items = list(items)
+    n = threads()
+    if n == 1 or len(items) < 2:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(fn, items))
