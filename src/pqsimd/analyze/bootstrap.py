@@ -12,7 +12,7 @@ distributions, so each bootstrap replicate costs O(1) random numbers plus a bina
   by its spins. In the sorted array, value g then has weight c_job(g); draws are inverse-CDF
   samples of the weighted cumulative count Λ(g) = Σ_j c_j·C_j(g), so the k-th drawn order statistic
   is the g with Λ(g) ≤ N*·U_(k) < Λ(g+1), found by a vectorised binary search over g
-  (O(J·log N) per replicate). Stage 2 here draws from the chosen jobs' pooled spins, so the number
+  (O(J·log N) per replicate; the upper middle one by looking a few values ahead of the lower). Stage 2 here draws from the chosen jobs' pooled spins, so the number
   of draws landing in one job copy is multinomial around S_j instead of exactly S_j; the difference
   from the textbook two-stage bootstrap is a variance term of relative size ~1/S, and tests check
   the two agree in distribution against a brute-force implementation.
