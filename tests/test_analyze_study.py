@@ -369,3 +369,24 @@ def test_listed_variant_without_any_data_is_na(tmp_path):
     s = json.loads((res / "summary.json").read_text())
     assert any("avx2 of study.toml have no raw data" in w for w in s["warnings"])
     assert any("one variant" in w for w in s["warnings"])
+
+
+def test_builtin_aa_check_on_a_job_effect(tmp_path):
+    ops = tuple(f"op{i}" for i in range(6))
+    d = make_synthetic_study(tmp_path / "aa2", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=ops, jobs=10,
+                             spins=60, reps=5, medians={"ref": 3000.0, "avx2": 300.0}, job_sigma=0.03, seed=8,
+                             analysis={"n_boot": 1000, "seed": 2})
+    res = analyze_study(d)
+    aa = pd.read_parquet(res / "aa.parquet")
+    assert len(aa) == len(ops) and set(aa["baseline"]) == {"ref[even]"} and set(aa["variant"]) == {"ref[odd]"}
+    assert (aa["jobs_base"] == 5).all() and (aa["jobs_var"] == 5).all() and (aa["stage"] == "aa").all()
+    s = json.loads((res / "summary.json").read_text())["aa_check"]
+    assert s["variants"] == ["ref"] and s["comparisons"] == len(ops) and s["false_verdicts"] == 0
+    assert s["naive_ci_excludes_1"] >= s["hci_excludes_1"]
+    # the A/A rows are their own family: the study's comparisons are untouched by them
+    c = pd.read_parquet(res / "comparisons.parquet")
+    assert json.loads((res / "summary.json").read_text())["family"]["size"] == len(c) == len(ops)
+    (d / "study.toml").write_text((d / "study.toml").read_text().replace("[analysis]", "[analysis]\naa_variants = []"))
+    res = analyze_study(d)
+    s = json.loads((res / "summary.json").read_text())["aa_check"]
+    assert s["comparisons"] == 0 and len(pd.read_csv(res / "aa.csv")) == 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import time
 import tomllib
 from importlib import resources
@@ -13,13 +12,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PqsimdError
-from . import bootstrap as bs
+from .calibration import aa_check
 from .compare import COLUMNS as COMPARISON_COLUMNS
-from .compare import STANDARD, compare_all
+from .compare import STANDARD, compare_all, resample_groups
 from .decompose import decompose
 from .groups import build_groups, describe
 from .load import load_spins
-from .settings import Settings, parallel_map, read_study_toml, resolve
+from .settings import Settings, read_study_toml, resolve
 from .write import write_json, write_table
 
 __all__ = ["analyze_study", "Settings"]
@@ -114,20 +113,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     groups_df = pd.DataFrame(group_rows)
     t_groups = time.perf_counter()
 
-    def resample(item) -> None:
-        key, g = item
-        if not g.positive:
-            return
-        rng = bs.rng_for(settings.seed, "hierarchical", *key)
-        g.job_counts = bs.job_counts(g.n_jobs, settings.n_boot, rng)
-        if g.deterministic:  # every resample has the same median; δ still needs the stage-1 job draws
-            g.boot_naive = g.boot_hier = np.full(settings.n_boot, g.median)
-            return
-        g.boot_naive = bs.naive_medians(g.sample, settings.n_boot, bs.rng_for(settings.seed, "naive", *key))
-        g.boot_hier = bs.hierarchical_medians(g.sample, settings.n_boot, rng, g.job_counts)
-
-    # each group has its own generator, so the order (and the thread) does not change any result
-    parallel_map(resample, groups.items())
+    resample_groups(groups, settings)
     t_boot = time.perf_counter()
 
     absent = [v for v in variants if v not in present]
@@ -141,6 +127,12 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         warnings.append("no comparisons: no pair of the study's variants forms a stage, cumulative or extra comparison")
     decomposition = decompose(groups, comparisons)
     t_cmp = time.perf_counter()
+    aa_variants = [v for v in settings.aa_variants if v in present]
+    aa_table, aa_summary = aa_check(data.spins, aa_variants, settings, _ops_order(study))
+    if aa_summary.get("false_verdicts"):
+        warnings.append(f"A/A check: {aa_summary['false_verdicts']} of {aa_summary['comparisons']} comparisons of "
+                        f"{', '.join(aa_variants)} with itself got a faster/slower verdict (see aa.csv)")
+    t_aa = time.perf_counter()
 
     n_na = int((comparisons["verdict"] == "n/a").sum()) if len(comparisons) else 0
     if n_na:
@@ -162,6 +154,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     write_table(groups_df, results, "groups")
     write_table(comparisons if len(comparisons) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "comparisons")
     write_table(decomposition, results, "decomposition")
+    write_table(aa_table if len(aa_table) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "aa")
 
     det_cmp = int(comparisons["deterministic"].sum()) if len(comparisons) else 0
     family_size = int(np.isfinite(comparisons["job_p"].to_numpy(dtype=float)).sum()) if len(comparisons) else 0
@@ -209,12 +202,14 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
             "verdicts": {k: int(v) for k, v in comparisons["verdict"].value_counts().items()} if len(comparisons) else {},
             "decomposition_rows": len(decomposition),
         },
+        "aa_check": aa_summary,
         "warnings": warnings,
         "timing_s": {
             "load": round(t_load - t0, 3),
             "groups": round(t_groups - t_load, 3),
             "bootstrap": round(t_boot - t_groups, 3),
             "comparisons": round(t_cmp - t_boot, 3),
+            "aa_check": round(t_aa - t_cmp, 3),
         },
     }
     write_json(summary, results / "summary.json")

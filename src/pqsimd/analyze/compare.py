@@ -8,9 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from . import bootstrap as bs
 from .effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
 from .groups import Group
-from .settings import Settings
+from .settings import Settings, parallel_map
 from .significance import bh, holm, job_test, mwu_less_many
 
 STANDARD = ("refo0", "refnv", "ref", "avx2")
@@ -21,6 +22,26 @@ COLUMNS = [
     "job_p", "p_holm", "p_bh", "verdict", "reason", "deterministic", "n_base", "n_var", "jobs_base",
     "jobs_var", "median_base", "median_var", "note",
 ]
+
+
+def resample_groups(groups: dict[tuple[str, str, str, str], Group], settings: Settings) -> None:
+    """Both bootstraps of every group with positive values (B replicates of its median each), and the
+    stage-1 job draws δ reuses. One generator per group (seed + group key), so neither the order nor
+    the thread changes a result."""
+
+    def one(item) -> None:
+        key, g = item
+        if not g.positive:
+            return
+        rng = bs.rng_for(settings.seed, "hierarchical", *key)
+        g.job_counts = bs.job_counts(g.n_jobs, settings.n_boot, rng)
+        if g.deterministic:  # every resample has the same median
+            g.boot_naive = g.boot_hier = np.full(settings.n_boot, g.median)
+            return
+        g.boot_naive = bs.naive_medians(g.sample, settings.n_boot, bs.rng_for(settings.seed, "naive", *key))
+        g.boot_hier = bs.hierarchical_medians(g.sample, settings.n_boot, rng, g.job_counts)
+
+    parallel_map(one, groups.items())
 
 
 def plan_pairs(variants: Sequence[str], extra_baseline: str) -> tuple[list[tuple[str, str, str]], list[str]]:

@@ -23,9 +23,12 @@ class Settings:
     pool_cpu_models: bool = False
     adjust: str = "holm"  # which adjusted p the verdict uses: holm | bh
     min_jobs_reliable: int = 5  # fewer jobs in a group: hierarchical CI flagged unreliable
+    aa_variants: tuple[str, ...] = ("ref",)  # A/A calibration: these variants against themselves
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["aa_variants"] = list(self.aa_variants)
+        return d
 
 
 def read_study_toml(directory: Path) -> dict[str, Any]:
@@ -43,6 +46,8 @@ def read_study_toml(directory: Path) -> dict[str, Any]:
 def _check(name: str, value: Any, kind: type, ok, why: str, path: str) -> Any:
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
+    if kind is tuple and isinstance(value, list):
+        value = tuple(value)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)) or not ok(value):
         raise PqsimdError(f"{path}: [analysis] {name} = {value!r} is invalid; it must be {why}")
     return value
@@ -57,6 +62,7 @@ RULES = {
     "pool_cpu_models": (bool, lambda v: True, "true or false"),
     "adjust": (str, lambda v: v in ("holm", "bh"), "\"holm\" or \"bh\""),
     "min_jobs_reliable": (int, lambda v: v >= 2, "an integer >= 2"),
+    "aa_variants": (tuple, lambda v: all(isinstance(x, str) and x for x in v), "a list of variant ids, e.g. [\"ref\"]"),
 }
 
 
