@@ -390,3 +390,11 @@ def test_builtin_aa_check_on_a_job_effect(tmp_path):
     res = analyze_study(d)
     s = json.loads((res / "summary.json").read_text())["aa_check"]
     assert s["comparisons"] == 0 and len(pd.read_csv(res / "aa.csv")) == 0
+
+
+def test_same_job_in_two_files_is_one_line_error(tmp_path):
+    d = study(tmp_path, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt",), jobs=2)
+    shutil.copy(d / "raw" / "ref.ml-kem-512.0.parquet", d / "raw" / "ref.ml-kem-512.0.copy.parquet")
+    with pytest.raises(PqsimdError) as e:
+        analyze_study(d)
+    assert "ref.ml-kem-512.0" in one_line(e) and "stale copy" in str(e.value)

@@ -54,7 +54,9 @@ def _spin_medians(key: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
     counts = np.diff(np.r_[starts, sk.size])
     sv = values if order is None else values[order]
     if counts.size and np.all(counts == counts[0]):
-        med = np.median(sv.reshape(-1, counts[0]), axis=1)
+        r = int(counts[0])
+        rows = np.sort(sv.reshape(-1, r), axis=1)  # short rows: a sort beats np.median's partition
+        med = (rows[:, (r - 1) // 2] + rows[:, r // 2]) * 0.5
     else:
         # sort values within each key, then take the middle one or two by index arithmetic
         o2 = np.lexsort((sv, sk))
@@ -185,16 +187,18 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     spins = pd.DataFrame({c: _categorical(parts, c) for c in KEY_COLUMNS})
     for c in ("job_index", "spin", "value", "n_reps"):
         spins[c] = np.concatenate([p[c] for p in parts])
-    jobs = pd.DataFrame(job_rows).drop_duplicates("job")
+    jobs = pd.DataFrame(job_rows)
     no_meta = int((~jobs["has_metadata"]).sum())
     if no_meta:
         warnings.append(f"{no_meta} raw file(s) lack the pqsimd.job metadata: their CPU model is unknown")
-    dup = spins.duplicated(["metric", "scheme", "variant", "op", "job", "spin"])
-    if dup.any():
-        raise PqsimdError(
-            f"{raw}: the same (job, op, spin) appears in more than one file (e.g. job "
-            f"{spins.loc[dup, 'job'].iloc[0]}); remove the stale copy and re-run `pqsimd analyze {directory}`"
-        )
+    seen: dict[str, str] = {}
+    for row in job_rows:  # a job's rows are grouped within a file, so a job in two files is the only duplicate
+        if row["job"] in seen and seen[row["job"]] != row["file"]:
+            raise PqsimdError(
+                f"{raw}: job {row['job']} appears in both {seen[row['job']]} and {row['file']}; "
+                f"remove the stale copy and re-run `pqsimd analyze {directory}`"
+            )
+        seen[row["job"]] = row["file"]
     planned = _planned_jobs(directory)
     if planned:
         missing = sorted(set(planned) - set(jobs["job"]))
