@@ -136,7 +136,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
 
     n_na = int((comparisons["verdict"] == "n/a").sum()) if len(comparisons) else 0
     if n_na:
-        warnings.append(f"{n_na} comparison(s) have no data on one side (verdict n/a; see column reason)")
+        warnings.append(f"{n_na} comparison(s) have verdict n/a: no data on one side, or spin medians <= 0 "
+                        "(below timer resolution); see column reason")
     few = groups_df[(groups_df["n_jobs"] < settings.min_jobs_reliable) & ~groups_df["deterministic"]]
     if len(few):
         warnings.append(f"{len(few)} group(s) have fewer than {settings.min_jobs_reliable} jobs: "
