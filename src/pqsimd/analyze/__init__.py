@@ -94,7 +94,8 @@ def _ordered(groups: dict, study: dict, variants: list[str]) -> dict:
 
 
 def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None = None) -> Path:
-    """Analyse DIR/raw into DIR/results/{groups,comparisons,decomposition}.{csv,parquet} + summary.json."""
+    """Analyse DIR/raw into DIR/results/{groups,comparisons,decomposition,aa}.{csv,parquet} + summary.json;
+    return DIR/results. Bad input is a one-line PqsimdError."""
     t0 = time.perf_counter()
     directory = Path(directory)
     if not directory.is_dir():
