@@ -9,6 +9,7 @@ PQSIMD = $(VENV)/bin/pqsimd
 
 study: $(VENV)/.installed
 	$(PQSIMD) run $(STUDY)
+	$(PQSIMD) analyze $(STUDY)
 	$(PQSIMD) report $(STUDY)
 
 test: $(VENV)/.installed
