@@ -42,6 +42,7 @@ from typing import Any
 
 import pyarrow as pa
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from .. import machine, store
 from .. import study as study_mod
@@ -248,7 +249,10 @@ def execute(directory: Path, study: study_mod.Study, variants: list[str], consol
 
     ok = True
     started = {(v, s): datetime.now(timezone.utc).isoformat() for v, s, _, _ in pending}
-    with ThreadPoolExecutor(max_workers=_workers()) as pool:
+    pool = ThreadPoolExecutor(max_workers=_workers())
+    progress = Progress(TextColumn("callgrind runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
+    try:
         futures = {}
         for vid, scheme, binary, sha in pending:
             for op in measured_ops:
@@ -260,7 +264,10 @@ def execute(directory: Path, study: study_mod.Study, variants: list[str], consol
         errors: dict[tuple[str, str], str] = {}
         remaining = {(v, s): len(measured_ops) * REPEATS for v, s, _, _ in pending}
         sha_of = {(v, s): sha for v, s, _, sha in pending}
+        progress.start()
+        bar = progress.add_task("runs", total=2 * len(futures))
         for fut in as_completed(futures):
+            progress.advance(bar, 2)
             vid, scheme, op, r = futures[fut]
             key = (vid, scheme)
             try:
@@ -281,6 +288,13 @@ def execute(directory: Path, study: study_mod.Study, variants: list[str], consol
             res = {op: [p for p in pairs if p is not None] for op, pairs in results[key].items()}
             path = _write_job(directory, study, vid, scheme, res, ops, sha_of[key], started[key], version)
             console.print(f"instructions {vid} {scheme}: {path.name}")
+    except BaseException:
+        # Ctrl-C or a crash: drop the queued runs (finished jobs are on disk; a rerun continues)
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        progress.stop()
+        pool.shutdown(wait=True)
 
     for vid, reason in skipped.items():
         line = f"{vid}: skipped for metric instructions ({reason})"
