@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 DEFAULT_EVENTS = ("cycles", "instructions", "branches", "branch-misses", "cache-references", "cache-misses", "l1d-loads", "l1d-misses")
-EVENTS = DEFAULT_EVENTS + ("ref-cycles",)
+EVENTS = DEFAULT_EVENTS + ("ref-cycles", "page-faults", "context-switches")  # the last two: software events
 PARANOID_PATH = Path("/proc/sys/kernel/perf_event_paranoid")
 
 
