@@ -102,3 +102,16 @@ def test_avx512_variant_is_skipped_with_the_reason(tmp_path):
     assert [p.name for p in store.raw_dir(d).glob("*.parquet")] == ["ref.ml-kem-512.instructions.parquet"]
     info = json.loads((d / "manifest.json").read_text())["metrics"]["instructions"]
     assert "AVX-512" in info["skipped"]["ref-native"]
+
+
+def test_without_valgrind_the_metric_is_unavailable_with_the_reason(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    (tmp_path / "manifest.json").write_text("{}")
+    monkeypatch.setattr(ins, "valgrind_path", lambda: None)
+    msgs = []
+    study = SimpleNamespace(ops=["ntt"], schemes=["ml-kem-512"])
+    assert ins.execute(tmp_path, study, ["ref"], console=SimpleNamespace(print=lambda m, **k: msgs.append(m))) is False
+    info = json.loads((tmp_path / "manifest.json").read_text())["metrics"]["instructions"]
+    assert info["status"] == "unavailable" and "apt-get install valgrind" in info["reason"]
+    assert "valgrind not found" in msgs[0]
