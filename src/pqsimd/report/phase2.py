@@ -177,7 +177,8 @@ def counters_section(groups: pd.DataFrame, manifest: dict, ops_order: list[str] 
     cal = _job_counter_status(manifest)
     machine = manifest.get("machine") or {}
     if cal is not None:
-        st = counters_mod.status(cal, paranoid=machine.get("perf_event_paranoid"), virtualized=machine.get("virtualization"))
+        paranoid = (manifest.get("counters") or {}).get("perf_event_paranoid", machine.get("perf_event_paranoid"))
+        st = counters_mod.status(cal, paranoid=paranoid, virtualized=machine.get("virtualization"))
         if not st["available"]:
             return Section(title, False, f"No counter data: the counters were requested but unavailable on "
                            f"{machine.get('hostname') or 'the measuring host'} ({st.get('error')}, errno {st.get('errno')}). "
