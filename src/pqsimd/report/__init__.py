@@ -1,0 +1,48 @@
+"""`pqsimd report DIR`: figures, tables, macros.tex and one self-contained index.html in DIR/report/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import PqsimdError
+
+REFERENCES = (None, "paper")
+
+
+def _ensure_results(directory: Path) -> None:
+    results = directory / "results"
+    if any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv")):
+        return
+    if not (directory / "raw").is_dir() or not any((directory / "raw").glob("*.parquet")):
+        raise PqsimdError(f"{directory} has neither results/ nor raw/*.parquet; "
+                          f"run `pqsimd run {directory}` first")
+    try:
+        from ..analyze import analyze_study
+    except ImportError as e:  # the analysis stage is not installed in this tree
+        raise PqsimdError(f"no results in {results} and the analysis stage is unavailable ({e}); "
+                          f"run `pqsimd analyze {directory}`") from None
+    analyze_study(directory)
+
+
+def write_report(directory, reference: str | None = None) -> Path:
+    """Write DIR/report/ (running the analysis first if DIR/results/ is missing); return its path."""
+    from . import figures, html, macros, tables
+    from .files import write_text
+    from .load import check_study_dir, load_study
+
+    if reference not in REFERENCES:
+        raise PqsimdError(f"unknown reference {reference!r}; use --reference paper or leave it out")
+    directory = check_study_dir(Path(directory))
+    _ensure_results(directory)
+    study = load_study(directory)
+    if study.comparisons.empty:
+        raise PqsimdError(f"{directory / 'results'} holds no comparisons (a study needs at least two variants); "
+                          f"add variants with `pqsimd run {directory} --variants ...`")
+    outdir = directory / "report"
+    outdir.mkdir(parents=True, exist_ok=True)
+    notes: list[str] = []
+    figs = figures.make_figures(study, outdir, notes)
+    tabs = [t for t, _ in tables.make_tables(study, outdir, reference=reference)]
+    write_text(outdir / "macros.tex", macros.build_macros(study).render())
+    html.write_html(study, outdir, figs, tabs, notes, reference=reference)
+    return outdir

@@ -1,0 +1,79 @@
+"""Number formatting shared by tables, macros, HTML and the terminal. Missing -> `n/a`, never NaN."""
+
+from __future__ import annotations
+
+import math
+
+NA = "n/a"
+
+
+def is_missing(v) -> bool:
+    if v is None:
+        return True
+    try:
+        return not math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return True
+
+
+def num(v, sig: int = 3) -> str:
+    """Three significant digits without exponent: 56.3, 4.71, 1.42, 0.981, 123."""
+    if is_missing(v):
+        return NA
+    v = float(v)
+    if v == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(v)))
+    decimals = max(sig - 1 - mag, 0)
+    return f"{v:.{decimals}f}"
+
+
+def times(v, symbol: str = "×") -> str:
+    s = num(v)
+    return s if s == NA else f"{s}{symbol}"
+
+
+def ci(lo, hi) -> str:
+    if is_missing(lo) or is_missing(hi):
+        return NA
+    # the same number of decimals for both ends, chosen by the smaller end
+    ref = min(abs(float(lo)), abs(float(hi))) or max(abs(float(lo)), abs(float(hi)))
+    if ref == 0:
+        return f"[{float(lo):g}, {float(hi):g}]"
+    mag = math.floor(math.log10(ref))
+    d = max(2 - mag, 0)
+    return f"[{float(lo):.{d}f}, {float(hi):.{d}f}]"
+
+
+def delta(v) -> str:
+    if is_missing(v):
+        return NA
+    return f"{float(v):+.3f}"
+
+
+def pval(p) -> str:
+    if is_missing(p):
+        return NA
+    p = float(p)
+    if p == 0:
+        return "<1e-300"
+    if p < 1e-3:
+        return f"{p:.0e}".replace("e-0", "e-")
+    return f"{p:.3f}"
+
+
+def pct(v) -> str:
+    if is_missing(v):
+        return NA
+    s = f"{100 * float(v):.0f}%"
+    return "0%" if s == "-0%" else s
+
+
+def quantity(v) -> str:
+    """A median count (ticks, instructions): thousands separators, 3 significant digits below 100."""
+    if is_missing(v):
+        return NA
+    v = float(v)
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return num(v)
