@@ -115,3 +115,23 @@ def test_without_valgrind_the_metric_is_unavailable_with_the_reason(tmp_path, mo
     info = json.loads((tmp_path / "manifest.json").read_text())["metrics"]["instructions"]
     assert info["status"] == "unavailable" and "apt-get install valgrind" in info["reason"]
     assert "valgrind not found" in msgs[0]
+
+
+def test_ticks_and_instructions_in_one_study_feed_the_phase2_view(tmp_path):
+    from pqsimd.report import phase2
+
+    d = tmp_path / "both"
+    r = run_cli("run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--variants", "ref,avx2", "--ops", "ntt,empty",
+                "--jobs", "1", "--spins", "5", "--reps", "3", "--metric", "ticks,instructions")
+    assert r.returncode == 0, r.stderr
+    names = sorted(p.name for p in store.raw_dir(d).glob("*.parquet"))
+    assert names == ["avx2.ml-kem-512.0.parquet", "avx2.ml-kem-512.instructions.parquet",
+                     "ref.ml-kem-512.0.parquet", "ref.ml-kem-512.instructions.parquet"]
+    r = run_cli("analyze", d, "--bootstrap", "200")
+    assert r.returncode == 0, r.stderr
+    out = phase2.write_phase2(d)
+    row = out["ilp"].query("op == 'ntt' and stage == 'hand_simd'").iloc[0]
+    assert 35.5 * 0.85 < row.instruction_ratio < 35.5 * 1.15
+    assert row.time_speedup > 5 and row.throughput_gain == pytest.approx(row.time_speedup / row.instruction_ratio)
+    cpt = phase2.core_per_tsc(json.loads((d / "manifest.json").read_text()))
+    assert cpt is not None and 0.2 < cpt < 10  # every timing job records its core/TSC estimate
