@@ -122,7 +122,10 @@ def count_instructions(binary: Path, scheme: str, op: str, calls: int, workdir: 
         if proc.returncode != 0 or not out_file.exists():
             tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
             raise CountError(f"{op}: callgrind run failed ({tail})")
-        return parse_callgrind_totals(out_file.read_text())
+        try:
+            return parse_callgrind_totals(out_file.read_text())
+        except (OSError, ValueError) as e:
+            raise CountError(f"{op}: unreadable callgrind output ({e})") from None
 
 
 @dataclass(frozen=True)
