@@ -132,6 +132,8 @@ class Section:
     text: str  # plain sentences (Markdown-safe)
     table: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
+    status: str = ""  # available | unavailable | not requested | not measured
+    where: str = ""  # the measuring host, when known
 
     def markdown(self) -> str:
         out = [f"## {self.title}", "", self.text, ""]
@@ -182,14 +184,16 @@ def counters_section(groups: pd.DataFrame, manifest: dict, ops_order: list[str] 
         if not st["available"]:
             return Section(title, False, f"No counter data: the counters were requested but unavailable on "
                            f"{machine.get('hostname') or 'the measuring host'} ({st.get('error')}, errno {st.get('errno')}). "
-                           f"{st['reason']}. Time is therefore reported in TSC ticks, not core cycles.")
+                           f"{st['reason']}. Time is therefore reported in TSC ticks, not core cycles.",
+                           status=f"unavailable ({st.get('error')})")
     recorded = manifest.get("counters")
     if isinstance(recorded, dict) and not recorded.get("available", False):
         return Section(title, False, f"No counter data: {recorded.get('reason', 'hardware counters unavailable')}. "
-                       "Time is therefore reported in TSC ticks, not core cycles.")
+                       "Time is therefore reported in TSC ticks, not core cycles.",
+                       status=f"unavailable ({recorded.get('error', '?')})")
     return Section(title, False, "No counter data: this study did not request hardware counters "
                    "(`harness run --counters`). Time is reported in TSC ticks; exact instruction counts "
-                   "come from callgrind (`--metric instructions`).")
+                   "come from callgrind (`--metric instructions`).", status="not requested")
 
 
 def energy_section(manifest: dict, energy_groups: pd.DataFrame | None = None) -> Section:
@@ -200,10 +204,10 @@ def energy_section(manifest: dict, energy_groups: pd.DataFrame | None = None) ->
     st = manifest.get("energy")
     if isinstance(st, dict) and not st.get("available", False):
         return Section(title, False, f"No energy data: RAPL is unavailable on {(manifest.get('machine') or {}).get('hostname') or 'the measuring host'}: "
-                       f"{st.get('reason') or 'no powercap interface'}.")
+                       f"{st.get('reason') or 'no powercap interface'}.", status="unavailable")
     return Section(title, False, "No energy data: this study did not measure energy; where "
                    "/sys/class/powercap/intel-rapl:* is readable (bare metal, root or a relaxed energy_uj mode), "
-                   "`pqsimd doctor` says so.")
+                   "`pqsimd doctor` says so.", status="not measured")
 
 
 # -- output -----------------------------------------------------------------------------------
@@ -303,3 +307,59 @@ def write_phase2(directory: Path, outdir: Path | None = None, ops_order: list[st
     written["sections_md"] = files.write_text(outdir / "phase2.md", md)
     written["sections_html"] = files.write_text(outdir / "phase2.html", "\n".join(s.html() for s in sections))
     return {"files": written, "sections": sections, "notes": notes, "instructions": ins, "ilp": ilp}
+
+
+# -- parts of `pqsimd report` (the report's own Table / FigureResult models) -----------------
+
+def report_parts(study, outdir: Path) -> tuple[list, list]:
+    """Figures and tables for write_report: the "cycles per instruction saved" table and figure
+    (when the study has both ticks and instructions), and the hardware-counter and energy tables,
+    which always appear and, without data, say why. Returns ([FigureResult], [(Table, files)])."""
+    from .figures import FigureResult
+    from .tables import Cell, Table, write_table
+
+    outdir = Path(outdir)
+    figs, tabs = [], []
+    groups, manifest = study.groups, study.manifest or {}
+    cpt = core_per_tsc(manifest)
+    ilp = ilp_table(groups, cpt)
+    if not ilp.empty:
+        rows, unit = [], "core cycles (est.)" if cpt else "TSC ticks"
+        for scheme in style.sort_schemes(set(ilp["scheme"])):
+            rows.append(style.scheme_label(scheme))
+            d = ilp[(ilp["scheme"] == scheme) & (ilp["stage"] == "hand_simd")]
+            for r in d.itertuples(index=False):
+                ipc_b = r.ipc_base_cycles if cpt else r.ipc_base
+                ipc_v = r.ipc_var_cycles if cpt else r.ipc_var
+                saved = r.cycles_per_instruction_saved if cpt else r.ticks_per_instruction_saved
+                rows.append([Cell(style.op_label(r.op)), Cell(fmt.times(r.instruction_ratio)), Cell(fmt.times(r.time_speedup)),
+                             Cell(fmt.num(r.throughput_gain)), Cell(f"{fmt.num(ipc_b)} → {fmt.num(ipc_v)}"),
+                             Cell(fmt.num(saved)), Cell(r.reading)])
+        caption = (f"Hand SIMD (ref→avx2): instruction-count reduction beside the time speedup. Their quotient "
+                   f"is IPC_avx2 / IPC_ref: above 1 the variant also does more per cycle (ILP/throughput), "
+                   f"near 1 the gain is fewer instructions, below 1 the avx2 code runs at a lower IPC. "
+                   f"IPC and 'per instruction saved' = (t_ref − t_avx2) / (i_ref − i_avx2) in {unit}"
+                   + (f"; 1 TSC tick ≈ {cpt:.2f} core cycles (dependent-add calibration)." if cpt else "."))
+        t = Table(name="table_cycles_per_instruction_saved", title="Cycles per instruction saved", caption=caption,
+                  header=["Operation", "instructions ÷", "time ÷", "time/instr.", "IPC ref → avx2",
+                          "per instr. saved", "reading"],
+                  rows=rows, data=ilp, align="lcccccl",
+                  notes=["All stages (compiler, auto-vec, total) are in the CSV."])
+        tabs.append((t, write_table(t, outdir)))
+        fr = FigureResult(name="fig_instructions_vs_time", title="Instruction reduction vs time speedup (ref→avx2)",
+                          caption="Bars: ref/avx2 ratio of instructions per call (callgrind, exact) and of median "
+                                  "time (TSC); the number above a pair is their quotient.", metric="instructions")
+        fr.files = {k: v for k, v in ilp_figure(ilp, outdir).items()}
+        figs.append(fr)
+    for sec, name in ((counters_section(groups, manifest), "table_counters"), (energy_section(manifest), "table_energy")):
+        if sec.available and sec.table is not None and not sec.table.empty:
+            df = sec.table
+            rows = [[Cell(str(v)) if isinstance(v, str) else Cell(fmt.num(v)) for v in r] for r in df.itertuples(index=False)]
+            t = Table(name=name, title=sec.title, caption=sec.text, header=list(df.columns), rows=rows, data=df,
+                      align="l" * 3 + "c" * (len(df.columns) - 3))
+        else:
+            t = Table(name=name, title=sec.title, caption=sec.text, header=["data", "status"],
+                      rows=[[Cell("none"), Cell(sec.status or "unavailable")]],
+                      data=pd.DataFrame([{"status": sec.status or "unavailable", "reason": sec.text}]), align="ll")
+        tabs.append((t, write_table(t, outdir)))
+    return figs, tabs
