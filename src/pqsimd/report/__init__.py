@@ -24,6 +24,17 @@ def _ensure_results(directory: Path) -> None:
     analyze_study(directory)
 
 
+def _phase2(directory: Path, outdir: Path, notes: list[str]) -> dict | None:
+    """Instruction counts beside time, counters, energy (report/phase2.py) into DIR/report/phase2/."""
+    try:
+        from .phase2 import write_phase2
+
+        return write_phase2(directory, outdir / "phase2")
+    except Exception as e:  # an optional part must never cost the whole report
+        notes.append(f"phase-2 sections (instructions vs time, counters, energy) skipped: {e}")
+        return None
+
+
 def write_report(directory, reference: str | None = None) -> Path:
     """Write DIR/report/ (running the analysis first if DIR/results/ is missing); return its path."""
     from . import figures, html, macros, tables
@@ -43,6 +54,12 @@ def write_report(directory, reference: str | None = None) -> Path:
     notes: list[str] = []
     figs = figures.make_figures(study, outdir, notes)
     tabs = [t for t, _ in tables.make_tables(study, outdir, reference=reference)]
+    from . import phase2  # instructions vs time, hardware counters, energy (issue 5)
+
+    p2_figs, p2_tabs = phase2.report_parts(study, outdir)
+    figs += p2_figs
+    tabs += [t for t, _ in p2_tabs]
     write_text(outdir / "macros.tex", macros.build_macros(study).render())
-    html.write_html(study, outdir, figs, tabs, notes, reference=reference)
+    phase2 = _phase2(directory, outdir, notes)
+    html.write_html(study, outdir, figs, tabs, notes, reference=reference, phase2=phase2)
     return outdir

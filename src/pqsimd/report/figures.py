@@ -167,12 +167,13 @@ def fig1_distributions(study: Study, metric: str, notes: list[str]):
 # -- figure 2 ------------------------------------------------------------------------------
 
 def fig2_decomposition(study: Study, metric: str, notes: list[str]):
-    df = study.comparison(metric, stage="cumulative", baseline="refo0")
-    if df.empty:  # some analyses label refo0->refnv only as `compiler`
-        df = study.comparison(metric, baseline="refo0")
+    # every refo0->X row, whatever its stage label (refo0->refnv is the `compiler` stage)
+    df = study.comparison(metric, baseline="refo0")
     stages = [v for v in ("refnv", "ref", "avx2") if v in set(df["variant"])] if not df.empty else []
     if not stages:
         raise Skip(f"no cumulative ({metric}) comparisons against refo0")
+    if "stage" in df.columns:  # prefer the row labelled cumulative when both exist
+        df = df.assign(_c=df["stage"] != "cumulative").sort_values("_c", kind="stable")
     df = df.drop_duplicates(["scheme", "op", "variant"])
     lo_col, hi_col, ci_name = _ci_cols(df)
     schemes = style.sort_schemes(df["scheme"].unique())
@@ -260,12 +261,12 @@ def _hand_simd_bars(study: Study, metric: str, ops: list[str] | None, log: bool,
         ax.set_yscale("log")
         _log_ylim(ax, np.concatenate(allv))
         ax.grid(axis="y", which="major", linewidth=0.3, alpha=0.5)
+        ax.axhline(1.0, color="black", linewidth=0.6)
     else:
         v = np.concatenate(allv)
         v = v[np.isfinite(v)]
         ax.set_ylim(0, (v.max() if v.size else 1) * 1.3)
         ax.grid(axis="y", linewidth=0.3, alpha=0.5)
-    ax.axhline(1.0, color="black", linewidth=0.6)
     ax.set_xticks(x, [style.op_label(o) for o in ops], rotation=40 if len(ops) > 6 else 0,
                   ha="right" if len(ops) > 6 else "center")
     ax.set_ylabel("speedup ref→avx2 (×)")
