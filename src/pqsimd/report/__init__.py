@@ -24,15 +24,16 @@ def _ensure_results(directory: Path) -> None:
     analyze_study(directory)
 
 
-def _phase2(directory: Path, outdir: Path, notes: list[str]) -> dict | None:
-    """Instruction counts beside time, counters, energy (report/phase2.py) into DIR/report/phase2/."""
+def _phase2(study, outdir: Path, notes: list[str]) -> tuple[list, list]:
+    """Instructions beside time, counters, energy (report/phase2.py) as report figures and tables."""
     try:
-        from .phase2 import write_phase2
+        from .phase2 import report_parts
 
-        return write_phase2(directory, outdir / "phase2")
+        figs, tabs = report_parts(study, outdir)
+        return figs, [t for t, _ in tabs]
     except Exception as e:  # an optional part must never cost the whole report
-        notes.append(f"phase-2 sections (instructions vs time, counters, energy) skipped: {e}")
-        return None
+        notes.append(f"phase-2 parts (instructions vs time, counters, energy) skipped: {e.__class__.__name__}: {e}")
+        return [], []
 
 
 def write_report(directory, reference: str | None = None) -> Path:
@@ -54,12 +55,7 @@ def write_report(directory, reference: str | None = None) -> Path:
     notes: list[str] = []
     figs = figures.make_figures(study, outdir, notes)
     tabs = [t for t, _ in tables.make_tables(study, outdir, reference=reference)]
-    from . import phase2  # instructions vs time, hardware counters, energy (issue 5)
-
-    p2_figs, p2_tabs = phase2.report_parts(study, outdir)
-    figs += p2_figs
-    tabs += [t for t, _ in p2_tabs]
     write_text(outdir / "macros.tex", macros.build_macros(study).render())
-    phase2 = _phase2(directory, outdir, notes)
-    html.write_html(study, outdir, figs, tabs, notes, reference=reference, phase2=phase2)
+    p2_figs, p2_tabs = _phase2(study, outdir, notes)  # instructions vs time, counters, energy (issue 5)
+    html.write_html(study, outdir, figs + p2_figs, tabs + p2_tabs, notes, reference=reference)
     return outdir

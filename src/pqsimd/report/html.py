@@ -225,19 +225,12 @@ def _data_uri(path: Path) -> str:
 
 
 def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: list[Table],
-               notes: list[str], reference: str | None = None, phase2: dict | None = None) -> Path:
+               notes: list[str], reference: str | None = None) -> Path:
     figs = [{"name": f.name, "title": f.title, "caption": f.caption, "skipped": f.skipped,
              "src": _data_uri(f.png) if f.png else None,
              # shown at 2/3 of the pixel size (150 dpi -> ~100 css px per inch): figures keep their relative scale
              "width": (int(png_width(f.png) * 2 / 3) if f.png and png_width(f.png) else None)} for f in figures]
     mach = study.manifest.get("machine") if isinstance(study.manifest.get("machine"), dict) else {}
-    p2 = None
-    if phase2:
-        png = (phase2.get("files") or {}).get("ilp_png")
-        p2 = {"sections": [sec.html() for sec in phase2.get("sections") or []],
-              "notes": list(phase2.get("notes") or []),
-              "figure": _data_uri(png) if png else None,
-              "width": int(png_width(png) * 2 / 3) if png and png_width(png) else None}
     html = _env().get_template("index.html.j2").render(
         title=f"pqsimd report: {study.directory.resolve().name}",
         directory=str(study.directory.resolve()),
@@ -252,6 +245,5 @@ def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: 
         warnings=warnings(study, figures, notes),
         reference=reference,
         colours={v: style.variant_colour(v, study.variants) for v in study.variants},
-        phase2=p2,
     )
     return files.write_text(outdir / "index.html", html)
