@@ -135,3 +135,11 @@ def test_ticks_and_instructions_in_one_study_feed_the_phase2_view(tmp_path):
     assert row.time_speedup > 5 and row.throughput_gain == pytest.approx(row.time_speedup / row.instruction_ratio)
     cpt = phase2.core_per_tsc(json.loads((d / "manifest.json").read_text()))
     assert cpt is not None and 0.2 < cpt < 10  # every timing job records its core/TSC estimate
+    # and `pqsimd report` carries the view plus the counters/energy tables that say why they are empty
+    r = run_cli("report", d)
+    assert r.returncode == 0, r.stderr
+    rep = d / "report"
+    for f in ("table_cycles_per_instruction_saved.md", "fig_instructions_vs_time.png", "table_counters.md", "table_energy.md"):
+        assert (rep / f).exists(), f
+    html = (rep / "index.html").read_text()
+    assert 'id="table_cycles_per_instruction_saved"' in html and "No counter data" in html and "No energy data" in html

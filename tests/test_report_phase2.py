@@ -61,7 +61,7 @@ def test_sections_say_why_there_is_no_data(tmp_path):
     (d / "manifest.json").write_text(json.dumps(manifest))
     out = phase2.write_phase2(d)
     names = {p.name for p in out["files"].values()}
-    assert {"instructions.csv", "cycles_per_instruction_saved.csv", "instructions_vs_time.png", "phase2.md"} <= names
+    assert {"instructions.csv", "cycles_per_instruction_saved.csv", "fig_instructions_vs_time.png", "phase2.md"} <= names
     md = (d / "report" / "phase2" / "phase2.md").read_text()
     assert "## Hardware counters" in md and "## Energy (RAPL)" in md and "1.40 core cycles" in md
 

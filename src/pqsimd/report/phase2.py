@@ -223,7 +223,7 @@ def _md_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def ilp_figure(ilp: pd.DataFrame, outdir: Path, stage: str = "hand_simd") -> dict[str, Path]:
+def ilp_figure(ilp: pd.DataFrame, outdir: Path, stage: str = "hand_simd", name: str = "fig_instructions_vs_time") -> dict[str, Path]:
     """Per scheme: instruction reduction vs time speedup for one stage, log scale, bars per op."""
     d = ilp[ilp["stage"] == stage] if not ilp.empty else ilp
     if d.empty:
@@ -253,7 +253,7 @@ def ilp_figure(ilp: pd.DataFrame, outdir: Path, stage: str = "hand_simd") -> dic
     fig.tight_layout()
     out = {}
     for ext in ("png", "svg", "pdf"):
-        out[ext] = files.save_figure(fig, outdir / f"instructions_vs_time.{ext}", ext, dpi=150)
+        out[ext] = files.save_figure(fig, outdir / f"{name}.{ext}", ext, dpi=150)
     plt.close(fig)
     return out
 
