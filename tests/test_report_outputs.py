@@ -1,0 +1,181 @@
+"""`pqsimd report`: every file, LaTeX tables, macros, --reference paper, n/a for missing data, the HTML."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pandas as pd
+import pytest
+
+from pqsimd.errors import PqsimdError
+from pqsimd.report import fmt, write_report
+from pqsimd.report.figures import FIGURES
+from pqsimd.report.macros import NAME_RE, camel, number_words
+from pqsimd.report.tables import TABLE1_OPS
+from report_fake import make_fake_study
+
+OPS = TABLE1_OPS + ["kem_keypair", "kem_encaps", "kem_decaps", "poly_tomsg"]
+PAPER_ORDER = ["INVNTT", "basemul", "frommsg", "NTT", "iDec", "iEnc", "iKeypair", r"gen\_a", "noise"]
+TABLES = ("table1_hand_simd", "table_full", "table_decomposition")
+DROPPED = ("ml-kem-768", "invntt", "ref", "avx2")
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    d = make_fake_study(tmp_path_factory.mktemp("report") / "study", ops=OPS, jobs=3, spins=12, reps=3,
+                        metrics=("ticks", "instructions"), drop=(DROPPED,))
+    out = write_report(d, reference="paper")
+    assert out == d / "report"
+    return d
+
+
+def test_every_file_is_written(study):
+    rep = study / "report"
+    for name, *_ in FIGURES:
+        for ext in ("pdf", "png", "svg"):
+            assert (rep / f"{name}.{ext}").stat().st_size > 1000, f"{name}.{ext}"
+    for name in ("fig2_decomposition_instructions", "fig3_hand_simd_instructions"):  # the metric's twins
+        assert (rep / f"{name}.png").exists()
+    for name in TABLES:
+        for ext in ("tex", "md", "csv"):
+            assert (rep / f"{name}.{ext}").exists()
+            assert (rep / f"{name}_instructions.{ext}").exists()
+    assert (rep / "macros.tex").exists() and (rep / "index.html").exists()
+    assert not list(rep.glob(".*.tmp")), "atomic writes leave no temporaries"
+
+
+def test_latex_tables_are_booktabs_and_table1_keeps_the_papers_order(study):
+    for name in TABLES:
+        tex = (study / "report" / f"{name}.tex").read_text()
+        for rule in (r"\toprule", r"\midrule", r"\bottomrule", r"\begin{tabular}", r"\end{tabular}"):
+            assert rule in tex, (name, rule)
+        assert tex.index(r"\toprule") < tex.index(r"\midrule") < tex.index(r"\bottomrule")
+    body = (study / "report" / "table1_hand_simd.tex").read_text().split(r"\midrule")[1]
+    labels = [line.split("&")[0].strip() for line in body.splitlines() if "&" in line]
+    assert labels == PAPER_ORDER
+    # "56.3×" style with a CI
+    assert re.search(r"\$\d+(\.\d+)?\\times\$ \{\\scriptsize \[\d", body)
+    md = (study / "report" / "table1_hand_simd.md").read_text()
+    assert "| INVNTT |" in md and "×" in md
+
+
+def test_reference_paper_adds_the_paper_column_and_ratio(study):
+    csv = pd.read_csv(study / "report" / "table1_hand_simd.csv", na_values=["n/a"]).set_index("op")
+    assert csv.loc["invntt", "ml-kem-512_paper"] == 56.3
+    assert csv.loc["poly_getnoise_eta1", "ml-kem-1024_paper"] == 1.2
+    r = csv.loc["ntt"]
+    assert r["ml-kem-512_ratio"] == pytest.approx(r["ml-kem-512_speedup"] / 35.5, rel=1e-4)
+    tex = (study / "report" / "table1_hand_simd.tex").read_text()
+    assert "paper" in tex and "ratio" in tex and r"\cmidrule" in tex and r"$56.3\times$" in tex
+    html = (study / "report" / "index.html").read_text()
+    assert "ML-KEM-512 paper" not in html  # HTML keeps the two header rows
+    assert ">paper<" in html and ">ratio<" in html
+
+
+def test_without_reference_there_is_no_paper_column(tmp_path):
+    d = make_fake_study(tmp_path / "s", schemes=["ml-kem-512"], ops=["ntt", "invntt"], jobs=2, spins=6, reps=2,
+                        with_raw=False)
+    write_report(d)
+    tex = (d / "report" / "table1_hand_simd.tex").read_text()
+    assert "paper" not in tex.split(r"\toprule")[1]
+    # the figure that needs raw data is skipped and the report says so; the others are drawn
+    html = (d / "report" / "index.html").read_text()
+    assert "Skipped:" in html and "no raw ticks spin medians" in html
+    assert (d / "report" / "fig3_hand_simd.png").exists()
+    # ops absent from the study are n/a rows in Table 1, not gaps
+    csv = pd.read_csv(d / "report" / "table1_hand_simd.csv", keep_default_na=False)
+    assert (csv.set_index("op").loc["gen_a", "ml-kem-512_speedup"]) == "n/a"
+
+
+def test_missing_comparison_is_na_never_nan(study):
+    rep = study / "report"
+    md = (rep / "table1_hand_simd.md").read_text()
+    invntt = next(line for line in md.splitlines() if line.startswith("| INVNTT"))
+    cells = [c.strip() for c in invntt.strip("|").split("|")]
+    # ML-KEM-768 (ours, paper, ratio) = columns 4..6: ours and ratio n/a, the paper's value still shown
+    assert cells[4] == "n/a" and cells[5] == "52.2×" and cells[6] == "n/a"
+    assert "n/a" in (rep / "table1_hand_simd.tex").read_text()
+    csv = pd.read_csv(rep / "table1_hand_simd.csv", keep_default_na=False).set_index("op")
+    assert csv.loc["invntt", "ml-kem-768_speedup"] == "n/a"
+    for f in list(rep.glob("table*.*")) + [rep / "macros.tex", rep / "index.html"]:
+        text = f.read_text()
+        assert not re.search(r"\bnan\b", text, re.IGNORECASE), f"NaN leaked into {f.name}"
+        assert not re.search(r"\binf\b", text), f"inf leaked into {f.name}"
+
+
+def test_macros_are_valid_unique_letter_only_names(study):
+    text = (study / "report" / "macros.tex").read_text()
+    names = re.findall(r"\\newcommand\{(\\[^}]*)\}", text)
+    assert len(names) > 100 and len(names) == len(set(names))
+    assert all(NAME_RE.match(n) for n in names), [n for n in names if not NAME_RE.match(n)][:5]
+    assert r"\newcommand{\pqsimdSpeedupInvnttMlkemFiveTwelve}{" in text
+    assert r"\pqsimdSpeedupPolyGetnoiseEtaOneMlkemTenTwentyFourLow" in text
+    assert r"\pqsimdInstructionsSpeedupNttMlkemSevenSixtyEight" in text
+    assert r"\pqsimdJobs}{3}" in text and r"\pqsimdThreshold}{2\%}" in text
+    # a dropped comparison has no macro rather than a NaN one
+    assert r"\pqsimdSpeedupInvnttMlkemSevenSixtyEight}" not in text
+
+
+def test_macro_name_spelling():
+    assert [number_words(x) for x in ("512", "768", "1024", "1", "44")] == [
+        "FiveTwelve", "SevenSixtyEight", "TenTwentyFour", "One", "FortyFour"]
+    assert camel("poly_getnoise_eta1") == "PolyGetnoiseEtaOne" and camel("ml-kem-512", True) == "MlkemFiveTwelve"
+    assert camel("noise_x4") == "NoiseXFour"
+
+
+def test_html_is_self_contained_with_every_figure_and_table(study):
+    html = (study / "report" / "index.html").read_text()
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", html, re.IGNORECASE)
+    assert not re.search(r"@import|url\(\s*['\"]?https?:", html)
+    pngs = re.findall(r'<img src="data:image/png;base64,[A-Za-z0-9+/=]{1000,}"', html)
+    drawn = [p for p in (study / "report").glob("fig*.png")]
+    assert len(pngs) >= len(drawn) >= 8
+    for name in TABLES:
+        assert f'data-table="{name}"' in html and f'data-table="{name}_instructions"' in html
+    for section in ("Headline findings", "Methods", "Environment and provenance", "Warnings"):
+        assert section in html
+    # methods come from the actual study; warnings from results and manifest
+    assert "Fake CPU @ 2.90GHz" in html and "repetitions per spin, R</td><td>3" in html
+    for w in ("few jobs", "noisy jobs", "drift", "TSC ticks ≠ core cycles", "virtualized host"):
+        assert w in html, w
+    assert "matches the paper&#39;s ordering" in html or "matches the paper's ordering" in html
+
+
+def test_report_runs_the_analysis_when_results_are_missing(tmp_path):
+    from synthetic import make_synthetic_study
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("refo0", "refnv", "ref", "avx2"),
+                             ops=("ntt", "invntt", "gen_a"), jobs=2, spins=10, reps=3,
+                             medians={"refo0": 5000, "refnv": 1000, "ref": 1000, "avx2": 30}, seed=2)
+    assert not (d / "results").exists()
+    write_report(d)
+    assert (d / "results" / "comparisons.csv").exists()
+    csv = pd.read_csv(d / "report" / "table1_hand_simd.csv", keep_default_na=False).set_index("op")
+    assert float(csv.loc["ntt", "ml-kem-512_speedup"]) == pytest.approx(1000 / 30, rel=0.05)
+    assert csv.loc["basemul", "ml-kem-512_speedup"] == "n/a"
+    assert (d / "report" / "fig1_distributions.png").exists()
+
+
+def test_bad_input_is_one_line_errors(tmp_path):
+    with pytest.raises(PqsimdError, match="no study directory"):
+        write_report(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PqsimdError, match="pqsimd run"):
+        write_report(tmp_path / "empty")
+    d = make_fake_study(tmp_path / "s", schemes=["ml-kem-512"], ops=["ntt"], jobs=2, spins=4, reps=2, with_raw=False)
+    with pytest.raises(PqsimdError, match="--reference paper"):
+        write_report(d, reference="wrong")
+    (d / "results" / "comparisons.parquet").write_bytes(b"PAR1 truncated")
+    with pytest.raises(PqsimdError, match="pqsimd analyze"):
+        write_report(d)
+    shutil.rmtree(d / "results")
+    with pytest.raises(PqsimdError) as e:
+        write_report(d)
+    assert "\n" not in str(e.value)
+
+
+def test_formatting_never_prints_nan():
+    assert fmt.times(float("nan")) == "n/a" and fmt.ci(None, 2.0) == "n/a" and fmt.delta(float("inf")) == "n/a"
+    assert fmt.times(56.31) == "56.3×" and fmt.times(4.7) == "4.70×" and fmt.num(123.4) == "123"
+    assert fmt.ci(55.81, 57.66) == "[55.8, 57.7]" and fmt.pct(-0.001) == "0%" and fmt.pval(0.0) == "<1e-300"

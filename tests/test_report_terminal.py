@@ -1,0 +1,110 @@
+"""`pqsimd show` and `pqsimd compare`: the rows a reader expects, n/a for missing data, one-line errors."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+from rich.console import Console
+
+from pqsimd.errors import PqsimdError
+from pqsimd.report.terminal import compare_studies, compare_table, show_study
+from report_fake import make_fake_study
+from synthetic import make_synthetic_study
+
+OPS = ["ntt", "invntt", "gen_a"]
+
+
+def _console():
+    return Console(record=True, width=220, color_system=None)
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory):
+    return make_fake_study(tmp_path_factory.mktemp("show") / "s", schemes=["ml-kem-512", "ml-kem-768"], ops=OPS,
+                           jobs=3, spins=10, reps=3, drop=(("ml-kem-768", "ntt", "ref", "avx2"),))
+
+
+def test_show_prints_every_op_and_variant_with_speedup_ci_delta_p_verdict(fake):
+    con = _console()
+    show_study(fake, console=con)
+    out = con.export_text()
+    for needle in ("ML-KEM-512", "ML-KEM-768", "INVNTT", "NTT", "gen_a", "refo0", "refnv", "ref", "avx2",
+                   "median ± MAD", "speedup [95% CI]", "p (Holm)", "verdict", "faster", "+1.000"):
+        assert needle in out, needle
+    inv = [line for line in out.splitlines() if "avx2" in line and "×" in line]
+    assert any("5" in line and "[" in line for line in inv)
+    # the dropped comparison is explicit n/a, never nan
+    assert "n/a" in out and "nan" not in out.lower().replace("nano", "")
+    # footnoted warnings: 3 jobs -> unreliable hierarchical CI, and the analysis' own warnings
+    assert "¹" in out and "fewer than 5 jobs" in out and "fabricated study for tests" in out
+
+
+def test_show_stage_filter_and_bad_choices(fake):
+    con = _console()
+    show_study(fake, stage="hand_simd", console=con)
+    out = con.export_text()
+    assert "hand SIMD (ref→avx2)" in out and "refnv " not in out
+    with pytest.raises(PqsimdError, match="--metric one of: ticks"):
+        show_study(fake, metric="cycles", console=_console())
+    with pytest.raises(PqsimdError, match="--stage"):
+        show_study(fake, stage="nonsense", console=_console())
+
+
+def test_show_without_results_is_a_one_line_error(tmp_path):
+    (tmp_path / "bare").mkdir()
+    with pytest.raises(PqsimdError, match="pqsimd analyze"):
+        show_study(tmp_path / "bare")
+    r = subprocess.run([sys.executable, "-m", "pqsimd.cli", "show", str(tmp_path / "missing")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    from pqsimd.analyze import analyze_study
+
+    base = tmp_path_factory.mktemp("compare")
+    common = dict(schemes=("ml-kem-512",), variants=("ref", "avx2"), jobs=4, spins=20, reps=3, job_sigma=0.005)
+    a = make_synthetic_study(base / "a", ops=("ntt", "invntt", "gen_a"), medians={"ref": 7000, "avx2": 200},
+                             seed=1, **common)
+    # B: avx2 10% slower, ref the same; gen_a missing from B
+    b = make_synthetic_study(base / "b", ops=("ntt", "invntt"), medians={"ref": 7000, "avx2": 220}, seed=2,
+                             **common)
+    for d in (a, b):
+        analyze_study(d, n_boot=300, seed=1)
+    return a, b
+
+
+def test_compare_ratio_ci_and_verdict(pair):
+    a, b = pair
+    df, meta = compare_table(a, b, n_boot=400)
+    row = df.set_index(["op", "variant"])
+    avx = row.loc[("ntt", "avx2")]
+    assert avx["ratio"] == pytest.approx(1.10, rel=0.03)
+    assert avx["ci_low"] < avx["ratio"] < avx["ci_high"] and avx["ci_low"] > 1.02
+    assert avx["verdict"] == "slower"
+    ref = row.loc[("ntt", "ref")]
+    assert ref["ci_low"] < 1.0 < ref["ci_high"] and ref["verdict"] == "~"
+    gen = row.loc[("gen_a", "ref")]
+    assert gen["note"] == "only in A" and gen["verdict"] == "n/a" and math.isnan(gen["ratio"])
+
+
+def test_compare_prints_rows_and_na(pair):
+    a, b = pair
+    con = _console()
+    compare_studies(a, b, console=con)
+    out = con.export_text()
+    assert f"A = {a}" in out and f"B = {b}" in out and "B/A [95% CI]" in out
+    ntt = [line for line in out.splitlines() if "avx2" in line and "slower" in line]
+    assert ntt and "1.1" in ntt[0]
+    gen = next(line for line in out.splitlines() if line.startswith("gen_a"))
+    assert "n/a" in gen and "only in A" in gen
+    assert "nan" not in out.lower()
+
+
+def test_compare_needs_both_studies(pair, tmp_path):
+    with pytest.raises(PqsimdError, match="no study directory"):
+        compare_studies(pair[0], tmp_path / "nope", console=_console())
