@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,7 +177,9 @@ def warnings(study: Study, figures: list[FigureResult], notes: list[str]) -> lis
     out = []
     for w in study.summary.get("warnings") or []:
         text = w.get("message") or w.get("text") or str(w) if isinstance(w, dict) else str(w)
-        out.append(Warning_("analysis", text))
+        # these three get a more specific warning below (which groups; what ticks mean)
+        if not re.search(r"noisy job|drift|TSC ticks", text):
+            out.append(Warning_("analysis", text))
     g = study.groups
     if not g.empty:
         if "n_jobs" in g.columns:
