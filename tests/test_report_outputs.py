@@ -179,3 +179,52 @@ def test_formatting_never_prints_nan():
     assert fmt.times(float("nan")) == "n/a" and fmt.ci(None, 2.0) == "n/a" and fmt.delta(float("inf")) == "n/a"
     assert fmt.times(56.31) == "56.3×" and fmt.times(4.7) == "4.70×" and fmt.num(123.4) == "123"
     assert fmt.ci(55.81, 57.66) == "[55.8, 57.7]" and fmt.pct(-0.001) == "0%" and fmt.pval(0.0) == "<1e-300"
+
+
+def test_tables_and_macros_compile_with_pdflatex(study, tmp_path):
+    """The LaTeX is really `\\input`-ready: a document with booktabs inputs every table and uses macros."""
+    import subprocess
+
+    if not shutil.which("pdflatex"):
+        pytest.skip("pdflatex not installed (apt-get install texlive-latex-base texlive-latex-recommended)")
+    for f in (study / "report").glob("*.tex"):
+        shutil.copy(f, tmp_path / f.name)
+    inputs = "\n".join(f"\\input{{{f.stem}}}\n" for f in sorted(tmp_path.glob("table*.tex")))
+    (tmp_path / "doc.tex").write_text(
+        "\\documentclass{article}\n\\usepackage[utf8]{inputenc}\n\\usepackage{booktabs}\n"
+        "\\usepackage[margin=1cm,landscape]{geometry}\n\\input{macros}\n\\begin{document}\n\\tiny\n"
+        "$\\pqsimdSpeedupInvnttMlkemFiveTwelve\\times$ [\\pqsimdSpeedupInvnttMlkemFiveTwelveLow, "
+        "\\pqsimdSpeedupInvnttMlkemFiveTwelveHigh], $\\delta = \\pqsimdDeltaInvnttMlkemFiveTwelve$, "
+        "J = \\pqsimdJobs, \\pqsimdThreshold\n\n" + inputs + "\\end{document}\n")
+    r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert "Missing character" not in (tmp_path / "doc.log").read_text()
+
+
+def test_provenance_condenses_the_engine_manifest_and_spots_a_vm():
+    from pqsimd.report.html import _virtualized, provenance
+    from pqsimd.report.load import Study
+
+    manifest = {
+        "schema_version": 1, "seed": 7, "executor": "local", "job_order": ["a"] * 500,
+        "machine": {"hostname": "n1", "cpu_model": "Xeon", "virtualization": "kvm, in a docker container",
+                    "isa": ["avx2", "bmi2"]},
+        "variants": {"avx2": {"flags_used": ["-O3", "-mavx2"], "compiler": {"version": "gcc 12.2.0"},
+                              "binary_sha256": "ab" * 32, "gate": {"passed": True},
+                              "compile_commands": ["gcc ..."] * 100}},
+        "jobs": {f"avx2.ml-kem-512.{i}": {"hostname": "n1", "cpu_model": "Xeon", "cpu": 3,
+                                          "started": f"2026-01-01T00:0{i}", "finished": f"2026-01-01T00:1{i}"}
+                 for i in range(3)},
+    }
+    empty = pd.DataFrame()
+    sections = dict(provenance(Study(directory=None, groups=empty, comparisons=empty, decomposition=empty,
+                                     manifest=manifest)))
+    assert dict(sections["Machine"])["isa"] == "avx2, bmi2"
+    v = dict(sections["Variants"])["avx2"]
+    assert "-O3 -mavx2" in v and "gcc 12.2.0" in v and "gate passed" in v and "gcc ..." not in v
+    assert dict(sections["Jobs"])["jobs recorded"] == "3" and dict(sections["Study"])["seed"] == "7"
+    assert "job_order" not in str(sections)
+    assert _virtualized(manifest) == "kvm"
+    assert _virtualized({"machine": {"virtualization": "in a docker container"}}) is None
+    assert _virtualized({}) is None

@@ -143,28 +143,78 @@ def _flatten(d, prefix="") -> list[tuple[str, str]]:
     return out
 
 
+def _short(v, n: int = 16) -> str:
+    s = str(v)
+    return s if len(s) <= n + 3 else s[:n] + "…"
+
+
+def _jobs_summary(jobs: dict) -> list[tuple[str, str]]:
+    recs = [j for j in jobs.values() if isinstance(j, dict)]
+    if not recs:
+        return []
+
+    def distinct(key):
+        return sorted({str(r.get(key)) for r in recs if r.get(key) is not None})
+
+    started = [str(r["started"]) for r in recs if r.get("started")]
+    finished = [str(r["finished"]) for r in recs if r.get("finished")]
+    out = [("jobs recorded", str(len(recs))), ("hosts", ", ".join(distinct("hostname")) or "n/a"),
+           ("CPU models", "; ".join(distinct("cpu_model")) or "n/a"), ("CPUs pinned", ", ".join(distinct("cpu")) or "n/a")]
+    if started and finished:
+        out.append(("time span", f"{min(started)} → {max(finished)}"))
+    return out
+
+
 def provenance(study: Study) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The manifest, condensed for a reader: machine, source, tool, variants, jobs (the file keeps it all)."""
     m = study.manifest
     sections = []
     for key, title in (("machine", "Machine"), ("source", "Source"), ("tool", "Tool")):
         if isinstance(m.get(key), dict):
             sections.append((title, _flatten(m[key])))
     if isinstance(m.get("variants"), dict):
-        sections.append(("Variants", _flatten(m["variants"])))
-    rest = {k: v for k, v in m.items() if k not in ("machine", "source", "tool", "variants")}
+        rows = []
+        for vid, v in m["variants"].items():
+            if not isinstance(v, dict):
+                rows.append((vid, str(v)))
+                continue
+            comp = v.get("compiler") if isinstance(v.get("compiler"), dict) else {}
+            flags = v.get("flags_used") or v.get("flags") or []
+            gate = v.get("gate") if isinstance(v.get("gate"), dict) else {}
+            bits = [(" ".join(map(str, flags)) if isinstance(flags, list) else str(flags)) or "n/a",
+                    str(comp.get("version") or comp.get("command") or v.get("cc") or ""),
+                    f"gate {'passed' if gate.get('passed') else 'FAILED'}" if gate else "",
+                    f"sha256 {_short(v['binary_sha256'])}" if v.get("binary_sha256") else ""]
+            rows.append((vid, " · ".join(b for b in bits if b)))
+        sections.append(("Variants", rows))
+    if isinstance(m.get("jobs"), dict):
+        js = _jobs_summary(m["jobs"])
+        if js:
+            sections.append(("Jobs", js))
+    if isinstance(m.get("metrics"), dict):
+        sections.append(("Metrics", _flatten(m["metrics"])))
+    rest = [(k, str(v)) for k, v in m.items()
+            if k not in ("machine", "source", "tool", "variants", "jobs", "metrics", "job_order")
+            and not isinstance(v, (dict, list))]
     if rest:
-        sections.append(("Other", _flatten(rest)))
+        sections.append(("Study", rest))
     return sections
 
 
-def _virtualized(manifest: dict) -> bool:
+def _virtualized(manifest: dict) -> str | None:
+    """The hypervisor, if the study ran in a VM (a container alone is not one)."""
     mach = manifest.get("machine") if isinstance(manifest.get("machine"), dict) else {}
+    virt = mach.get("virtualization")
+    if isinstance(virt, str):
+        vms = [p.strip() for p in virt.split(",") if p.strip() and not p.strip().startswith("in a")]
+        if vms:
+            return ", ".join(vms)
     for k in ("virtualized", "hypervisor", "is_vm"):
         v = mach.get(k, manifest.get(k))
         if v:
-            return True
+            return str(v) if isinstance(v, str) else "hypervisor"
     flags = mach.get("flags") or mach.get("cpu_flags") or ""
-    return "hypervisor" in (flags if isinstance(flags, str) else " ".join(map(str, flags)))
+    return "hypervisor" if "hypervisor" in (flags if isinstance(flags, str) else " ".join(map(str, flags))) else None
 
 
 def _groups_list(df, limit=8) -> str:
@@ -202,8 +252,9 @@ def warnings(study: Study, figures: list[FigureResult], notes: list[str]) -> lis
         out.append(Warning_("TSC ticks ≠ core cycles", "Times are TSC ticks at the invariant TSC frequency, not "
                             "core clock cycles: under turbo or power capping (e.g. during AVX2 code) the core runs "
                             "at a different frequency, so ticks are wall-clock time, not cycle counts."))
-    if _virtualized(study.manifest):
-        out.append(Warning_("virtualized host", "The study ran on a virtual machine (hypervisor present): "
+    vm = _virtualized(study.manifest)
+    if vm:
+        out.append(Warning_("virtualized host", f"The study ran on a virtual machine ({vm}): "
                             "the TSC may be virtualized and neighbours share the hardware; expect more noise and "
                             "treat absolute numbers with care."))
     for f in figures:
