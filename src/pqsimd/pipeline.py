@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-from . import __version__, machine, sources, store, verify
+from . import __version__, counters, energy, machine, sources, store, verify
 from . import study as study_mod
 from .build import BuildResult, build_variant, find_compiler
 from .errors import PqsimdError
@@ -137,6 +137,8 @@ def run_study(
             for vid in study.variants
         },
         "machine": machine.machine_info(),
+        "counters": counters.manifest_entry(),
+        "energy": energy.status(),
         "seed": study.seed,
         "job_order": [j["id"] for j in plan["jobs"]],
         "executor": executor,
@@ -149,7 +151,9 @@ def run_study(
         from .run import instructions
 
         ok = instructions.execute(directory, study, passing, console=console) and ok
-    if "ticks" not in study.metrics:
+    if "energy" in study.metrics:
+        ok = energy.execute(directory, study, passing, console=console) and ok
+    if not {"ticks", "counters"} & set(study.metrics):
         _record_jobs(directory)
         return ok
     def expected_sha(vid: str) -> str | None:  # node-built variants have a binary per node

@@ -21,7 +21,7 @@ from .store import atomic_write_text
 
 # Keys whose change would mix incompatible measurements in one study.
 MEASUREMENT_KEYS = ("schemes", "variants", "ops", "spins", "reps", "warmup", "batch", "batch_target", "cc", "metrics")
-METRICS = ("ticks", "instructions")
+METRICS = ("ticks", "instructions", "counters", "energy")
 
 
 @dataclass

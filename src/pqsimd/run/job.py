@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from .. import machine, store
+from .. import counters, machine, store
 from .. import study as study_mod
 from ..errors import PqsimdError
 from .plan import find_job
@@ -31,11 +31,14 @@ def default_cpu() -> int:
 
 
 def harness_command(binary: Path, study: study_mod.Study, scheme: str, cpu: int) -> list[str]:
-    return [
+    cmd = [
         str(binary), "run", "--scheme", scheme, "--ops", ",".join(study.ops),
         "--spins", str(study.spins), "--reps", str(study.reps), "--warmup", str(study.warmup),
         "--batch", study.batch, "--target", str(study.batch_target), "--cpu", str(cpu),
     ]
+    if "counters" in study.metrics:  # perf_event_open group around each sample (harness/perf.c)
+        cmd += counters.harness_args()
+    return cmd
 
 
 def parse_samples(tsv: Path, job: dict, calibration: dict, metric: str = "ticks") -> pa.Table:
@@ -133,9 +136,10 @@ def run_job(directory: Path, job_id: str, progress: Callable[[int, int], None] |
             raise PqsimdError(f"job {job_id}: harness failed ({msg}); log: {log}")
         with open(tmp) as f:
             calibration = json.loads(f.readline())
-        table = parse_samples(Path(tmp), job, calibration)
-        if table.num_rows != total:
-            raise PqsimdError(f"job {job_id}: expected {total} samples, harness wrote {table.num_rows}; log: {log}")
+        # with an open counter group: ticks rows + one metric per event; else parse_samples alone
+        table, n_samples = counters.job_table(Path(tmp), job, calibration, parse_samples)
+        if n_samples != total:
+            raise PqsimdError(f"job {job_id}: expected {total} samples, harness wrote {n_samples}; log: {log}")
         if progress:
             progress(done + 1, total)
         record = {
@@ -144,6 +148,7 @@ def run_job(directory: Path, job_id: str, progress: Callable[[int, int], None] |
             "hostname": socket.gethostname(),
             "cpu_model": machine.cpu_model(),
             "calibration": calibration,
+            "counters": counters.status(calibration, counters.read_paranoid(), machine.virtualization()),
             "binary_sha256": store.sha256_file(binary),
             "built_on_node": build_on_node,
             "command": cmd,
