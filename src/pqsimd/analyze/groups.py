@@ -10,7 +10,6 @@ from scipy import stats
 
 from .bootstrap import Sample
 
-DETERMINISTIC_METRICS = ("instructions",)
 UNITS = {"ticks": "ticks/call", "instructions": "instructions/call"}
 NOISY_ALPHA = 0.01  # level of the leave-one-out outlying-job test (Bonferroni over the jobs of a group)
 
@@ -38,7 +37,8 @@ class Group:
     def __post_init__(self) -> None:
         self.sample = Sample.from_jobs(self.values, self.job)
         self.job_medians = per_job_medians(self.values, self.job, len(self.job_ids))
-        self.deterministic = self.metric in DETERMINISTIC_METRICS or bool(np.ptp(self.values) == 0)
+        # Decided by the data: an exact counter can still vary (kem_keypair draws fresh randomness).
+        self.deterministic = bool(np.ptp(self.values) == 0)
         # per_call <= 0: the op is below the timer's resolution after overhead subtraction; ratios
         # and log-scale statistics are meaningless there
         self.positive = bool(self.values.size and self.values.min() > 0)

@@ -7,6 +7,7 @@ The analysis unit is the spin median: the median of `per_call` over the reps of 
 from __future__ import annotations
 
 import json
+import tomllib
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -135,8 +136,15 @@ def _categorical(parts: list[dict], col: str) -> pd.Categorical:
 
 
 def _planned_jobs(directory: Path) -> list[str] | None:
+    """The timing jobs of the plan, if the study times anything (an instructions-only study doesn't)."""
     path = directory / "plan.json"
     if not path.exists():
+        return None
+    try:
+        metrics = tomllib.loads((directory / "study.toml").read_text()).get("study", {}).get("metrics", ["ticks"])
+    except (OSError, tomllib.TOMLDecodeError):
+        metrics = ["ticks"]
+    if not {"ticks", "counters"} & set(metrics):
         return None
     try:
         plan = json.loads(path.read_text())
