@@ -140,24 +140,27 @@ def fig1_distributions(study: Study, metric: str, notes: list[str]):
         if lo == hi:
             lo, hi = lo / 1.1, hi * 1.1
         bins = np.geomspace(lo, hi, 60)
+        counts = []
         for variant in ("ref", "avx2"):
             v = d.loc[d["variant"] == variant, "value"].to_numpy(float)
             v = v[v > 0]
             if not v.size:
                 continue
             c = style.variant_colour(variant)
-            ax.hist(v, bins=bins, color=c, alpha=0.55, label=f"{variant} (n={v.size})",
+            ax.hist(v, bins=bins, color=c, alpha=0.55, label=style.variant_label(variant),
                     edgecolor=c, linewidth=0.6)
+            counts.append(str(v.size))
             ax.axvline(np.median(v), color=c, linestyle="--", linewidth=1.3)
         ax.set_xscale("log")
-        if hi / lo < 30:  # less than ~1.5 decades: matplotlib puts labels on minor ticks too
-            ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        if hi / lo < 30:  # less than ~1.5 decades: a few evenly spaced labels read better than decades
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=4))
         _plain_log_x(ax)
-        ax.set_title(style.op_label(op))
+        ax.set_title(f"{style.op_label(op)}  (n = {' / '.join(counts)})")
         ax.set_xlabel(f"spin median ({style.METRIC_UNITS.get(metric, metric)} per call)")
-        ax.legend(frameon=False, loc="upper center")
     axes[0][0].set_ylabel("spin medians")
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False)
     caption = (f"Distributions of spin medians ({_metric_note(metric)}) for three representative "
                f"{style.scheme_label(FIG1_SCHEME)} operations, ref vs avx2. Log x-axis; dashed lines mark "
                f"the medians. Warmup spins excluded.")

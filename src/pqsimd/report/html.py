@@ -228,7 +228,7 @@ def warnings(study: Study, figures: list[FigureResult], notes: list[str]) -> lis
     for w in study.summary.get("warnings") or []:
         text = w.get("message") or w.get("text") or str(w) if isinstance(w, dict) else str(w)
         # these three get a more specific warning below (which groups; what ticks mean)
-        if not re.search(r"noisy job|drift|TSC ticks", text):
+        if not re.search(r"noisy job|drift|TSC ticks|fewer than \d+ jobs", text):
             out.append(Warning_("analysis", text))
     g = study.groups
     if not g.empty:
