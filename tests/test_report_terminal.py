@@ -32,7 +32,7 @@ def test_show_prints_every_op_and_variant_with_speedup_ci_delta_p_verdict(fake):
     show_study(fake, console=con)
     out = con.export_text()
     for needle in ("ML-KEM-512", "ML-KEM-768", "INVNTT", "NTT", "gen_a", "refo0", "refnv", "ref", "avx2",
-                   "median ± MAD", "speedup [95% CI]", "p (Holm)", "verdict", "faster", "+1.000"):
+                   "median ± 95% CI", "speedup [95% CI]", "p (Holm)", "verdict", "faster", "+1.000"):
         assert needle in out, needle
     inv = [line for line in out.splitlines() if "avx2" in line and "×" in line]
     assert any("5" in line and "[" in line for line in inv)

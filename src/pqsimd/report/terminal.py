@@ -79,6 +79,7 @@ def show_study(directory, metric: str | None = None, stage: str | None = None,
     _check_choice(stage, stages, "stage", "--stage")
     metric = metric or study.primary_metric
     notes = _Footnotes()
+    median_ci = _median_cis(study, metric)
     unit = style.METRIC_UNITS.get(metric, metric)
     threshold = study.get("threshold")
     for scheme in study.schemes:
@@ -86,7 +87,8 @@ def show_study(directory, metric: str | None = None, stage: str | None = None,
         if stage:
             title += f" · stage {style.STAGE_LABELS.get(stage, stage)}"
         t = Table(title=title, title_justify="left", header_style="bold", box=None, pad_edge=False)
-        for col, just in (("op", "left"), ("variant", "left"), (f"median ± MAD ({unit}/call)", "right"),
+        spread = "median ± 95% CI" if median_ci is not None else "median ± MAD"
+        for col, just in (("op", "left"), ("variant", "left"), (f"{spread} ({unit}/call)", "right"),
                           ("vs", "left"), ("speedup [95% CI]", "right"), ("δ", "right"), ("p (Holm)", "right"),
                           ("verdict", "left")):
             t.add_column(col, justify=just, no_wrap=True)
@@ -117,8 +119,15 @@ def show_study(directory, metric: str | None = None, stage: str | None = None,
                 med = fmt.NA
                 if g:
                     med = fmt.quantity(g.get("median"))
-                    if not fmt.is_missing(g.get("mad")) and not fmt.is_missing(g.get("median")) and g["median"]:
-                        med += f" ± {100 * float(g['mad']) / float(g['median']):.1f}%"
+                    m = g.get("median")
+                    if median_ci is not None:
+                        lo, hi = median_ci.get((scheme, op, variant), (math.nan, math.nan))
+                        if not (fmt.is_missing(lo) or fmt.is_missing(m)) and m:
+                            med += f" ± {100 * max(hi - m, m - lo) / abs(m):.1f}%"
+                        else:
+                            med += " ± n/a"
+                    elif not fmt.is_missing(g.get("mad")) and not fmt.is_missing(m) and m:
+                        med += f" ± {100 * float(g['mad']) / float(m):.1f}%"
                 name = Text(style.op_label(op) if variant == study.variants[0] or stage else "")
                 var_text = Text(variant + _group_marks(g, notes), style=f"bold {style.variant_colour(variant)}")
                 if row is None:  # the floor: nothing to compare against
@@ -151,6 +160,25 @@ def show_study(directory, metric: str | None = None, stage: str | None = None,
     return study
 
 
+def _median_cis(study: Study, metric: str, n_boot: int = 1000) -> dict | None:
+    """Hierarchical 95% CI of each group's median (jobs, then spins), from DIR/raw; None without raw data."""
+    try:
+        from ..analyze.bootstrap import Sample, hierarchical_medians, percentile_ci, rng_for
+        from ..analyze.load import load_spins
+
+        spins = load_spins(study.directory).spins
+    except (PqsimdError, ImportError):
+        return None
+    spins = spins[spins["metric"] == metric]
+    seed = int(study.get("seed", default=0) or 0)
+    out = {}
+    for key, d in spins.groupby(["scheme", "op", "variant"], observed=True, sort=False):
+        key = tuple(str(k) for k in key)
+        sample = Sample.from_jobs(d["value"].to_numpy(float), d["job"].astype(str).to_numpy())
+        out[key] = percentile_ci(hierarchical_medians(sample, n_boot, rng_for(seed, "show", metric, *key)))
+    return out
+
+
 # -- compare ---------------------------------------------------------------------------------
 
 def _spins(directory: Path, warnings: list[str]) -> pd.DataFrame | None:
@@ -181,8 +209,9 @@ def _ratio_ci(a, b, n_boot: int, seed: int, key: tuple) -> tuple[float, float]:
     sa, sb = Sample.from_jobs(*a), Sample.from_jobs(*b)
     ra = hierarchical_medians(sa, n_boot, rng_for(seed, "compare-a", *key))
     rb = hierarchical_medians(sb, n_boot, rng_for(seed, "compare-b", *key))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return percentile_ci(rb / ra)
+    if (ra <= 0).any() or (rb <= 0).any():  # below timer resolution: a ratio means nothing
+        return math.nan, math.nan
+    return percentile_ci(rb / ra)
 
 
 def _job_p(a, b) -> float:
@@ -232,9 +261,13 @@ def compare_table(dir_a, dir_b, n_boot: int | None = None, seed: int | None = No
             note = "only in A" if key in ga.index else "only in B"
         elif det:
             lo = hi = ratio
+        elif not (ma > 0 and mb > 0):
+            note = "median ≤ 0 (below timer resolution)"
         elif key in spins_a and key in spins_b:
             lo, hi = _ratio_ci(spins_a[key], spins_b[key], n_boot, seed, key)
             p = _job_p(spins_a[key], spins_b[key])
+            if math.isnan(lo):
+                note = "a resampled median ≤ 0 (below timer resolution)"
         else:
             note = "no raw spin medians"
         rows.append(dict(zip(keys, key)) | {"median_a": ma, "median_b": mb, "ratio": ratio, "ci_low": lo,
