@@ -262,12 +262,12 @@ def compare_table(dir_a, dir_b, n_boot: int | None = None, seed: int | None = No
         elif det:
             lo = hi = ratio
         elif not (ma > 0 and mb > 0):
-            note = "median ≤ 0 (below timer resolution)"
+            note = "median ≤ 0: below timer resolution"
         elif key in spins_a and key in spins_b:
             lo, hi = _ratio_ci(spins_a[key], spins_b[key], n_boot, seed, key)
             p = _job_p(spins_a[key], spins_b[key])
             if math.isnan(lo):
-                note = "a resampled median ≤ 0 (below timer resolution)"
+                note = "resample ≤ 0: below timer resolution"
         else:
             note = "no raw spin medians"
         rows.append(dict(zip(keys, key)) | {"median_a": ma, "median_b": mb, "ratio": ratio, "ci_low": lo,
