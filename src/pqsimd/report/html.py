@@ -139,7 +139,7 @@ def _flatten(d, prefix="") -> list[tuple[str, str]]:
     elif isinstance(d, list):
         out.append((prefix.rstrip("."), ", ".join(str(x) for x in d)))
     else:
-        out.append((prefix.rstrip("."), str(d)))
+        out.append((prefix.rstrip("."), "n/a" if d is None else str(d)))
     return out
 
 
@@ -295,6 +295,8 @@ def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: 
         tables=tables,
         figures=figs,
         methods=methods(study),
+        stat_methods=[(k, str(v)) for k, v in (study.summary.get("methods") or {}).items()]
+        if isinstance(study.summary.get("methods"), dict) else [],
         provenance=provenance(study),
         warnings=warnings(study, figures, notes),
         reference=reference,
