@@ -228,3 +228,14 @@ def test_provenance_condenses_the_engine_manifest_and_spots_a_vm():
     assert _virtualized(manifest) == "kvm"
     assert _virtualized({"machine": {"virtualization": "in a docker container"}}) is None
     assert _virtualized({}) is None
+
+
+def test_truncated_raw_file_is_named_not_a_crash(tmp_path):
+    d = make_fake_study(tmp_path / "s", schemes=["ml-kem-512"], ops=["invntt", "gen_a", "poly_getnoise_eta1"],
+                        jobs=2, spins=6, reps=2)
+    victim = sorted((d / "raw").glob("avx2.*.parquet"))[0]
+    victim.write_bytes(victim.read_bytes()[:200])
+    write_report(d)
+    html = (d / "report" / "index.html").read_text()
+    assert f"{victim.name}: unreadable" in html
+    assert (d / "report" / "fig1_distributions.png").exists()  # drawn from the readable jobs
