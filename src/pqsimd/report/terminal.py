@@ -112,7 +112,8 @@ def show_study(directory, metric: str | None = None, stage: str | None = None,
                         pick = rows[rows["baseline"] == base]
                         if pick.empty and not rows.empty and base not in study.variants:
                             # its own stage's baseline is not in the study: show what the study has
-                            pick = rows.assign(_c=rows["stage"] != "cumulative").sort_values("_c", kind="stable")
+                            pick = rows.assign(_c=rows.get("stage", pd.Series("", index=rows.index)) != "cumulative")
+                            pick = pick.sort_values("_c", kind="stable")
                         row = pick.iloc[0].to_dict() if not pick.empty else {}
                     if g is None and not row:
                         continue
