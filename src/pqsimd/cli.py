@@ -98,7 +98,7 @@ def report(directory: Path, reference: str | None) -> None:
     from .report import write_report
 
     out = write_report(directory, reference=reference)
-    click.echo(f"report written to {out}")
+    click.echo(f"report written to {out}/ — open {out / 'index.html'}")
 
 
 @cli.command()
