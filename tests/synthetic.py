@@ -19,23 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import tomli_w
 
-RAW_SCHEMA = pa.schema(
-    [
-        ("scheme", pa.string()),
-        ("variant", pa.string()),
-        ("op", pa.string()),
-        ("metric", pa.string()),
-        ("job", pa.string()),
-        ("job_index", pa.int32()),
-        ("spin", pa.int32()),
-        ("rep", pa.int32()),
-        ("batch", pa.int32()),
-        ("raw", pa.int64()),
-        ("ticks", pa.int64()),
-        ("per_call", pa.float64()),
-        ("warmup", pa.bool_()),
-    ]
-)
+from pqsimd.store import RAW_SCHEMA  # noqa: E402  (the engine's own schema)
 
 DETERMINISTIC_METRICS = ("instructions",)
 

@@ -47,9 +47,19 @@ def ensure_dir(directory: Path) -> Path:
     return directory
 
 
-def _atomic(path: Path, write) -> None:
+def _umask() -> int:
+    old = os.umask(0)
+    os.umask(old)
+    return old
+
+
+def atomic_write_with(path: Path, write) -> Path:
+    """Call write(binary file) on a temp file beside `path`, fsync, rename: readers and crashes
+    never see half a file. Every write of pqsimd (study, raw, results, report) goes through here."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; study files are read by others (SLURM nodes)
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
@@ -59,14 +69,19 @@ def _atomic(path: Path, write) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return path
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    _atomic(path, lambda f: f.write(text.encode()))
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    return atomic_write_with(path, lambda f: f.write(data))
 
 
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+def atomic_write_text(path: Path, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, obj: Any) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def read_json(path: Path) -> Any:
@@ -116,7 +131,7 @@ def write_raw(directory: Path, job_id: str, table: pa.Table, job_record: dict[st
     meta[JOB_METADATA_KEY] = json.dumps(job_record, default=str).encode()
     table = table.cast(RAW_SCHEMA).replace_schema_metadata(meta)
     path = raw_path(directory, job_id)
-    _atomic(path, lambda f: pq.write_table(table, f, compression="zstd"))
+    atomic_write_with(path, lambda f: pq.write_table(table, f, compression="zstd"))
     return path
 
 

@@ -7,7 +7,6 @@ The analysis unit is the spin median: the median of `per_call` over the reps of 
 from __future__ import annotations
 
 import json
-import tomllib
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import PqsimdError
-from .settings import parallel_map
+from .settings import parallel_map, read_study_toml
 
 JOB_METADATA_KEY = b"pqsimd.job"
 KEY_COLUMNS = ("metric", "scheme", "variant", "op", "job")
@@ -140,10 +139,7 @@ def _planned_jobs(directory: Path) -> list[str] | None:
     path = directory / "plan.json"
     if not path.exists():
         return None
-    try:
-        metrics = tomllib.loads((directory / "study.toml").read_text()).get("study", {}).get("metrics", ["ticks"])
-    except (OSError, tomllib.TOMLDecodeError):
-        metrics = ["ticks"]
+    metrics = read_study_toml(directory).get("study", {}).get("metrics", ["ticks"])
     if not {"ticks", "counters"} & set(metrics):
         return None
     try:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from ..errors import PqsimdError
+from ..study import read_toml
 
 DEFAULT_SEED = 20240
 
@@ -33,14 +33,7 @@ class Settings:
 
 def read_study_toml(directory: Path) -> dict[str, Any]:
     path = directory / "study.toml"
-    if not path.exists():
-        return {}
-    try:
-        return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise PqsimdError(f"{path}: malformed TOML ({e}); fix the file or remove it") from None
-    except OSError as e:
-        raise PqsimdError(f"{path}: cannot read ({e.strerror})") from None
+    return read_toml(path) if path.exists() else {}
 
 
 def _check(name: str, value: Any, kind: type, ok, why: str, path: str) -> Any:

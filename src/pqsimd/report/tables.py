@@ -195,7 +195,9 @@ def table1_hand_simd(study: Study, metric: str, reference: str | None = None) ->
     if mwu:
         stat.append(f"one-sided MWU p ≤ {fmt.pval(max(mwu))} (spin medians)")
     if ps:
-        stat.append(f"job-level Holm-adjusted p ≤ {fmt.pval(max(ps))}")
+        alpha = float(study.summary.get("alpha", 0.05))
+        below = sum(p < alpha for p in ps)
+        stat.append(f"job-level Holm-adjusted p < {alpha:g} in {below} of {len(ps)} cells (largest {fmt.pval(max(ps))})")
     caption = (f"Hand-written SIMD speedup (ref → avx2, {style.METRIC_TITLES.get(metric, metric)}), "
                f"median ratio with {_ci_name(got)}." + (" " + "; ".join(stat) + "." if stat else ""))
     if paper is not None:

@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
+from .. import store
 from ..errors import PqsimdError
 
 SLURM_SUBDIR = "slurm"
@@ -348,17 +349,11 @@ def write_submission_files(
             line += " --build-on-node"
         task_lines.append(line)
     tasks_file = sdir / f"tasks-{number}.txt"
-    _write_atomic(tasks_file, "\n".join(task_lines) + "\n")
+    store.atomic_write_text(tasks_file, "\n".join(task_lines) + "\n")
     script = sdir / f"submit-{number}.sbatch"
-    _write_atomic(script, render_script(directory, number, tasks_file, len(jobs), options, command or task_command()))
+    store.atomic_write_text(script, render_script(directory, number, tasks_file, len(jobs), options, command or task_command()))
     script.chmod(0o755)
     return script, tasks_file
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -479,7 +474,7 @@ def load_submissions(directory: Path) -> list[dict]:
 def _save_submissions(directory: Path, submissions: list[dict]) -> None:
     path = Path(directory) / SLURM_SUBDIR / SUBMISSIONS
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(path, json.dumps({"submissions": submissions}, indent=2) + "\n")
+    store.atomic_write_text(path, json.dumps({"submissions": submissions}, indent=2) + "\n")
 
 
 def _now() -> str:
@@ -497,7 +492,6 @@ def unfinished_ids(directory: Path, job_ids: Iterable[str]) -> set[str]:
     The same rule as the engine's: ``store.finished_job`` with the sha256 of DIR/bin/<variant>,
     except for node-dependent variants, whose binary is the one built on the job's node.
     """
-    from .. import store
     from .plan import load_plan
 
     job_ids = set(job_ids)
