@@ -124,7 +124,9 @@ def show_study(directory, metric: str | None = None, stage: str | None = None,
                     if median_ci is not None:
                         lo, hi = median_ci.get((scheme, op, variant), (math.nan, math.nan))
                         if not (fmt.is_missing(lo) or fmt.is_missing(m)) and m:
-                            med += f" ± {100 * max(hi - m, m - lo) / abs(m):.1f}%"
+                            half = max(hi - m, m - lo)
+                            # near zero (the empty op) a relative spread means nothing: give ticks
+                            med += f" ± {fmt.quantity(half)}" if abs(m) < 1 else f" ± {100 * half / abs(m):.1f}%"
                         else:
                             med += " ± n/a"
                     elif not fmt.is_missing(g.get("mad")) and not fmt.is_missing(m) and m:
