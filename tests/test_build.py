@@ -48,6 +48,10 @@ def test_clang_gets_its_own_no_vectorize_flags(tree, private_cache):
         pytest.skip("clang is not installed")
     b = build_variant(tree, catalog.builtin_variants()["refnv"], "clang")
     assert b.flags == ["-O3", "-fno-vectorize", "-fno-slp-vectorize"]
+    assert b.compiler.is_clang
+    from pqsimd import verify
+
+    assert verify.check_kat(tree, b, "ml-kem-512").passed  # a second compiler, same KAT
 
 
 def test_compile_error_names_variant_and_file(tree, private_cache):
