@@ -115,9 +115,17 @@ def run_study(
 
     plan_file = directory / "plan.json"
     plan = store.read_json(plan_file) if plan_file.exists() else None
+    fresh = plan_mod.make_plan(study.variants, study.schemes, study.jobs, study.seed)
     if plan is None or not any(store.raw_dir(directory).glob("*.parquet")):
-        plan = plan_mod.make_plan(study.variants, study.schemes, study.jobs, study.seed)
+        plan = fresh
         plan_mod.write_plan(directory, plan)
+    elif len(fresh["jobs"]) > len(plan["jobs"]):
+        # More jobs for a study with data: the seeded order reproduces the old rounds, then adds new ones.
+        if fresh["jobs"][: len(plan["jobs"])] != plan["jobs"]:
+            raise PqsimdError(f"{directory}/plan.json does not match the study's seed; restore it or use a new directory")
+        plan = fresh
+        plan_mod.write_plan(directory, plan)
+    check_settings(directory, study)
 
     manifest = {
         "schema_version": store.MANIFEST_SCHEMA_VERSION,
@@ -139,7 +147,7 @@ def run_study(
         "machine": machine.machine_info(),
         "counters": counters.manifest_entry(),
         "energy": energy.status(),
-        "seed": study.seed,
+        "seed": plan["seed"],
         "job_order": [j["id"] for j in plan["jobs"]],
         "executor": executor,
     }
@@ -175,6 +183,20 @@ def run_study(
     _record_jobs(directory)
     console.print(f"study: {directory}")
     return ok
+
+
+def check_settings(directory: Path, study: study_mod.Study) -> None:
+    """Refuse to continue a study whose raw files were measured with other settings."""
+    want = study.measurement_settings()
+    for path in sorted(store.raw_dir(directory).glob("*.parquet")):
+        rec = store.read_job_record(path)
+        got = (rec or {}).get("settings")
+        if got is not None and {k: got.get(k) for k in want} != want:
+            diff = next(k for k in want if got.get(k) != want[k])
+            raise PqsimdError(
+                f"{path} was measured with {diff}={got.get(diff)!r} but {directory}/study.toml now says "
+                f"{want[diff]!r}; restore study.toml or use a new directory (nothing is mixed or overwritten)"
+            )
 
 
 def _record_jobs(directory: Path) -> None:

@@ -22,6 +22,14 @@ from .store import atomic_write_text
 # Keys whose change would mix incompatible measurements in one study.
 MEASUREMENT_KEYS = ("schemes", "variants", "ops", "spins", "reps", "warmup", "batch", "batch_target", "cc", "metrics")
 METRICS = ("ticks", "instructions", "counters", "energy")
+MAX_BATCH = 1 << 24  # the harness's own auto-batching limit
+
+# The type of every [study] key, so a study file with `cc = 5` gets one line, not a traceback.
+KEY_TYPES: dict[str, tuple[type, ...]] = {
+    "schemes": (list,), "variants": (list,), "ops": (list,), "metrics": (list,),
+    "jobs": (int,), "spins": (int,), "reps": (int,), "warmup": (int,), "batch_target": (int,),
+    "cpu": (int,), "seed": (int,), "batch": (str, int), "cc": (str,), "preset": (str,), "source": (str,),
+}
 
 
 @dataclass
@@ -46,6 +54,11 @@ class Study:
 
     def variant(self, vid: str) -> Variant:
         return self.variant_defs[vid]
+
+    def measurement_settings(self) -> dict[str, Any]:
+        """What a timing job's samples depend on; recorded in every raw file and checked on resume."""
+        return {"spins": self.spins, "reps": self.reps, "warmup": self.warmup, "batch": self.batch,
+                "batch_target": self.batch_target, "ops": list(self.ops), "cc": self.cc}
 
     def to_toml(self) -> str:
         d = asdict(self)
@@ -73,6 +86,18 @@ def _check_names(kind: str, given: list[str], valid: list[str]) -> None:
     bad = [g for g in given if g not in valid]
     if bad:
         raise PqsimdError(f"unknown {kind} '{bad[0]}'; valid {kind}s: {', '.join(valid)}")
+
+
+def _check_types(merged: dict[str, Any], path: Path) -> None:
+    for key, types in KEY_TYPES.items():
+        value = merged.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, types):
+            want = " or ".join("a list of strings" if t is list else {int: "an integer", str: "a string"}[t] for t in types)
+            raise PqsimdError(f"{path}: [study] {key} must be {want}, got {value!r}")
+        if isinstance(value, list) and not all(isinstance(x, str) for x in value):
+            raise PqsimdError(f"{path}: [study] {key} must be a list of strings, got {value!r}")
 
 
 def _positive(name: str, value: Any, minimum: int = 1) -> int:
@@ -117,17 +142,33 @@ def resolve(directory: Path, overrides: dict[str, Any]) -> Study:
     if "source" in cli:
         cli["source"] = str(Path(cli["source"]).expanduser().resolve())
 
-    # Once measurements exist, the things that shape them are fixed.
-    has_data = any((directory / "raw").glob("*.parquet")) if (directory / "raw").is_dir() else False
     for k, v in cli.items():
-        if k == "preset":
-            continue
-        if has_data and k in MEASUREMENT_KEYS and k in stored_study and stored_study[k] != v:
+        if k != "preset":
+            merged[k] = v
+    _check_types(merged, path)
+    merged["batch"] = str(merged["batch"])
+    for key, minimum in (("jobs", 1), ("spins", 1), ("reps", 1), ("warmup", 0), ("batch_target", 1)):
+        if key in merged:
+            _positive(f"--{key}", merged[key], minimum)
+
+    # Once measurements exist, what shaped them is fixed, wherever a change would come from
+    # (command line, preset, or an edited study.toml checked against the stored plan).
+    has_data = any((directory / "raw").glob("*.parquet")) if (directory / "raw").is_dir() else False
+    if has_data:
+        before = dict(stored.get("study", {}))
+        if "batch" in before:
+            before["batch"] = str(before["batch"])
+        for k in (*MEASUREMENT_KEYS, "seed"):
+            if k in before and merged.get(k) != before[k]:
+                raise PqsimdError(
+                    f"{directory} already holds measurements with {k}={before[k]!r}; "
+                    f"use a new directory for {k}={merged.get(k)!r}"
+                )
+        if merged.get("jobs", 0) < before.get("jobs", 0):
             raise PqsimdError(
-                f"{directory} already holds measurements with {k}={stored_study[k]!r}; "
-                f"use a new directory for {k}={v!r}"
+                f"{directory} already planned {before['jobs']} jobs per group; more are fine "
+                f"(--jobs N > {before['jobs']}), fewer would orphan measured jobs"
             )
-        merged[k] = v
 
     merged["batch"] = str(merged["batch"])
     all_schemes = [s for f in catalog.families() for s in f.schemes]
@@ -135,11 +176,8 @@ def resolve(directory: Path, overrides: dict[str, Any]) -> Study:
     _check_names("variant", merged["variants"], list(variant_defs))
     _check_names("op", merged["ops"], list(fam.ops))
     _check_names("metric", merged.get("metrics", ["ticks"]), list(METRICS))
-    for key, minimum in (("jobs", 1), ("spins", 1), ("reps", 1), ("warmup", 0), ("batch_target", 1)):
-        if key in merged:
-            _positive(f"--{key}", merged[key], minimum)
-    if merged["batch"] != "auto" and not (merged["batch"].isdigit() and int(merged["batch"]) >= 1):
-        raise PqsimdError(f"--batch must be 'auto' or a positive integer, got {merged['batch']!r}")
+    if merged["batch"] != "auto" and not (merged["batch"].isdigit() and 1 <= int(merged["batch"]) <= MAX_BATCH):
+        raise PqsimdError(f"--batch must be 'auto' or an integer from 1 to {MAX_BATCH}, got {merged['batch']!r}")
     if merged.get("cpu") is not None and merged["cpu"] not in os.sched_getaffinity(0):
         allowed = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
         raise PqsimdError(f"--cpu {merged['cpu']} is not a CPU this process may use (allowed: {allowed})")

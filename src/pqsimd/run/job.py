@@ -151,6 +151,7 @@ def run_job(directory: Path, job_id: str, progress: Callable[[int, int], None] |
             "counters": counters.status(calibration, counters.read_paranoid(), machine.virtualization()),
             "binary_sha256": store.sha256_file(binary),
             "built_on_node": build_on_node,
+            "settings": study.measurement_settings(),
             "command": cmd,
             "started": started,
             "finished": datetime.now(timezone.utc).isoformat(),
