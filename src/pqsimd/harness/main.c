@@ -21,6 +21,13 @@
 uint64_t pqsimd_auto_batch(const pqsimd_op *op, uint64_t target, double overhead);
 void pqsimd_run_op(FILE *out, const pqsimd_op *op, uint64_t k, int warmup, int spins, int reps);
 double pqsimd_call_overhead(double overhead);
+void pqsimd_loop_overhead(double *median, uint64_t *minimum);
+
+/* Timer calibration, with the overhead taken through the runner's own sample loop. */
+static void calibrate(pqsimd_calibration *cal) {
+    pqsimd_calibrate(cal);
+    pqsimd_loop_overhead(&cal->overhead, &cal->overhead_min);
+}
 
 static int die(const char *msg, const char *arg) {
     fprintf(stderr, "harness: %s%s\n", msg, arg ? arg : "");
@@ -147,7 +154,7 @@ static int cmd_run(int argc, char **argv) {
     }
 
     pqsimd_calibration cal;
-    pqsimd_calibrate(&cal);
+    calibrate(&cal);
     print_calibration(stdout, &cal, cpu);
     for (int i = 0; i < n; i++) {
         if (ops[i]->setup) {
@@ -200,7 +207,7 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[1], "calibrate") == 0) {
         pqsimd_calibration cal;
-        pqsimd_calibrate(&cal);
+        calibrate(&cal);
         print_calibration(stdout, &cal, -1);
         return 0;
     }

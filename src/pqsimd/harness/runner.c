@@ -85,6 +85,20 @@ uint64_t pqsimd_auto_batch(const pqsimd_op *op, uint64_t target, double overhead
 
 __attribute__((noinline, aligned(64))) static void internal_empty(void) { __asm__ volatile("" ::: "memory"); }
 
+/* The read overhead as the runner sees it: the very sample loop with zero calls (k = 0), so the
+ * subtraction removes exactly what every sample carries besides its calls. */
+void pqsimd_loop_overhead(double *median, uint64_t *minimum) {
+    enum { N = 20001 };
+    static uint64_t s[N];
+    const pqsimd_op op = {"internal_empty", NULL, internal_empty};
+    for (int i = 0; i < N; i++) {
+        s[i] = sample(&op, 0);
+    }
+    qsort(s, N, sizeof s[0], cmp_u64);
+    *median = (double)s[N / 2];
+    *minimum = s[0];
+}
+
 /* What the batch loop itself costs per call (loop + indirect call + return), measured on an
  * empty function; the analysis subtracts it so per-call numbers are the op's own cost. */
 double pqsimd_call_overhead(double overhead) {

@@ -18,7 +18,7 @@ static inline uint64_t pqsimd_tsc_stop(void) {
 }
 
 typedef struct {
-    double overhead;      /* median ticks of an empty start/stop pair: subtracted from samples */
+    double overhead;      /* median ticks of an empty timed region (main.c re-measures it through the runner's sample loop) */
     uint64_t overhead_min;
     uint64_t granularity; /* smallest nonzero delta between two reads */
     double tsc_hz;        /* TSC frequency against CLOCK_MONOTONIC_RAW */
