@@ -117,3 +117,8 @@ def test_more_jobs_extend_the_plan_and_keep_measured_ones(measured, cli):
 def test_analyze_without_study(tmp_path, cli):
     r = cli("analyze", tmp_path / "nothing")
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.startswith("error:")
+
+
+@pytest.mark.parametrize("command", ["status", "cancel"])
+def test_slurm_commands_on_a_directory_without_a_study(tmp_path, cli, command):
+    one_line_error(cli("slurm", command, tmp_path / "nothing"), "holds no study")

@@ -1,5 +1,6 @@
 """Hardware counters: the real unavailable path here, parsing and ratios from recorded values."""
 
+import math
 import errno
 import json
 import subprocess
@@ -50,7 +51,7 @@ def test_counters_requested_the_run_goes_on_and_says_why(builds, tmp_path):
 def test_core_per_tsc_is_calibrated(builds):
     r = subprocess.run([str(builds["ref"].harness), "calibrate"], capture_output=True, text=True, timeout=60)
     cal = json.loads(r.stdout)
-    assert 0.2 < cal["core_per_tsc"] <= cal["core_per_tsc_best"] < 10
+    assert 0 < cal["core_per_tsc"] <= cal["core_per_tsc_best"] and math.isfinite(cal["core_per_tsc_best"])
     assert "counters" not in cal  # not requested, not reported
 
 

@@ -181,11 +181,11 @@ def build_variant(tree: SourceTree, variant: Variant, cc: str, fam: SchemeFamily
             results = list(pool.map(lambda s: _run(s[1], work), steps))
         for cmd, proc in results:
             if proc.returncode != 0:
-                log = work / "failed.log"
+                log = cache_root() / f"failed-{variant.id}.log"  # outlives the temp build dir
                 log.write_text(shlex.join(cmd) + "\n" + proc.stderr)
                 first = next((l for l in proc.stderr.splitlines() if "error" in l), proc.stderr.strip()[:200])
                 src = cmd[cmd.index("-c") + 1]
-                raise PqsimdError(f"variant {variant.id}: {Path(src).name} does not compile with {comp.command} {' '.join(flags)}: {first}")
+                raise PqsimdError(f"variant {variant.id}: {Path(src).name} does not compile with {comp.command} {' '.join(flags)}: {first} (log: {log})")
         links = [("harness", harness_link)] + [(f"kat-{s}", objs) for s, objs in kat_links.items()]
         commands = [cmd for cmd, _ in results]
         for name, objs in links:

@@ -46,7 +46,7 @@ def cli() -> None:
 @click.option("--cc", type=str, default=None, help="compiler (default gcc), e.g. gcc-12, clang-16")
 @click.option("--source", type=click.Path(path_type=Path), default=None, help="your own PQClean-layout tree")
 @click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")
-@click.option("--metric", type=str, default=None, help="ticks (default) | instructions")
+@click.option("--metric", type=str, default=None, help="comma list of ticks (default), instructions, counters, energy")
 @click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True)
 @click.option("--partition", type=str, default=None, help="slurm: partition")
 @click.option("--nodelist", type=str, default=None, help="slurm: node(s) to run on")

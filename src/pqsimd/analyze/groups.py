@@ -14,6 +14,9 @@ UNITS = {"ticks": "ticks/call", "instructions": "instructions/call"}
 NOISY_ALPHA = 0.01  # level of the leave-one-out outlying-job test (Bonferroni over the jobs of a group)
 
 
+EXACT_METRICS = ("instructions",)  # counted, not timed: the same binary gives the same count
+
+
 @dataclass
 class Group:
     metric: str
@@ -37,8 +40,9 @@ class Group:
     def __post_init__(self) -> None:
         self.sample = Sample.from_jobs(self.values, self.job)
         self.job_medians = per_job_medians(self.values, self.job, len(self.job_ids))
-        # Decided by the data: an exact counter can still vary (kem_keypair draws fresh randomness).
-        self.deterministic = bool(np.ptp(self.values) == 0)
+        # Exact counters only, and only when the data agree (kem_keypair draws fresh randomness);
+        # identical tick values are quantization, not exactness, and keep their bootstrap.
+        self.deterministic = self.metric in EXACT_METRICS and bool(np.ptp(self.values) == 0)
         # per_call <= 0: the op is below the timer's resolution after overhead subtraction; ratios
         # and log-scale statistics are meaningless there
         self.positive = bool(self.values.size and self.values.min() > 0)

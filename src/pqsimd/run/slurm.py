@@ -806,13 +806,20 @@ def _describe(tracked: list[_Tracked]) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+def _study_dir(directory: Path) -> Path:
+    directory = Path(directory).resolve()
+    if not (directory / "study.toml").exists():
+        raise PqsimdError(f"{directory} holds no study (no study.toml); give the directory of a `pqsimd run`")
+    return directory
+
+
 def status(directory: Path) -> None:
     """Print the raw-file tally, the study's SLURM submissions and their unfinished tasks."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    directory = Path(directory).resolve()
+    directory = _study_dir(directory)
     console = Console(highlight=False)
     unfinished: set[str] | None = None
     try:
@@ -870,7 +877,7 @@ def status(directory: Path) -> None:
 
 def cancel(directory: Path) -> None:
     """scancel the study's arrays that still have queued or running tasks."""
-    directory = Path(directory).resolve()
+    directory = _study_dir(directory)
     submissions = load_submissions(directory)
     if not submissions:
         print("no SLURM submissions recorded for this study; nothing to cancel")
