@@ -154,18 +154,15 @@ static int vectors(FILE *in, FILE *out) {
         vct[0] ^= 1;
         NS(crypto_kem_dec)(ss_rej, vct, vsk);
         vct[0] ^= 1;
-        hex(out, vpk, sizeof vpk);
-        fputc(' ', out);
-        hex(out, vsk, sizeof vsk);
-        fputc(' ', out);
-        hex(out, vct, sizeof vct);
-        fputc(' ', out);
-        hex(out, ss, sizeof ss);
-        fputc(' ', out);
-        hex(out, ss_dec, sizeof ss_dec);
-        fputc(' ', out);
-        hex(out, ss_rej, sizeof ss_rej);
-        fputc('\n', out);
+        const struct {
+            const uint8_t *b;
+            size_t n;
+        } fields[] = {{vpk, sizeof vpk}, {vsk, sizeof vsk}, {vct, sizeof vct},
+                      {ss, sizeof ss},   {ss_dec, sizeof ss_dec}, {ss_rej, sizeof ss_rej}};
+        for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+            hex(out, fields[f].b, fields[f].n);
+            fputc(f + 1 < sizeof fields / sizeof fields[0] ? ' ' : '\n', out);
+        }
     }
     return 0;
 }
