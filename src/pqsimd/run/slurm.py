@@ -808,8 +808,8 @@ def _describe(tracked: list[_Tracked]) -> str:
 
 def _study_dir(directory: Path) -> Path:
     directory = Path(directory).resolve()
-    if not (directory / "study.toml").exists():
-        raise PqsimdError(f"{directory} holds no study (no study.toml); give the directory of a `pqsimd run`")
+    if not any((directory / name).exists() for name in ("study.toml", "plan.json", "slurm")):
+        raise PqsimdError(f"{directory} holds no study (no study.toml, plan.json or slurm/); give the directory of a `pqsimd run`")
     return directory
 
 
