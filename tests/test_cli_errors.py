@@ -38,7 +38,7 @@ def test_malformed_study_toml_names_file_and_line(tmp_path, cli):
     d = tmp_path / "s"
     d.mkdir()
     (d / "study.toml").write_text("[study]\njobs = 3\nspins = = 4\n")
-    err = one_line_error(cli("run", d), "study.toml", "malformed TOML", "line 3")
+    one_line_error(cli("run", d), "study.toml", "malformed TOML", "line 3")
 
 
 def test_unknown_study_key(tmp_path, cli):

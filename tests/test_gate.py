@@ -5,7 +5,7 @@ import hashlib
 import pytest
 from kyber_py.ml_kem import ML_KEM_512, ML_KEM_768, ML_KEM_1024
 
-from pqsimd import catalog, verify
+from pqsimd import verify
 from pqsimd.build import build_variant
 from pqsimd.catalog import Variant
 

@@ -122,7 +122,7 @@ def advance_index(sample: Sample, counts: np.ndarray, g: np.ndarray, lam_g: np.n
     order statistic is a value or two above the lower one); bisection for the few that need more.
 
     Λ(g+t) = Λ(g) + Σ_{i<t} counts[b, job(g+i)]: one (B × steps) gather and cumulative sum."""
-    n, n_jobs = sample.n, counts.shape[1]
+    n_jobs = counts.shape[1]
     ext = np.empty((counts.shape[0], n_jobs + 1))
     ext[:, :n_jobs] = counts
     ext[:, n_jobs] = np.inf

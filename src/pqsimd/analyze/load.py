@@ -7,7 +7,6 @@ The analysis unit is the spin median: the median of `per_call` over the reps of 
 from __future__ import annotations
 
 import json
-import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path

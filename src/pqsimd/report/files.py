@@ -8,6 +8,8 @@ from ..store import atomic_write_bytes as write_bytes  # noqa: F401  (re-exporte
 from ..store import atomic_write_text as write_text  # noqa: F401
 from ..store import atomic_write_with
 
+__all__ = ["write_bytes", "write_text", "save_figure"]
+
 
 def save_figure(fig, path: Path, fmt: str, **kwargs) -> Path:
     return atomic_write_with(Path(path), lambda f: fig.savefig(f, format=fmt, **kwargs))
