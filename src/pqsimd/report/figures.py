@@ -283,7 +283,7 @@ def fig3_hand_simd(study: Study, metric: str, notes: list[str]):
     fig, ci_name, note, schemes = _hand_simd_bars(study, metric, None, log=True, sort=True, values=False,
                                                   width_per_op=0.55)
     caption = (f"Hand-written SIMD speedup (ref→avx2, {_metric_note(metric)}) per operation, all parameter "
-               f"sets. Log y-axis; {ci_name} error bars (often sub-pixel). Sorted by "
+               f"sets. Log y-axis; {ci_name} error bars. Sorted by "
                f"{style.scheme_label(schemes[0])} speedup." + note)
     return fig, caption
 
