@@ -1,8 +1,16 @@
-"""Build stage: one harness executable per (variant, compiler) holding every parameter set,
-plus PQClean's NIST KAT program per parameter set from the same objects.
+"""Build stage.
 
-Builds are cached by a hash of sources + flags + compiler identity; every compile command is
-recorded. The variant's flags go last, so they win; common code is compiled with them too.
+* The driver (harness/driver/) and the glue every variant links (harness/variant/: registry,
+  randomness) are built once with one fixed toolchain (data/compilers.toml [harness]), never by
+  the compiler under test: every compiler's code is timed by identical code.
+* A variant is one shared object per (variant, compiler, family): every parameter set of the
+  family, built from the variant's PQClean implementation by the compiler under test with the
+  variant's flags (last, so they win), plus one op table per set. Only pqsimd_variant_entry is
+  exported; everything else binds locally (-fvisibility=hidden and a version script).
+* PQClean's NIST KAT program per parameter set is linked from the very objects of the variant.
+
+Builds are cached (~/.cache/pqsimd/builds or $PQSIMD_CACHE/builds) by a hash of every input:
+sources, flags, compiler identity, op table, harness; every compile command is recorded.
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -21,195 +30,357 @@ from importlib import resources
 from pathlib import Path
 
 from . import __version__, catalog
-from .catalog import SchemeFamily, Variant
+from .catalog import Family, Variant
 from .errors import PqsimdError
 from .sources import SourceTree
 
-HARNESS_OWN_FLAGS = ("-O2", "-std=c11")  # timer/runner/main: identical code in every variant
+PIC_FLAGS = ("-fPIC", "-fvisibility=hidden")
 LINK_FLAGS = ("-Wl,-z,noexecstack",)
 
 
+# --- compilers -------------------------------------------------------------------------------------
+
 @dataclass(frozen=True)
 class Compiler:
-    command: str
+    id: str  # safe id used in file names and results, e.g. "gcc-12"
+    command: str  # as the user gave it
     path: str
     version: str  # first line of --version
-    is_clang: bool
+    family: str  # gcc | clang | unknown
 
     def to_dict(self) -> dict:
-        return {"command": self.command, "path": self.path, "version": self.version, "is_clang": self.is_clang}
+        return {"id": self.id, "command": self.command, "path": self.path, "version": self.version, "family": self.family}
 
 
-@dataclass
-class BuildResult:
-    variant: str
-    key: str
-    directory: Path  # cache directory
-    harness: Path
-    kat: dict[str, Path]  # scheme -> KAT program
-    compiler: Compiler
-    flags: list[str]
-    commands: list[list[str]] = field(default_factory=list)
-    cached: bool = False
-    seconds: float = 0.0
+def compiler_id(spec: str) -> tuple[str, str]:
+    """(id, command) of a --cc item: `gcc-12`, `/opt/bin/gcc-14`, or `mygcc=/opt/bin/gcc`."""
+    if "=" in spec:
+        cid, cmd = spec.split("=", 1)
+    else:
+        cid, cmd = Path(spec).name, spec
+    catalog.check_id("compiler", cid, "--cc")
+    return cid, cmd
 
 
-def find_compiler(cc: str) -> Compiler:
-    path = shutil.which(cc)
+def find_compiler(spec: str) -> Compiler:
+    cid, cmd = compiler_id(spec)
+    path = shutil.which(cmd)
     if path is None:
-        hint = f"apt-get install {cc}" if cc.startswith(("gcc-", "clang-")) else "install it or pass --cc"
-        raise PqsimdError(f"compiler '{cc}' not found on PATH ({hint})")
-    out = subprocess.run([path, "--version"], capture_output=True, text=True)
+        fam = "clang" if "clang" in cid else "gcc" if "gcc" in cid else None
+        pkg = catalog.compilers_doc()["families"].get(fam, {}).get("package", "") if fam else ""
+        version = cid.split("-", 1)[1] if "-" in cid else ""
+        hint = f"apt-get install {pkg.format(version=version)}" if pkg and version else "install it, or pass --cc /path/to/cc"
+        raise PqsimdError(f"compiler '{cmd}' not found ({hint})")
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise PqsimdError(f"compiler '{cmd}' does not run ({e})") from None
     first = (out.stdout.strip().splitlines() or ["unknown"])[0]
-    return Compiler(command=cc, path=os.path.realpath(path), version=first, is_clang="clang" in out.stdout.lower())
+    return Compiler(id=cid, command=cmd, path=os.path.realpath(path), version=first,
+                    family=catalog.compiler_family(out.stdout))
+
+
+def cache_root() -> Path:
+    base = os.environ.get("PQSIMD_CACHE")
+    root = (Path(base) if base else Path.home() / ".cache" / "pqsimd") / "builds"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".probe-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise PqsimdError(f"build cache {root} is not a writable directory ({e.strerror or e}); "
+                          f"set PQSIMD_CACHE to a writable directory") from None
+    return root
 
 
 def _harness_dir() -> Path:
     return Path(str(resources.files("pqsimd").joinpath("harness")))
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("PQSIMD_CACHE", Path.home() / ".cache" / "pqsimd")) / "builds"
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
-def _impl_dir(tree: SourceTree, fam: SchemeFamily, scheme: str, impl: str) -> Path:
-    d = tree.root / fam.schemes[scheme]["dir"] / impl
-    if not d.is_dir():
-        raise PqsimdError(f"{d} does not exist: the source tree has no '{impl}' implementation of {scheme}")
-    return d
-
-
-def _hash_inputs(tree: SourceTree, fam: SchemeFamily, variant: Variant, flags: list[str], comp: Compiler) -> str:
-    h = hashlib.sha256()
-    h.update(json.dumps({"flags": flags, "cc": comp.to_dict(), "sources": variant.sources, "pqsimd": __version__}).encode())
-    files: list[Path] = []
-    for scheme in fam.schemes:
-        files += sorted(_impl_dir(tree, fam, scheme, variant.sources).rglob("*"))
-    files += sorted((tree.root / "common").rglob("*"))
-    files += [tree.root / fam.kat_program, tree.root / fam.kat_rng]
-    files += sorted(_harness_dir().glob("*.[ch]"))
-    if variant.node_dependent:  # -march=native means something else on every CPU model
-        from . import machine
-
-        h.update(machine.cpu_model().encode())
-        h.update(" ".join(sorted(machine.cpu_flags())).encode())
-    # Files named by flags (e.g. -include x.h) are inputs too.
-    files += [Path(f) for f in flags if os.path.isfile(f)]
-    for f in files:
-        if f.is_file():
-            h.update(str(f.name).encode())
-            h.update(f.read_bytes())
-    return h.hexdigest()
-
-
-def _compile_plan(tree: SourceTree, fam: SchemeFamily, variant: Variant, flags: list[str], comp: Compiler, out: Path):
-    """Every compile as (object, command), and the object lists of the harness and KAT links."""
-    common = tree.root / "common"
-    harness = _harness_dir()
-    steps: list[tuple[Path, list[str]]] = []
-
-    def cc(src: Path, obj: Path, pre: list[str], own_flags: list[str] | None = None) -> Path:
-        fl = list(own_flags) if own_flags is not None else list(flags)
-        steps.append((obj, [comp.path, *pre, "-c", str(src), "-o", str(obj), *fl]))
-        return obj
-
-    common_objs = {
-        name: cc(common / name, out / f"common.{name.replace('/', '_')}.o", [f"-I{common}"])
-        for name in fam.common.get(variant.sources, ())
-    }
-    scheme_objs: dict[str, list[Path]] = {}
-    harness_objs: list[Path] = []
-    for scheme, info in fam.schemes.items():
-        impl = _impl_dir(tree, fam, scheme, variant.sources)
-        inc = [f"-I{impl}", f"-I{common}"]
-        objs = [
-            cc(src, out / f"{scheme}.{src.name}.o", inc)
-            for src in sorted(impl.iterdir())
-            if src.suffix in (".c", ".S")
-        ]
-        scheme_objs[scheme] = objs
-        ns = f"{info['namespace']}_{variant.sources.upper()}"
-        defs = [f"-DPQSIMD_NS={ns}", f'-DPQSIMD_SCHEME="{scheme}"', f'-DPQSIMD_IMPL="{variant.sources}"']
-        if variant.sources == "avx2":
-            defs.append("-DPQSIMD_AVX2")
-        harness_objs.append(cc(harness / fam.op_table, out / f"{scheme}.ops.o", [*inc, f"-I{harness}", *defs]))
-    for name in ("timer.c", "runner.c", "main.c", "perf.c"):
-        harness_objs.append(cc(harness / name, out / f"harness.{name}.o", [f"-I{harness}"], list(HARNESS_OWN_FLAGS)))
-
-    harness_link = [o for objs in scheme_objs.values() for o in objs] + list(common_objs.values()) + harness_objs
-
-    kat_links: dict[str, list[Path]] = {}
-    kat_common = {
-        name: common_objs.get(name) or cc(common / name, out / f"katcommon.{name}.o", [f"-I{common}"])
-        for name in fam.kat_common
-    }
-    rng = cc(tree.root / fam.kat_rng, out / "kat.rng.o", [f"-I{common}"])
-    for scheme, info in fam.schemes.items():
-        impl = _impl_dir(tree, fam, scheme, variant.sources)
-        ns = f"{info['namespace']}_{variant.sources.upper()}"
-        kat = cc(tree.root / fam.kat_program, out / f"{scheme}.nistkat.o", [f"-DPQCLEAN_NAMESPACE={ns}", f"-I{impl}", f"-I{common}"])
-        extra = [o for n, o in common_objs.items() if n not in kat_common and n != "randombytes.c"]
-        kat_links[scheme] = [*scheme_objs[scheme], *extra, *kat_common.values(), rng, kat]
-    return steps, harness_link, kat_links
+def clean_stale_builds(root: Path) -> list[Path]:
+    """Remove temporary build folders whose builder is gone (a killed build leaves one)."""
+    removed = []
+    for d in root.glob(".tmp-*"):
+        m = re.match(r"\.tmp-(\d+)-", d.name)
+        if m and not _pid_alive(int(m.group(1))):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed
 
 
 def _run(cmd: list[str], cwd: Path) -> tuple[list[str], subprocess.CompletedProcess]:
     return cmd, subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
 
 
-def build_variant(tree: SourceTree, variant: Variant, cc: str, fam: SchemeFamily | None = None, jobs: int | None = None) -> BuildResult:
-    fam = fam or catalog.ml_kem()
-    comp = find_compiler(cc)
-    flags = list(variant.flags_for(comp.is_clang))
-    key = _hash_inputs(tree, fam, variant, flags, comp)
-    final = cache_root() / f"{variant.id}-{key[:16]}"
-    record = final / "build.json"
-    if record.exists():
-        info = json.loads(record.read_text())
-        return BuildResult(
-            variant=variant.id, key=key, directory=final, harness=final / "harness",
-            kat={s: final / f"kat-{s}" for s in fam.schemes}, compiler=comp, flags=flags,
-            commands=info["commands"], cached=True, seconds=info.get("seconds", 0.0),
-        )
+def _error_line(stderr: str) -> str:
+    """The line that says what went wrong (an error, not a warning), else the last line."""
+    lines = [l for l in stderr.strip().splitlines() if l.strip()]
+    for pat in (r"\berror\b", r"undefined reference", r"cannot find", r"fatal"):
+        hit = next((l for l in lines if re.search(pat, l, re.I)), None)
+        if hit:
+            return hit.strip()[:300]
+    return (lines[-1] if lines else "(no output)").strip()[:300]
 
-    t0 = time.monotonic()
-    cache_root().mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{variant.id}-", dir=cache_root()))
+
+def _fail(root: Path, name: str, cmd: list[str], proc: subprocess.CompletedProcess, what: str) -> PqsimdError:
+    log = root / f"failed-{name}.log"  # outlives the temporary build folder
+    log.write_text(shlex.join(cmd) + "\n" + proc.stdout + proc.stderr)
+    return PqsimdError(f"{what}: {_error_line(proc.stderr)} (log: {log})")
+
+
+def _publish(work: Path, final: Path) -> None:
     try:
-        steps, harness_link, kat_links = _compile_plan(tree, fam, variant, flags, comp, work)
+        os.replace(work, final)
+    except OSError:  # another process finished the same build first: theirs is identical
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# --- the driver and the glue -------------------------------------------------------------------------
+
+@dataclass
+class Driver:
+    path: Path
+    glue: list[Path]  # objects every variant links (registry, randomness)
+    compiler: Compiler
+    key: str
+    flags: list[str]
+
+    def to_dict(self) -> dict:
+        return {"compiler": self.compiler.to_dict(), "flags": self.flags, "key": self.key}
+
+
+def _hash_files(h, files) -> None:
+    for f in files:
+        if f.is_file():
+            h.update(str(f.name).encode())
+            h.update(f.read_bytes())
+
+
+def build_driver() -> Driver:
+    """The driver and glue objects, with the fixed toolchain (cached)."""
+    conf = catalog.compilers_doc()["harness"]
+    comp = find_compiler(conf["cc"])
+    flags = list(conf["flags"])
+    harness = _harness_dir()
+    sources = sorted((harness / "driver").glob("*.[ch]")) + sorted((harness / "variant").glob("*")) + [harness / "pqsimd.h"]
+    h = hashlib.sha256(json.dumps({"cc": comp.to_dict(), "flags": flags, "pqsimd": __version__}).encode())
+    _hash_files(h, sources)
+    key = h.hexdigest()
+    root = cache_root()
+    final = root / f"driver-{key[:16]}"
+    glue_names = ("registry", "rng")
+    if not (final / "driver").exists():
+        clean_stale_builds(root)
+        work = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-driver-", dir=root))
+        try:
+            cmds = []
+            for name in glue_names:
+                cmds.append([comp.path, *flags, *PIC_FLAGS, f"-I{harness}", "-c", str(harness / "variant" / f"{name}.c"),
+                             "-o", str(work / f"{name}.o")])
+            objs = []
+            for src in sorted((harness / "driver").glob("*.c")):
+                obj = work / f"driver.{src.stem}.o"
+                cmds.append([comp.path, *flags, f"-I{harness / 'driver'}", "-c", str(src), "-o", str(obj)])
+                objs.append(obj)
+            for cmd in cmds:
+                _, proc = _run(cmd, work)
+                if proc.returncode:
+                    raise _fail(root, "driver", cmd, proc, f"the pqsimd driver does not compile with {comp.command}")
+            link = [comp.path, "-o", str(work / "driver"), *map(str, objs), "-ldl", *LINK_FLAGS]
+            _, proc = _run(link, work)
+            if proc.returncode:
+                raise _fail(root, "driver", link, proc, "linking the pqsimd driver failed")
+            (work / "build.json").write_text(json.dumps({"compiler": comp.to_dict(), "flags": flags, "key": key,
+                                                         "commands": [shlex.join(c) for c in cmds + [link]]}, indent=2))
+            _publish(work, final)
+        finally:
+            if work.exists():
+                shutil.rmtree(work, ignore_errors=True)
+    return Driver(final / "driver", [final / f"{n}.o" for n in glue_names], comp, key, flags)
+
+
+# --- variants ----------------------------------------------------------------------------------------
+
+@dataclass
+class Build:
+    """One variant of one family by one compiler."""
+
+    family: str
+    variant: str
+    compiler: Compiler
+    flags: list[str]  # as given to the compiler (family spellings applied)
+    key: str
+    directory: Path  # cache directory
+    library: Path  # the shared object
+    kat: dict[str, Path]  # scheme -> KAT program (absent: the family has none)
+    schemes: list[str]
+    commands: list[str] = field(default_factory=list)
+    cached: bool = False
+    seconds: float = 0.0
+
+    @property
+    def id(self) -> str:
+        return build_id(self.variant, self.compiler.id, self.family)
+
+    @property
+    def label(self) -> str:
+        return f"{self.variant} ({self.compiler.id}, {self.family})"
+
+
+def build_id(variant: str, compiler: str, family: str) -> str:
+    return f"{variant}.{compiler}.{family}"
+
+
+def _impl_dir(tree: SourceTree, fam: Family, scheme: str, impl: str) -> Path | None:
+    s = fam.schemes[scheme]
+    if s.dir is None:
+        return None
+    d = tree.root / s.dir / impl
+    if not d.is_dir():
+        raise PqsimdError(f"{d} does not exist: the source tree has no '{impl}' implementation of {scheme}")
+    return d
+
+
+def unavailable(fam: Family, variant: Variant) -> str | None:
+    """Why this family cannot be built as this variant (None if it can)."""
+    if fam.implementation(variant.sources) is None:
+        return f"family {fam.name} has no '{variant.sources}' implementation (it has {', '.join(fam.implementations)})"
+    return None
+
+
+def _inputs_key(tree: SourceTree, fam: Family, variant: Variant, flags: list[str], comp: Compiler, driver: Driver) -> str:
+    impl = fam.implementation(variant.sources)
+    h = hashlib.sha256(json.dumps({"flags": flags, "cc": comp.to_dict(), "sources": variant.sources,
+                                   "family": fam.text, "driver": driver.key, "pqsimd": __version__}).encode())
+    files: list[Path] = []
+    for scheme in fam.schemes:
+        d = _impl_dir(tree, fam, scheme, variant.sources)
+        if d is not None:
+            files += sorted(p for p in d.rglob("*") if p.is_file())
+    files += [tree.root / "common" / c for c in impl.common]
+    files += sorted((tree.root / "common").glob("*.h"))
+    if fam.kat:
+        files += [tree.root / fam.kat["program"], tree.root / fam.kat["rng"]]
+        files += [tree.root / "common" / c for c in fam.kat.get("common", [])]
+    files += [fam.op_table, _harness_dir() / "pqsimd.h", _harness_dir() / "variant" / "exports.map"]
+    if variant.node_dependent:  # -march=native means something else on every CPU model
+        from . import machine
+
+        h.update(machine.cpu_model().encode())
+        h.update(" ".join(sorted(machine.cpu_flags())).encode())
+    files += [Path(f) for f in flags if os.path.isfile(f)]  # files named by flags (-include x.h)
+    _hash_files(h, files)
+    return h.hexdigest()
+
+
+def _compile_plan(tree: SourceTree, fam: Family, variant: Variant, flags: list[str], comp: Compiler, out: Path):
+    """Every compile as (object, command); the objects of the library and of each KAT link."""
+    common = tree.root / "common"
+    impl = fam.implementation(variant.sources)
+    harness = _harness_dir()
+    steps: list[tuple[Path, list[str]]] = []
+
+    def cc(src: Path, obj: Path, pre: list[str]) -> Path:
+        steps.append((obj, [comp.path, *PIC_FLAGS, *pre, "-c", str(src), "-o", str(obj), *flags]))
+        return obj
+
+    common_objs = {name: cc(common / name, out / f"common.{name.replace('/', '_')}.o", [f"-I{common}"])
+                   for name in impl.common}
+    scheme_objs: dict[str, list[Path]] = {}
+    table_objs: list[Path] = []
+    for sid, s in fam.schemes.items():
+        d = _impl_dir(tree, fam, sid, variant.sources)
+        inc = ([f"-I{d}"] if d else []) + [f"-I{common}"]
+        scheme_objs[sid] = [cc(src, out / f"{sid}.{src.name}.o", inc)
+                            for src in (sorted(d.iterdir()) if d else []) if src.suffix in (".c", ".S")]
+        ns = f"{s.namespace}_{variant.sources.upper()}"
+        defs = [f"-DPQSIMD_NS={ns}", f'-DPQSIMD_SCHEME="{sid}"', f'-DPQSIMD_IMPL="{variant.sources}"',
+                *(f"-D{x}" for x in impl.defines)]
+        table_objs.append(cc(fam.op_table, out / f"{sid}.ops.o", [*inc, f"-I{harness}", *defs]))
+
+    library = [o for objs in scheme_objs.values() for o in objs] + list(common_objs.values()) + table_objs
+
+    kat_links: dict[str, list[Path]] = {}
+    if fam.kat:
+        kat_common = {name: common_objs.get(name) or cc(common / name, out / f"katcommon.{name}.o", [f"-I{common}"])
+                      for name in fam.kat.get("common", [])}
+        rng = cc(tree.root / fam.kat["rng"], out / "kat.rng.o", [f"-I{common}"])
+        for sid, s in fam.schemes.items():
+            d = _impl_dir(tree, fam, sid, variant.sources)
+            ns = f"{s.namespace}_{variant.sources.upper()}"
+            inc = ([f"-I{d}"] if d else []) + [f"-I{common}"]
+            kat = cc(tree.root / fam.kat["program"], out / f"{sid}.nistkat.o", [f"-DPQCLEAN_NAMESPACE={ns}", *inc])
+            extra = [o for n, o in common_objs.items() if n not in kat_common]
+            kat_links[sid] = [*scheme_objs[sid], *extra, *kat_common.values(), rng, kat]
+    return steps, library, kat_links
+
+
+def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Compiler | str,
+                  driver: Driver | None = None, jobs: int | None = None) -> Build:
+    """Build (or fetch from the cache) one variant of one family by one compiler."""
+    comp = compiler if isinstance(compiler, Compiler) else find_compiler(compiler)
+    driver = driver or build_driver()
+    why = unavailable(fam, variant)
+    if why:
+        raise PqsimdError(f"variant {variant.id}: {why}")
+    flags = catalog.translate_flags(variant.flags, comp.family, variant.id)
+    key = _inputs_key(tree, fam, variant, flags, comp, driver)
+    root = cache_root()
+    final = root / f"{build_id(variant.id, comp.id, fam.name)}-{key[:16]}"
+    record = final / "build.json"
+
+    def result(cached: bool, seconds: float) -> Build:
+        info = json.loads(record.read_text())
+        return Build(family=fam.name, variant=variant.id, compiler=comp, flags=flags, key=key, directory=final,
+                     library=final / "variant.so",
+                     kat={s: final / f"kat-{s}" for s in fam.schemes if (final / f"kat-{s}").exists()},
+                     schemes=list(fam.schemes), commands=info["commands"], cached=cached,
+                     seconds=seconds if not cached else info.get("seconds", 0.0))
+
+    if record.exists():
+        return result(True, 0.0)
+    t0 = time.monotonic()
+    clean_stale_builds(root)
+    name = build_id(variant.id, comp.id, fam.name)
+    work = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-{name}-", dir=root))
+    try:
+        steps, library, kat_links = _compile_plan(tree, fam, variant, flags, comp, work)
         with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
             results = list(pool.map(lambda s: _run(s[1], work), steps))
         for cmd, proc in results:
             if proc.returncode != 0:
-                log = cache_root() / f"failed-{variant.id}.log"  # outlives the temp build dir
-                log.write_text(shlex.join(cmd) + "\n" + proc.stderr)
-                first = next((l for l in proc.stderr.splitlines() if "error" in l), proc.stderr.strip()[:200])
-                src = cmd[cmd.index("-c") + 1]
-                raise PqsimdError(f"variant {variant.id}: {Path(src).name} does not compile with {comp.command} {' '.join(flags)}: {first} (log: {log})")
-        links = [("harness", harness_link)] + [(f"kat-{s}", objs) for s, objs in kat_links.items()]
+                src = Path(cmd[cmd.index("-c") + 1]).name
+                raise _fail(root, name, cmd, proc,
+                            f"variant {variant.id} ({fam.name}): {src} does not compile with {comp.command} {' '.join(flags)}")
         commands = [cmd for cmd, _ in results]
-        for name, objs in links:
-            cmd = [comp.path, "-o", str(work / name), *map(str, objs), *flags, *LINK_FLAGS]
+        exports = _harness_dir() / "variant" / "exports.map"
+        links = [("variant.so", [comp.path, "-shared", "-o", str(work / "variant.so"), *map(str, library),
+                                 *map(str, driver.glue), *PIC_FLAGS, f"-Wl,--version-script={exports}", *LINK_FLAGS])]
+        for sid, objs in kat_links.items():
+            links.append((f"kat-{sid}", [comp.path, "-o", str(work / f"kat-{sid}"), *map(str, objs), *flags, *LINK_FLAGS]))
+        for out_name, cmd in links:
             cmd, proc = _run(cmd, work)
             commands.append(cmd)
             if proc.returncode != 0:
-                first = (proc.stderr.strip().splitlines() or ["?"])[0]
-                raise PqsimdError(f"variant {variant.id}: linking {name} failed: {first}")
+                raise _fail(root, name, cmd, proc, f"variant {variant.id} ({fam.name}): linking {out_name} failed")
         seconds = time.monotonic() - t0
         (work / "build.json").write_text(json.dumps({
-            "variant": variant.id, "key": key, "compiler": comp.to_dict(), "flags": flags,
-            "commands": [shlex.join(c) for c in commands], "seconds": round(seconds, 2),
+            "family": fam.name, "variant": variant.id, "key": key, "compiler": comp.to_dict(), "flags": flags,
+            "driver": driver.to_dict(), "commands": [shlex.join(c) for c in commands], "seconds": round(seconds, 2),
         }, indent=2))
-        try:
-            os.replace(work, final)
-        except OSError:  # another process finished the same build first: theirs is identical
-            shutil.rmtree(work, ignore_errors=True)
-        info = json.loads(record.read_text())
-        return BuildResult(
-            variant=variant.id, key=key, directory=final, harness=final / "harness",
-            kat={s: final / f"kat-{s}" for s in fam.schemes}, compiler=comp, flags=flags,
-            commands=info["commands"], cached=False, seconds=seconds,
-        )
+        _publish(work, final)
+        return result(False, seconds)
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)

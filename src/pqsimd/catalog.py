@@ -1,32 +1,77 @@
-"""The shipped data: variants, presets and scheme families (TOML files in pqsimd/data/)."""
+"""The shipped data: scheme families, variants and the decomposition chain, compiler families,
+presets (TOML files in pqsimd/data/). Nothing outside data/ names a scheme, an op or a variant.
+
+Families are found in pqsimd/data/families/*.toml and in the directories of $PQSIMD_FAMILY_PATH
+(colon-separated), so a user (or a test) adds a family without touching pqsimd.
+"""
 
 from __future__ import annotations
 
+import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from .errors import PqsimdError
 
+KINDS = ("kem", "sign", "hash")
+# Ids become file names (raw/<job>.parquet, bin/<variant>...): letters, digits, '-', '_', '+', '.'
+# inside, never a path separator, never '.' or '..'.
+SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*(\.[A-Za-z0-9_+-]+)*$")
+
+
+def check_id(kind: str, value: Any, where: str) -> str:
+    if not isinstance(value, str) or not SAFE_ID.match(value) or len(value) > 64:
+        raise PqsimdError(
+            f"{where}: {kind} id {value!r} is not allowed; use 1-64 letters, digits, '-', '_', '+' or inner '.' "
+            f"(ids become file names)"
+        )
+    return value
+
+
+def _data_text(name: str) -> str:
+    return resources.files("pqsimd.data").joinpath(name).read_text()
+
+
+def _toml(text: str, where: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise PqsimdError(f"{where}: malformed TOML ({e})") from None
+
+
+def _str_list(d: dict, key: str, where: str, default: Any = ()) -> tuple[str, ...]:
+    value = d.get(key, default)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
+        raise PqsimdError(f"{where}: `{key}` must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _table(d: dict, key: str, where: str) -> dict:
+    value = d.get(key, {})
+    if not isinstance(value, dict):
+        raise PqsimdError(f"{where}: [{key}] must be a table, got {value!r}")
+    return value
+
+
+# --- variants and the chain -----------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Variant:
     id: str
-    sources: str  # PQClean implementation directory: "clean" | "avx2"
+    sources: str  # PQClean implementation directory: "clean" | "avx2" | ...
     flags: tuple[str, ...]
-    clang_flags: tuple[str, ...] | None = None
     description: str = ""
     default: bool = False
     requires_cpu: tuple[str, ...] = ()
     node_dependent: bool = False
 
-    def flags_for(self, cc_is_clang: bool) -> tuple[str, ...]:
-        return self.clang_flags if (cc_is_clang and self.clang_flags is not None) else self.flags
-
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+        return {
             "sources": self.sources,
             "flags": list(self.flags),
             "description": self.description,
@@ -34,80 +79,288 @@ class Variant:
             "requires_cpu": list(self.requires_cpu),
             "node_dependent": self.node_dependent,
         }
-        if self.clang_flags is not None:
-            d["clang_flags"] = list(self.clang_flags)
-        return d
 
 
-@dataclass(frozen=True)
-class SchemeFamily:
-    family: str
-    op_table: str
-    kat_program: str
-    kat_rng: str
-    kat_common: tuple[str, ...]
-    schemes: dict[str, dict[str, str]]  # scheme id -> {dir, namespace}
-    common: dict[str, tuple[str, ...]]  # impl -> common files
-    ops: tuple[str, ...]
-    labels: dict[str, str] = field(default_factory=dict)
+VARIANT_KEYS = {"sources": str, "flags": list, "description": str, "default": bool, "requires_cpu": list,
+                "node_dependent": bool}
 
 
-def _load(name: str) -> dict[str, Any]:
-    text = resources.files("pqsimd.data").joinpath(name).read_text()
-    return tomllib.loads(text)
-
-
-def variant_from_dict(vid: str, d: dict[str, Any], where: str) -> Variant:
+def variant_from_dict(vid: str, d: Any, where: str) -> Variant:
+    check_id("variant", vid, where)
+    if not isinstance(d, dict):
+        raise PqsimdError(f"{where}: [variants.{vid}] must be a table with `sources` and `flags`, got {d!r}")
+    unknown = sorted(set(d) - set(VARIANT_KEYS))
+    if unknown:
+        raise PqsimdError(f"{where}: variant '{vid}' has unknown key(s) {', '.join(unknown)}; known: {', '.join(VARIANT_KEYS)}")
     if "sources" not in d or "flags" not in d:
-        raise PqsimdError(f"variant '{vid}' in {where} needs `sources` (clean|avx2) and `flags` (a list)")
-    if not isinstance(d["flags"], list) or not all(isinstance(f, str) for f in d["flags"]):
-        raise PqsimdError(f"variant '{vid}' in {where}: `flags` must be a list of strings")
+        raise PqsimdError(f"{where}: variant '{vid}' needs `sources` (an implementation, e.g. clean|avx2) and `flags` (a list)")
+    for key, typ in VARIANT_KEYS.items():
+        if key in d and (not isinstance(d[key], typ) or (typ is not bool and isinstance(d[key], bool))):
+            want = {str: "a string", list: "a list of strings", bool: "true or false"}[typ]
+            raise PqsimdError(f"{where}: variant '{vid}': `{key}` must be {want}, got {d[key]!r}")
+    flags = _str_list(d, "flags", f"{where}: variant '{vid}'")
+    for f in flags:
+        if "\n" in f or "\0" in f:
+            raise PqsimdError(f"{where}: variant '{vid}': a flag contains a newline or NUL")
+    check_id("implementation", d["sources"], f"{where}: variant '{vid}' sources")
     return Variant(
         id=vid,
-        sources=str(d["sources"]),
-        flags=tuple(d["flags"]),
-        clang_flags=tuple(d["clang_flags"]) if "clang_flags" in d else None,
+        sources=d["sources"],
+        flags=flags,
         description=str(d.get("description", "")),
         default=bool(d.get("default", False)),
-        requires_cpu=tuple(d.get("requires_cpu", ())),
+        requires_cpu=_str_list(d, "requires_cpu", f"{where}: variant '{vid}'"),
         node_dependent=bool(d.get("node_dependent", False)),
     )
 
 
+@dataclass(frozen=True)
+class Step:
+    stage: str  # "compiler" | "autovec" | "hand_simd"
+    base: str  # variant id
+    variant: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The decomposition: each step a stage, the product of the steps the total (first → last)."""
+
+    steps: tuple[Step, ...]
+    extra_baseline: str
+
+    @property
+    def variants(self) -> list[str]:
+        out = [self.steps[0].base] if self.steps else []
+        return out + [s.variant for s in self.steps]
+
+    @property
+    def first(self) -> str:
+        return self.steps[0].base
+
+    @property
+    def last(self) -> str:
+        return self.steps[-1].variant
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"extra_baseline": self.extra_baseline,
+                "steps": [{"stage": s.stage, "from": s.base, "to": s.variant, "label": s.label} for s in self.steps]}
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "chain") -> "Chain":
+        steps = []
+        raw = d.get("steps", [])
+        if not isinstance(raw, list) or not raw:
+            raise PqsimdError(f"{where}: [chain] needs `steps`, a list of {{stage, from, to}} tables")
+        for s in raw:
+            if not isinstance(s, dict) or not all(isinstance(s.get(k), str) for k in ("stage", "from", "to")):
+                raise PqsimdError(f"{where}: every chain step needs string `stage`, `from` and `to`, got {s!r}")
+            steps.append(Step(s["stage"], s["from"], s["to"], str(s.get("label", s["stage"]))))
+        for a, b in zip(steps, steps[1:]):
+            if a.variant != b.base:
+                raise PqsimdError(f"{where}: chain steps must connect ({a.variant} then {b.base})")
+        return cls(tuple(steps), str(d.get("extra_baseline", steps[-1].base)))
+
+
+@cache
+def _variants_doc() -> dict[str, Any]:
+    return _toml(_data_text("variants.toml"), "variants.toml")
+
+
 @cache
 def builtin_variants() -> dict[str, Variant]:
-    return {vid: variant_from_dict(vid, d, "variants.toml") for vid, d in _load("variants.toml").items()}
+    return {vid: variant_from_dict(vid, d, "variants.toml") for vid, d in _variants_doc()["variants"].items()}
+
+
+@cache
+def chain() -> Chain:
+    return Chain.from_dict(_variants_doc()["chain"], "variants.toml")
 
 
 @cache
 def presets() -> dict[str, dict[str, Any]]:
-    return _load("presets.toml")
+    return _toml(_data_text("presets.toml"), "presets.toml")
 
+
+# --- compilers ------------------------------------------------------------------------------------
 
 @cache
-def ml_kem() -> SchemeFamily:
-    d = _load("ml-kem.toml")
-    return SchemeFamily(
-        family=d["family"],
-        op_table=d["op_table"],
-        kat_program=d["kat_program"],
-        kat_rng=d["kat_rng"],
-        kat_common=tuple(d["kat_common"]),
-        schemes=d["schemes"],
-        common={k: tuple(v) for k, v in d["common"].items()},
-        ops=tuple(d["ops"]["order"]),
-        labels=dict(d["ops"].get("labels", {})),
+def compilers_doc() -> dict[str, Any]:
+    return _toml(_data_text("compilers.toml"), "compilers.toml")
+
+
+def compiler_family(version_text: str) -> str:
+    """The family (gcc | clang | ...) of a compiler from its --version output."""
+    text = version_text.lower()
+    for name, fam in compilers_doc()["families"].items():
+        if fam.get("detect", name) in text:
+            return name
+    return "unknown"
+
+
+def translate_flags(flags: tuple[str, ...] | list[str], family: str, variant: str = "?") -> list[str]:
+    """Expand "@name" flags to the compiler family's spelling; an unknown one is an error."""
+    fam = compilers_doc()["families"].get(family, {})
+    out: list[str] = []
+    for f in flags:
+        if f.startswith("@"):
+            if f not in fam:
+                known = [k for k in fam if k.startswith("@")]
+                raise PqsimdError(f"variant {variant}: flag {f} has no spelling for compiler family '{family}' "
+                                  f"in data/compilers.toml (known: {', '.join(known) or 'none'})")
+            out += list(fam[f])
+        else:
+            out.append(f)
+    return out
+
+
+# --- scheme families ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Implementation:
+    name: str
+    common: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()
+    requires_cpu: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scheme:
+    id: str
+    dir: str | None  # PQClean directory of the scheme (None: only common/ code)
+    namespace: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    title: str
+    kind: str
+    op_table: Path  # absolute path of the op table C file
+    schemes: dict[str, Scheme]
+    implementations: dict[str, Implementation]
+    ops: tuple[str, ...]
+    labels: dict[str, str] = field(default_factory=dict)
+    self_check: str | None = None
+    kat: dict[str, Any] = field(default_factory=dict)  # program, rng, common ({} = no KAT)
+    gate: dict[str, Any] = field(default_factory=dict)
+    views: dict[str, Any] = field(default_factory=dict)
+    default: bool = False  # the family `pqsimd run` times when no --schemes is given
+    source: str = ""  # the TOML file it came from
+    text: str = ""  # its content (recorded in the manifest)
+
+    def label(self, op: str) -> str:
+        return self.labels.get(op, op)
+
+    def implementation(self, name: str) -> Implementation | None:
+        return self.implementations.get(name)
+
+    def to_results(self) -> dict[str, Any]:
+        """What analyze carries into results/summary.json for the report (which reads no data/)."""
+        return {
+            "family": self.name, "title": self.title, "kind": self.kind,
+            "schemes": {s.id: {"label": s.label} for s in self.schemes.values()},
+            "ops": list(self.ops), "labels": dict(self.labels), "self_check": self.self_check,
+            "views": self.views,
+        }
+
+
+def family_from_toml(text: str, source: str, base_dir: Path | None) -> Family:
+    d = _toml(text, source)
+    where = source
+    name = d.get("family")
+    check_id("family", name, where)
+    kind = d.get("kind")
+    if kind not in KINDS:
+        raise PqsimdError(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    op_table = d.get("op_table")
+    if not isinstance(op_table, str) or not op_table:
+        raise PqsimdError(f"{where}: op_table must name the family's op table C file")
+    ops_dir = Path(str(resources.files("pqsimd").joinpath("harness", "ops")))
+    candidates = ([base_dir / op_table] if base_dir else []) + [ops_dir / op_table]
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        raise PqsimdError(f"{where}: op table {op_table} not found (looked in {', '.join(str(c.parent) for c in candidates)})")
+    schemes = {}
+    for sid, s in _table(d, "schemes", where).items():
+        check_id("scheme", sid, where)
+        if not isinstance(s, dict) or not isinstance(s.get("namespace"), str):
+            raise PqsimdError(f"{where}: [schemes.{sid}] needs a `namespace` string")
+        schemes[sid] = Scheme(sid, s.get("dir"), s["namespace"], str(s.get("label", sid.upper())))
+    if not schemes:
+        raise PqsimdError(f"{where}: a family needs at least one [schemes.<id>]")
+    impls = {}
+    for iname, i in _table(d, "implementations", where).items():
+        check_id("implementation", iname, where)
+        if not isinstance(i, dict):
+            raise PqsimdError(f"{where}: [implementations.{iname}] must be a table")
+        w = f"{where}: implementations.{iname}"
+        impls[iname] = Implementation(iname, _str_list(i, "common", w), _str_list(i, "defines", w),
+                                      _str_list(i, "requires_cpu", w))
+    ops_t = _table(d, "ops", where)
+    ops = _str_list(ops_t, "order", f"{where}: [ops]")
+    if not ops:
+        raise PqsimdError(f"{where}: [ops] order must list the family's ops")
+    for op in ops:
+        check_id("op", op, where)
+    labels = {k: str(v) for k, v in _table(ops_t, "labels", where).items()}
+    return Family(
+        name=name, title=str(d.get("title", name)), kind=kind, op_table=path, schemes=schemes,
+        implementations=impls, ops=ops, labels=labels, self_check=ops_t.get("self_check"),
+        kat=_table(d, "kat", where), gate=_table(d, "gate", where), views=_table(d, "views", where),
+        default=d.get("default") is True, source=source, text=text,
     )
 
 
-def families() -> list[SchemeFamily]:
-    """Every scheme family pqsimd can time (ML-DSA and SLH-DSA will add theirs here)."""
-    return [ml_kem()]
+def _family_files() -> list[tuple[str, str, Path | None]]:
+    out = []
+    shipped = resources.files("pqsimd.data").joinpath("families")
+    for entry in sorted(shipped.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".toml"):
+            out.append((entry.read_text(), f"data/families/{entry.name}", None))
+    for d in filter(None, os.environ.get("PQSIMD_FAMILY_PATH", "").split(":")):
+        p = Path(d)
+        if not p.is_dir():
+            raise PqsimdError(f"PQSIMD_FAMILY_PATH names {d}, which is not a directory; fix or unset it")
+        for f in sorted(p.glob("*.toml")):
+            out.append((f.read_text(), str(f), f.parent))
+    return out
 
 
-def family_of(scheme: str) -> SchemeFamily:
-    for fam in families():
+def families() -> dict[str, Family]:
+    """Every scheme family pqsimd can time, by name (shipped first, then $PQSIMD_FAMILY_PATH)."""
+    return _families(os.environ.get("PQSIMD_FAMILY_PATH", ""))
+
+
+@cache
+def _families(_path_key: str) -> dict[str, Family]:
+    out: dict[str, Family] = {}
+    seen: dict[str, str] = {}
+    for text, source, base in _family_files():
+        fam = family_from_toml(text, source, base)
+        if fam.name in out:
+            raise PqsimdError(f"family '{fam.name}' is defined twice ({out[fam.name].source} and {source})")
+        for sid in fam.schemes:
+            if sid in seen:
+                raise PqsimdError(f"scheme '{sid}' is in two families ({seen[sid]} and {fam.name})")
+            seen[sid] = fam.name
+        out[fam.name] = fam
+    return out
+
+
+def all_schemes() -> list[str]:
+    return [s for fam in families().values() for s in fam.schemes]
+
+
+def family_of(scheme: str) -> Family:
+    for fam in families().values():
         if scheme in fam.schemes:
             return fam
-    valid = ", ".join(s for fam in families() for s in fam.schemes)
-    raise PqsimdError(f"unknown scheme '{scheme}'; valid schemes: {valid}")
+    raise PqsimdError(f"unknown scheme '{scheme}'; valid schemes: {', '.join(all_schemes())}")
+
+
+def default_family() -> Family:
+    """The family `pqsimd run` times when no --schemes is given (the one marked `default = true`)."""
+    fams = list(families().values())
+    return next((f for f in fams if f.default), fams[0])

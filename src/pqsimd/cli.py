@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .errors import PqsimdError
+from .errors import Interrupted, PqsimdError
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -34,16 +34,22 @@ def cli() -> None:
 @cli.command()
 @click.argument("directory", type=click.Path(path_type=Path), default="study")
 @click.option("--preset", type=str, default=None, help="quick | standard (default) | paper")
-@click.option("--schemes", type=str, default=None, help="comma list, e.g. ml-kem-512,ml-kem-768")
+@click.option("--schemes", type=str, default=None,
+              help="comma list of parameter sets, e.g. ml-kem-768,ml-dsa-65 (default: ML-KEM's three)")
 @click.option("--variants", type=str, default=None, help="comma list, e.g. refo0,refnv,ref,avx2,ref-avx2")
-@click.option("--ops", type=str, default=None, help="comma list of op ids (default: all)")
+@click.option("--ops", type=str, default=None, help="comma list of op ids, filtered per family (default: all)")
 @click.option("--jobs", "jobs", type=int, default=None, help="J: jobs (processes) per (variant, scheme)")
 @click.option("--spins", type=int, default=None, help="S: spins per op per job")
 @click.option("--reps", type=int, default=None, help="R: timed samples per spin")
 @click.option("--warmup", type=int, default=None, help="warmup spins per op (recorded, not analysed)")
 @click.option("--batch", type=str, default=None, help="auto (default) or K calls per sample; 1 = the paper")
 @click.option("--cpu", type=int, default=None, help="CPU to pin jobs to (default: last online CPU)")
-@click.option("--cc", type=str, default=None, help="compiler (default gcc), e.g. gcc-12, clang-16")
+@click.option("--cc", type=str, default=None,
+              help="compiler(s), comma list (default gcc), e.g. gcc-12,clang-16 or id=/path/to/cc")
+@click.option("--design", type=click.Choice(["paired", "separate"]), default=None,
+              help="paired (default): all variants in one process, per-spin random order; separate: one process per variant (the paper's)")
+@click.option("--budget", type=float, default=None, help="seconds per op and job: spins/reps/batch chosen per op")
+@click.option("--warmup-ns", "warmup_ns", type=int, default=None, help="paired: untimed warm-up before each variant's reps (ns, default 50000)")
 @click.option("--source", type=click.Path(path_type=Path), default=None, help="your own PQClean-layout tree")
 @click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")
 @click.option("--metric", type=str, default=None, help="comma list of ticks (default), instructions, counters, energy")
@@ -60,7 +66,8 @@ def run(directory: Path, **opts) -> None:
     from .pipeline import run_study
 
     for key in ("schemes", "variants", "ops"):
-        opts[key] = _csv(opts[key])
+        if opts[key] is not None:
+            opts[key] = _csv(opts[key]) or []  # an empty list is refused by the study, with the reason
     opts["metric"] = _csv(opts["metric"])
     slurm = {k: opts.pop(k) for k in ("partition", "nodelist", "exclusive", "time_limit", "account", "sbatch_args")}
     executor = opts.pop("executor")
@@ -131,7 +138,7 @@ def slurm() -> None:
 @click.argument("directory", type=click.Path(path_type=Path))
 def slurm_status(directory: Path) -> None:
     """Show the state of a study's SLURM array tasks."""
-    from .run.slurm import status
+    from .run.slurm.status import status
 
     status(directory)
 
@@ -140,7 +147,7 @@ def slurm_status(directory: Path) -> None:
 @click.argument("directory", type=click.Path(path_type=Path))
 def slurm_cancel(directory: Path) -> None:
     """Cancel a study's SLURM jobs (finished raw files are kept)."""
-    from .run.slurm import cancel
+    from .run.slurm.status import cancel
 
     cancel(directory)
 
@@ -160,7 +167,10 @@ def main() -> None:
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        click.echo("interrupted: finished jobs are kept; run the same command again to continue", err=True)
+        sys.exit(130)
+    except Interrupted as e:
+        click.echo(str(e), err=True)
         sys.exit(130)
     except click.ClickException as e:
         e.show()

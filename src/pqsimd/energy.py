@@ -187,35 +187,37 @@ def doctor_check(root: Path = DEFAULT_ROOT) -> tuple[str, bool | None, str, str]
 ENERGY_METRICS = {"package": "energy_package", "dram": "energy_dram", "core": "energy_core", "psys": "energy_psys"}
 
 
-def _harness_run(binary: Path, scheme: str, op: str, args: list[str]) -> tuple[dict, list[tuple[int, int]]]:
+def _driver_run(driver: Path, library: Path, scheme: str, op: str, spins: int, reps: int, warmup: int,
+                batch: str = "auto", cpu: int | None = None) -> tuple[dict, list[tuple[int, int]]]:
+    """One driver process timing one op (separate design); (calibration, [(batch, raw ticks)])."""
     import json
     import subprocess
 
-    cmd = [str(binary), "run", "--scheme", scheme, "--ops", op, *args]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    spec = "\n".join([f"design separate", f"scheme {scheme}", f"variant {library}", f"cpu {-1 if cpu is None else cpu}",
+                      f"op {op} {spins} {reps} {warmup} {batch}"]) + "\n"
+    p = subprocess.run([str(driver), "run", "-"], input=spec, capture_output=True, text=True)
     if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: {(p.stderr.strip().splitlines() or ['failed'])[-1]}")
+        raise RuntimeError(f"driver run {op}: {(p.stderr.strip().splitlines() or ['failed'])[-1]}")
     lines = p.stdout.splitlines()
     cal = json.loads(lines[0])
-    samples = [(int(f[3]), int(f[4])) for f in (l.split("\t") for l in lines[1:] if l)]
+    samples = [(int(f[5]), int(f[6])) for f in (l.split("\t") for l in lines[1:] if l) if int(f[2]) >= 0]
     return cal, samples
 
 
-def measure_op(binary: Path, scheme: str, op: str, reader: Reader, min_seconds: float = 1.0,
+def measure_op(driver: Path, library: Path, scheme: str, op: str, reader: Reader, min_seconds: float = 1.0,
                reps: tuple[int, int] = (1, 3), cpu: int | None = None) -> dict[str, Any]:
     """Energy per call of one op: {"k", "calls", "seconds_per_call", "joules": {domain: J}, ...}."""
     import math
     import statistics
 
-    pin = ["--cpu", str(cpu)] if cpu is not None else []
-    cal, est = _harness_run(binary, scheme, op, ["--spins", "3", "--reps", "3", "--warmup", "1", *pin])
+    cal, est = _driver_run(driver, library, scheme, op, 3, 3, 1, cpu=cpu)
     per_call_ticks = statistics.median(max(raw - cal["overhead"], 1.0) / k for k, raw in est)
     k = max(1, math.ceil(min_seconds * cal["tsc_hz"] / per_call_ticks))
-    k = min(k, 2**31 // (reps[1] - reps[0]) - 1)
+    k = min(k, 2**24)
     energy, ticks = {}, {}
     for r in reps:
         before = reader.snapshot()
-        cal_r, samples = _harness_run(binary, scheme, op, ["--spins", "1", "--reps", str(r), "--warmup", "0", "--batch", str(k), *pin])
+        _, samples = _driver_run(driver, library, scheme, op, 1, r, 0, str(k), cpu=cpu)
         after = reader.snapshot()
         energy[r] = reader.joules(before, after)
         ticks[r] = [raw for _, raw in samples]
@@ -231,77 +233,58 @@ def measure_op(binary: Path, scheme: str, op: str, reader: Reader, min_seconds: 
     }
 
 
-def execute(directory: Path, study, variants: list[str], console=None, root: Path = DEFAULT_ROOT,
+def execute(sd, study, jobs: list, todo: list, console=None, root: Path = DEFAULT_ROOT,
             min_seconds: float = 1.0, repeats: int = 2) -> bool:
-    """Energy per call for every (variant, scheme, op): DIR/raw/<variant>.<scheme>.energy.parquet,
-    one metric per RAPL domain kind (energy_package, energy_dram, ...), raw = µJ of the
-    difference, batch = its calls, per_call = µJ per call. Unavailable RAPL is recorded in the
-    manifest (`metrics.energy`) with the reason and is not a failure: the rest of the study goes on."""
+    """Energy per call for every (build, scheme, op): DIR/raw/<variant>.<compiler>.<scheme>.energy.parquet,
+    one metric per RAPL domain kind (energy_package, energy_dram, ...), raw = µJ of the difference,
+    batch = its calls, per_call = µJ per call. Unavailable RAPL is recorded in the manifest
+    (`metrics.energy`) with the reason and is not a failure: the rest of the study goes on."""
     import socket
     from datetime import datetime, timezone
 
-    import pyarrow as pa
-
     from . import machine, store
 
-    directory = Path(directory)
     st = status(root)
     info: dict[str, Any] = {"status": "ok" if st["available"] else "unavailable", **st,
-                            "method": "E(R2 samples) - E(R1 samples) of k calls each, whole harness runs bracketed by RAPL reads",
+                            "method": "E(R2 samples) - E(R1 samples) of k calls each, whole driver runs bracketed by RAPL reads",
                             "min_seconds": min_seconds, "repeats": repeats}
     say = (console.print if console is not None else print)
     ok = True
     if st["available"]:
         reader = Reader(root)
-        for vid in variants:
-            binary = store.bin_path(directory, vid)
-            sha = store.sha256_file(binary)
-            for scheme in study.schemes:
-                jid = f"{vid}.{scheme}.energy"
-                if store.finished_job(directory, jid, sha):
-                    continue
-                started = datetime.now(timezone.utc).isoformat()
-                rows: dict[str, list] = {k: [] for k in ("op", "metric", "spin", "batch", "raw", "per_call")}
-                details: dict[str, list] = {}
-                try:
-                    for op in study.ops:
-                        for rep in range(repeats):
-                            m = measure_op(binary, scheme, op, reader, min_seconds, cpu=study.cpu)
-                            details.setdefault(op, []).append(m)
-                            for dom in reader.domains:
-                                uj = round(m["joules"][dom.key] * 1e6)
-                                rows["op"].append(op)
-                                rows["metric"].append(ENERGY_METRICS.get(dom.kind, f"energy_{dom.kind}"))
-                                rows["spin"].append(rep)
-                                rows["batch"].append(m["calls"])
-                                rows["raw"].append(uj)
-                                rows["per_call"].append(uj / m["calls"])
-                except (RuntimeError, EnergyUnavailable) as e:
-                    ok = False
-                    say(f"energy {jid} failed: {e}")
-                    continue
-                n = len(rows["op"])
-                const = lambda v, typ: pa.array([v] * n, typ)  # noqa: E731
-                table = pa.table({
-                    "scheme": const(scheme, pa.string()), "variant": const(vid, pa.string()),
-                    "op": pa.array(rows["op"], pa.string()), "metric": pa.array(rows["metric"], pa.string()),
-                    "job": const(jid, pa.string()), "job_index": const(0, pa.int32()),
-                    "spin": pa.array(rows["spin"], pa.int32()), "rep": const(0, pa.int32()),
-                    "batch": pa.array(rows["batch"], pa.int32()), "raw": pa.array(rows["raw"], pa.int64()),
-                    "ticks": pa.nulls(n, pa.int64()), "per_call": pa.array(rows["per_call"], pa.float64()),
-                    "warmup": const(False, pa.bool_()),
-                })
-                record = {"id": jid, "variant": vid, "scheme": scheme, "index": 0, "metric": "energy", "cpu": study.cpu,
-                          "hostname": socket.gethostname(), "cpu_model": machine.cpu_model(), "binary_sha256": sha,
-                          "domains": st["domains"], "measurements": details, "unit": "µJ",
-                          "started": started, "finished": datetime.now(timezone.utc).isoformat()}
-                store.write_raw(directory, jid, table, record)
-                say(f"energy {vid} {scheme}: {jid}.parquet")
+        for job in todo:
+            b, scheme = job.info["build"], job.info["scheme"]
+            library = sd.variant_path(b.id)
+            started = datetime.now(timezone.utc).isoformat()
+            rows: dict[str, list] = {k: [] for k in ("op", "metric", "spin", "batch", "raw", "per_call")}
+            details: dict[str, list] = {}
+            try:
+                for op in study.ops_for(scheme):
+                    for rep in range(repeats):
+                        m = measure_op(sd.driver_path, library, scheme, op, reader, min_seconds, cpu=study.cpu)
+                        details.setdefault(op, []).append(m)
+                        for dom in reader.domains:
+                            uj = round(m["joules"][dom.key] * 1e6)
+                            rows["op"].append(op)
+                            rows["metric"].append(ENERGY_METRICS.get(dom.kind, f"energy_{dom.kind}"))
+                            rows["spin"].append(rep)
+                            rows["batch"].append(m["calls"])
+                            rows["raw"].append(uj)
+                            rows["per_call"].append(uj / m["calls"])
+            except (RuntimeError, EnergyUnavailable) as e:
+                ok = False
+                say(f"energy {job.id} failed: {e}")
+                continue
+            table = store.raw_table(rows, {"scheme": scheme, "variant": b.variant, "compiler": b.compiler.id,
+                                           "job": job.id, "job_index": 0, "rep": 0, "pos": 0, "warmup": False})
+            record = {"id": job.id, "variant": b.variant, "compiler": b.compiler.id, "build": b.id, "scheme": scheme,
+                      "index": 0, "metric": "energy", "cpu": study.cpu, "hostname": socket.gethostname(),
+                      "cpu_model": machine.cpu_model(), "binaries": {b.id: store.sha256_file(library)},
+                      "domains": st["domains"], "measurements": details, "unit": "µJ",
+                      "started": started, "finished": datetime.now(timezone.utc).isoformat()}
+            sd.write_raw(job.id, table, record)
+            say(f"energy {b.variant} ({b.compiler.id}) {scheme}: {job.id}.parquet")
     else:
         say(f"energy: unavailable ({st['reason']}); the study goes on without it")
-    manifest = directory / "manifest.json"
-    if manifest.exists():
-        m = store.read_json(manifest)
-        m.setdefault("metrics", {})["energy"] = info
-        store.atomic_write_json(manifest, m)
+    sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__("energy", info))
     return ok

@@ -1,4 +1,5 @@
-"""`pqsimd run`: sources → build → verify → run, each stage handing the next its files."""
+"""`pqsimd run`: sources → build → verify → run, each stage handing the next its files in the
+study directory. The run holds the study lock throughout and fixes its settings once."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from typing import Any
 
 from rich.console import Console
 
-from . import __version__, counters, energy, machine, sources, store, verify
+from . import __version__, catalog, counters, energy, machine, sources, store
 from . import study as study_mod
-from .build import BuildResult, build_variant, find_compiler
-from .errors import PqsimdError
+from .build import Build, Compiler, build_driver, build_variant, find_compiler, unavailable
+from .errors import PqsimdError, command
 from .run import plan as plan_mod
+from .studydir import StudyDir
 
 console = Console(stderr=True, highlight=False)
 
@@ -28,121 +30,151 @@ def _git_commit() -> str | None:
         return None
 
 
-def _install_binary(directory: Path, build: BuildResult) -> str:
-    """Copy the cached harness into DIR/bin; refuse to swap the binary under existing data."""
-    dest = store.bin_path(directory, build.variant)
-    new_sha = store.sha256_file(build.harness)
+def _install(sd: StudyDir, source: Path, dest: Path, build: str | None) -> str:
+    """Copy a cached binary into DIR/bin; refuse to swap it under data measured with the old one."""
+    new_sha = store.sha256_file(source)
     if dest.exists():
-        old_sha = store.sha256_file(dest)
-        if old_sha == new_sha:
+        if store.sha256_file(dest) == new_sha:
             return new_sha
-        has_data = any(
-            (rec := store.read_job_record(p)) and rec.get("variant") == build.variant
-            for p in store.raw_dir(directory).glob("*.parquet")
-        )
-        if has_data:
+        if build is not None and any(rec and build in (rec.get("binaries") or {}) for rec in sd.job_records().values()):
             raise PqsimdError(
-                f"variant {build.variant} now builds differently (compiler or sources changed) than when its "
-                f"jobs in {directory} ran; use a new directory so the two are not mixed"
+                f"build {build} now compiles differently (compiler or sources changed) than when its jobs in {sd.path} "
+                f"ran; use a new directory so the two are not mixed"
             )
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.tmp")
-    shutil.copy2(build.harness, tmp)
+    shutil.copy2(source, tmp)
     tmp.replace(dest)
     return new_sha
 
 
-def _supported(variant_requires: tuple[str, ...]) -> list[str]:
+def _missing_cpu_features(required: tuple[str, ...]) -> list[str]:
     flags = machine.cpu_flags()
-    return [f for f in variant_requires if f not in flags]
+    return [f for f in required if f not in flags]
 
 
-def run_study(
-    directory: Path,
-    overrides: dict[str, Any],
-    executor: str = "local",
-    slurm_options: dict[str, Any] | None = None,
-    time_jobs: bool = True,
-) -> bool:
-    """Build, verify and time; returns False if any variant or job failed (the rest still ran)."""
-    directory = Path(directory)
-    store.ensure_dir(directory)
-    study = study_mod.resolve(directory, overrides)
-    find_compiler(study.cc)  # a missing compiler is one error, before anything is written
+def resolve_compilers(study: study_mod.Study) -> tuple[list[Compiler], list[str]]:
+    """The study's compilers that exist here, and one line for each that does not."""
+    found, problems, ids = [], [], {}
+    for spec in study.cc:
+        try:
+            c = find_compiler(spec)
+        except PqsimdError as e:
+            problems.append(str(e))
+            continue
+        if c.id in ids:
+            raise PqsimdError(f"--cc names two compilers with the id '{c.id}' ({ids[c.id]} and {spec}); "
+                              f"give one an id of its own, e.g. --cc {c.id}b={spec}")
+        ids[c.id] = spec
+        found.append(c)
+    return found, problems
+
+
+def run_study(directory: Path, overrides: dict[str, Any], executor: str = "local",
+              slurm_options: dict[str, Any] | None = None, time_jobs: bool = True) -> bool:
+    """Build, verify and time; returns False if any build, variant or job failed (the rest ran)."""
+    sd = StudyDir(directory).ensure()
+    with sd.lock("pqsimd run"):
+        return _run_locked(sd, overrides, executor, slurm_options or {}, time_jobs)
+
+
+def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_options: dict[str, Any],
+                time_jobs: bool) -> bool:
+    study = study_mod.resolve(sd, overrides)
+    compilers, missing = resolve_compilers(study)
+    for line in missing:
+        console.print(f"[red]compiler missing[/red] {line}; the study goes on without it", soft_wrap=True)
+    if not compilers:
+        raise PqsimdError("none of the study's compilers is installed: " + "; ".join(missing))
     if executor == "slurm":
-        from .run import slurm
+        from .run.slurm import submit
 
-        slurm.check_tools()
-    study_mod.save(directory, study)
-    ok = True
+        submit.check_tools()
+    study_mod.save(sd, study)
+    ok = not missing
 
     tree = sources.locate(Path(study.source) if study.source else None)
     console.print(f"sources: {tree.crate or 'user tree'} {tree.version or ''} at {tree.root}")
+    driver = build_driver()
+    console.print(f"driver: built once with {driver.compiler.command} ({driver.compiler.version})")
 
-    builds: dict[str, BuildResult] = {}
+    builds: list[Build] = []
     gate_results: dict[str, dict] = {}
-    for vid in study.variants:
-        variant = study.variant(vid)
-        missing = _supported(variant.requires_cpu)
-        if missing:
-            console.print(f"[yellow]skip[/yellow] {vid}: this CPU lacks {', '.join(missing)}")
-            gate_results[vid] = {"variant": vid, "passed": False, "skipped": f"CPU lacks {', '.join(missing)}", "checks": []}
-            continue
-        try:
-            b = build_variant(tree, variant, study.cc)
-        except PqsimdError as e:
-            console.print(f"[red]build failed[/red] {e}")
-            gate_results[vid] = {"variant": vid, "passed": False, "checks": [{"check": "build", "scheme": "*", "passed": False, "detail": str(e)}]}
-            ok = False
-            continue
-        console.print(f"build {vid}: {'cached' if b.cached else f'built in {b.seconds:.1f} s'} ({b.compiler.command} {' '.join(b.flags)})")
-        builds[vid] = b
+    for fam in study.families():
+        for vid in study.variants:
+            variant = study.variant(vid)
+            for comp in compilers:
+                bid = f"{vid}.{comp.id}.{fam.name}"
+                why = unavailable(fam, variant)
+                impl = fam.implementation(variant.sources)
+                lacking = _missing_cpu_features(tuple(variant.requires_cpu) + (impl.requires_cpu if impl else ()))
+                if not why and lacking:
+                    why = f"this CPU lacks {', '.join(lacking)}"
+                if why:
+                    console.print(f"[yellow]skip[/yellow] {vid} ({comp.id}, {fam.name}): {why}", soft_wrap=True)
+                    gate_results[bid] = {"build": bid, "variant": vid, "compiler": comp.id, "family": fam.name,
+                                         "passed": False, "passed_schemes": [], "skipped": why, "checks": []}
+                    continue
+                try:
+                    b = build_variant(tree, fam, variant, comp, driver)
+                except PqsimdError as e:
+                    console.print(f"[red]build failed[/red] {e}", soft_wrap=True)
+                    gate_results[bid] = {"build": bid, "variant": vid, "compiler": comp.id, "family": fam.name,
+                                         "passed": False, "passed_schemes": [],
+                                         "checks": [{"check": "build", "scheme": "*", "passed": False, "detail": str(e)}]}
+                    ok = False
+                    continue
+                how = "cached" if b.cached else f"built in {b.seconds:.1f} s"
+                console.print(f"build {vid} ({comp.id}, {fam.name}): {how} ({comp.command} {' '.join(b.flags)})", soft_wrap=True)
+                builds.append(b)
 
-    for vid, g in verify.gate(tree, builds, study.schemes).items():
-        gate_results[vid] = g.to_dict()
+    from . import verify
+
+    for bid, g in verify.gate(tree, driver, builds, study.schemes).items():
+        gate_results[bid] = g.to_dict()
+        b = next(x for x in builds if x.id == bid)
         if g.passed:
-            console.print(f"gate {vid}: passed ({len(g.checks)} checks)")
+            console.print(f"gate {b.label}: passed ({len(g.checks)} checks)")
         else:
             bad = [c for c in g.checks if not c.passed]
-            more = f" (+{len(bad) - 2} more in gate/{vid}.json)" if len(bad) > 2 else ""
-            console.print(f"[red]gate FAILED[/red] {vid}: " + "; ".join(f"{c.check} {c.scheme}: {c.detail}" for c in bad[:2]) + more, soft_wrap=True)
+            more = f" (+{len(bad) - 2} more in gate/{bid}.json)" if len(bad) > 2 else ""
+            console.print(f"[red]gate FAILED[/red] {b.label}: "
+                          + "; ".join(f"{c.check} {c.scheme}: {c.detail}" for c in bad[:2]) + more, soft_wrap=True)
             ok = False
-    for vid, g in gate_results.items():
-        store.atomic_write_json(store.gate_path(directory, vid), g)
+    for bid, g in gate_results.items():
+        sd.write_gate(bid, g)
 
-    passing = [v for v in study.variants if gate_results.get(v, {}).get("passed")]
-    binaries = {vid: _install_binary(directory, builds[vid]) for vid in passing}
+    passing = [b for b in builds if gate_results[b.id]["passed_schemes"]]
+    driver_sha = _install(sd, driver.path, sd.driver_path, None)
+    binaries = {b.id: _install(sd, b.library, sd.variant_path(b.id), b.id) for b in passing}
 
-    plan_file = directory / "plan.json"
-    plan = store.read_json(plan_file) if plan_file.exists() else None
-    fresh = plan_mod.make_plan(study.variants, study.schemes, study.jobs, study.seed)
-    if plan is None or not any(store.raw_dir(directory).glob("*.parquet")):
-        plan = fresh
-        plan_mod.write_plan(directory, plan)
-    elif len(fresh["jobs"]) > len(plan["jobs"]):
-        # More jobs for a study with data: the seeded order reproduces the old rounds, then adds new ones.
-        if fresh["jobs"][: len(plan["jobs"])] != plan["jobs"]:
-            raise PqsimdError(f"{directory}/plan.json does not match the study's seed; restore it or use a new directory")
-        plan = fresh
-        plan_mod.write_plan(directory, plan)
-    check_settings(directory, study)
+    plan = plan_mod.update_plan(sd, study, [c.id for c in compilers])
+    sizing = None
+    if study.budget is not None and time_jobs:
+        from .run import sizing as sizing_mod
 
-    manifest = {
-        "schema_version": store.MANIFEST_SCHEMA_VERSION,
+        sizing = sizing_mod.ensure_sizing(sd, study, plan, console=console)
+
+    sd.update_manifest({
         "tool": {"name": "pqsimd", "version": __version__, "git_commit": _git_commit()},
-        "created": datetime.now(timezone.utc).isoformat(),
+        "created": sd.read_manifest().get("created") or datetime.now(timezone.utc).isoformat(),
         "source": tree.to_dict(),
-        "variants": {
-            vid: {
-                **study.variant(vid).to_dict(),
-                "compiler": builds[vid].compiler.to_dict() if vid in builds else None,
-                "flags_used": builds[vid].flags if vid in builds else None,
-                "build_key": builds[vid].key if vid in builds else None,
-                "compile_commands": builds[vid].commands if vid in builds else None,
-                "binary_sha256": binaries.get(vid),
-                "gate": gate_results.get(vid),
+        "driver": {**driver.to_dict(), "sha256": driver_sha},
+        "families": {f.name: {"source": f.source, "kind": f.kind, "title": f.title, "toml": f.text} for f in study.families()},
+        "compilers": {c.id: c.to_dict() for c in compilers},
+        "compilers_missing": missing,
+        "chain": catalog.chain().to_dict(),
+        "design": study.design,
+        "variants": {vid: study.variant(vid).to_dict() for vid in study.variants},
+        "builds": {
+            bid: {
+                **g,
+                "flags_used": next((b.flags for b in builds if b.id == bid), None),
+                "build_key": next((b.key for b in builds if b.id == bid), None),
+                "compile_commands": next((b.commands for b in builds if b.id == bid), None),
+                "binary_sha256": binaries.get(bid),
             }
-            for vid in study.variants
+            for bid, g in gate_results.items()
         },
         "machine": machine.machine_info(),
         "counters": counters.manifest_entry(),
@@ -150,64 +182,26 @@ def run_study(
         "seed": plan["seed"],
         "job_order": [j["id"] for j in plan["jobs"]],
         "executor": executor,
-    }
-    store.atomic_write_json(directory / "manifest.json", manifest)
+    })
 
     if not time_jobs:
         return ok
-    if "instructions" in study.metrics:
-        from .run import instructions
+    from .run import metrics
 
-        ok = instructions.execute(directory, study, passing, console=console) and ok
-    if "energy" in study.metrics:
-        ok = energy.execute(directory, study, passing, console=console) and ok
-    if not {"ticks", "counters"} & set(study.metrics):
-        _record_jobs(directory)
-        return ok
-    def expected_sha(vid: str) -> str | None:  # node-built variants have a binary per node
-        return None if (executor == "slurm" and study.variant(vid).node_dependent) else binaries[vid]
-
-    pending = [j for j in plan["jobs"] if j["variant"] in passing and not store.finished_job(directory, j["id"], expected_sha(j["variant"]))]
-    skipped = len([j for j in plan["jobs"] if j["variant"] not in passing])
-    done = len(plan["jobs"]) - len(pending) - skipped
-    console.print(f"jobs: {len(pending)} to run, {done} already finished" + (f", {skipped} of failed/skipped variants not run" if skipped else ""))
-    if executor == "slurm":
-        from .run import slurm
-
-        ok = slurm.execute(directory, pending, slurm_options or {}) and ok
-    else:
-        from .run import local
-
-        failures = local.execute(directory, pending, console=console)
-        ok = ok and not failures
-    _record_jobs(directory)
-    console.print(f"study: {directory}")
+    ok = metrics.execute_all(sd, study, plan, passing, binaries, executor, slurm_options, console) and ok
+    record_jobs(sd)
+    console.print(f"study: {sd.path}")
     return ok
 
 
-def check_settings(directory: Path, study: study_mod.Study) -> None:
-    """Refuse to continue a study whose raw files were measured with other settings."""
-    want = study.measurement_settings()
-    for path in sorted(store.raw_dir(directory).glob("*.parquet")):
-        rec = store.read_job_record(path)
-        got = (rec or {}).get("settings")
-        if got is not None and {k: got.get(k) for k in want} != want:
-            diff = next(k for k in want if got.get(k) != want[k])
-            raise PqsimdError(
-                f"{path} was measured with {diff}={got.get(diff)!r} but {directory}/study.toml now says "
-                f"{want[diff]!r}; restore study.toml or use a new directory (nothing is mixed or overwritten)"
-            )
-
-
-def _record_jobs(directory: Path) -> None:
+def record_jobs(sd: StudyDir) -> None:
     """Collect each finished job's record (calibration, host, CPU) into the manifest."""
-    path = directory / "manifest.json"
-    manifest = store.read_json(path)
     jobs = {}
-    for p in sorted(store.raw_dir(directory).glob("*.parquet")):
-        rec = store.read_job_record(p)
-        if rec:
-            jobs[rec["id"]] = {k: rec.get(k) for k in ("hostname", "cpu_model", "cpu", "calibration", "started", "finished", "binary_sha256", "slurm_job_id")}
-    manifest["jobs"] = jobs
-    manifest["updated"] = datetime.now(timezone.utc).isoformat()
-    store.atomic_write_json(path, manifest)
+    for rec in sd.job_records().values():
+        if rec and rec.get("id"):
+            jobs[rec["id"]] = {k: rec.get(k) for k in ("metric", "hostname", "cpu_model", "cpu", "calibration", "started",
+                                                        "finished", "binaries", "slurm_job_id")}
+    sd.update_manifest({"jobs": jobs})
+
+
+__all__ = ["run_study", "record_jobs", "command"]

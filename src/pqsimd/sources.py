@@ -17,7 +17,7 @@ CRATE = "pqcrypto-mlkem"
 
 @dataclass(frozen=True)
 class SourceTree:
-    root: Path  # the PQClean tree (has crypto_kem/, common/, test/)
+    root: Path  # the PQClean tree (has common/, crypto_kem/ and crypto_sign/, test/)
     origin: str  # "crate" | "path"
     crate: str | None = None
     version: str | None = None
@@ -51,14 +51,16 @@ def _cargo() -> str:
 
 
 def check_tree(root: Path) -> Path:
-    """A PQClean-layout tree has crypto_kem/, common/ and test/; say which is missing."""
+    """A PQClean-layout tree has common/ and crypto_kem/ or crypto_sign/; say what is missing.
+    (Each family's own directories are checked when it is built.)"""
     root = Path(root).expanduser().resolve()
-    for sub in ("crypto_kem", "common", "test"):
-        if not (root / sub).is_dir():
-            raise PqsimdError(
-                f"{root} is not a PQClean tree: no {sub}/ directory (point --source at the folder "
-                "that holds crypto_kem/, common/ and test/)"
-            )
+    if not root.is_dir():
+        raise PqsimdError(f"--source {root}: no such directory (point it at the folder that holds common/, crypto_kem/, crypto_sign/)")
+    if not (root / "common").is_dir() or not ((root / "crypto_kem").is_dir() or (root / "crypto_sign").is_dir()):
+        raise PqsimdError(
+            f"{root} is not a PQClean tree: it needs common/ and crypto_kem/ or crypto_sign/ (point --source at the "
+            "folder that holds them)"
+        )
     return root
 
 

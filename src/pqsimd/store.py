@@ -14,19 +14,22 @@ import pyarrow.parquet as pq
 
 from .errors import PqsimdError
 
-MANIFEST_SCHEMA_VERSION = 1
+MANIFEST_SCHEMA_VERSION = 2
+RAW_SCHEMA_VERSION = 2  # 2: compiler and pos columns (paired design); job records carry `settings`
 JOB_METADATA_KEY = b"pqsimd.job"
 
 RAW_SCHEMA = pa.schema(
     [
         ("scheme", pa.string()),
         ("variant", pa.string()),
+        ("compiler", pa.string()),
         ("op", pa.string()),
         ("metric", pa.string()),
         ("job", pa.string()),
         ("job_index", pa.int32()),
         ("spin", pa.int32()),
         ("rep", pa.int32()),
+        ("pos", pa.int16()),
         ("batch", pa.int32()),
         ("raw", pa.int64()),
         ("ticks", pa.int64()),
@@ -101,36 +104,30 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-# --- layout -------------------------------------------------------------------------------
-
-def raw_dir(directory: Path) -> Path:
-    return directory / "raw"
-
-
-def raw_path(directory: Path, job_id: str) -> Path:
-    return raw_dir(directory) / f"{job_id}.parquet"
-
-
-def bin_path(directory: Path, variant: str) -> Path:
-    return directory / "bin" / variant
-
-
-def gate_path(directory: Path, variant: str) -> Path:
-    return directory / "gate" / f"{variant}.json"
-
-
-def log_path(directory: Path, name: str) -> Path:
-    return directory / "logs" / f"{name}.log"
-
-
 # --- raw data -----------------------------------------------------------------------------
 
-def write_raw(directory: Path, job_id: str, table: pa.Table, job_record: dict[str, Any]) -> Path:
+def raw_table(columns: dict[str, Any], constants: dict[str, Any]) -> pa.Table:
+    """The one builder of raw tables: per-row `columns` (arrays of equal length) and per-table
+    `constants` (scheme, metric, job, ...), in RAW_SCHEMA's column order and types. Every metric's
+    rows go through here; a column neither gives is null (e.g. ticks for exact counts)."""
+    n = len(next(iter(columns.values()))) if columns else 0
+    arrays = []
+    for f in RAW_SCHEMA:
+        if f.name in columns:
+            arrays.append(pa.array(columns[f.name], f.type) if not isinstance(columns[f.name], pa.Array)
+                          else columns[f.name].cast(f.type))
+        elif f.name in constants:
+            arrays.append(pa.array([constants[f.name]] * n, f.type))
+        else:
+            arrays.append(pa.nulls(n, f.type))
+    return pa.Table.from_arrays(arrays, schema=RAW_SCHEMA)
+
+
+def write_raw(path: Path, table: pa.Table, job_record: dict[str, Any]) -> Path:
     """Write one finished job: temp name, fsync, rename. A killed job leaves nothing that counts."""
     meta = dict(table.schema.metadata or {})
-    meta[JOB_METADATA_KEY] = json.dumps(job_record, default=str).encode()
-    table = table.cast(RAW_SCHEMA).replace_schema_metadata(meta)
-    path = raw_path(directory, job_id)
+    meta[JOB_METADATA_KEY] = json.dumps({**job_record, "raw_schema_version": RAW_SCHEMA_VERSION}, default=str).encode()
+    table = table.select(RAW_SCHEMA.names).cast(RAW_SCHEMA).replace_schema_metadata(meta)
     atomic_write_with(path, lambda f: pq.write_table(table, f, compression="zstd"))
     return path
 
@@ -139,19 +136,7 @@ def read_job_record(path: Path) -> dict[str, Any] | None:
     """The job record of a raw file, or None if the file is unreadable (truncated, corrupt)."""
     try:
         meta = pq.read_schema(path).metadata or {}
-        return json.loads(meta[JOB_METADATA_KEY])
+        rec = json.loads(meta[JOB_METADATA_KEY])
+        return rec if isinstance(rec, dict) else None
     except Exception:  # any failure to read means: not a finished job
         return None
-
-
-def finished_job(directory: Path, job_id: str, binary_sha256: str | None = None) -> bool:
-    """A job counts as finished when its raw file reads back and matches the job (and binary)."""
-    path = raw_path(directory, job_id)
-    if not path.exists():
-        return False
-    rec = read_job_record(path)
-    if rec is None or rec.get("id") != job_id:
-        return False
-    if binary_sha256 is not None and rec.get("binary_sha256") not in (None, binary_sha256):
-        return False
-    return True

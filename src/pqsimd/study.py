@@ -1,50 +1,62 @@
 """The study: what to measure, resolved from defaults ← preset ← DIR/study.toml ← command line.
 
-The resolved study is written back to DIR/study.toml; running the same directory again continues
-it, and a change to anything that shapes the measurements is refused once data exists.
+The resolved study is written back to DIR/study.toml. Its measurement settings are fixed in
+DIR/plan.json by the first run; from then on a change to any of them, from the command line, a
+preset or a hand-edited study.toml, is refused in one line (more jobs are fine: they extend the
+seeded plan). Every input is checked here, before anything is built or timed.
 """
 
 from __future__ import annotations
 
 import os
-import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
 from . import catalog
-from .catalog import Variant
+from .catalog import Family, Variant
 from .errors import PqsimdError
-from .store import atomic_write_text
+from .studydir import StudyDir
 
-# Keys whose change would mix incompatible measurements in one study.
-MEASUREMENT_KEYS = ("schemes", "variants", "ops", "spins", "reps", "warmup", "batch", "batch_target", "cc", "metrics")
 METRICS = ("ticks", "instructions", "counters", "energy")
-MAX_BATCH = 1 << 24  # the harness's own auto-batching limit
+DESIGNS = ("paired", "separate")
+MAX_BATCH = 1 << 24  # the driver's own auto-batching limit
+TABLES = ("study", "variants", "analysis")
 
-# The type of every [study] key, so a study file with `cc = 5` gets one line, not a traceback.
-KEY_TYPES: dict[str, tuple[type, ...]] = {
-    "schemes": (list,), "variants": (list,), "ops": (list,), "metrics": (list,),
-    "jobs": (int,), "spins": (int,), "reps": (int,), "warmup": (int,), "batch_target": (int,),
-    "cpu": (int,), "seed": (int,), "batch": (str, int), "cc": (str,), "preset": (str,), "source": (str,),
+# [study] keys: type, and whether they shape the measurements (then fixed once data exists).
+KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "schemes": ((list,), True), "variants": ((list,), True), "ops": ((list,), True),
+    "metrics": ((list,), True), "cc": ((list, str), True), "jobs": ((int,), False),
+    "spins": ((int,), True), "reps": ((int,), True), "warmup": ((int,), True),
+    "batch": ((str, int), True), "batch_target": ((int,), True), "design": ((str,), True),
+    "warmup_ns": ((int,), True), "budget": ((float, int), True), "min_spins": ((int,), True),
+    "min_reps": ((int,), True), "max_spins": ((int,), True),
+    "cpu": ((int,), False), "seed": ((int,), True), "preset": ((str,), False), "source": ((str,), True),
 }
+MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
 
 
 @dataclass
 class Study:
     schemes: list[str]
     variants: list[str]
-    ops: list[str]
+    ops: list[str] | None  # None: every op of each scheme's family
     jobs: int
     spins: int
     reps: int
     warmup: int
+    cc: list[str] = field(default_factory=lambda: ["gcc"])
     batch: str = "auto"  # "auto" or a positive integer as text
     batch_target: int = 1000  # ticks per sample that auto-batching aims for
+    design: str = "paired"
+    warmup_ns: int = 50_000  # paired: untimed warm-up of an op before each variant's reps
+    budget: float | None = None  # seconds per (job, op): spins and reps chosen per op (run/sizing.py)
+    min_spins: int = 10
+    min_reps: int = 5
+    max_spins: int = 1000
     cpu: int | None = None  # None: the last CPU this process may run on
-    cc: str = "gcc"
     seed: int = 1
     preset: str = "standard"
     metrics: list[str] = field(default_factory=lambda: ["ticks"])
@@ -52,66 +64,139 @@ class Study:
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
 
+    # --- what the study holds ---------------------------------------------------------------
     def variant(self, vid: str) -> Variant:
         return self.variant_defs[vid]
 
+    def families(self) -> list[Family]:
+        out: dict[str, Family] = {}
+        for s in self.schemes:
+            fam = catalog.family_of(s)
+            out.setdefault(fam.name, fam)
+        return list(out.values())
+
+    def ops_for(self, scheme: str) -> list[str]:
+        """The ops a job of this scheme times: its family's, filtered by --ops, in family order."""
+        fam = catalog.family_of(scheme)
+        if self.ops is None:
+            return list(fam.ops)
+        return [o for o in fam.ops if o in self.ops]
+
     def measurement_settings(self) -> dict[str, Any]:
-        """What a timing job's samples depend on; recorded in every raw file and checked on resume."""
-        return {"spins": self.spins, "reps": self.reps, "warmup": self.warmup, "batch": self.batch,
-                "batch_target": self.batch_target, "ops": list(self.ops), "cc": self.cc}
+        """What a timing job's samples depend on; fixed in plan.json and recorded in every raw file."""
+        return {
+            "schemes": list(self.schemes), "variants": list(self.variants), "cc": list(self.cc),
+            "ops": {s: self.ops_for(s) for s in self.schemes}, "metrics": list(self.metrics),
+            "spins": self.spins, "reps": self.reps, "warmup": self.warmup, "batch": self.batch,
+            "batch_target": self.batch_target, "design": self.design, "warmup_ns": self.warmup_ns,
+            "budget": self.budget, "min_spins": self.min_spins, "min_reps": self.min_reps,
+            "max_spins": self.max_spins, "seed": self.seed, "source": self.source,
+            "variant_defs": {v: self.variant_defs[v].to_dict() for v in self.variants},
+        }
 
     def to_toml(self) -> str:
-        d = asdict(self)
-        d.pop("variant_defs")
-        analysis = d.pop("analysis")
-        for k in [k for k, v in d.items() if v is None]:
-            d.pop(k)
+        d: dict[str, Any] = {}
+        for k in KEYS:
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = v
         doc: dict[str, Any] = {"study": d, "variants": {v: self.variant_defs[v].to_dict() for v in self.variants}}
-        if analysis:
-            doc["analysis"] = analysis
-        header = "# pqsimd study, fully resolved. `pqsimd run DIR` continues it.\n"
+        if self.analysis:
+            doc["analysis"] = self.analysis
+        header = ("# pqsimd study, fully resolved. `pqsimd run DIR` continues it.\n"
+                  "# Variant flags are compiler arguments: a study.toml is code; never run one you do not trust.\n")
         return header + tomli_w.dumps(doc)
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise PqsimdError(f"{path}: malformed TOML ({e}); fix the file or remove it") from None
-    except OSError as e:
-        raise PqsimdError(f"{path}: cannot read ({e.strerror})") from None
+# --- checks ---------------------------------------------------------------------------------------
+
+def _type_name(types: tuple[type, ...]) -> str:
+    names = {list: "a list of strings", int: "an integer", str: "a string", float: "a number"}
+    return " or ".join(names[t] for t in types)
 
 
-def _check_names(kind: str, given: list[str], valid: list[str]) -> None:
+def _check_types(values: dict[str, Any], where: str) -> None:
+    for key, value in values.items():
+        if key not in KEYS or value is None:
+            continue
+        types = KEYS[key][0]
+        ok = isinstance(value, types) and not isinstance(value, bool)
+        if ok and isinstance(value, list):
+            ok = all(isinstance(x, str) for x in value)
+        if not ok:
+            raise PqsimdError(f"{where}: [study] {key} must be {_type_name(types)}, got {value!r}")
+        if isinstance(value, str) and ("\n" in value or "\0" in value):
+            raise PqsimdError(f"{where}: [study] {key} contains a newline or NUL")
+
+
+def _check_names(kind: str, given: list[str], valid: list[str], where: str) -> None:
+    if not given:
+        raise PqsimdError(f"{where}: {kind}s is empty; name at least one (valid {kind}s: {', '.join(valid)})")
     bad = [g for g in given if g not in valid]
     if bad:
         raise PqsimdError(f"unknown {kind} '{bad[0]}'; valid {kind}s: {', '.join(valid)}")
-
-
-def _check_types(merged: dict[str, Any], path: Path) -> None:
-    for key, types in KEY_TYPES.items():
-        value = merged.get(key)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, types):
-            want = " or ".join("a list of strings" if t is list else {int: "an integer", str: "a string"}[t] for t in types)
-            raise PqsimdError(f"{path}: [study] {key} must be {want}, got {value!r}")
-        if isinstance(value, list) and not all(isinstance(x, str) for x in value):
-            raise PqsimdError(f"{path}: [study] {key} must be a list of strings, got {value!r}")
+    dup = next((g for g in given if given.count(g) > 1), None)
+    if dup:
+        raise PqsimdError(f"{where}: {kind} '{dup}' is listed twice")
 
 
 def _positive(name: str, value: Any, minimum: int = 1) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise PqsimdError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise PqsimdError(f"--{name.replace('_', '-')} must be an integer >= {minimum}, got {value!r}")
     return value
 
 
-def resolve(directory: Path, overrides: dict[str, Any]) -> Study:
-    """Merge defaults, preset, an existing DIR/study.toml and the command line."""
-    path = directory / "study.toml"
-    stored = read_toml(path) if path.exists() else {}
+def _check_doc(doc: dict[str, Any], where: str) -> None:
+    unknown = [k for k in doc if k not in TABLES]
+    if unknown:
+        raise PqsimdError(f"{where}: unknown table or key '{unknown[0]}'; a study file has only "
+                          f"[{'], ['.join(TABLES)}]")
+    for t in TABLES:
+        if t in doc and not isinstance(doc[t], dict):
+            raise PqsimdError(f"{where}: `{t}` must be a table ([{t}] ...), got {doc[t]!r}")
+    unknown = sorted(set(doc.get("study", {})) - set(KEYS))
+    if unknown:
+        raise PqsimdError(f"{where}: unknown key(s) in [study]: {', '.join(unknown)}; known: {', '.join(KEYS)}")
+
+
+def _check_ops(ops: list[str] | None, schemes: list[str], where: str) -> None:
+    if ops is None:
+        return
+    fams = {catalog.family_of(s).name: catalog.family_of(s) for s in schemes}
+    valid = [o for f in fams.values() for o in f.ops]
+    if not ops:
+        raise PqsimdError(f"{where}: ops is empty; name at least one op or leave --ops out for all")
+    bad = [o for o in ops if o not in valid]
+    if bad:
+        listing = "; ".join(f"{f.name}: {', '.join(f.ops)}" for f in fams.values())
+        raise PqsimdError(f"op '{bad[0]}' is in none of the study's families ({listing})")
+    for s in schemes:
+        if not any(o in ops for o in catalog.family_of(s).ops):
+            raise PqsimdError(f"--ops leaves scheme {s} nothing to time; add one of {', '.join(catalog.family_of(s).ops)}")
+
+
+def parse_cc(cc: list[str] | str) -> list[str]:
+    items = [cc] if isinstance(cc, str) else list(cc)
+    items = [c.strip() for x in items for c in x.split(",") if c.strip()]
+    if not items:
+        raise PqsimdError("--cc is empty; name a compiler, e.g. gcc or gcc-12,clang-16")
+    return items
+
+
+# --- resolution -----------------------------------------------------------------------------------
+
+def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
+    """Merge defaults, preset, DIR/study.toml and the command line; check everything."""
+    sd = directory if isinstance(directory, StudyDir) else StudyDir(directory)
+    where = str(sd.study_toml)
+    stored = sd.read_study_doc()
+    _check_doc(stored, where)
     stored_study = dict(stored.get("study", {}))
+    _check_types(stored_study, where)
     cli = {k: v for k, v in overrides.items() if v is not None}
+    if "metric" in cli:
+        cli["metrics"] = cli.pop("metric")
+    _check_types({k: v for k, v in cli.items() if k in KEYS}, "command line")
 
     preset_name = cli.get("preset") or stored_study.get("preset") or "standard"
     presets = catalog.presets()
@@ -119,84 +204,101 @@ def resolve(directory: Path, overrides: dict[str, Any]) -> Study:
         raise PqsimdError(f"unknown preset '{preset_name}'; valid presets: {', '.join(presets)}")
     preset = {k: v for k, v in presets[preset_name].items() if k != "description"}
     if "preset" in cli and cli["preset"] != stored_study.get("preset", cli["preset"]):
-        # A new preset replaces the stored sizes, so the conflict check below sees the change.
-        for k in ("jobs", "spins", "reps", "warmup"):
+        # A new preset replaces the stored sizes, so the settings check sees the change.
+        for k in preset:
             stored_study.pop(k, None)
 
     variant_defs = dict(catalog.builtin_variants())
-    for vid, vdef in stored.get("variants", {}).items():
-        variant_defs[vid] = catalog.variant_from_dict(vid, vdef, str(path))
+    vtable = stored.get("variants", {})
+    for vid, vdef in vtable.items():
+        variant_defs[vid] = catalog.variant_from_dict(vid, vdef, where)
 
-    fam = catalog.ml_kem()
+    fam = catalog.default_family()
     merged: dict[str, Any] = {
-        "batch": "auto",
         "schemes": list(fam.schemes),
         "variants": [v for v, d in variant_defs.items() if d.default],
-        "ops": list(fam.ops),
         **preset,
         **stored_study,
     }
     merged["preset"] = preset_name
-    if "metric" in cli:
-        cli["metrics"] = cli.pop("metric")
     if "source" in cli:
-        cli["source"] = str(Path(cli["source"]).expanduser().resolve())
+        from .sources import check_tree
 
+        cli["source"] = str(check_tree(Path(cli["source"])))  # a bad --source never reaches study.toml
     for k, v in cli.items():
         if k != "preset":
             merged[k] = v
-    _check_types(merged, path)
-    merged["batch"] = str(merged["batch"])
-    for key, minimum in (("jobs", 1), ("spins", 1), ("reps", 1), ("warmup", 0), ("batch_target", 1)):
+    _check_types(merged, where)
+    merged["cc"] = parse_cc(merged.get("cc", ["gcc"]))
+    merged["batch"] = str(merged.get("batch", "auto"))
+    for key, minimum in (("jobs", 1), ("spins", 1), ("reps", 1), ("warmup", 0), ("batch_target", 1),
+                         ("warmup_ns", 0), ("min_spins", 1), ("min_reps", 1), ("max_spins", 1)):
         if key in merged:
-            _positive(f"--{key}", merged[key], minimum)
+            _positive(key, merged[key], minimum)
+    if merged.get("budget") is not None:
+        b = merged["budget"]
+        if not isinstance(b, (int, float)) or isinstance(b, bool) or not (0 < b <= 3600):
+            raise PqsimdError(f"--budget must be a time in seconds per op and job, 0 < budget <= 3600, got {b!r}")
+        merged["budget"] = float(b)
+    if merged.get("design", "paired") not in DESIGNS:
+        raise PqsimdError(f"--design must be one of {', '.join(DESIGNS)}, got {merged.get('design')!r}")
 
-    # Once measurements exist, what shaped them is fixed, wherever a change would come from
-    # (command line, preset, or an edited study.toml checked against the stored plan).
-    has_data = any((directory / "raw").glob("*.parquet")) if (directory / "raw").is_dir() else False
-    if has_data:
-        before = dict(stored.get("study", {}))
-        if "batch" in before:
-            before["batch"] = str(before["batch"])
-        for k in (*MEASUREMENT_KEYS, "seed"):
-            if k in before and merged.get(k) != before[k]:
-                raise PqsimdError(
-                    f"{directory} already holds measurements with {k}={before[k]!r}; "
-                    f"use a new directory for {k}={merged.get(k)!r}"
-                )
-        if merged.get("jobs", 0) < before.get("jobs", 0):
-            raise PqsimdError(
-                f"{directory} already planned {before['jobs']} jobs per group; more are fine "
-                f"(--jobs N > {before['jobs']}), fewer would orphan measured jobs"
-            )
-
-    merged["batch"] = str(merged["batch"])
-    all_schemes = [s for f in catalog.families() for s in f.schemes]
-    _check_names("scheme", merged["schemes"], all_schemes)
-    _check_names("variant", merged["variants"], list(variant_defs))
-    _check_names("op", merged["ops"], list(fam.ops))
-    _check_names("metric", merged.get("metrics", ["ticks"]), list(METRICS))
+    _check_names("scheme", merged["schemes"], catalog.all_schemes(), where)
+    _check_names("variant", merged["variants"], list(variant_defs), where)
+    _check_ops(merged.get("ops"), merged["schemes"], where)
+    _check_names("metric", merged.get("metrics", ["ticks"]), list(METRICS), where)
     if merged["batch"] != "auto" and not (merged["batch"].isdigit() and 1 <= int(merged["batch"]) <= MAX_BATCH):
         raise PqsimdError(f"--batch must be 'auto' or an integer from 1 to {MAX_BATCH}, got {merged['batch']!r}")
     if merged.get("cpu") is not None and merged["cpu"] not in os.sched_getaffinity(0):
         allowed = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
         raise PqsimdError(f"--cpu {merged['cpu']} is not a CPU this process may use (allowed: {allowed})")
+    for c in merged["cc"]:
+        if "\n" in c or "\0" in c:
+            raise PqsimdError("--cc contains a newline or NUL")
 
-    known = set(Study.__dataclass_fields__) - {"variant_defs", "analysis"}
-    unknown = set(merged) - known
-    if unknown:
-        raise PqsimdError(f"{path}: unknown key(s) in [study]: {', '.join(sorted(unknown))}")
-    study = Study(**merged, variant_defs=variant_defs, analysis=dict(stored.get("analysis", {})))
+    study = Study(**{k: v for k, v in merged.items() if k in KEYS}, variant_defs=variant_defs,
+                  analysis=dict(stored.get("analysis", {})))
     study.variant_defs = {v: variant_defs[v] for v in study.variants}
+    check_against_plan(sd, study)
     return study
 
 
-def load(directory: Path) -> Study:
+def check_against_plan(sd: StudyDir, study: Study) -> None:
+    """Once a plan exists (fixed by the first run), no measurement setting may change."""
+    plan = sd.read_plan()
+    if plan is None or "settings" not in plan:
+        return
+    before = plan["settings"]
+    now = study.measurement_settings()
+    for k in now:
+        if k in before and before[k] != now[k]:
+            raise PqsimdError(
+                f"{sd.path} was planned with {k}={_short(before[k])} but the study now says {k}={_short(now[k])} "
+                f"(from the command line, the preset or an edited study.toml); restore it, or use a new directory "
+                f"for the new settings (nothing is mixed or overwritten)"
+            )
+    if study.jobs < plan.get("jobs_per_group", 0):
+        raise PqsimdError(
+            f"{sd.path} already planned {plan['jobs_per_group']} jobs per group; more are fine "
+            f"(--jobs N > {plan['jobs_per_group']}), fewer would orphan measured jobs"
+        )
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) < 80 else text[:77] + "..."
+
+
+def load(directory: Path | StudyDir) -> Study:
     """The stored study of an existing directory (no command-line changes)."""
-    if not (directory / "study.toml").exists():
-        raise PqsimdError(f"{directory} holds no study (no study.toml); create one with `pqsimd run {directory}`")
-    return resolve(directory, {})
+    sd = directory if isinstance(directory, StudyDir) else StudyDir(directory)
+    if not sd.study_toml.exists():
+        from .errors import command
+
+        raise PqsimdError(f"{sd.path} holds no study (no study.toml); create one with {command('run', sd.path)}")
+    return resolve(sd, {})
 
 
-def save(directory: Path, study: Study) -> None:
-    atomic_write_text(directory / "study.toml", study.to_toml())
+def save(directory: Path | StudyDir, study: Study) -> None:
+    sd = directory if isinstance(directory, StudyDir) else StudyDir(directory)
+    sd.write_study(study.to_toml())

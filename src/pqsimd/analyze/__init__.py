@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import time
 import tomllib
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -14,21 +14,22 @@ import pandas as pd
 from ..errors import PqsimdError
 from .calibration import aa_check
 from .compare import COLUMNS as COMPARISON_COLUMNS
-from .compare import STANDARD, compare_all, resample_groups
+from .compare import Chain, compare_all, resample_groups
 from .decompose import decompose
 from .groups import build_groups, describe
 from .load import load_spins
 from .settings import Settings, read_study_toml, resolve
-from .write import write_json, write_table
+from .write import write_json, write_spins, write_table
 
 __all__ = ["analyze_study", "Settings"]
 
-RESULTS_SCHEMA_VERSION = 1
+RESULTS_SCHEMA_VERSION = 2  # 2: compiler columns, design, chain and families in summary.json, spins.parquet
 
 METHODS = {
     "unit": "spin median = median of per_call over the R reps of one (job, spin); warmup spins excluded; "
             "the job is the unit of independence",
-    "speedup": "median(baseline spin medians) / median(variant spin medians)",
+    "speedup": "separate design: median(baseline spin medians) / median(variant spin medians); paired design "
+               "(both variants in the same jobs): the median of the per-spin ratios baseline/variant",
     "ci": "the paper's 95% percentile bootstrap: both groups' spin medians resampled independently (B replicates); "
           "ignores jobs",
     "hci": "95% percentile hierarchical bootstrap: jobs resampled with replacement, then spins drawn with replacement "
@@ -41,7 +42,13 @@ METHODS = {
     "cliffs_delta": "P(variant < baseline) - P(variant > baseline) = 1 - 2U/(n m) from the U statistic; CI by "
                     "resampling jobs (the hierarchical bootstrap's stage 1; the within-job stage adds O(1/S) and is "
                     "omitted for delta)",
-    "job_p": "two-sided Welch t-test on log job medians (scipy.stats.ttest_ind, equal_var=False)",
+    "job_p": "separate design: two-sided Welch t-test on log job medians (scipy.stats.ttest_ind, equal_var=False); "
+             "paired design: two-sided one-sample t-test of the jobs' log median ratios (scipy.stats.ttest_1samp); "
+             "groups without any spread: p = 0 if they differ (exact), 1 if not",
+    "paired": "paired design: the naive CI resamples the per-spin ratios, the hierarchical CI resamples jobs, then "
+              "the ratios of the chosen jobs",
+    "decomposition": "factors are ratios of group medians (they multiply to the total exactly, in both designs); "
+                     "share CIs from the groups' hierarchical bootstrap replicates",
     "p_holm": "Holm step-down adjustment of job_p over the family",
     "p_bh": "Benjamini-Hochberg adjustment of job_p over the family (scipy.stats.false_discovery_control)",
     "verdict": "faster if the adjusted job p < alpha and hci_low > 1 + threshold; slower if adjusted p < alpha and "
@@ -54,20 +61,64 @@ METHODS = {
 }
 
 
-def _ops_order(study: dict) -> list[str]:
-    order = list(study.get("study", {}).get("ops", []) or [])
+def study_context(directory: Path, study: dict) -> dict:
+    """What the analysis needs to know beyond the raw data, from the study's own records: the chain
+    (manifest, else the shipped one), the families of its schemes (their ops, labels and report
+    views, carried to the report), its compilers and design."""
+    from .. import catalog
+
+    manifest = read_json_file(directory / "manifest.json")
+    chain = manifest.get("chain") or catalog.chain().to_dict()
+    st = study.get("study", {}) or {}
+    families: dict[str, dict] = {}
+    for name, info in (manifest.get("families") or {}).items():
+        try:
+            families[name] = catalog.family_from_toml(info["toml"], info.get("source", name), None).to_results()
+        except Exception:  # an op table outside the shipped tree: the TOML still says everything analyze needs
+            families[name] = _family_summary_from_toml(info.get("toml", ""), name)
+    for scheme in st.get("schemes", []) or []:
+        try:
+            fam = catalog.family_of(scheme)
+        except PqsimdError:
+            continue
+        families.setdefault(fam.name, fam.to_results())
+    plan = read_json_file(directory / "plan.json")
+    return {"chain": chain, "families": families, "compilers": plan.get("compilers") or [],
+            "design": plan.get("design") or st.get("design") or "separate"}
+
+
+def _family_summary_from_toml(text: str, name: str) -> dict:
     try:
-        fam = tomllib.loads(resources.files("pqsimd").joinpath("data/ml-kem.toml").read_text())
-        order += [o for o in fam.get("ops", {}).get("order", []) if o not in order]
-    except (OSError, tomllib.TOMLDecodeError, ModuleNotFoundError):
-        pass
+        d = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {"family": name, "ops": [], "schemes": {}, "labels": {}, "views": {}}
+    return {"family": d.get("family", name), "title": d.get("title", name), "kind": d.get("kind"),
+            "schemes": {k: {"label": v.get("label", k.upper())} for k, v in d.get("schemes", {}).items()},
+            "ops": d.get("ops", {}).get("order", []), "labels": d.get("ops", {}).get("labels", {}),
+            "self_check": d.get("ops", {}).get("self_check"), "views": d.get("views", {})}
+
+
+def read_json_file(path: Path) -> dict:
+    import json
+
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def _ops_order(study: dict, ctx: dict) -> list[str]:
+    order = []
+    for fam in ctx["families"].values():
+        order += [o for o in fam.get("ops", []) if o not in order]
     return order
 
 
-def _variants(study: dict, present: list[str]) -> list[str]:
+def _variants(study: dict, present: list[str], chain: Chain) -> list[str]:
     """The study file's variants (with or without data yet), then any others found in the raw data."""
     listed = [str(v) for v in (study.get("study", {}).get("variants", []) or [])]
-    rest = [v for v in STANDARD if v in present and v not in listed]
+    rest = [v for v in chain.variants if v in present and v not in listed]
     rest += sorted(v for v in present if v not in listed and v not in rest)
     return listed + rest
 
@@ -77,18 +128,20 @@ def _natural(name: str) -> tuple:
     return (name.rstrip("0123456789-"), int(digits) if digits else -1, name)
 
 
-def _ordered(groups: dict, study: dict, variants: list[str]) -> dict:
+def _ordered(groups: dict, study: dict, variants: list[str], compilers: list[str], ops_order: list[str]) -> dict:
     """Groups in reading order: ticks first, schemes as in the study (else by parameter set), ops in
-    the scheme family's order, variants in stage order."""
+    the family's order, variants in chain order, compilers in study order."""
     schemes = [str(x) for x in (study.get("study", {}).get("schemes", []) or [])]
     s_rank = {x: i for i, x in enumerate(schemes)}
-    o_rank = {x: i for i, x in enumerate(_ops_order(study))}
+    o_rank = {x: i for i, x in enumerate(ops_order)}
     v_rank = {x: i for i, x in enumerate(variants)}
+    c_rank = {x: i for i, x in enumerate(compilers)}
 
     def key(k):
-        metric, scheme, op, variant = k
+        metric, scheme, op, variant, compiler = k
         return ((metric != "ticks", metric), (s_rank.get(scheme, len(s_rank)), _natural(scheme)),
-                (o_rank.get(op, len(o_rank)), op), (v_rank.get(variant, len(v_rank)), variant))
+                (o_rank.get(op, len(o_rank)), op), (c_rank.get(compiler, len(c_rank)), compiler),
+                (v_rank.get(variant, len(v_rank)), variant))
 
     return {k: groups[k] for k in sorted(groups, key=key)}
 
@@ -102,14 +155,21 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         raise PqsimdError(f"no study directory at {directory}; create one with `pqsimd run {directory}`")
     study = read_study_toml(directory)
     settings = resolve(directory, study, n_boot=n_boot, seed=seed)
+    ctx = study_context(directory, study)
+    chain = Chain.from_dict(ctx["chain"])
+    if "extra_baseline" not in (study.get("analysis") or {}):
+        settings = dataclasses.replace(settings, extra_baseline=chain.extra_baseline)
     data = load_spins(directory, pool_cpu_models=settings.pool_cpu_models)
     warnings = list(data.warnings)
     t_load = time.perf_counter()
+    ops_order = _ops_order(study, ctx)
 
     groups = build_groups(data.spins)
     present = sorted(str(v) for v in data.spins["variant"].unique())
-    variants = _variants(study, present)
-    groups = _ordered(groups, study, variants)
+    variants = _variants(study, present, chain)
+    compilers = list(dict.fromkeys([*ctx["compilers"], *sorted(str(c) for c in data.spins["compiler"].unique())]))
+    compilers = [c for c in compilers if c in set(data.spins["compiler"].astype(str))]
+    groups = _ordered(groups, study, variants, compilers, ops_order)
     group_rows = [describe(g, settings.alpha, settings.threshold) for g in groups.values()]
     groups_df = pd.DataFrame(group_rows)
     t_groups = time.perf_counter()
@@ -120,16 +180,16 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     absent = [v for v in variants if v not in present]
     if absent:
         warnings.append(f"variant(s) {', '.join(absent)} of study.toml have no raw data yet: their comparisons are n/a")
-    comparisons, cwarn = compare_all(groups, variants, _ops_order(study), settings)
+    comparisons, cwarn = compare_all(groups, chain, variants, compilers, ops_order, settings)
     warnings += cwarn
     if len(present) < 2:
         warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")
     elif comparisons.empty:
         warnings.append("no comparisons: no pair of the study's variants forms a stage, cumulative or extra comparison")
-    decomposition = decompose(groups, comparisons)
+    decomposition = decompose(groups, comparisons, chain, 1.0 - settings.alpha)
     t_cmp = time.perf_counter()
     aa_variants = [v for v in settings.aa_variants if v in present]
-    aa_table, aa_summary = aa_check(data.spins, aa_variants, settings, _ops_order(study))
+    aa_table, aa_summary = aa_check(data.spins, aa_variants, settings, ops_order)
     if aa_summary.get("false_verdicts"):
         warnings.append(f"A/A check: {aa_summary['false_verdicts']} of {aa_summary['comparisons']} comparisons of "
                         f"{', '.join(aa_variants)} with itself got a faster/slower verdict (see aa.csv)")
@@ -156,6 +216,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     write_table(groups_df, results, "groups")
     write_table(comparisons if len(comparisons) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "comparisons")
     write_table(decomposition, results, "decomposition")
+    write_spins(data.spins, results)
     write_table(aa_table if len(aa_table) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "aa")
 
     det_cmp = int(comparisons["deterministic"].sum()) if len(comparisons) else 0
@@ -179,6 +240,10 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
             "verdict_uses": "p_holm" if settings.adjust == "holm" else "p_bh",
         },
         "methods": METHODS,
+        "chain": ctx["chain"],
+        "families": ctx["families"],
+        "design": ctx["design"],
+        "ci_level": 1.0 - settings.alpha,
         "deterministic": {
             "groups": int(groups_df["deterministic"].sum()),
             "comparisons": det_cmp,
@@ -191,6 +256,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
             "metrics": sorted(data.spins["metric"].unique()),
             "schemes": list(dict.fromkeys(k[1] for k in groups)),
             "variants": variants,
+            "compilers": compilers,
+            "designs": sorted(data.jobs["design"].unique()),
             "ops": int(data.spins["op"].nunique()),
             "jobs_per_group": {"min": int(groups_df["n_jobs"].min()), "max": int(groups_df["n_jobs"].max())},
             "spins_per_group": {"min": int(groups_df["n_spins"].min()), "max": int(groups_df["n_spins"].max())},

@@ -9,13 +9,12 @@ exclude 1 shows how often each interval would claim a difference that is not the
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from .compare import compare_all, resample_groups
+from .compare import Chain, compare_all, resample_groups
 from .groups import build_groups
 from .settings import Settings
 
@@ -28,16 +27,17 @@ def aa_check(spins: pd.DataFrame, variants: Sequence[str], settings: Settings,
         if sub.empty:
             continue
         sub = sub.assign(variant=np.where(sub["job_index"].to_numpy() % 2 == 0, f"{v}[even]", f"{v}[odd]"))
-        halves = sub.groupby(["metric", "scheme", "op", "variant"], observed=True)["job"].nunique()
-        ok = halves[halves >= 2].reset_index().groupby(["metric", "scheme", "op"]).size()
-        keep = ok[ok == 2].reset_index()[["metric", "scheme", "op"]]
+        halves = sub.groupby(["metric", "scheme", "op", "compiler", "variant"], observed=True)["job"].nunique()
+        ok = halves[halves >= 2].reset_index().groupby(["metric", "scheme", "op", "compiler"]).size()
+        keep = ok[ok == 2].reset_index()[["metric", "scheme", "op", "compiler"]]
         if keep.empty:
             continue
-        sub = sub.merge(keep, on=["metric", "scheme", "op"])
+        sub = sub.merge(keep, on=["metric", "scheme", "op", "compiler"])
         groups = build_groups(sub)
         resample_groups(groups, settings)
-        a_settings = dataclasses.replace(settings, extra_baseline=f"{v}[even]")
-        df, _ = compare_all(groups, [f"{v}[even]", f"{v}[odd]"], ops_order, a_settings)
+        compilers = list(dict.fromkeys(str(c) for c in sub["compiler"]))
+        pairs = [("aa", (f"{v}[even]", c), (f"{v}[odd]", c)) for c in compilers]
+        df, _ = compare_all(groups, Chain((), "", {}), [], compilers, ops_order, settings, pairs=pairs)
         df["stage"] = "aa"
         frames.append(df)
         done.append(v)

@@ -17,17 +17,22 @@ NOISY_ALPHA = 0.01  # level of the leave-one-out outlying-job test (Bonferroni o
 EXACT_METRICS = ("instructions",)  # counted, not timed: the same binary gives the same count
 
 
+GroupKey = tuple[str, str, str, str, str]  # metric, scheme, op, variant, compiler
+
+
 @dataclass
 class Group:
     metric: str
     scheme: str
     op: str
     variant: str
+    compiler: str
     values: np.ndarray  # spin medians, job-major, spin order within a job
     job: np.ndarray  # job code 0..J-1 per value
     spin: np.ndarray
     job_ids: list[str]
     n_reps: int
+    pos: np.ndarray | None = None  # position in the spin's variant order (paired design)
     sample: Sample = field(init=False)
     job_medians: np.ndarray = field(init=False)
     deterministic: bool = field(init=False)
@@ -48,8 +53,8 @@ class Group:
         self.positive = bool(self.values.size and self.values.min() > 0)
 
     @property
-    def key(self) -> tuple[str, str, str, str]:
-        return (self.metric, self.scheme, self.op, self.variant)
+    def key(self) -> GroupKey:
+        return (self.metric, self.scheme, self.op, self.variant, self.compiler)
 
     @property
     def n_jobs(self) -> int:
@@ -62,9 +67,9 @@ class Group:
         return self._median
 
 
-def build_groups(spins: pd.DataFrame) -> dict[tuple[str, str, str, str], Group]:
+def build_groups(spins: pd.DataFrame) -> dict[GroupKey, Group]:
     """Split the spin-median table into groups, values job-major and in spin order within a job."""
-    cols = ["metric", "scheme", "op", "variant"]
+    cols = ["metric", "scheme", "op", "variant", "compiler"]
     cat = {c: spins[c] if isinstance(spins[c].dtype, pd.CategoricalDtype) else spins[c].astype("category")
            for c in (*cols, "job")}
     codes = [cat[c].cat.codes.to_numpy().astype(np.int64) for c in cols]
@@ -81,19 +86,20 @@ def build_groups(spins: pd.DataFrame) -> dict[tuple[str, str, str, str], Group]:
     values = spins["value"].to_numpy(dtype=np.float64)[order]
     jobs_s = jcat.codes.astype(np.int64)[order]
     spin_s, reps_s = spin[order], spins["n_reps"].to_numpy()[order]
-    out: dict[tuple[str, str, str, str], Group] = {}
+    pos_s = spins["pos"].to_numpy()[order] if "pos" in spins.columns else np.zeros(order.size, np.int16)
+    out: dict[GroupKey, Group] = {}
     for a, b in zip(starts, ends):
         idx = np.unravel_index(gkey_s[a], [max(len(c), 1) for c in cats])
-        key = tuple(str(cats[i][idx[i]]) for i in range(4))
+        key = tuple(str(cats[i][idx[i]]) for i in range(5))
         jc = jobs_s[a:b]
         bounds = np.flatnonzero(np.r_[True, jc[1:] != jc[:-1]])
         job_codes = jc[bounds]
         local = np.cumsum(np.r_[0, (jc[1:] != jc[:-1]).astype(np.int64)])
         out[key] = Group(
-            metric=key[0], scheme=key[1], op=key[2], variant=key[3],
+            metric=key[0], scheme=key[1], op=key[2], variant=key[3], compiler=key[4],
             values=values[a:b], job=local, spin=spin_s[a:b],
             job_ids=[job_names[c] for c in job_codes],
-            n_reps=int(np.median(reps_s[a:b])),
+            n_reps=int(np.median(reps_s[a:b])), pos=pos_s[a:b],
         )
     return out
 
@@ -216,6 +222,7 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         "scheme": group.scheme,
         "op": group.op,
         "variant": group.variant,
+        "compiler": group.compiler,
         "n_jobs": group.n_jobs,
         "n_spins": int(v.size),
         "n_reps": group.n_reps,

@@ -20,16 +20,17 @@ from ..errors import PqsimdError
 from .settings import parallel_map, read_study_toml
 
 JOB_METADATA_KEY = b"pqsimd.job"
-KEY_COLUMNS = ("metric", "scheme", "variant", "op", "job")
-NEEDED = (*KEY_COLUMNS, "job_index", "spin", "per_call", "warmup")
+KEY_COLUMNS = ("metric", "scheme", "variant", "compiler", "op", "job")
+NEEDED = (*KEY_COLUMNS, "job_index", "spin", "pos", "per_call", "warmup")
+OPTIONAL = {"compiler", "pos"}  # absent from raw files of schema 1 (one compiler, separate design)
 
 
 @dataclass
 class SpinData:
     """Spin medians of a study (one row per metric, scheme, variant, op, job, spin) and its jobs."""
 
-    spins: pd.DataFrame  # metric scheme variant op job (categorical) job_index spin value n_reps
-    jobs: pd.DataFrame  # job file variant scheme hostname cpu_model
+    spins: pd.DataFrame  # metric scheme variant compiler op job (categorical) job_index spin pos value n_reps
+    jobs: pd.DataFrame  # job file variant scheme hostname cpu_model design
     files: int
     warnings: list[str] = field(default_factory=list)
 
@@ -69,14 +70,15 @@ def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
     try:
         schema = pq.read_schema(path)
         names = set(schema.names)
-        missing = [c for c in NEEDED if c not in names]
+        missing = [c for c in NEEDED if c not in names and c not in OPTIONAL]
         if missing:
             raise PqsimdError(
                 f"{path}: not a pqsimd raw file (missing column(s) {', '.join(missing)}); "
                 f"remove it from {path.parent} or redo the job with `pqsimd run {directory}`"
             )
         meta = schema.metadata or {}
-        table = pq.ParquetFile(path, read_dictionary=list(KEY_COLUMNS)).read(columns=list(NEEDED))
+        present = [c for c in NEEDED if c in names]
+        table = pq.ParquetFile(path, read_dictionary=[c for c in KEY_COLUMNS if c in names]).read(columns=present)
     except PqsimdError:
         raise
     except (pa.ArrowException, OSError, ValueError) as e:
@@ -88,6 +90,11 @@ def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
         except ValueError:
             job_meta = None
     table = table.unify_dictionaries().combine_chunks()
+    if "compiler" not in table.column_names:  # schema 1: the study's one compiler
+        cc = ((job_meta or {}).get("settings") or {}).get("cc") or "cc"
+        table = table.append_column("compiler", pa.array([str(cc)] * table.num_rows, pa.string()).dictionary_encode())
+    if "pos" not in table.column_names:
+        table = table.append_column("pos", pa.array(np.zeros(table.num_rows, np.int16)))
     warm = table.column("warmup").to_numpy(zero_copy_only=False)
     spin = table.column("spin").to_numpy(zero_copy_only=False).astype(np.int64)
     per_call = table.column("per_call").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
@@ -118,7 +125,9 @@ def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
     first, med, counts = _spin_medians(key, per_call)
     first_codes = np.unravel_index(gkey[first], dims)
     out = {c: (dicts[i], first_codes[i]) for i, c in enumerate(KEY_COLUMNS)}
-    out.update(job_index=job_index[first], spin=spin[first], value=med, n_reps=counts, n=len(first), dropped_bad=dropped_bad)
+    pos = table.column("pos").to_numpy(zero_copy_only=False)[keep]
+    out.update(job_index=job_index[first], spin=spin[first], pos=pos[first].astype(np.int16), value=med, n_reps=counts,
+               n=len(first), dropped_bad=dropped_bad)
     return out, job_meta
 
 
@@ -180,6 +189,9 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
                     "scheme": str(meta.get("scheme", scheme)),
                     "hostname": str(meta.get("hostname") or "unknown"),
                     "cpu_model": str(meta.get("cpu_model") or "unknown"),
+                    "design": str(meta.get("design") or (meta.get("settings") or {}).get("design") or "separate"),
+                    "metric_kind": str(meta.get("metric") or "ticks"),
+                    "settings": json.dumps(meta.get("settings"), sort_keys=True) if meta.get("settings") else "",
                     "has_metadata": bool(meta),
                 }
             )
@@ -188,7 +200,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     if dropped_bad:
         warnings.append(f"{dropped_bad} samples with a non-finite per_call were ignored")
     spins = pd.DataFrame({c: _categorical(parts, c) for c in KEY_COLUMNS})
-    for c in ("job_index", "spin", "value", "n_reps"):
+    for c in ("job_index", "spin", "pos", "value", "n_reps"):
         spins[c] = np.concatenate([p[c] for p in parts])
     jobs = pd.DataFrame(job_rows)
     no_meta = int((~jobs["has_metadata"]).sum())
@@ -202,6 +214,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
                 f"remove the stale copy and re-run `pqsimd analyze {directory}`"
             )
         seen[row["job"]] = row["file"]
+    check_settings(jobs, directory)
     planned = _planned_jobs(directory)
     if planned:
         missing = sorted(set(planned) - set(jobs["job"]))
@@ -212,6 +225,35 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
             )
     check_cpu_models(jobs, directory, pool_cpu_models, warnings)
     return SpinData(spins=spins, jobs=jobs, files=len(files), warnings=warnings)
+
+
+def check_settings(jobs: pd.DataFrame, directory: Path) -> None:
+    """Every timing raw file must have been measured with the settings the plan fixed (and be a
+    job of the plan): a file from another study, or from before a hand edit, is refused by name."""
+    path = directory / "plan.json"
+    if not path.exists():
+        return
+    try:
+        plan = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise PqsimdError(f"{path} is unreadable; restore it (it fixes the study's settings)") from None
+    if not isinstance(plan, dict) or "settings" not in plan:
+        return  # a study from before settings were fixed in the plan
+    want = json.dumps(plan["settings"], sort_keys=True)
+    planned = {j.get("id") for j in plan.get("jobs", []) if isinstance(j, dict)}
+    timing = jobs[jobs["metric_kind"] == "ticks"]
+    foreign = sorted(set(timing.loc[~timing["job"].isin(planned), "file"]))
+    if foreign:
+        raise PqsimdError(f"{directory / 'raw'}: {', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''} "
+                          f"{'is not a job' if len(foreign) == 1 else 'are not jobs'} of this study's plan; move "
+                          f"{'it' if len(foreign) == 1 else 'them'} out of raw/ (nothing is pooled across studies)")
+    other = sorted(set(timing.loc[(timing["settings"] != "") & (timing["settings"] != want), "file"]))
+    if other:
+        a = json.loads(timing.loc[timing["file"] == other[0], "settings"].iloc[0])
+        diff = next((k for k in plan["settings"] if plan["settings"].get(k) != a.get(k)), "?")
+        raise PqsimdError(f"{directory / 'raw'}: {', '.join(other[:3])}{' ...' if len(other) > 3 else ''} were measured "
+                          f"with {diff}={a.get(diff)!r}, not the plan's {plan['settings'].get(diff)!r}; move them out "
+                          f"of raw/ or restore the study (settings are never mixed)")
 
 
 def check_cpu_models(jobs: pd.DataFrame, directory: Path, pool: bool, warnings: list[str]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PqsimdError
-from ..study import read_toml
+from ..studydir import StudyDir
 
 DEFAULT_SEED = 20240
 
@@ -32,8 +32,7 @@ class Settings:
 
 
 def read_study_toml(directory: Path) -> dict[str, Any]:
-    path = directory / "study.toml"
-    return read_toml(path) if path.exists() else {}
+    return StudyDir(directory).read_study_doc()
 
 
 def _check(name: str, value: Any, kind: type, ok, why: str, path: str) -> Any:

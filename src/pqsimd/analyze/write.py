@@ -23,3 +23,11 @@ def write_table(df: pd.DataFrame, results: Path, name: str) -> None:
 
 def write_json(obj: Any, path: Path) -> None:
     atomic_write_json(path, obj)
+
+
+def write_spins(spins: pd.DataFrame, results: Path) -> None:
+    """results/spins.parquet: every spin median (the analysis unit), for the report's distribution
+    figure and `pqsimd show`, so neither reads raw/."""
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pandas(spins, preserve_index=False), buf, compression="zstd")
+    atomic_write_bytes(results / "spins.parquet", buf.getvalue())

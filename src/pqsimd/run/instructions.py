@@ -1,7 +1,7 @@
 """Exact instruction counts: each op of each variant under valgrind's callgrind.
 
-`harness count --scheme S --op OP --calls N` runs the op's setup and one warm call, then
-`pqsimd_measure(op, N)`, a noinline C function that calls the op N times. Callgrind collects
+`driver count LIB SCHEME OP N` loads the variant, runs the op's setup and one warm call, then
+`pqsimd_measure(op, N)`, a noinline C function of the driver that calls the op N times. Callgrind collects
 only inside that function (`--toggle-collect=pqsimd_measure`; the avx2 `.S` routines have no
 symbol sizes, so we toggle on the C wrapper, not on the op itself). Two runs with N1 < N2 calls
 give
@@ -16,7 +16,7 @@ between calls this is an exact integer; ops that draw fresh randomness per call 
 kem_encaps: rejection sampling in gen_a depends on the seed) give an exact rational that can
 differ between runs, and the job record says which ops were identical across repeats.
 
-One raw file per (variant, scheme): DIR/raw/<variant>.<scheme>.instructions.parquet, metric
+One raw file per (build, scheme): DIR/raw/<variant>.<compiler>.<scheme>.instructions.parquet, metric
 "instructions", spin = repeat (an independent pair of callgrind runs), rep = 0, batch = N2 - N1,
 raw = Ir difference, ticks = null. Existing files are kept (resumable). Valgrind cannot decode
 AVX-512 (3.19 and earlier raise SIGILL on the first EVEX instruction), so a variant whose ops hit
@@ -40,12 +40,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from .. import machine, store
 from .. import study as study_mod
+from ..studydir import StudyDir
 
 METRIC = "instructions"
 N1 = 2  # calls in the short run (the warm call happens before either)
@@ -56,10 +56,6 @@ TIMEOUT_S = 600
 
 _TOTALS = re.compile(r"^(?:totals|summary):\s*(\d+)", re.M)
 _UNHANDLED = re.compile(r"unhandled instruction bytes:((?:\s+0x[0-9A-Fa-f]+)+)")
-
-
-def job_id(variant: str, scheme: str) -> str:
-    return f"{variant}.{scheme}.{METRIC}"
 
 
 def valgrind_path() -> str | None:
@@ -74,10 +70,11 @@ def valgrind_version() -> str | None:
     return out.stdout.strip() or None
 
 
-def callgrind_command(binary: Path, scheme: str, op: str, calls: int, out_file: Path) -> list[str]:
+def callgrind_command(driver: Path, library: Path, scheme: str, op: str, calls: int, out_file: Path,
+                      extra: tuple[str, ...] = ()) -> list[str]:
     return [
-        valgrind_path() or "valgrind", "--tool=callgrind", "--toggle-collect=pqsimd_measure",
-        f"--callgrind-out-file={out_file}", str(binary), "count", "--scheme", scheme, "--op", op, "--calls", str(calls),
+        valgrind_path() or "valgrind", "--tool=callgrind", "--toggle-collect=pqsimd_measure", *extra,
+        f"--callgrind-out-file={out_file}", str(driver), "count", str(library), scheme, op, str(calls),
     ]
 
 
@@ -107,11 +104,14 @@ class CountError(Exception):
         self.unsupported = unsupported
 
 
-def count_instructions(binary: Path, scheme: str, op: str, calls: int, workdir: Path | None = None) -> int:
-    """Ir inside pqsimd_measure for `calls` calls of op (one callgrind run)."""
+def run_callgrind(driver: Path, library: Path, scheme: str, op: str, calls: int, workdir: Path | None = None,
+                  extra: tuple[str, ...] = (), read=None):
+    """One callgrind run of `calls` calls of op inside pqsimd_measure; returns read(out file text)
+    (default: the Ir total)."""
+    read = read or parse_callgrind_totals
     with tempfile.TemporaryDirectory(prefix="pqsimd-cg-", dir=workdir) as tmp:
         out_file = Path(tmp) / "callgrind.out"
-        cmd = callgrind_command(binary, scheme, op, calls, out_file)
+        cmd = callgrind_command(driver, library, scheme, op, calls, out_file, extra)
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -123,9 +123,14 @@ def count_instructions(binary: Path, scheme: str, op: str, calls: int, workdir: 
             tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
             raise CountError(f"{op}: callgrind run failed ({tail})")
         try:
-            return parse_callgrind_totals(out_file.read_text())
+            return read(out_file.read_text())
         except (OSError, ValueError) as e:
             raise CountError(f"{op}: unreadable callgrind output ({e})") from None
+
+
+def count_instructions(driver: Path, library: Path, scheme: str, op: str, calls: int, workdir: Path | None = None) -> int:
+    """Ir inside pqsimd_measure for `calls` calls of op (one callgrind run)."""
+    return run_callgrind(driver, library, scheme, op, calls, workdir)
 
 
 @dataclass(frozen=True)
@@ -150,8 +155,8 @@ class Pair:
         return Fraction(self.raw, self.batch)
 
 
-def measure_pair(binary: Path, scheme: str, op: str, n1: int = N1, n2: int = N2) -> Pair:
-    return Pair(count_instructions(binary, scheme, op, n1), count_instructions(binary, scheme, op, n2), n1, n2)
+def measure_pair(driver: Path, library: Path, scheme: str, op: str, n1: int = N1, n2: int = N2) -> Pair:
+    return Pair(count_instructions(driver, library, scheme, op, n1), count_instructions(driver, library, scheme, op, n2), n1, n2)
 
 
 def per_call(pair: Pair, call_overhead: Fraction) -> Fraction:
@@ -159,7 +164,7 @@ def per_call(pair: Pair, call_overhead: Fraction) -> Fraction:
     return pair.exact - call_overhead
 
 
-def build_table(variant: str, scheme: str, jid: str, results: dict[str, list[Pair]], call_overhead: Fraction) -> pa.Table:
+def build_table(build, scheme: str, jid: str, results: dict[str, list[Pair]], call_overhead: Fraction):
     rows: dict[str, list[Any]] = {k: [] for k in ("op", "spin", "batch", "raw", "per_call")}
     for op, pairs in results.items():
         for r, p in enumerate(pairs):
@@ -168,23 +173,8 @@ def build_table(variant: str, scheme: str, jid: str, results: dict[str, list[Pai
             rows["batch"].append(p.batch)
             rows["raw"].append(p.raw)
             rows["per_call"].append(float(per_call(p, call_overhead)))
-    n = len(rows["op"])
-    const = lambda v, typ: pa.array([v] * n, typ)  # noqa: E731
-    return pa.table({
-        "scheme": const(scheme, pa.string()),
-        "variant": const(variant, pa.string()),
-        "op": pa.array(rows["op"], pa.string()),
-        "metric": const(METRIC, pa.string()),
-        "job": const(jid, pa.string()),
-        "job_index": const(0, pa.int32()),
-        "spin": pa.array(rows["spin"], pa.int32()),
-        "rep": const(0, pa.int32()),
-        "batch": pa.array(rows["batch"], pa.int32()),
-        "raw": pa.array(rows["raw"], pa.int64()),
-        "ticks": pa.nulls(n, pa.int64()),
-        "per_call": pa.array(rows["per_call"], pa.float64()),
-        "warmup": const(False, pa.bool_()),
-    })
+    return store.raw_table(rows, {"scheme": scheme, "variant": build.variant, "compiler": build.compiler.id,
+                                  "metric": METRIC, "job": jid, "job_index": 0, "rep": 0, "pos": 0, "warmup": False})
 
 
 def _frac_text(f: Fraction) -> str:
@@ -195,19 +185,9 @@ def _workers() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def _update_manifest(directory: Path, info: dict[str, Any]) -> None:
-    path = directory / "manifest.json"
-    if not path.exists():
-        return
-    manifest = store.read_json(path)
-    manifest.setdefault("metrics", {})[METRIC] = info
-    store.atomic_write_json(path, manifest)
-
-
-def execute(directory: Path, study: study_mod.Study, variants: list[str], console: Console | None = None) -> bool:
-    """Count instructions for every (variant, scheme) of the study; False if a job failed."""
+def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, console: Console | None = None) -> bool:
+    """Count instructions for every (build, scheme) job not yet finished; False if a job failed."""
     console = console or Console(stderr=True, highlight=False)
-    directory = Path(directory)
     version = valgrind_version()
     info: dict[str, Any] = {
         "status": "ok", "tool": version, "method": "callgrind Ir inside pqsimd_measure, (Ir(N2) - Ir(N1)) / (N2 - N1) - empty",
@@ -216,81 +196,67 @@ def execute(directory: Path, study: study_mod.Study, variants: list[str], consol
     if version is None:
         reason = "valgrind not found on PATH (install it: apt-get install valgrind)"
         console.print(f"[red]instructions unavailable[/red]: {reason}")
-        _update_manifest(directory, {**info, "status": "unavailable", "reason": reason})
+        sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__(METRIC, {**info, "status": "unavailable", "reason": reason}))
         return False
-
-    ops = list(dict.fromkeys(study.ops))
-    measured_ops = list(dict.fromkeys([CALIBRATION_OP, *ops]))
-    pending: list[tuple[str, str, Path, str]] = []
-    done = 0
-    for vid in variants:
-        binary = store.bin_path(directory, vid)
-        sha = store.sha256_file(binary)
-        for scheme in study.schemes:
-            jid = job_id(vid, scheme)
-            if store.finished_job(directory, jid, sha):
-                done += 1
-            else:
-                pending.append((vid, scheme, binary, sha))
-    console.print(f"instructions ({version}): {len(pending)} jobs to run, {done} already finished")
-
-    skipped: dict[str, str] = {}  # variant -> reason (valgrind cannot run it)
+    console.print(f"instructions ({version}): {len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")
+    driver = sd.driver_path
+    skipped: dict[str, str] = {}  # build id -> reason (valgrind cannot run it)
     lock = threading.Lock()
 
-    def task(vid: str, scheme: str, binary: Path, op: str) -> Pair | None:
+    def task(job, op: str) -> Pair | None:
+        b = job.info["build"]
         with lock:
-            if vid in skipped:
+            if b.id in skipped:
                 return None
         try:
-            return measure_pair(binary, scheme, op)
+            return measure_pair(driver, sd.variant_path(b.id), job.info["scheme"], op)
         except CountError as e:
             if e.unsupported:
                 with lock:
-                    skipped.setdefault(vid, f"{scheme} {e}")
+                    skipped.setdefault(b.id, f"{job.info['scheme']} {e}")
                 return None
             raise
 
     ok = True
-    started = {(v, s): datetime.now(timezone.utc).isoformat() for v, s, _, _ in pending}
+    started = {j.id: datetime.now(timezone.utc).isoformat() for j in todo}
     pool = ThreadPoolExecutor(max_workers=_workers())
     progress = Progress(TextColumn("callgrind runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
     try:
         futures = {}
-        for vid, scheme, binary, sha in pending:
-            for op in measured_ops:
+        ops_of = {j.id: list(dict.fromkeys([CALIBRATION_OP, *study.ops_for(j.info["scheme"])])) for j in todo}
+        for j in todo:
+            for op in ops_of[j.id]:
                 for r in range(REPEATS):
-                    futures[pool.submit(task, vid, scheme, binary, op)] = (vid, scheme, op, r)
-        results: dict[tuple[str, str], dict[str, list[Pair | None]]] = {
-            (v, s): {op: [None] * REPEATS for op in measured_ops} for v, s, _, _ in pending
-        }
-        errors: dict[tuple[str, str], str] = {}
-        remaining = {(v, s): len(measured_ops) * REPEATS for v, s, _, _ in pending}
-        sha_of = {(v, s): sha for v, s, _, sha in pending}
+                    futures[pool.submit(task, j, op)] = (j, op, r)
+        results = {j.id: {op: [None] * REPEATS for op in ops_of[j.id]} for j in todo}
+        errors: dict[str, str] = {}
+        remaining = {j.id: len(ops_of[j.id]) * REPEATS for j in todo}
         progress.start()
         bar = progress.add_task("runs", total=2 * len(futures))
         for fut in as_completed(futures):
             progress.advance(bar, 2)
-            vid, scheme, op, r = futures[fut]
-            key = (vid, scheme)
+            j, op, r = futures[fut]
             try:
-                results[key][op][r] = fut.result()
+                results[j.id][op][r] = fut.result()
             except CountError as e:
-                errors.setdefault(key, str(e))
-            remaining[key] -= 1
-            if remaining[key]:
+                errors.setdefault(j.id, str(e))
+            remaining[j.id] -= 1
+            if remaining[j.id]:
                 continue
             # The job's last run finished: write it (or report why not).
-            if vid in skipped:
+            b = j.info["build"]
+            if b.id in skipped:
                 continue
-            if key in errors:
+            if j.id in errors:
                 ok = False
-                info["failed"][job_id(vid, scheme)] = errors[key]
-                console.print(f"[red]failed[/red] {job_id(vid, scheme)}: {errors[key]}")
+                info["failed"][j.id] = errors[j.id]
+                console.print(f"[red]failed[/red] {j.id}: {errors[j.id]}")
                 continue
-            res = {op: [p for p in pairs if p is not None] for op, pairs in results[key].items()}
-            path = _write_job(directory, study, vid, scheme, res, ops, sha_of[key], started[key], version)
-            console.print(f"instructions {vid} {scheme}: {path.name}")
+            res = {op: [p for p in pairs if p is not None] for op, pairs in results[j.id].items()}
+            ops = study.ops_for(j.info["scheme"])
+            path = _write_job(sd, j, res, ops, started[j.id], version)
+            console.print(f"instructions {b.variant} ({b.compiler.id}) {j.info['scheme']}: {path.name}")
     except BaseException:
         # Ctrl-C or a crash: drop the queued runs (finished jobs are on disk; a rerun continues)
         pool.shutdown(wait=True, cancel_futures=True)
@@ -299,33 +265,33 @@ def execute(directory: Path, study: study_mod.Study, variants: list[str], consol
         progress.stop()
         pool.shutdown(wait=True)
 
-    for vid, reason in skipped.items():
-        line = f"{vid}: skipped for metric instructions ({reason})"
-        console.print(f"[yellow]skip[/yellow] {line}", soft_wrap=True)
-        info["skipped"][vid] = reason
+    for bid, reason in skipped.items():
+        console.print(f"[yellow]skip[/yellow] {bid}: skipped for metric instructions ({reason})", soft_wrap=True)
+        info["skipped"][bid] = reason
     if info["failed"]:
         info["status"] = "partial"
-    _update_manifest(directory, info)
+    sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__(METRIC, info))
     return ok
 
 
-def _write_job(directory: Path, study: study_mod.Study, vid: str, scheme: str, res: dict[str, list[Pair]],
-               ops: list[str], sha: str, started: str, version: str) -> Path:
-    jid = job_id(vid, scheme)
+def _write_job(sd: StudyDir, job, res: dict[str, list[Pair]], ops: list[str], started: str, version: str) -> Path:
+    b, scheme = job.info["build"], job.info["scheme"]
     empty = res[CALIBRATION_OP][0]
     call_overhead = empty.exact
-    table = build_table(vid, scheme, jid, {op: res[op] for op in ops}, call_overhead)
+    table = build_table(b, scheme, job.id, {op: res[op] for op in ops}, call_overhead)
     deterministic = {op: len({p.exact for p in res[op]}) == 1 for op in ops}
+    lib = sd.variant_path(b.id)
     record = {
-        "id": jid, "variant": vid, "scheme": scheme, "index": 0, "metric": METRIC,
-        "cpu": None, "hostname": socket.gethostname(), "cpu_model": machine.cpu_model(),
-        "calibration": {"overhead": 0, "call_overhead": float(call_overhead), "call_overhead_exact": _frac_text(call_overhead), "unit": "instructions"},
-        "binary_sha256": sha, "tool": version,
-        "command": callgrind_command(store.bin_path(directory, vid), scheme, "<op>", 0, Path("<out>"))[:-1] + ["<N1|N2>"],
+        "id": job.id, "variant": b.variant, "compiler": b.compiler.id, "build": b.id, "scheme": scheme, "index": 0,
+        "metric": METRIC, "cpu": None, "hostname": socket.gethostname(), "cpu_model": machine.cpu_model(),
+        "calibration": {"overhead": 0, "call_overhead": float(call_overhead), "call_overhead_exact": _frac_text(call_overhead),
+                        "unit": "instructions"},
+        "binaries": {b.id: store.sha256_file(lib)}, "tool": version,
+        "command": callgrind_command(sd.driver_path, lib, scheme, "<op>", 0, Path("<out>"))[:-1] + ["<N1|N2>"],
         "n1": N1, "n2": N2, "repeats": REPEATS,
         "counts": {op: [[p.ir1, p.ir2] for p in pairs] for op, pairs in res.items()},
         "per_call_exact": {op: [_frac_text(per_call(p, call_overhead)) for p in res[op]] for op in ops},
         "deterministic": deterministic,
         "started": started, "finished": datetime.now(timezone.utc).isoformat(),
     }
-    return store.write_raw(directory, jid, table, record)
+    return sd.write_raw(job.id, table, record)

@@ -1,4 +1,5 @@
-"""One job: run the variant's harness for one scheme, pinned to one CPU, and store its samples.
+"""One timing job: the driver with the job's shared objects, pinned to one CPU; its samples become
+one raw file (ticks, plus one metric per perf event when counters are open).
 
 Both executors call this (local directly, SLURM via `pqsimd job DIR JOB`). The raw file appears
 only when the job is complete (temp name + rename), with the job record in its metadata.
@@ -11,6 +12,7 @@ import os
 import socket
 import subprocess
 import tempfile
+import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -19,75 +21,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from .. import counters, machine, store
+from .. import catalog, counters, machine, store
 from .. import study as study_mod
-from ..errors import PqsimdError
-from .plan import find_job
+from ..build import build_id
+from ..errors import PqsimdError, command
+from ..studydir import StudyDir
+from . import spec as spec_mod
+
+BASE_COLUMNS = ["op", "v", "spin", "rep", "pos", "batch", "raw"]
 
 
 def default_cpu() -> int:
     """The last CPU this process may run on (SLURM and taskset narrow that set)."""
     return max(os.sched_getaffinity(0))
-
-
-def harness_command(binary: Path, study: study_mod.Study, scheme: str, cpu: int) -> list[str]:
-    cmd = [
-        str(binary), "run", "--scheme", scheme, "--ops", ",".join(study.ops),
-        "--spins", str(study.spins), "--reps", str(study.reps), "--warmup", str(study.warmup),
-        "--batch", study.batch, "--target", str(study.batch_target), "--cpu", str(cpu),
-    ]
-    if "counters" in study.metrics:  # perf_event_open group around each sample (harness/perf.c)
-        cmd += counters.harness_args()
-    return cmd
-
-
-def parse_samples(tsv: Path, job: dict, calibration: dict, metric: str = "ticks") -> pa.Table:
-    """Harness TSV (op, spin, rep, batch, raw) → the raw schema, with per-call values."""
-    opts = pacsv.ReadOptions(column_names=["op", "spin", "rep", "batch", "raw"], skip_rows=1)
-    conv = pacsv.ConvertOptions(column_types={"op": pa.string(), "spin": pa.int32(), "rep": pa.int32(), "batch": pa.int32(), "raw": pa.int64()})
-    t = pacsv.read_csv(tsv, read_options=opts, parse_options=pacsv.ParseOptions(delimiter="\t"), convert_options=conv)
-    n = t.num_rows
-    raw = t["raw"].to_numpy()
-    batch = t["batch"].to_numpy()
-    # Read overhead once per sample, then the batch loop's own cost once per call.
-    per_call = (raw - calibration["overhead"]) / batch - calibration.get("call_overhead", 0.0)
-    spin = t["spin"].to_numpy()
-    const = lambda v, typ: pa.array([v] * n, typ)  # noqa: E731
-    return pa.table({
-        "scheme": const(job["scheme"], pa.string()),
-        "variant": const(job["variant"], pa.string()),
-        "op": t["op"],
-        "metric": const(metric, pa.string()),
-        "job": const(job["id"], pa.string()),
-        "job_index": const(job["index"], pa.int32()),
-        "spin": t["spin"],
-        "rep": t["rep"],
-        "batch": t["batch"],
-        "raw": t["raw"],
-        "ticks": t["raw"] if metric == "ticks" else pa.nulls(n, pa.int64()),
-        "per_call": pa.array(per_call.astype(np.float64)),
-        "warmup": pa.array(spin < 0),
-    })
-
-
-def build_here(study: study_mod.Study, job: dict) -> Path:
-    """Build (cached) and gate a node-dependent variant on this node; returns its harness."""
-    from .. import sources, verify
-    from ..build import build_variant
-
-    tree = sources.locate(Path(study.source) if study.source else None)
-    b = build_variant(tree, study.variant(job["variant"]), study.cc)
-    inputs = verify.vector_inputs(job["scheme"])
-    kat = verify.check_kat(tree, b, job["scheme"])
-    problem = "" if kat.passed else f"nistkat: {kat.detail}"
-    if not problem:
-        try:
-            problem = verify.self_consistency(verify.run_vectors(b.harness, job["scheme"], inputs), inputs)
-        except (RuntimeError, OSError) as e:
-            problem = f"vectors: {e}"
-    if problem:
-        raise PqsimdError(f"job {job['id']}: the build on {socket.gethostname()} fails the gate ({problem}); not timed")
-    return b.harness
 
 
 def pick_cpu(study: study_mod.Study) -> int:
@@ -98,29 +44,139 @@ def pick_cpu(study: study_mod.Study) -> int:
     return default_cpu()
 
 
-def run_job(directory: Path, job_id: str, progress: Callable[[int, int], None] | None = None,
-            build_on_node: bool = False) -> Path:
-    """Run one job to completion and return its raw file; raises PqsimdError on failure."""
-    directory = Path(directory)
-    study = study_mod.load(directory)
-    job = find_job(directory, job_id)
-    if build_on_node:
-        binary = build_here(study, job)
-    else:
-        binary = store.bin_path(directory, job["variant"])
-    if not binary.exists():
-        raise PqsimdError(f"job {job_id}: harness {binary} is missing; run `pqsimd run {directory}` to rebuild")
-    cpu = pick_cpu(study)
-    cmd = harness_command(binary, study, job["scheme"], cpu)
-    total = len(study.ops) * (study.spins + study.warmup) * study.reps
-    log = store.log_path(directory, job_id)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    store.raw_dir(directory).mkdir(parents=True, exist_ok=True)
-    for stale in store.raw_dir(directory).glob(f".{job_id}.*"):  # left by a killed run of this job
-        stale.unlink(missing_ok=True)
-    started = datetime.now(timezone.utc).isoformat()
-    fd, tmp = tempfile.mkstemp(prefix=f".{job_id}.", suffix=".tsv", dir=store.raw_dir(directory))
+def job_seed(study_seed: int, job_id: str) -> int:
+    """The paired design's per-spin order: reproducible from the study seed and the job."""
+    return (study_seed * 1_000_003 + zlib.crc32(job_id.encode())) % (1 << 63)
+
+
+def job_builds(sd: StudyDir, study: study_mod.Study, job: dict) -> list[tuple[str, str, str]]:
+    """(build id, variant, compiler) timed by this job: its one build (separate), or every build of
+    the scheme's family that passed the gate for this scheme (paired), in study order."""
+    fam = catalog.family_of(job["scheme"]).name
+    plan = sd.read_plan() or {}
+    compilers = plan.get("compilers") or []
+    if job.get("design", study.design) == "separate":
+        return [(build_id(job["variant"], job["compiler"], fam), job["variant"], job["compiler"])]
+    out = []
+    for v in study.variants:
+        for c in compilers:
+            bid = build_id(v, c, fam)
+            g = sd.read_gate(bid)
+            if g and g.get("passed_schemes") and job["scheme"] in g["passed_schemes"] and sd.variant_path(bid).exists():
+                out.append((bid, v, c))
+    return out
+
+
+def expected_binaries(sd: StudyDir, study: study_mod.Study, job: dict, slurm: bool = False) -> dict[str, str | None]:
+    """The sha256 of each shared object the job would be timed with now (None: built on the node
+    by a SLURM task, so any binary counts)."""
+    out: dict[str, str | None] = {}
+    for bid, variant, _ in job_builds(sd, study, job):
+        lib = sd.variant_path(bid)
+        node_built = slurm and study.variant(variant).node_dependent
+        out[bid] = None if node_built or not lib.exists() else store.sha256_file(lib)
+    return out
+
+
+def parse_samples(tsv: Path, job: dict, builds: list[tuple[str, str, str]], calibration: dict) -> tuple[pa.Table, int]:
+    """Driver TSV → raw table(s): ticks rows, then one metric per open perf event."""
+    c = calibration.get("counters") or {}
+    events = list(c.get("events", [])) if c.get("available") else []
+    names = BASE_COLUMNS + [f"ev{i}" for i in range(len(events))]
+    types = {"op": pa.string(), "v": pa.int32(), "spin": pa.int32(), "rep": pa.int32(), "pos": pa.int16(),
+             "batch": pa.int32(), "raw": pa.int64(), **{f"ev{i}": pa.string() for i in range(len(events))}}
     try:
+        t = pacsv.read_csv(tsv, read_options=pacsv.ReadOptions(column_names=names, skip_rows=1),
+                           parse_options=pacsv.ParseOptions(delimiter="\t"),
+                           convert_options=pacsv.ConvertOptions(column_types=types))
+    except (pa.ArrowInvalid, OSError) as e:
+        raise PqsimdError(f"job {job['id']}: unreadable driver output ({str(e).splitlines()[0][:160]})") from None
+    v = t["v"].to_numpy()
+    if v.size and (v.min() < 0 or v.max() >= len(builds)):
+        raise PqsimdError(f"job {job['id']}: driver output names a variant index outside the job")
+    variant = np.array([b[1] for b in builds], dtype=object)[v]
+    compiler = np.array([b[2] for b in builds], dtype=object)[v]
+    raw = t["raw"].to_numpy()
+    batch = t["batch"].to_numpy()
+    spin = t["spin"].to_numpy()
+    per_call = (raw - calibration["overhead"]) / batch - calibration.get("call_overhead", 0.0)
+    constants = {"scheme": job["scheme"], "job": job["id"], "job_index": job["index"]}
+    rows = {"op": t["op"], "variant": variant, "compiler": compiler, "spin": t["spin"], "rep": t["rep"],
+            "pos": t["pos"], "batch": t["batch"], "warmup": spin < 0}
+    tables = [store.raw_table({**rows, "raw": raw, "ticks": raw, "per_call": per_call}, {**constants, "metric": "ticks"})]
+    overhead = [float(x) for x in c.get("overhead", [0] * len(events))]
+    for i, (event, ov) in enumerate(zip(events, overhead)):
+        col = t[f"ev{i}"].to_numpy(zero_copy_only=False)
+        keep = col != "NA"  # the group was not on the PMU for the whole sample
+        val = col[keep].astype(np.int64)
+        sub = {k: (np.asarray(x)[keep] if not isinstance(x, pa.ChunkedArray) else x.to_numpy(zero_copy_only=False)[keep])
+               for k, x in rows.items()}
+        tables.append(store.raw_table({**sub, "raw": val, "per_call": (val - ov) / batch[keep]},
+                                      {**constants, "metric": counters.metric_name(event)}))
+    return pa.concat_tables(tables), t.num_rows
+
+
+def build_here(sd: StudyDir, study: study_mod.Study, job: dict, variant: str, compiler: str) -> Path:
+    """Build (cached) and gate a node-dependent variant on this node; returns its shared object."""
+    from .. import sources, verify
+    from ..build import build_driver, build_variant, find_compiler
+
+    tree = sources.locate(Path(study.source) if study.source else None)
+    fam = catalog.family_of(job["scheme"])
+    driver = build_driver()
+    spec = next(c for c in study.cc if c.split("=", 1)[0] == compiler or Path(c).name == compiler)
+    b = build_variant(tree, fam, study.variant(variant), find_compiler(spec), driver)
+    g = verify.gate(tree, driver, [b], [job["scheme"]])[b.id]
+    if not g.passed:
+        bad = next(c for c in g.checks if not c.passed)
+        raise PqsimdError(f"job {job['id']}: the build of {variant} on {socket.gethostname()} fails the gate "
+                          f"({bad.check}: {bad.detail}); not timed")
+    return b.library
+
+
+def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, int], None] | None = None,
+            build_on_node: bool = False, study: study_mod.Study | None = None) -> Path:
+    """Run one job to completion and return its raw file; PqsimdError on failure.
+
+    `study`: the run's resolved study (the local executor passes it, so a study.toml edited during
+    the run changes nothing); a SLURM task loads it, and an edit is refused against the plan."""
+    sd = directory if isinstance(directory, StudyDir) else StudyDir(directory)
+    study = study or study_mod.load(sd)
+    plan = sd.read_plan() or {}
+    job = sd.find_job(job_id)
+    builds = job_builds(sd, study, job)
+    if not builds:
+        raise PqsimdError(f"job {job_id}: no build of its scheme passed the gate; run {command('run', sd.path)}")
+    libraries = []
+    built_on_node = []
+    for bid, variant, compiler in builds:
+        if build_on_node and study.variant(variant).node_dependent:
+            libraries.append(build_here(sd, study, job, variant, compiler))
+            built_on_node.append(bid)
+        else:
+            lib = sd.variant_path(bid)
+            if not lib.exists():
+                raise PqsimdError(f"job {job_id}: variant {lib} is missing; run {command('run', sd.path)} to rebuild")
+            libraries.append(lib)
+    driver = sd.driver_path
+    if not driver.exists():
+        raise PqsimdError(f"job {job_id}: driver {driver} is missing; run {command('run', sd.path)} to rebuild")
+    cpu = pick_cpu(study)
+    sizing = sd.read_sizing() if study.budget is not None else None
+    events = list(counters.DEFAULT_EVENTS) if "counters" in study.metrics else None
+    seed = job_seed(study.seed, job_id)
+    text = spec_mod.job_spec(study, job, [b[0] for b in builds], libraries, cpu, seed, sizing, events)
+    total = spec_mod.expected_samples(study, job, len(builds), sizing)
+    log = sd.log_path(job_id)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sd.raw_dir.mkdir(parents=True, exist_ok=True)
+    sd.remove_stale_temporaries(job_id)
+    started = datetime.now(timezone.utc).isoformat()
+    fd, tmp = tempfile.mkstemp(prefix=f".{job_id}.", suffix=".tsv", dir=sd.raw_dir)
+    spec_file = Path(tmp).with_suffix(".spec")
+    cmd = [str(driver), "run", str(spec_file)]
+    try:
+        spec_file.write_text(text)
         with os.fdopen(fd, "w") as out, open(log, "w") as err:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1 << 16)
             done = 0
@@ -133,31 +189,41 @@ def run_job(directory: Path, job_id: str, progress: Callable[[int, int], None] |
             rc = proc.wait()
         if rc != 0:
             msg = (log.read_text().strip().splitlines() or [f"exit code {rc}"])[-1]
-            raise PqsimdError(f"job {job_id}: harness failed ({msg}); log: {log}")
+            raise PqsimdError(f"job {job_id}: driver failed ({msg}); log: {log}")
         with open(tmp) as f:
-            calibration = json.loads(f.readline())
-        # with an open counter group: ticks rows + one metric per event; else parse_samples alone
-        table, n_samples = counters.job_table(Path(tmp), job, calibration, parse_samples)
+            try:
+                calibration = json.loads(f.readline())
+            except ValueError:
+                raise PqsimdError(f"job {job_id}: the driver wrote no calibration line; log: {log}") from None
+        table, n_samples = parse_samples(Path(tmp), job, builds, calibration)
         if n_samples != total:
-            raise PqsimdError(f"job {job_id}: expected {total} samples, harness wrote {n_samples}; log: {log}")
+            raise PqsimdError(f"job {job_id}: expected {total} samples, the driver wrote {n_samples}; log: {log}")
         if progress:
             progress(done + 1, total)
         record = {
             **job,
+            "metric": "ticks",
+            "builds": [b[0] for b in builds],
+            "variants": [b[1] for b in builds],
+            "compilers": [b[2] for b in builds],
+            "binaries": {bid: store.sha256_file(lib) for (bid, _, _), lib in zip(builds, libraries)},
+            "driver_sha256": store.sha256_file(driver),
             "cpu": cpu,
             "hostname": socket.gethostname(),
             "cpu_model": machine.cpu_model(),
             "calibration": calibration,
             "counters": counters.status(calibration, counters.read_paranoid(), machine.virtualization()),
-            "binary_sha256": store.sha256_file(binary),
-            "built_on_node": build_on_node,
-            "settings": study.measurement_settings(),
+            "built_on_node": built_on_node,
+            "settings": plan.get("settings") or study.measurement_settings(),
+            "sizing": {op: sizing["schemes"][job["scheme"]]["ops"][op] for op in study.ops_for(job["scheme"])} if sizing else None,
+            "spec": text,
             "command": cmd,
             "started": started,
             "finished": datetime.now(timezone.utc).isoformat(),
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "slurm_array_task_id": os.environ.get("SLURM_ARRAY_TASK_ID"),
         }
-        return store.write_raw(directory, job_id, table, record)
+        return sd.write_raw(job_id, table, record)
     finally:
         Path(tmp).unlink(missing_ok=True)
+        spec_file.unlink(missing_ok=True)

@@ -1,50 +1,60 @@
-"""The job plan: J jobs per (variant, scheme), in a seeded random order, round by round.
+"""The job plan: J jobs per group in a seeded random order, round by round.
 
-Round r holds job r of every (variant, scheme), shuffled, so variants interleave in time and a
-slow phase of the machine hits all of them alike. The order and seed go to DIR/plan.json.
+separate design: a job is one build (variant × compiler) of one scheme, one process each.
+paired design:   a job is one scheme; its process holds every build of the scheme's family
+                 (all variants of all compilers, so cross-compiler comparisons are paired too).
+
+Round r holds job r of every group, shuffled, so groups interleave in time and a slow phase of
+the machine hits all of them alike. The plan fixes the study's measurement settings: a later run
+that would change them is refused (study.check_against_plan); more jobs extend the seeded order.
 """
 
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
-from .. import store
 from ..errors import PqsimdError
+from ..studydir import StudyDir
+
+PLAN_VERSION = 2
 
 
-def job_id(variant: str, scheme: str, index: int) -> str:
-    return f"{variant}.{scheme}.{index}"
+def job_id(design: str, scheme: str, index: int, variant: str | None = None, compiler: str | None = None) -> str:
+    if design == "paired":
+        return f"paired.{scheme}.{index}"
+    return f"{variant}.{compiler}.{scheme}.{index}"
 
 
-def make_plan(variants: list[str], schemes: list[str], jobs: int, seed: int) -> dict:
-    rng = random.Random(seed)
+def make_plan(study, compilers: list[str]) -> dict:
+    """compilers: the study's compiler ids, in order."""
+    rng = random.Random(study.seed)
     order = []
-    for r in range(jobs):
-        rnd = [(v, s) for v in variants for s in schemes]
+    for r in range(study.jobs):
+        if study.design == "paired":
+            rnd = [{"scheme": s} for s in study.schemes]
+        else:
+            rnd = [{"scheme": s, "variant": v, "compiler": c} for v in study.variants for c in compilers for s in study.schemes]
         rng.shuffle(rnd)
-        order += [{"id": job_id(v, s, r), "variant": v, "scheme": s, "index": r, "round": r} for v, s in rnd]
-    return {"seed": seed, "jobs": order}
+        for j in rnd:
+            order.append({"id": job_id(study.design, j["scheme"], r, j.get("variant"), j.get("compiler")),
+                          **j, "index": r, "round": r, "design": study.design})
+    return {"version": PLAN_VERSION, "seed": study.seed, "design": study.design, "jobs_per_group": study.jobs,
+            "compilers": list(compilers), "settings": study.measurement_settings(), "jobs": order}
 
 
-def write_plan(directory: Path, plan: dict) -> None:
-    store.atomic_write_json(directory / "plan.json", plan)
-
-
-def load_plan(directory: Path) -> list[dict]:
-    path = directory / "plan.json"
-    if not path.exists():
-        raise PqsimdError(f"{directory} has no plan.json; run `pqsimd run {directory}` to create the study")
-    return store.read_json(path)["jobs"]
-
-
-def find_job(directory: Path, job: str) -> dict:
-    for j in load_plan(directory):
-        if j["id"] == job:
-            return j
-    raise PqsimdError(f"job '{job}' is not in {directory}/plan.json")
-
-
-def pending_jobs(directory: Path) -> list[dict]:
-    """Jobs whose raw file is missing or does not read back as that finished job."""
-    return [j for j in load_plan(directory) if not store.finished_job(directory, j["id"])]
+def update_plan(sd: StudyDir, study, compilers: list[str]) -> dict:
+    """The plan of this study: created at the first run, extended by more jobs, never changed."""
+    fresh = make_plan(study, compilers)
+    plan = sd.read_plan()
+    if plan is None or (plan.get("version") != PLAN_VERSION and not sd.has_data()):
+        sd.write_plan(fresh)
+        return fresh
+    if plan.get("version") != PLAN_VERSION:
+        raise PqsimdError(f"{sd.plan_json} was written by an older pqsimd (plan version {plan.get('version', 1)}); "
+                          f"analyze and report still read the study, but new measurements need a new directory")
+    if len(fresh["jobs"]) > len(plan["jobs"]):
+        if fresh["jobs"][: len(plan["jobs"])] != plan["jobs"]:
+            raise PqsimdError(f"{sd.plan_json} does not match the study's seed; restore it or use a new directory")
+        sd.write_plan(fresh)
+        return fresh
+    return plan

@@ -1,6 +1,7 @@
 /* ML-KEM op table, compiled once per parameter set with that set's PQClean namespace:
  *   -DPQSIMD_NS=PQCLEAN_MLKEM512_CLEAN -DPQSIMD_SCHEME=\"ml-kem-512\" -DPQSIMD_IMPL=\"clean\"
- *   [-DPQSIMD_AVX2] -I<impl dir> -I<common>
+ *   [-DMLKEM_NOISE_4X] -I<impl dir> -I<common>
+ * MLKEM_NOISE_4X comes from data/families/ml-kem.toml: the implementations with a 4-way sampler.
  * Inputs follow pq-crystals test_speed.c: fixed seed, buffers updated in place. */
 #include <stdint.h>
 #include <stdio.h>
@@ -12,7 +13,8 @@
 #include "poly.h"
 #include "polyvec.h"
 
-#include "runner.h"
+#include "api.h"
+#include "pqsimd.h"
 
 #define PQSIMD_CAT_(a, b) a##_##b
 #define PQSIMD_CAT(a, b) PQSIMD_CAT_(a, b)
@@ -78,7 +80,7 @@ static void op_decaps(void) { NS(crypto_kem_dec)(key, ct, sk); }
 
 /* Four eta1 noise polynomials, as key generation draws them. */
 static void op_noise_x4(void) {
-#ifdef PQSIMD_AVX2
+#ifdef MLKEM_NOISE_4X
     NS(poly_getnoise_eta1_4x)(&ap, &bp, &cp, &dp, seed, 0, 1, 2, 3);
 #else
     NS(poly_getnoise_eta1)(&ap, seed, 0);
@@ -116,59 +118,15 @@ static const pqsimd_op ops[] = {
     {"empty", NULL, op_empty},
 };
 
-static int unhex(const char *s, uint8_t *out, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        if (sscanf(s + 2 * i, "%2x", &v) != 1) {
-            return -1;
-        }
-        out[i] = (uint8_t)v;
-    }
-    return 0;
-}
-
-static void hex(FILE *out, const uint8_t *b, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        fprintf(out, "%02x", b[i]);
-    }
-}
-
-/* For each input line "d z m" (hex, 32 bytes each): keypair_derand(d||z), encaps_derand(m),
- * decaps(ct), and decaps of ct with its first bit flipped (implicit rejection). */
-static int vectors(FILE *in, FILE *out) {
-    char line[512];
-    static uint8_t vpk[KYBER_PUBLICKEYBYTES], vsk[KYBER_SECRETKEYBYTES];
-    static uint8_t vct[KYBER_CIPHERTEXTBYTES], ss[KYBER_SSBYTES], ss_dec[KYBER_SSBYTES],
-        ss_rej[KYBER_SSBYTES];
-    uint8_t dz[64], m[32];
-    while (fgets(line, sizeof line, in)) {
-        char d[65], z[65], mm[65];
-        if (sscanf(line, "%64s %64s %64s", d, z, mm) != 3 || unhex(d, dz, 32) || unhex(z, dz + 32, 32) ||
-            unhex(mm, m, 32)) {
-            fprintf(stderr, "harness: vectors: bad input line\n");
-            return 2;
-        }
-        NS(crypto_kem_keypair_derand)(vpk, vsk, dz);
-        NS(crypto_kem_enc_derand)(vct, ss, vpk, m);
-        NS(crypto_kem_dec)(ss_dec, vct, vsk);
-        vct[0] ^= 1;
-        NS(crypto_kem_dec)(ss_rej, vct, vsk);
-        vct[0] ^= 1;
-        const struct {
-            const uint8_t *b;
-            size_t n;
-        } fields[] = {{vpk, sizeof vpk}, {vsk, sizeof vsk}, {vct, sizeof vct},
-                      {ss, sizeof ss},   {ss_dec, sizeof ss_dec}, {ss_rej, sizeof ss_rej}};
-        for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
-            hex(out, fields[f].b, fields[f].n);
-            fputc(f + 1 < sizeof fields / sizeof fields[0] ? ' ' : '\n', out);
-        }
-    }
-    return 0;
-}
-
 static pqsimd_scheme STATIC_NAME(scheme) = {
-    PQSIMD_SCHEME, PQSIMD_IMPL, ops, (int)(sizeof ops / sizeof ops[0]), vectors, NULL,
+    .name = PQSIMD_SCHEME,
+    .impl = PQSIMD_IMPL,
+    .ops = ops,
+    .n_ops = (int)(sizeof ops / sizeof ops[0]),
+    .kind = PQSIMD_KIND_KEM,
+    .sizes = {.public_key = KYBER_PUBLICKEYBYTES, .secret_key = KYBER_SECRETKEYBYTES,
+              .ciphertext = KYBER_CIPHERTEXTBYTES, .shared_secret = KYBER_SSBYTES},
+    .api = {.keypair = NS(crypto_kem_keypair), .encaps = NS(crypto_kem_enc), .decaps = NS(crypto_kem_dec)},
 };
 
 __attribute__((constructor)) static void STATIC_NAME(register_scheme)(void) {

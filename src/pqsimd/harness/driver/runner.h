@@ -1,0 +1,55 @@
+/* The runner: one sample loop for every op, its calibration, and the two designs.
+ *
+ * separate: one variant per process (the paper's design): per op, warmup spins then spins of R
+ *           back-to-back samples.
+ * paired:   every variant of the job in one process: per op and spin, the variants in a seeded
+ *           random order, each preceded by an untimed warm-up of that op, then its R samples.
+ */
+#ifndef PQSIMD_RUNNER_H
+#define PQSIMD_RUNNER_H
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../pqsimd.h"
+#include "perf.h"
+#include "timer.h"
+
+#define PQSIMD_MAX_VARIANTS 64
+#define PQSIMD_MAX_OPS 256
+
+enum { PQSIMD_SEPARATE = 0, PQSIMD_PAIRED = 1 };
+
+/* One op of the job as every loaded variant provides it (ops[v] may be NULL: not in that variant). */
+typedef struct {
+    const char *name;
+    int spins, reps, warmup;
+    uint64_t batch[PQSIMD_MAX_VARIANTS]; /* calls per sample; 0 = choose (auto) */
+    const pqsimd_op *ops[PQSIMD_MAX_VARIANTS];
+} pqsimd_job_op;
+
+typedef struct {
+    int design;
+    int n_variants;
+    uint64_t seed;          /* paired: the per-spin order */
+    double warm_ticks;      /* paired: untimed warm-up before each variant's samples */
+    uint64_t target;        /* auto batching: ticks a sample should last at least */
+    double overhead;        /* read overhead through the sample loop (ticks) */
+    pqsimd_counters *counters; /* NULL unless a counter group is open */
+} pqsimd_runner;
+
+/* Calls op k times. Not inlined, so callgrind can toggle collection on exactly this. */
+void pqsimd_measure(const pqsimd_op *op, uint64_t k);
+
+/* Timer calibration with the read overhead taken through the runner's own sample loop. */
+void pqsimd_calibrate_runner(pqsimd_calibration *cal);
+/* The batch loop's own cost per call (loop + indirect call + return of an empty function). */
+double pqsimd_call_overhead(double overhead);
+/* Smallest k whose sample lasts at least `target` ticks. */
+uint64_t pqsimd_auto_batch(const pqsimd_op *op, uint64_t target, double overhead);
+/* Median raw ticks of 9 samples of k calls. */
+uint64_t pqsimd_median_sample(const pqsimd_op *op, uint64_t k);
+
+/* Times one op in the runner's design; TSV rows "op variant spin rep pos batch raw [counters]". */
+void pqsimd_run_op(FILE *out, const pqsimd_runner *r, pqsimd_job_op *op);
+
+#endif

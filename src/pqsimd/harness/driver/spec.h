@@ -1,0 +1,44 @@
+/* A job spec: what one driver process times. Plain text, one directive per line, written by
+ * pqsimd/run/spec.py:
+ *
+ *   design paired|separate
+ *   scheme ml-kem-512
+ *   variant /study/bin/ref.gcc-12.so        (one line per variant, in index order)
+ *   cpu 1                                   (-1: do not pin)
+ *   seed 1234                               (paired: the per-spin order)
+ *   warmup_ns 50000                         (paired: untimed warm-up before each variant's reps)
+ *   target 1000                             (auto batching: ticks per sample)
+ *   counters cycles,instructions            (optional perf_event_open group)
+ *   op NAME SPINS REPS WARMUP BATCH...      (one batch per variant: a number or "auto")
+ */
+#ifndef PQSIMD_SPEC_H
+#define PQSIMD_SPEC_H
+#include <stdint.h>
+#include <stdio.h>
+
+#include "runner.h"
+
+typedef struct {
+    char *name;
+    int spins, reps, warmup;
+    uint64_t batch[PQSIMD_MAX_VARIANTS]; /* 0 = auto */
+} pqsimd_spec_op;
+
+typedef struct {
+    int design;
+    char *scheme;
+    int n_variants;
+    char *variants[PQSIMD_MAX_VARIANTS];
+    int cpu;
+    uint64_t seed;
+    double warmup_ns;
+    uint64_t target;
+    char *counters;
+    int n_ops;
+    pqsimd_spec_op ops[PQSIMD_MAX_OPS];
+} pqsimd_spec;
+
+/* Returns 0, or prints "driver: spec line N: ..." and returns 2. */
+int pqsimd_read_spec(FILE *in, pqsimd_spec *spec);
+
+#endif

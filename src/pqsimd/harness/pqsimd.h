@@ -1,0 +1,78 @@
+/* The contract between a variant and the driver.
+ *
+ * A variant is one shared object per (family, implementation, compiler, flags): every parameter
+ * set of the family, built by the compiler under test, plus one op table per set (ops/<family>.c).
+ * The driver (driver/) is built once with one fixed toolchain, loads variants with dlopen and
+ * times them with identical code. A variant exports exactly one symbol, pqsimd_variant_entry.
+ *
+ * An op table says two things about its scheme: the ops to time, and the scheme's primitive API
+ * for its kind (kem, sign, hash). The correctness gate (driver/gate.c) checks the API the same
+ * way for every family of a kind, so a new family brings no checking code of its own.
+ */
+#ifndef PQSIMD_H
+#define PQSIMD_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define PQSIMD_ABI 2
+
+typedef struct {
+    const char *name;    /* canonical op id, e.g. "ntt" */
+    void (*setup)(void); /* prepares valid inputs (may be NULL); run before the op is timed */
+    void (*call)(void);  /* one call of the op, in place on the op table's static buffers */
+} pqsimd_op;
+
+enum pqsimd_kind { PQSIMD_KIND_NONE = 0, PQSIMD_KIND_KEM = 1, PQSIMD_KIND_SIGN = 2, PQSIMD_KIND_HASH = 3 };
+
+typedef struct {
+    size_t public_key, secret_key; /* kem, sign */
+    size_t ciphertext, shared_secret; /* kem */
+    size_t signature;              /* sign: the maximum length */
+    size_t digest;                 /* hash: the output length the gate asks for */
+} pqsimd_sizes;
+
+/* The kind's primitive API. Randomness comes from randombytes (variant/rng.c), which the gate
+ * switches to a pool of known bytes, so key generation and signing are reproducible. */
+typedef struct {
+    int (*keypair)(uint8_t *pk, uint8_t *sk);
+    int (*encaps)(uint8_t *ct, uint8_t *ss, const uint8_t *pk);
+    int (*decaps)(uint8_t *ss, const uint8_t *ct, const uint8_t *sk);
+    int (*sign)(uint8_t *sig, size_t *siglen, const uint8_t *m, size_t mlen, const uint8_t *sk);
+    int (*verify)(const uint8_t *sig, size_t siglen, const uint8_t *m, size_t mlen, const uint8_t *pk);
+    void (*digest)(uint8_t *out, size_t outlen, const uint8_t *in, size_t inlen);
+} pqsimd_api;
+
+typedef struct pqsimd_scheme {
+    const char *name; /* "ml-kem-512" */
+    const char *impl; /* PQClean implementation: "clean", "avx2", ... */
+    const pqsimd_op *ops;
+    int n_ops;
+    int kind; /* enum pqsimd_kind */
+    pqsimd_sizes sizes;
+    pqsimd_api api;
+    /* Optional: a per-op counter the op table maintains (e.g. signing's rejection iterations);
+     * NULL if the scheme exposes none. */
+    const uint64_t *(*op_counter)(const char *op);
+    struct pqsimd_scheme *next;
+} pqsimd_scheme;
+
+typedef struct {
+    int abi;                         /* PQSIMD_ABI of the headers the variant was built with */
+    pqsimd_scheme *(*schemes)(void); /* the registered schemes, in link order */
+    /* Deterministic randomness: serve these bytes in order (NULL: back to the OS). Running dry
+     * is an error the gate reports, never a silent fallback. */
+    void (*random_pool)(const uint8_t *bytes, size_t n);
+    size_t (*random_used)(void);
+    int (*random_dry)(void);
+} pqsimd_variant;
+
+/* The one symbol a variant exports (variant/registry.c). */
+const pqsimd_variant *pqsimd_variant_entry(void);
+
+/* Called by each op table's constructor (variant/registry.c). */
+void pqsimd_register(pqsimd_scheme *scheme);
+
+/* Op tables and glue code mark the registry functions visible only inside the variant. */
+#define PQSIMD_EXPORT __attribute__((visibility("default")))
+
+#endif

@@ -1,0 +1,43 @@
+"""A job's spec for the driver (harness/driver/spec.h): which shared objects, which ops, how many
+spins, reps and calls per sample, in which design. The text is also kept in the job record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def op_sizes(study, sizing: dict | None, scheme: str, op: str, builds: list[str]) -> tuple[int, int, int, list[str]]:
+    """(spins, reps, warmup, batch per build) of one op: from the budget sizing when the study has
+    one (run/sizing.py), else the study's fixed S × R and batch."""
+    if sizing is not None:
+        s = sizing["schemes"][scheme]["ops"][op]
+        return s["spins"], s["reps"], study.warmup, [str(s["batch"].get(b, "auto")) for b in builds]
+    return study.spins, study.reps, study.warmup, [study.batch] * len(builds)
+
+
+def job_spec(study, job: dict, builds: list[str], libraries: list[Path], cpu: int, seed: int,
+             sizing: dict | None = None, counters: list[str] | None = None) -> str:
+    lines = [
+        f"# pqsimd job {job['id']}",
+        f"design {study.design}",
+        f"scheme {job['scheme']}",
+        *(f"variant {lib}" for lib in libraries),
+        f"cpu {cpu}",
+        f"seed {seed}",
+        f"warmup_ns {study.warmup_ns if study.design == 'paired' else 0}",
+        f"target {study.batch_target}",
+    ]
+    if counters:
+        lines.append(f"counters {','.join(counters)}")
+    for op in study.ops_for(job["scheme"]):
+        spins, reps, warmup, batch = op_sizes(study, sizing, job["scheme"], op, builds)
+        lines.append(f"op {op} {spins} {reps} {warmup} {' '.join(batch)}")
+    return "\n".join(lines) + "\n"
+
+
+def expected_samples(study, job: dict, n_builds: int, sizing: dict | None) -> int:
+    total = 0
+    for op in study.ops_for(job["scheme"]):
+        spins, reps, warmup, _ = op_sizes(study, sizing, job["scheme"], op, ["x"] * n_builds)
+        total += (spins + warmup) * reps * n_builds
+    return total

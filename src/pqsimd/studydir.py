@@ -1,0 +1,272 @@
+"""The study directory, the only interface between stages: every path in it and every typed read
+and write of it goes through StudyDir.
+
+    DIR/study.toml          the resolved study (StudyDir.write_study / read_study_doc)
+    DIR/plan.json           settings fixed at the first run, seed, job list (read_plan / write_plan)
+    DIR/sizing.json         per-op spins/reps/batch chosen from a time budget (read_sizing / write_sizing)
+    DIR/manifest.json       provenance (read_manifest / update_manifest: the one writer)
+    DIR/bin/<build>.so      variants (shared objects) and DIR/bin/driver
+    DIR/gate/<build>.json   correctness gate result per build
+    DIR/raw/<job>.parquet   one per finished job (store.write_raw: temp name, then rename)
+    DIR/logs/               driver stderr per job, SLURM task output
+    DIR/slurm/              SLURM submissions
+    DIR/results/            analyze
+    DIR/report/             report
+    DIR/.lock               held by the process that runs the study (lock())
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from . import store
+from .errors import PqsimdError, command
+
+
+class StudyDir:
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"StudyDir({str(self.path)!r})"
+
+    # --- paths -----------------------------------------------------------------------------
+    @property
+    def study_toml(self) -> Path:
+        return self.path / "study.toml"
+
+    @property
+    def manifest_json(self) -> Path:
+        return self.path / "manifest.json"
+
+    @property
+    def plan_json(self) -> Path:
+        return self.path / "plan.json"
+
+    @property
+    def sizing_json(self) -> Path:
+        return self.path / "sizing.json"
+
+    @property
+    def raw_dir(self) -> Path:
+        return self.path / "raw"
+
+    @property
+    def results_dir(self) -> Path:
+        return self.path / "results"
+
+    @property
+    def report_dir(self) -> Path:
+        return self.path / "report"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.path / "logs"
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.path / "bin"
+
+    @property
+    def slurm_dir(self) -> Path:
+        return self.path / "slurm"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.path / ".lock"
+
+    def raw_path(self, job_id: str) -> Path:
+        return self.raw_dir / f"{job_id}.parquet"
+
+    def variant_path(self, build_id: str) -> Path:
+        return self.bin_dir / f"{build_id}.so"
+
+    @property
+    def driver_path(self) -> Path:
+        return self.bin_dir / "driver"
+
+    def gate_path(self, build_id: str) -> Path:
+        return self.path / "gate" / f"{build_id}.json"
+
+    def log_path(self, name: str) -> Path:
+        return self.logs_dir / f"{name}.log"
+
+    def results(self, name: str) -> Path:
+        return self.results_dir / name
+
+    # --- existence ---------------------------------------------------------------------------
+    def ensure(self) -> "StudyDir":
+        """Create DIR if needed and check it is writable (one line if not)."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            probe = self.path / ".pqsimd-write-probe"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as e:
+            raise PqsimdError(f"cannot write to {self.path} ({e.strerror}); choose a writable directory") from None
+        return self
+
+    def is_study(self) -> bool:
+        return self.path.is_dir() and any(p.exists() for p in (self.study_toml, self.plan_json, self.slurm_dir))
+
+    def require(self) -> "StudyDir":
+        if not self.path.is_dir():
+            raise PqsimdError(f"no study directory at {self.path}; create one with {command('run', self.path)}")
+        return self
+
+    # --- study.toml, plan, sizing --------------------------------------------------------------
+    def read_study_doc(self) -> dict[str, Any]:
+        """The stored study.toml as a dict ({} if there is none); one line if it is malformed."""
+        import tomllib
+
+        if not self.study_toml.exists():
+            return {}
+        try:
+            doc = tomllib.loads(self.study_toml.read_text())
+        except tomllib.TOMLDecodeError as e:
+            raise PqsimdError(f"{self.study_toml}: malformed TOML ({e}); fix the file or remove it") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise PqsimdError(f"{self.study_toml}: cannot read ({e}); fix the file or remove it") from None
+        return doc
+
+    def write_study(self, text: str) -> None:
+        store.atomic_write_text(self.study_toml, text)
+
+    def read_plan(self) -> dict[str, Any] | None:
+        if not self.plan_json.exists():
+            return None
+        plan = store.read_json(self.plan_json)
+        if not isinstance(plan, dict) or not isinstance(plan.get("jobs"), list):
+            raise PqsimdError(f"{self.plan_json} is not a pqsimd plan; restore it or use a new directory")
+        return plan
+
+    def write_plan(self, plan: dict[str, Any]) -> None:
+        store.atomic_write_json(self.plan_json, plan)
+
+    def plan_jobs(self) -> list[dict[str, Any]]:
+        plan = self.read_plan()
+        if plan is None:
+            raise PqsimdError(f"{self.path} has no plan.json; run {command('run', self.path)} to create the study")
+        return plan["jobs"]
+
+    def find_job(self, job_id: str) -> dict[str, Any]:
+        for j in self.plan_jobs():
+            if j["id"] == job_id:
+                return j
+        raise PqsimdError(f"job '{job_id}' is not in {self.plan_json}")
+
+    def read_sizing(self) -> dict[str, Any] | None:
+        return store.read_json(self.sizing_json) if self.sizing_json.exists() else None
+
+    def write_sizing(self, sizing: dict[str, Any]) -> None:
+        store.atomic_write_json(self.sizing_json, sizing)
+
+    # --- manifest: one writer ----------------------------------------------------------------
+    def read_manifest(self) -> dict[str, Any]:
+        if not self.manifest_json.exists():
+            return {}
+        m = store.read_json(self.manifest_json)
+        return m if isinstance(m, dict) else {}
+
+    def update_manifest(self, change: dict[str, Any] | Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """Read, change (top-level keys replaced, or a function applied), write atomically.
+        Only the process holding the study lock writes the manifest."""
+        manifest = self.read_manifest()
+        if callable(change):
+            change(manifest)
+        else:
+            manifest.update(change)
+        manifest["schema_version"] = store.MANIFEST_SCHEMA_VERSION
+        manifest["updated"] = datetime.now(timezone.utc).isoformat()
+        store.atomic_write_json(self.manifest_json, manifest)
+        return manifest
+
+    # --- gate --------------------------------------------------------------------------------
+    def write_gate(self, build_id: str, result: dict[str, Any]) -> None:
+        store.atomic_write_json(self.gate_path(build_id), result)
+
+    def read_gate(self, build_id: str) -> dict[str, Any] | None:
+        p = self.gate_path(build_id)
+        return store.read_json(p) if p.exists() else None
+
+    # --- raw files ---------------------------------------------------------------------------
+    def raw_files(self) -> list[Path]:
+        return sorted(self.raw_dir.glob("*.parquet")) if self.raw_dir.is_dir() else []
+
+    def has_data(self) -> bool:
+        return bool(self.raw_files())
+
+    def job_records(self) -> dict[Path, dict[str, Any] | None]:
+        return {p: store.read_job_record(p) for p in self.raw_files()}
+
+    def finished(self, job_id: str, binaries: dict[str, str] | None = None) -> bool:
+        """The one definition of a finished job: its raw file reads back with its own id, and
+        (when given) with the sha256 of every binary the study would time it with now."""
+        path = self.raw_path(job_id)
+        if not path.exists():
+            return False
+        rec = store.read_job_record(path)
+        if rec is None or rec.get("id") != job_id:
+            return False
+        if binaries:
+            got = rec.get("binaries") or {}
+            for key, sha in binaries.items():
+                if sha is not None and got.get(key) not in (None, sha):
+                    return False
+        return True
+
+    def write_raw(self, job_id: str, table, record: dict[str, Any]) -> Path:
+        self.raw_dir.mkdir(parents=True, exist_ok=True)
+        return store.write_raw(self.raw_path(job_id), table, record)
+
+    def remove_stale_temporaries(self, job_id: str) -> None:
+        """Temp files a killed run of this job left (they never count as data)."""
+        if self.raw_dir.is_dir():
+            for stale in self.raw_dir.glob(f".{job_id}.*"):
+                stale.unlink(missing_ok=True)
+
+    # --- the study lock ----------------------------------------------------------------------
+    @contextmanager
+    def lock(self, what: str) -> Iterator[None]:
+        """Exclusive lock on the study for the duration (a run, the SLURM follower). A second
+        holder is refused in one line that says who holds it."""
+        self.ensure()
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _read_holder(fd)
+                os.close(fd)
+                raise PqsimdError(
+                    f"{self.path} is in use by another pqsimd ({holder}); wait for it to finish, or stop it, "
+                    f"then run again (two runs would time the same jobs on the same CPU)"
+                ) from None
+            info = {"pid": os.getpid(), "host": socket.gethostname(), "what": what,
+                    "command": " ".join(sys.argv), "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+            yield
+        finally:
+            try:
+                os.ftruncate(fd, 0)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+        return f"pid {info.get('pid')} on {info.get('host')}, `{info.get('command')}` since {info.get('since')}"
+    except (OSError, ValueError):
+        return "another process"

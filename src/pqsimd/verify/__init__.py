@@ -1,0 +1,212 @@
+"""Verify stage: the correctness gate. A build that fails is never timed.
+
+Per build (variant × compiler × family) and parameter set:
+- nistkat: PQClean's own KAT program, linked from the build's objects; the SHA-256 of its output
+  must equal `nistkat-sha256` in the scheme's META.yml (families without a KAT program skip it).
+- vectors: the kind's deterministic vectors (verify/kinds.py) through the driver, on the very
+  shared object that is timed. Each answer must satisfy the kind's own checks (decapsulation
+  returns the key, every tampered position is rejected, FIPS 203 implicit rejection computed
+  here, a digest equals Python's), and the answers must be byte-identical across builds.
+
+Which answer is right is decided by agreement, never by order: among the builds that pass the
+KAT and their own checks, the largest group with identical answers is the reference. A tie
+between disagreeing groups fails them all (nothing says which is right).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import catalog
+from ..build import Build, Driver
+from ..sources import SourceTree
+from .kinds import KINDS, Vector
+
+TIMEOUT_S = 1800
+
+
+@dataclass
+class Check:
+    check: str  # "nistkat" | "vectors" | "build"
+    scheme: str
+    passed: bool
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        return {"check": self.check, "scheme": self.scheme, "passed": self.passed, "detail": self.detail}
+
+
+@dataclass
+class GateResult:
+    build: str
+    variant: str
+    compiler: str
+    family: str
+    checks: list[Check] = field(default_factory=list)
+    skipped: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.skipped is None and bool(self.checks) and all(c.passed for c in self.checks)
+
+    def passed_for(self, scheme: str) -> bool:
+        mine = [c for c in self.checks if c.scheme in (scheme, "*")]
+        return self.skipped is None and bool(mine) and all(c.passed for c in mine)
+
+    def to_dict(self) -> dict:
+        schemes = list(dict.fromkeys(c.scheme for c in self.checks if c.scheme != "*"))
+        d = {"build": self.build, "variant": self.variant, "compiler": self.compiler, "family": self.family,
+             "passed": self.passed, "passed_schemes": [s for s in schemes if self.passed_for(s)],
+             "checks": [c.to_dict() for c in self.checks]}
+        if self.skipped:
+            d["skipped"] = self.skipped
+        return d
+
+
+def expected_kat_sha256(tree: SourceTree, scheme: str) -> str | None:
+    fam = catalog.family_of(scheme)
+    d = fam.schemes[scheme].dir
+    meta = tree.root / d / "META.yml" if d else None
+    m = re.search(r"^nistkat-sha256:\s*([0-9a-f]{64})", meta.read_text(), re.M) if meta and meta.exists() else None
+    return m.group(1) if m else None
+
+
+def check_kat(tree: SourceTree, build: Build, scheme: str) -> Check:
+    expected = expected_kat_sha256(tree, scheme)
+    if expected is None:
+        return Check("nistkat", scheme, False, "META.yml has no nistkat-sha256")
+    program = build.kat.get(scheme)
+    if program is None:
+        return Check("nistkat", scheme, False, "no KAT program was built")
+    try:
+        proc = subprocess.run([str(program)], capture_output=True, timeout=TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return Check("nistkat", scheme, False, f"KAT program did not run: {e}")
+    if proc.returncode != 0:
+        return Check("nistkat", scheme, False, f"KAT program exited {proc.returncode}")
+    got = hashlib.sha256(proc.stdout).hexdigest()
+    if got != expected:
+        return Check("nistkat", scheme, False, f"sha256 {got[:16]}… != META.yml {expected[:16]}…")
+    return Check("nistkat", scheme, True, got)
+
+
+def vector_count(fam: catalog.Family) -> int:
+    n = fam.gate.get("vectors", KINDS[fam.kind].default_count)
+    return int(n) if isinstance(n, int) and n >= 1 else KINDS[fam.kind].default_count
+
+
+def vectors_for(scheme: str) -> list[Vector]:
+    fam = catalog.family_of(scheme)
+    return KINDS[fam.kind].vectors(scheme, vector_count(fam))
+
+
+def run_vectors(driver: Path, library: Path, scheme: str, vectors: list[Vector]) -> list[dict]:
+    """The driver's answers, parsed; RuntimeError with the driver's message if it fails."""
+    kind = KINDS[catalog.family_of(scheme).kind]
+    text = "".join(v.line + "\n" for v in vectors)
+    proc = subprocess.run([str(driver), "gate", str(library), scheme], input=text, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    if proc.returncode != 0:
+        raise RuntimeError((proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1])
+    lines = proc.stdout.splitlines()
+    if len(lines) != len(vectors):
+        raise RuntimeError(f"the driver answered {len(lines)} of {len(vectors)} vectors")
+    try:
+        return [kind.parse(line, v) for line, v in zip(lines, vectors)]
+    except ValueError as e:
+        raise RuntimeError(f"unreadable gate answer ({e})") from None
+
+
+def own_checks(scheme: str, answers: list[dict], vectors: list[Vector]) -> str:
+    fam = catalog.family_of(scheme)
+    kind = KINDS[fam.kind]
+    for i, (d, v) in enumerate(zip(answers, vectors)):
+        problem = kind.check(i, d, v, fam.gate)
+        if problem:
+            return problem
+    return ""
+
+
+def first_difference(a: list[dict], b: list[dict], fields: tuple[str, ...]) -> str:
+    for i, (ra, rb) in enumerate(zip(a, b)):
+        for name in (*fields, "used"):
+            xa, xb = ra.get(name), rb.get(name)
+            if xa == xb:
+                continue
+            if isinstance(xa, list) and isinstance(xb, list):
+                k = next((k for k in range(min(len(xa), len(xb))) if xa[k] != xb[k]), min(len(xa), len(xb)))
+                xa, xb = (xa[k] if k < len(xa) else b""), (xb[k] if k < len(xb) else b"")
+                name = f"{name}[{k}]"
+            if isinstance(xa, bytes) and isinstance(xb, bytes):
+                j = next((k for k in range(min(len(xa), len(xb))) if xa[k] != xb[k]), min(len(xa), len(xb)))
+                va = f"{xa[j]:02x}" if j < len(xa) else "end"
+                vb = f"{xb[j]:02x}" if j < len(xb) else "end"
+                return f"vector {i} {name} byte {j}: {va} vs {vb}"
+            return f"vector {i} {name}: {xa} vs {xb}"
+    return ""
+
+
+def _key(answers: list[dict]) -> bytes:
+    h = hashlib.sha256()
+    for d in answers:
+        for k in sorted(d):
+            h.update(k.encode())
+            h.update(repr(d[k]).encode())
+    return h.digest()
+
+
+def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[str]) -> dict[str, GateResult]:
+    """Both checks for every build of every scheme it holds; the reference decided by agreement."""
+    results = {b.id: GateResult(b.id, b.variant, b.compiler.id, b.family) for b in builds}
+    for scheme in schemes:
+        fam = catalog.family_of(scheme)
+        mine = [b for b in builds if b.family == fam.name]
+        if not mine:
+            continue
+        kind = KINDS[fam.kind]
+        vectors = vectors_for(scheme)
+        answers: dict[str, list[dict] | str] = {}
+        own: dict[str, str] = {}
+        kat_ok: dict[str, bool] = {}
+        for b in mine:
+            if fam.kat:
+                c = check_kat(tree, b, scheme)
+                results[b.id].checks.append(c)
+                kat_ok[b.id] = c.passed
+            else:
+                kat_ok[b.id] = True
+            try:
+                answers[b.id] = run_vectors(driver.path, b.library, scheme, vectors)
+                own[b.id] = own_checks(scheme, answers[b.id], vectors)  # type: ignore[arg-type]
+            except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+                answers[b.id] = f"driver gate failed: {e}"
+        candidates = [b.id for b in mine if kat_ok[b.id] and not isinstance(answers[b.id], str) and not own[b.id]]
+        groups: dict[bytes, list[str]] = {}
+        for bid in candidates:
+            groups.setdefault(_key(answers[bid]), []).append(bid)  # type: ignore[arg-type]
+        ranked = sorted(groups.values(), key=len, reverse=True)
+        reference: str | None = None
+        tie = len(ranked) > 1 and len(ranked[0]) == len(ranked[1])
+        if ranked and not tie:
+            reference = ranked[0][0]
+        for b in mine:
+            out = answers[b.id]
+            if isinstance(out, str):
+                results[b.id].checks.append(Check("vectors", scheme, False, out))
+                continue
+            detail = own.get(b.id, "")
+            if not detail and tie:
+                sides = " vs ".join("/".join(results[x].variant + "@" + results[x].compiler for x in g) for g in ranked[:2])
+                detail = f"builds that pass their own checks disagree and none is in the majority ({sides})"
+            if not detail and reference is not None and b.id != reference:
+                diff = first_difference(out, answers[reference], kind.fields)  # type: ignore[arg-type]
+                if diff:
+                    r = results[reference]
+                    detail = f"differs from the agreeing builds ({r.variant}@{r.compiler}): {diff}"
+            results[b.id].checks.append(Check("vectors", scheme, not detail,
+                                              detail or f"{len(vectors)} vectors agree and pass the {fam.kind} checks"))
+    return results
