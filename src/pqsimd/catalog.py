@@ -128,6 +128,8 @@ class Chain:
 
     steps: tuple[Step, ...]
     extra_baseline: str
+    also: tuple[Step, ...] = ()  # further comparisons made when both variants are present
+    compiler_view: tuple[str, ...] = ()
 
     @property
     def variants(self) -> list[str]:
@@ -143,23 +145,31 @@ class Chain:
         return self.steps[-1].variant
 
     def to_dict(self) -> dict[str, Any]:
-        return {"extra_baseline": self.extra_baseline,
-                "steps": [{"stage": s.stage, "from": s.base, "to": s.variant, "label": s.label} for s in self.steps]}
+        def one(s: Step) -> dict:
+            return {"stage": s.stage, "from": s.base, "to": s.variant, "label": s.label}
+
+        return {"extra_baseline": self.extra_baseline, "steps": [one(s) for s in self.steps],
+                "also": [one(s) for s in self.also], "compiler_view": list(self.compiler_view)}
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "chain") -> "Chain":
-        steps = []
-        raw = d.get("steps", [])
-        if not isinstance(raw, list) or not raw:
-            raise PqsimdError(f"{where}: [chain] needs `steps`, a list of {{stage, from, to}} tables")
-        for s in raw:
-            if not isinstance(s, dict) or not all(isinstance(s.get(k), str) for k in ("stage", "from", "to")):
-                raise PqsimdError(f"{where}: every chain step needs string `stage`, `from` and `to`, got {s!r}")
-            steps.append(Step(s["stage"], s["from"], s["to"], str(s.get("label", s["stage"]))))
+        def steps_of(key: str, required: bool) -> list[Step]:
+            raw = d.get(key, [])
+            if not isinstance(raw, list) or (required and not raw):
+                raise PqsimdError(f"{where}: [chain] needs `{key}`, a list of {{stage, from, to}} tables")
+            out = []
+            for s in raw:
+                if not isinstance(s, dict) or not all(isinstance(s.get(k), str) for k in ("stage", "from", "to")):
+                    raise PqsimdError(f"{where}: every chain {key} entry needs string `stage`, `from` and `to`, got {s!r}")
+                out.append(Step(s["stage"], s["from"], s["to"], str(s.get("label", s["stage"]))))
+            return out
+
+        steps = steps_of("steps", True)
         for a, b in zip(steps, steps[1:]):
             if a.variant != b.base:
                 raise PqsimdError(f"{where}: chain steps must connect ({a.variant} then {b.base})")
-        return cls(tuple(steps), str(d.get("extra_baseline", steps[-1].base)))
+        return cls(tuple(steps), str(d.get("extra_baseline", steps[-1].base)), tuple(steps_of("also", False)),
+                   tuple(str(x) for x in d.get("compiler_view", [])))
 
 
 @cache
@@ -258,12 +268,31 @@ class Family:
 
     def to_results(self) -> dict[str, Any]:
         """What analyze carries into results/summary.json for the report (which reads no data/)."""
-        return {
+        out = {
             "family": self.name, "title": self.title, "kind": self.kind,
             "schemes": {s.id: {"label": s.label} for s in self.schemes.values()},
             "ops": list(self.ops), "labels": dict(self.labels), "self_check": self.self_check,
             "views": self.views,
         }
+        ref = self.views.get("reference")
+        if isinstance(ref, str) and ref:
+            out["reference"] = reference_table(ref)
+        return out
+
+
+def reference_table(name: str) -> dict[str, Any]:
+    """A published table shipped in data/ (e.g. the paper's Table 1): its comment header and rows."""
+    import csv
+    import io
+
+    try:
+        text = _data_text(name)
+    except (FileNotFoundError, OSError):
+        return {"name": name, "error": f"data/{name} is missing"}
+    comments = [l[1:].strip() for l in text.splitlines() if l.startswith("#")]
+    body = "\n".join(l for l in text.splitlines() if not l.startswith("#"))
+    rows = list(csv.DictReader(io.StringIO(body)))
+    return {"name": name, "about": comments, "rows": rows}
 
 
 def family_from_toml(text: str, source: str, base_dir: Path | None) -> Family:

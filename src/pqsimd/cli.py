@@ -110,13 +110,14 @@ def report(directory: Path, reference: str | None) -> None:
 
 @cli.command()
 @click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--metric", type=str, default=None, help="ticks | instructions")
+@click.option("--metric", type=str, default=None, help="ticks | instructions | ...")
 @click.option("--stage", type=str, default=None, help="only this stage, e.g. hand_simd")
-def show(directory: Path, metric: str | None, stage: str | None) -> None:
-    """The results of a study as a terminal table."""
+@click.option("--compiler", type=str, default=None, help="only this compiler (default: all)")
+def show(directory: Path, metric: str | None, stage: str | None, compiler: str | None) -> None:
+    """The results of a study as a terminal table, grouped by family."""
     from .report.terminal import show_study
 
-    show_study(directory, metric=metric, stage=stage)
+    show_study(directory, metric=metric, stage=stage, compiler=compiler)
 
 
 @cli.command()

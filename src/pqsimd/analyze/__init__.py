@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PqsimdError
+from . import mechanism
 from .calibration import aa_check
 from .compare import COLUMNS as COMPARISON_COLUMNS
 from .compare import Chain, compare_all, resample_groups
@@ -175,6 +176,11 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     t_groups = time.perf_counter()
 
     resample_groups(groups, settings)
+    lvl = 1.0 - settings.alpha
+    ci = {k: (np.quantile(g.boot_hier, [(1 - lvl) / 2, (1 + lvl) / 2]) if g.boot_hier is not None else (np.nan, np.nan))
+          for k, g in groups.items()}
+    groups_df["median_hci_low"] = [float(ci[k][0]) for k in groups]
+    groups_df["median_hci_high"] = [float(ci[k][1]) for k in groups]
     t_boot = time.perf_counter()
 
     absent = [v for v in variants if v not in present]
@@ -217,6 +223,15 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     write_table(comparisons if len(comparisons) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "comparisons")
     write_table(decomposition, results, "decomposition")
     write_spins(data.spins, results)
+    self_checks = {f.get("self_check") for f in ctx["families"].values() if f.get("self_check")}
+    cpt = mechanism.core_per_tsc(list(data.calibrations))
+    for name, table in (("instructions", mechanism.instruction_table(groups_df, chain, self_checks)),
+                        ("ilp", mechanism.ilp_table(groups_df, chain, cpt, self_checks))):
+        if len(table):
+            write_table(table, results, name)
+        else:
+            for ext in ("csv", "parquet"):
+                (results / f"{name}.{ext}").unlink(missing_ok=True)
     write_table(aa_table if len(aa_table) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "aa")
 
     det_cmp = int(comparisons["deterministic"].sum()) if len(comparisons) else 0
@@ -244,6 +259,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         "families": ctx["families"],
         "design": ctx["design"],
         "ci_level": 1.0 - settings.alpha,
+        "core_per_tsc": cpt,
         "deterministic": {
             "groups": int(groups_df["deterministic"].sum()),
             "comparisons": det_cmp,

@@ -43,11 +43,14 @@ class Chain:
     steps: tuple[tuple[str, str, str], ...]  # (stage, base, variant)
     extra_baseline: str
     labels: dict[str, str]
+    also: tuple[tuple[str, str, str], ...] = ()  # further (stage, base, variant) when both are present
 
     @classmethod
     def from_dict(cls, d: dict) -> "Chain":
         steps = tuple((s["stage"], s["from"], s["to"]) for s in d["steps"])
-        return cls(steps, d.get("extra_baseline", steps[-1][1]), {s["stage"]: s.get("label", s["stage"]) for s in d["steps"]})
+        also = tuple((s["stage"], s["from"], s["to"]) for s in d.get("also", []))
+        labels = {s["stage"]: s.get("label", s["stage"]) for s in [*d["steps"], *d.get("also", [])]}
+        return cls(steps, d.get("extra_baseline", steps[-1][1]), labels, also)
 
     @property
     def variants(self) -> list[str]:
@@ -107,6 +110,10 @@ def plan_pairs(chain: Chain, variants: Sequence[str], compilers: Sequence[str],
                 if v != chain.first and (chain.first, v) not in have:
                     pairs.append(("cumulative", (chain.first, c), (v, c)))
                     have.add((chain.first, v))
+        for stage, b, v in chain.also:
+            if b in vs and v in vs and (b, v) not in have:
+                pairs.append((stage, (b, c), (v, c)))
+                have.add((b, v))
         extras = [v for v in vs if v not in chain.variants and v != extra_baseline]
         if extras and extra_baseline in vs:
             for v in extras:

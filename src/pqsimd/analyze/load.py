@@ -33,6 +33,7 @@ class SpinData:
     jobs: pd.DataFrame  # job file variant scheme hostname cpu_model design
     files: int
     warnings: list[str] = field(default_factory=list)
+    calibrations: list[dict] = field(default_factory=list)  # each timing job's driver calibration
 
 
 def _unreadable(path: Path, directory: Path, why: str) -> PqsimdError:
@@ -167,7 +168,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     files = sorted(raw.glob("*.parquet")) if raw.is_dir() else []
     if not files:
         raise PqsimdError(f"no raw data in {raw} (no *.parquet); run `pqsimd run {directory}` first")
-    parts, job_rows, warnings = [], [], []
+    parts, job_rows, warnings, calibrations = [], [], [], []
     dropped_bad = 0
     read = parallel_map(lambda f: _read_one(f, directory), files)
     for path, (part, meta) in zip(files, read):
@@ -177,6 +178,8 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
             continue
         parts.append(part)
         meta = meta or {}
+        if meta.get("metric", "ticks") == "ticks" and isinstance(meta.get("calibration"), dict):
+            calibrations.append(meta["calibration"])
         d, codes = part["job"]
         for job in sorted({d[i] for i in np.unique(codes)}):
             variant = part["variant"][0][part["variant"][1][0]]
@@ -224,7 +227,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
                 f"the study is incomplete: `pqsimd run {directory}` continues it"
             )
     check_cpu_models(jobs, directory, pool_cpu_models, warnings)
-    return SpinData(spins=spins, jobs=jobs, files=len(files), warnings=warnings)
+    return SpinData(spins=spins, jobs=jobs, files=len(files), warnings=warnings, calibrations=calibrations)
 
 
 def check_settings(jobs: pd.DataFrame, directory: Path) -> None:

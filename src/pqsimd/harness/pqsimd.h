@@ -50,9 +50,6 @@ typedef struct pqsimd_scheme {
     int kind; /* enum pqsimd_kind */
     pqsimd_sizes sizes;
     pqsimd_api api;
-    /* Optional: a per-op counter the op table maintains (e.g. signing's rejection iterations);
-     * NULL if the scheme exposes none. */
-    const uint64_t *(*op_counter)(const char *op);
     struct pqsimd_scheme *next;
 } pqsimd_scheme;
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import PqsimdError
+from ..errors import PqsimdError, command
 
 REFERENCES = (None, "paper")
 
@@ -14,13 +14,9 @@ def _ensure_results(directory: Path) -> None:
     if any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv")):
         return
     if not (directory / "raw").is_dir() or not any((directory / "raw").glob("*.parquet")):
-        raise PqsimdError(f"{directory} has neither results/ nor raw/*.parquet; "
-                          f"run `pqsimd run {directory}` first")
-    try:
-        from ..analyze import analyze_study
-    except ImportError as e:  # the analysis stage is not installed in this tree
-        raise PqsimdError(f"no results in {results} and the analysis stage is unavailable ({e}); "
-                          f"run `pqsimd analyze {directory}`") from None
+        raise PqsimdError(f"{directory} has neither results/ nor raw/*.parquet; run {command('run', directory)} first")
+    from ..analyze import analyze_study
+
     analyze_study(directory)
 
 
@@ -49,13 +45,13 @@ def write_report(directory, reference: str | None = None) -> Path:
     study = load_study(directory)
     if study.comparisons.empty:
         raise PqsimdError(f"{directory / 'results'} holds no comparisons (a study needs at least two variants); "
-                          f"add variants with `pqsimd run {directory} --variants ...`")
+                          f"add variants with {command('run', directory, '--variants', 'a,b')}")
     outdir = directory / "report"
     outdir.mkdir(parents=True, exist_ok=True)
     notes: list[str] = []
     figs = figures.make_figures(study, outdir, notes)
     tabs = [t for t, _ in tables.make_tables(study, outdir, reference=reference)]
     write_text(outdir / "macros.tex", macros.build_macros(study).render())
-    p2_figs, p2_tabs = _phase2(study, outdir, notes)  # instructions vs time, counters, energy (issue 5)
-    html.write_html(study, outdir, figs + p2_figs, tabs + p2_tabs, notes, reference=reference)
+    p2_figs, p2_tabs = _phase2(study, outdir, notes)  # instructions vs time, counters, energy
+    html.write_html(study, outdir, figs, tabs, notes, reference=reference, extra_figures=p2_figs, extra_tables=p2_tabs)
     return outdir

@@ -1,7 +1,9 @@
-"""The paper's Figures 1-6 (and their per-metric twins) from DIR/results and DIR/raw.
+"""The paper's Figures 1-6 per scheme family (and their per-metric twins), plus the compiler
+figure, from DIR/results only. What each figure shows comes from the family's views and the chain
+(summary.json); nothing here names a scheme, an op or a variant.
 
-Every figure is saved as PDF + PNG + SVG. A figure without data is skipped with a reason, which
-the report prints; nothing here raises on missing data.
+Every figure is saved as PDF + PNG + SVG under DIR/report/<family>/. A figure without data is
+skipped with a reason, which the report prints; nothing here raises on missing data.
 """
 
 from __future__ import annotations
@@ -18,17 +20,10 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from . import files, fmt, style  # noqa: E402
-from .load import Study  # noqa: E402
-from .spins import spin_medians  # noqa: E402
+from .load import FamilyView, Study  # noqa: E402
 
 FORMATS = ("pdf", "png", "svg")
 DPI = 150
-
-FIG1_SCHEME = "ml-kem-512"
-FIG1_OPS = ("invntt", "gen_a", "poly_getnoise_eta1")
-FIG5_OPS = ("ntt", "invntt", "basemul", "poly_frommsg")
-FIG6_OPS = ("kem_keypair", "kem_encaps", "kem_decaps")
-EXCLUDED_OPS = ("empty",)  # the harness's overhead probe, not an ML-KEM operation
 
 RC = {
     "font.size": 9,
@@ -53,6 +48,7 @@ class FigureResult:
     files: dict[str, Path] = field(default_factory=dict)
     skipped: str | None = None  # the reason, when there was nothing to draw
     metric: str = "ticks"
+    family: str = ""
 
     @property
     def png(self) -> Path | None:
@@ -65,19 +61,24 @@ class Skip(Exception):
 
 # -- helpers --------------------------------------------------------------------------------
 
-def _suffix(study: Study, metric: str) -> str:
-    return "" if metric == study.primary_metric else f"_{metric}"
+def _colours(study: Study) -> dict[str, str]:
+    return style.variant_colours(study.chain.variants, study.variants)
 
 
-def _metric_note(metric: str) -> str:
-    return style.METRIC_TITLES.get(metric, metric)
+def _variant_label(study: Study, v: str) -> str:
+    return v
 
 
 def _ci_cols(df: pd.DataFrame) -> tuple[str, str, str]:
     """Hierarchical CI columns when present (and not all missing), else the naive bootstrap's."""
     if {"hci_low", "hci_high"} <= set(df.columns) and df[["hci_low", "hci_high"]].notna().any().all():
-        return "hci_low", "hci_high", "hierarchical 95% bootstrap CI (jobs, then spins)"
-    return "ci_low", "ci_high", "95% bootstrap CI"
+        return "hci_low", "hci_high", "hierarchical bootstrap CI (jobs, then spins)"
+    return "ci_low", "ci_high", "bootstrap CI"
+
+
+def _level(study: Study) -> str:
+    lvl = study.summary.get("ci_level")
+    return f"{round(100 * float(lvl))}%" if lvl else "95%"
 
 
 def _yerr(s: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -90,12 +91,8 @@ def _unreliable_note(df: pd.DataFrame, lo_col: str) -> str:
     if lo_col.startswith("hci") and "hci_reliable" in df.columns and len(df):
         rel = df["hci_reliable"].astype("boolean").fillna(False)
         if not rel.all():
-            return " Hierarchical CIs marked unreliable (< 5 jobs in a group) are drawn but should not be trusted."
+            return " Hierarchical CIs marked unreliable (too few jobs in a group) are drawn but should not be trusted."
     return ""
-
-
-def _ops_of(df: pd.DataFrame) -> list[str]:
-    return [o for o in style.sort_ops(df["op"].unique()) if o not in EXCLUDED_OPS]
 
 
 def _log_ylim(ax, values: np.ndarray) -> None:
@@ -119,15 +116,36 @@ def _save(fig, outdir: Path, name: str) -> dict[str, Path]:
     return out
 
 
+def _design_note(study: Study) -> str:
+    d = study.design
+    if d == "paired":
+        return " Paired design: all variants timed in each job, per-spin random order; speedups are medians of per-spin ratios."
+    return ""
+
+
+def _hand(study: Study):
+    h = study.chain.hand
+    if h is None:
+        raise Skip("the study's chain has no steps")
+    return h
+
+
 # -- figure 1 ------------------------------------------------------------------------------
 
-def fig1_distributions(study: Study, metric: str, notes: list[str]):
-    sm = spin_medians(study.directory, metric=metric, schemes=[FIG1_SCHEME], ops=list(FIG1_OPS),
-                      variants=["ref", "avx2"], skipped=notes)
+def fig1_distributions(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+    view = fam.views.get("distribution") or {}
+    scheme = view.get("scheme") if view.get("scheme") in fam.schemes else (fam.schemes[0] if fam.schemes else None)
+    ops = list(view.get("ops") or fam.shown_ops(fam.ops)[:3])
+    h = _hand(study)
+    sm = study.spins()
+    if not sm.empty:
+        sm = sm[(sm["metric"] == metric) & (sm["scheme"] == scheme) & (sm["op"].isin(ops))
+                & (sm["variant"].isin([h.base, h.variant])) & (sm["compiler"] == study.primary_compiler)]
     if sm.empty:
-        raise Skip(f"no raw {metric} spin medians for ref/avx2 of {style.scheme_label(FIG1_SCHEME)} "
-                   f"({', '.join(FIG1_OPS)}) in {study.directory / 'raw'}")
-    ops = [o for o in FIG1_OPS if o in set(sm["op"])]
+        raise Skip(f"no {metric} spin medians for {h.base}/{h.variant} of {fam.scheme_label(scheme or '?')} "
+                   f"({', '.join(ops)}) in results/spins.parquet")
+    ops = [o for o in ops if o in set(sm["op"])]
+    colours = _colours(study)
     fig, axes = plt.subplots(1, len(ops), figsize=(3.6 * len(ops), 2.8), squeeze=False)
     for ax, op in zip(axes[0], ops):
         d = sm[sm["op"] == op]
@@ -141,54 +159,52 @@ def fig1_distributions(study: Study, metric: str, notes: list[str]):
             lo, hi = lo / 1.1, hi * 1.1
         bins = np.geomspace(lo, hi, 60)
         counts = []
-        for variant in ("ref", "avx2"):
+        for variant in (h.base, h.variant):
             v = d.loc[d["variant"] == variant, "value"].to_numpy(float)
             v = v[v > 0]
             if not v.size:
                 continue
-            c = style.variant_colour(variant)
-            ax.hist(v, bins=bins, color=c, alpha=0.55, label=style.variant_label(variant),
-                    edgecolor=c, linewidth=0.6)
+            c = style.variant_colour(variant, colours)
+            ax.hist(v, bins=bins, color=c, alpha=0.55, label=variant, edgecolor=c, linewidth=0.6)
             counts.append(str(v.size))
             ax.axvline(np.median(v), color=c, linestyle="--", linewidth=1.3)
         ax.set_xscale("log")
         if hi / lo < 30:  # less than ~1.5 decades: a few evenly spaced labels read better than decades
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=4))
         _plain_log_x(ax)
-        ax.set_title(f"{style.op_label(op)}  (n = {' / '.join(counts)})")
-        ax.set_xlabel(f"spin median ({style.METRIC_UNITS.get(metric, metric)} per call)")
+        ax.set_title(f"{fam.label(op)}  (n = {' / '.join(counts)})")
+        ax.set_xlabel(f"spin median ({style.metric_unit(metric)} per call)")
     axes[0][0].set_ylabel("spin medians")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.tight_layout(rect=(0, 0, 1, 0.88))
-    fig.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False)
-    caption = (f"Distributions of spin medians ({_metric_note(metric)}) for three representative "
-               f"{style.scheme_label(FIG1_SCHEME)} operations, ref vs avx2. Log x-axis; dashed lines mark "
+    fig.legend(handles, labels, loc="upper center", ncol=max(len(labels), 1), frameon=False)
+    caption = (f"Distributions of spin medians ({style.metric_title(metric)}) for representative "
+               f"{fam.scheme_label(scheme)} operations, {h.base} vs {h.variant}. Log x-axis; dashed lines mark "
                f"the medians. Warmup spins excluded.")
     return fig, caption
 
 
 # -- figure 2 ------------------------------------------------------------------------------
 
-def fig2_decomposition(study: Study, metric: str, notes: list[str]):
-    # every refo0->X row, whatever its stage label (refo0->refnv is the `compiler` stage)
-    df = study.comparison(metric, baseline="refo0")
-    stages = [v for v in ("refnv", "ref", "avx2") if v in set(df["variant"])] if not df.empty else []
+def fig2_decomposition(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+    first = study.chain.first
+    df = study.comparison(metric, baseline=first)
+    df = df[df["scheme"].isin(fam.schemes)] if not df.empty else df
+    stages = [v for v in study.chain.variants[1:] if not df.empty and v in set(df["variant"])]
     if not stages:
-        raise Skip(f"no cumulative ({metric}) comparisons against refo0")
-    if "stage" in df.columns:  # prefer the row labelled cumulative when both exist
-        df = df.assign(_c=df["stage"] != "cumulative").sort_values("_c", kind="stable")
+        raise Skip(f"no cumulative ({metric}) comparisons against {first}")
     df = df.drop_duplicates(["scheme", "op", "variant"])
     lo_col, hi_col, ci_name = _ci_cols(df)
-    schemes = style.sort_schemes(df["scheme"].unique())
-    n_ops = max(len(_ops_of(df[df["scheme"] == s])) for s in schemes)
-    fig, axes = plt.subplots(len(schemes), 1, figsize=(max(6.5, 0.55 * n_ops + 2), 2.9 * len(schemes)),
-                             squeeze=False)
+    colours = _colours(study)
+    schemes = [s for s in fam.schemes if s in set(df["scheme"])]
+    n_ops = max(len(fam.shown_ops(df[df["scheme"] == s]["op"])) for s in schemes)
+    fig, axes = plt.subplots(len(schemes), 1, figsize=(max(6.5, 0.55 * n_ops + 2), 2.9 * len(schemes)), squeeze=False)
     width = 0.8 / len(stages)
+    last = stages[-1]
     for ax, scheme in zip(axes[:, 0], schemes):
         d = df[df["scheme"] == scheme]
-        ops = _ops_of(d)
-        key = "avx2" if "avx2" in stages else stages[-1]
-        sort_val = d[d["variant"] == key].set_index("op")["speedup"]
+        ops = fam.shown_ops(d["op"])
+        sort_val = d[d["variant"] == last].set_index("op")["speedup"]
         ops.sort(key=lambda o: -(sort_val.get(o, np.nan) if np.isfinite(sort_val.get(o, np.nan)) else -1))
         x = np.arange(len(ops))
         allv = []
@@ -197,45 +213,47 @@ def fig2_decomposition(study: Study, metric: str, notes: list[str]):
             s = dv["speedup"].to_numpy(float)
             allv.append(s)
             yerr = None
-            if variant == "avx2":
+            if variant == last:
                 yerr = _yerr(s, dv[lo_col].to_numpy(float), dv[hi_col].to_numpy(float))
                 allv.append(dv[hi_col].to_numpy(float))
             ax.bar(x + (i - (len(stages) - 1) / 2) * width, np.nan_to_num(s, nan=0.0), width,
-                   color=style.variant_colour(variant), label=style.variant_label(variant),
+                   color=style.variant_colour(variant, colours), label=variant,
                    yerr=yerr, error_kw=dict(ecolor="black", elinewidth=0.8, capsize=1.5),
                    edgecolor="white", linewidth=0.3)
         ax.set_yscale("log")
         _log_ylim(ax, np.concatenate(allv))
         ax.axhline(1.0, color="black", linewidth=0.6)
-        ax.set_xticks(x, [style.op_label(o) for o in ops], rotation=40, ha="right")
+        ax.set_xticks(x, [fam.label(o) for o in ops], rotation=40, ha="right")
         ax.set_xlim(-0.6, len(ops) - 0.4)
-        ax.set_ylabel("speedup vs refo0 (×)")
-        ax.set_title(style.scheme_label(scheme), loc="left")
+        ax.set_ylabel(f"speedup vs {first} (×)")
+        ax.set_title(fam.scheme_label(scheme), loc="left")
         ax.grid(axis="y", which="major", linewidth=0.3, alpha=0.5)
     axes[0, 0].legend(ncol=len(stages), frameon=False, loc="upper right")
     fig.tight_layout()
-    caption = (f"Cumulative speedup ({_metric_note(metric)}) at each stage, normalised to refo0 (1×): "
-               f"{', '.join(style.variant_label(v) for v in stages)}. Log y-axis; {ci_name} on the avx2 bars. "
-               f"Sorted by avx2 speedup." + _unreliable_note(df[df["variant"] == "avx2"], lo_col))
+    caption = (f"Cumulative speedup ({style.metric_title(metric)}) at each stage, normalised to {first} (1×): "
+               f"{', '.join(stages)}. Log y-axis; {_level(study)} {ci_name} on the {last} bars. Sorted by {last} "
+               f"speedup." + _unreliable_note(df[df["variant"] == last], lo_col) + _design_note(study))
     return fig, caption
 
 
-# -- figures 3, 5, 6: ref -> avx2 per op, one bar per parameter set --------------------------
+# -- figures 3, 5, 6: the hand stage per op, one bar per parameter set ---------------------
 
-def _hand_simd_bars(study: Study, metric: str, ops: list[str] | None, log: bool, sort: bool,
-                    values: bool, width_per_op: float):
-    df = study.comparison(metric, baseline="ref", variant="avx2")
+def _hand_bars(study: Study, fam: FamilyView, metric: str, ops: list[str] | None, log: bool, sort: bool,
+               values: bool, width_per_op: float):
+    h = _hand(study)
+    df = study.comparison(metric, baseline=h.base, variant=h.variant)
+    df = df[df["scheme"].isin(fam.schemes)] if not df.empty else df
     if df.empty:
-        raise Skip(f"no ref→avx2 ({metric}) comparisons")
+        raise Skip(f"no {h.base}→{h.variant} ({metric}) comparisons")
     df = df.drop_duplicates(["scheme", "op"])
     if ops is not None:
         missing = [o for o in ops if o not in set(df["op"])]
         ops = [o for o in ops if o in set(df["op"])]
         if not ops:
-            raise Skip(f"no ref→avx2 ({metric}) comparisons for {', '.join(missing)}")
+            raise Skip(f"no {h.base}→{h.variant} ({metric}) comparisons for {', '.join(missing)}")
     else:
-        ops = _ops_of(df)
-    schemes = style.sort_schemes(df["scheme"].unique())
+        ops = fam.shown_ops(df["op"])
+    schemes = [s for s in fam.schemes if s in set(df["scheme"])]
     lo_col, hi_col, ci_name = _ci_cols(df)
     if sort:
         first = df[df["scheme"] == schemes[0]].set_index("op")["speedup"]
@@ -252,7 +270,7 @@ def _hand_simd_bars(study: Study, metric: str, ops: list[str] | None, log: bool,
         colour, hatch = style.scheme_style(scheme, schemes)
         xs = x + (i - (len(schemes) - 1) / 2) * width
         ax.bar(xs, np.nan_to_num(s, nan=0.0), width, color=colour, hatch=hatch, edgecolor="white",
-               linewidth=0.3, label=style.scheme_label(scheme), yerr=_yerr(s, lo, hi),
+               linewidth=0.3, label=fam.scheme_label(scheme), yerr=_yerr(s, lo, hi),
                error_kw=dict(ecolor="black", elinewidth=0.8, capsize=2))
         if values:
             for xi, si, hi_i in zip(xs, s, hi):
@@ -270,56 +288,65 @@ def _hand_simd_bars(study: Study, metric: str, ops: list[str] | None, log: bool,
         v = v[np.isfinite(v)]
         ax.set_ylim(0, (v.max() if v.size else 1) * 1.3)
         ax.grid(axis="y", linewidth=0.3, alpha=0.5)
-    ax.set_xticks(x, [style.op_label(o) for o in ops], rotation=40 if len(ops) > 6 else 0,
+    ax.set_xticks(x, [fam.label(o) for o in ops], rotation=40 if len(ops) > 6 else 0,
                   ha="right" if len(ops) > 6 else "center")
-    ax.set_ylabel("speedup ref→avx2 (×)")
-    ax.legend(frameon=False, ncol=len(schemes), loc="upper right")
+    ax.set_ylabel(f"speedup {h.base}→{h.variant} (×)")
+    ax.legend(frameon=False, ncol=min(len(schemes), 4), loc="upper right")
     fig.tight_layout()
     note = _unreliable_note(df[df["op"].isin(ops)], lo_col)
     return fig, ci_name, note, schemes
 
 
-def fig3_hand_simd(study: Study, metric: str, notes: list[str]):
-    fig, ci_name, note, schemes = _hand_simd_bars(study, metric, None, log=True, sort=True, values=False,
-                                                  width_per_op=0.55)
-    caption = (f"Hand-written SIMD speedup (ref→avx2, {_metric_note(metric)}) per operation, all parameter "
-               f"sets. Log y-axis; {ci_name} error bars. Sorted by "
-               f"{style.scheme_label(schemes[0])} speedup." + note)
+def fig3_hand_simd(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+    h = _hand(study)
+    fig, ci_name, note, schemes = _hand_bars(study, fam, metric, None, log=True, sort=True, values=False,
+                                             width_per_op=0.55)
+    caption = (f"{h.label} speedup ({h.base}→{h.variant}, {style.metric_title(metric)}) per operation, all "
+               f"parameter sets. Log y-axis; {_level(study)} {ci_name} error bars. Sorted by "
+               f"{fam.scheme_label(schemes[0])} speedup." + note + _design_note(study))
     return fig, caption
 
 
-def fig5_cross_param(study: Study, metric: str, notes: list[str]):
-    fig, ci_name, note, _ = _hand_simd_bars(study, metric, list(FIG5_OPS), log=False, sort=False,
-                                            values=True, width_per_op=1.5)
-    caption = (f"Per-polynomial operation speedup (ref→avx2, {_metric_note(metric)}) across parameter sets; "
-               f"{ci_name}. The polynomial dimension is 256 for all sets, so differences come from the "
-               f"calling context." + note)
+def fig5_cross_param(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+    ops = list(fam.views.get("cross_parameter") or [])
+    if not ops:
+        raise Skip(f"family {fam.name} names no cross-parameter ops ([views] cross_parameter)")
+    h = _hand(study)
+    fig, ci_name, note, _ = _hand_bars(study, fam, metric, ops, log=False, sort=False, values=True, width_per_op=1.5)
+    caption = (f"Per-operation speedup ({h.base}→{h.variant}, {style.metric_title(metric)}) across parameter sets; "
+               f"{_level(study)} {ci_name}. {fam.views.get('cross_parameter_note', '')}" + note)
     return fig, caption
 
 
-def fig6_kem_end_to_end(study: Study, metric: str, notes: list[str]):
-    fig, ci_name, note, _ = _hand_simd_bars(study, metric, list(FIG6_OPS), log=False, sort=False,
-                                            values=True, width_per_op=1.5)
-    caption = (f"End-to-end KEM speedup (ref→avx2, {_metric_note(metric)}) for key generation, "
-               f"encapsulation and decapsulation; {ci_name}." + note)
+def fig6_end_to_end(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+    ops = list(fam.views.get("end_to_end") or [])
+    if not ops:
+        raise Skip(f"family {fam.name} names no end-to-end ops ([views] end_to_end)")
+    h = _hand(study)
+    fig, ci_name, note, _ = _hand_bars(study, fam, metric, ops, log=False, sort=False, values=True, width_per_op=1.5)
+    caption = (f"{fam.views.get('end_to_end_title', 'End-to-end')} speedup ({h.base}→{h.variant}, "
+               f"{style.metric_title(metric)}): {', '.join(fam.label(o) for o in ops)}; {_level(study)} {ci_name}." + note)
     return fig, caption
 
 
 # -- figure 4 ------------------------------------------------------------------------------
 
-def fig4_cliffs_delta(study: Study, metric: str, notes: list[str]):
-    df = study.comparison(metric, baseline="ref", variant="avx2")
+def fig4_cliffs_delta(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+    h = _hand(study)
+    df = study.comparison(metric, baseline=h.base, variant=h.variant)
+    df = df[df["scheme"].isin(fam.schemes)] if not df.empty else df
     if df.empty or "cliffs_delta" not in df.columns or df["cliffs_delta"].isna().all():
-        raise Skip(f"no Cliff's δ for ref→avx2 ({metric})")
+        raise Skip(f"no Cliff's δ for {h.base}→{h.variant} ({metric})")
     df = df.drop_duplicates(["scheme", "op"])
-    schemes = style.sort_schemes(df["scheme"].unique())
-    ops = _ops_of(df)
+    schemes = [s for s in fam.schemes if s in set(df["scheme"])]
+    ops = fam.shown_ops(df["op"])
     mat = df.pivot(index="op", columns="scheme", values="cliffs_delta").reindex(index=ops, columns=schemes)
     m = mat.to_numpy(float)
     fig, ax = plt.subplots(figsize=(1.3 * len(schemes) + 2.4, 0.27 * len(ops) + 1.0))
     im = ax.imshow(np.ma.masked_invalid(m), cmap="PuOr_r", vmin=-1, vmax=1, aspect="auto")
-    ax.set_xticks(range(len(schemes)), [style.scheme_label(s) for s in schemes])
-    ax.set_yticks(range(len(ops)), [style.op_label(o) for o in ops])
+    ax.set_xticks(range(len(schemes)), [fam.scheme_label(s) for s in schemes], rotation=30 if len(schemes) > 4 else 0,
+                  ha="right" if len(schemes) > 4 else "center")
+    ax.set_yticks(range(len(ops)), [fam.label(o) for o in ops])
     ax.tick_params(length=0)
     for sp in ax.spines.values():
         sp.set_visible(False)
@@ -331,8 +358,58 @@ def fig4_cliffs_delta(study: Study, metric: str, notes: list[str]):
     cb = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.03)
     cb.set_label("Cliff's δ")
     fig.tight_layout()
-    caption = (f"Cliff's δ (ref vs avx2, {_metric_note(metric)}) for every operation and parameter set. "
-               f"δ = +1: avx2 is faster in every pair of spin medians; n/a: no comparison.")
+    caption = (f"Cliff's δ ({h.base} vs {h.variant}, {style.metric_title(metric)}) for every operation and parameter "
+               f"set. δ = +1: {h.variant} is faster in every pair of spin medians; n/a: no comparison.")
+    return fig, caption
+
+
+# -- the compiler figure -------------------------------------------------------------------
+
+def fig_compilers(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+    """Per op, one marker per compiler: the chain's compiler_view stages (e.g. the auto-vectorization
+    factor, and the hand-written code against the compiler allowed the same ISA)."""
+    comps = study.compilers
+    if len(comps) < 2:
+        raise Skip("the study has one compiler (give several with --cc a,b,...)")
+    stages = [s for s in study.chain.compiler_view if study.chain.step(s) is not None]
+    if not stages:
+        raise Skip("the chain names no compiler_view stages")
+    scheme = (fam.views.get("distribution") or {}).get("scheme")
+    scheme = scheme if scheme in fam.schemes else fam.schemes[0]
+    ops = [o for o in (fam.views.get("table1") or fam.shown_ops(fam.ops)) if o != fam.self_check]
+    df = study.comparisons
+    df = df[(df["metric"] == metric) & (df["scheme"] == scheme) & (df["stage"].isin(stages))
+            & (df["compiler"] == df["baseline_compiler"]) & df["op"].isin(ops)]
+    if df.empty:
+        raise Skip(f"no {', '.join(stages)} comparisons ({metric}) for {fam.scheme_label(scheme)}")
+    present = [s for s in stages if s in set(df["stage"])]
+    ops = [o for o in ops if o in set(df["op"])]
+    fig, axes = plt.subplots(len(present), 1, figsize=(max(6.0, 0.6 * len(ops) + 2), 2.8 * len(present)), squeeze=False)
+    lo_col, hi_col, ci_name = _ci_cols(df)
+    cmap = plt.get_cmap("tab10")
+    x = np.arange(len(ops))
+    for ax, stage in zip(axes[:, 0], present):
+        d = df[df["stage"] == stage]
+        allv = []
+        for i, c in enumerate(comps):
+            dc = d[d["compiler"] == c].set_index("op").reindex(ops)
+            s = dc["speedup"].to_numpy(float)
+            off = (i - (len(comps) - 1) / 2) * (0.7 / max(len(comps), 1))
+            ax.errorbar(x + off, s, yerr=_yerr(s, dc[lo_col].to_numpy(float), dc[hi_col].to_numpy(float)),
+                        fmt=style.compiler_marker(c, comps), color=cmap(i % 10), ms=4, lw=0.8, capsize=1.5, label=c)
+            allv += [s, dc[hi_col].to_numpy(float)]
+        ax.set_yscale("log")
+        _log_ylim(ax, np.concatenate(allv))
+        ax.axhline(1.0, color="black", linewidth=0.6)
+        ax.set_xticks(x, [fam.label(o) for o in ops], rotation=40, ha="right")
+        ax.set_ylabel("factor (×)")
+        ax.set_title(f"{fam.scheme_label(scheme)}: {study.chain.stage_label(stage)}", loc="left")
+        ax.grid(axis="y", which="major", linewidth=0.3, alpha=0.5)
+    axes[0, 0].legend(ncol=min(len(comps), 7), frameon=False, loc="lower left", bbox_to_anchor=(0, 1.12))
+    fig.tight_layout()
+    caption = (f"Compiler sensitivity ({style.metric_title(metric)}, {fam.scheme_label(scheme)}): per operation, "
+               f"one marker per compiler for {', '.join(study.chain.stage_label(s) for s in present)}; "
+               f"{_level(study)} {ci_name}. A factor near 1× means the stage gives nothing with that compiler.")
     return fig, caption
 
 
@@ -342,30 +419,38 @@ FIGURES = [
     ("fig3_hand_simd", "Figure 3: hand-written SIMD speedup", fig3_hand_simd, True),
     ("fig4_cliffs_delta", "Figure 4: Cliff's δ heatmap", fig4_cliffs_delta, False),
     ("fig5_cross_param", "Figure 5: cross-parameter consistency", fig5_cross_param, False),
-    ("fig6_kem_end_to_end", "Figure 6: KEM end-to-end", fig6_kem_end_to_end, False),
+    ("fig6_end_to_end", "Figure 6: end-to-end", fig6_end_to_end, False),
+    ("fig_compilers", "Compiler sensitivity", fig_compilers, True),
 ]
-# Figures repeated for every further metric (e.g. instructions): the decomposition ones.
-PER_METRIC = ("fig2_decomposition", "fig3_hand_simd")
+# Figures repeated for every further metric (e.g. instructions): the decomposition ones and the compilers.
+PER_METRIC = ("fig2_decomposition", "fig3_hand_simd", "fig_compilers")
+
+
+def family_dir(outdir: Path, fam: FamilyView) -> Path:
+    return outdir / fam.name
 
 
 def make_figures(study: Study, outdir: Path, notes: list[str] | None = None) -> list[FigureResult]:
-    """Draw every figure into `outdir`; skipped ones carry their reason."""
+    """Draw every figure of every family into outdir/<family>/; skipped ones carry their reason."""
     notes = notes if notes is not None else []
     results = []
     metrics = study.metrics or [study.primary_metric]
     with plt.rc_context(RC):
-        for metric in metrics:
-            for name, title, func, _ in FIGURES:
-                if metric != study.primary_metric and name not in PER_METRIC:
-                    continue
-                full = name + _suffix(study, metric)
-                t = title if metric == study.primary_metric else f"{title} ({style.METRIC_TITLES.get(metric, metric)})"
-                res = FigureResult(name=full, title=t, metric=metric)
-                try:
-                    fig, res.caption = func(study, metric, notes)
-                    res.files = _save(fig, outdir, full)
-                except Skip as e:
-                    res.skipped = str(e)
-                    plt.close("all")
-                results.append(res)
+        for fam in study.families:
+            for metric in metrics:
+                for name, title, func, _ in FIGURES:
+                    if metric != study.primary_metric and name not in PER_METRIC:
+                        continue
+                    if name == "fig_compilers" and len(study.compilers) < 2:
+                        continue
+                    full = name if metric == study.primary_metric else f"{name}_{metric}"
+                    t = f"{fam.title} · {title}" + ("" if metric == study.primary_metric else f" ({style.metric_title(metric)})")
+                    res = FigureResult(name=f"{fam.name}/{full}", title=t, metric=metric, family=fam.name)
+                    try:
+                        fig, res.caption = func(study, fam, metric, notes)
+                        res.files = _save(fig, family_dir(outdir, fam), full)
+                    except Skip as e:
+                        res.skipped = str(e)
+                        plt.close("all")
+                    results.append(res)
     return results

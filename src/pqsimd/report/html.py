@@ -8,16 +8,13 @@ import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from .. import __version__
 from . import files, fmt, style
 from .figures import FigureResult
-from .load import Study
+from .load import FamilyView, Study
 from .tables import Table, _env
-
-ARITH = ("ntt", "invntt", "basemul", "poly_frommsg")
-MID = ("indcpa_enc", "indcpa_keypair")
-KEM = ("kem_keypair", "kem_encaps", "kem_decaps")
-
 
 @dataclass
 class Warning_:
@@ -27,101 +24,145 @@ class Warning_:
 
 # -- headline findings ----------------------------------------------------------------------
 
-def _hand(study: Study, metric: str):
-    df = study.comparison(metric, baseline="ref", variant="avx2")
+def _hand(study: Study, fam: FamilyView, metric: str, compiler: str | None = None):
+    h = study.chain.hand
+    if h is None:
+        return pd.DataFrame()
+    df = study.comparison(metric, baseline=h.base, variant=h.variant, compiler=compiler or "primary")
+    df = df[df["scheme"].isin(fam.schemes)] if not df.empty else df
     return df.drop_duplicates(["scheme", "op"]) if not df.empty else df
 
 
 def _range(df, ops) -> str | None:
-    v = df.loc[df["op"].isin(ops), "speedup"].dropna() if not df.empty else []
+    v = df.loc[df["op"].isin(list(ops)), "speedup"].dropna() if not df.empty else []
     if len(v) == 0:
         return None
     lo, hi = v.min(), v.max()
     return fmt.times(lo) if fmt.num(lo) == fmt.num(hi) else f"{fmt.num(lo)}–{fmt.times(hi)}"
 
 
-def ordering_check(study: Study, metric: str) -> list[str]:
-    """Does our Table 1 keep the paper's order: arithmetic ≫ iEnc/iKeypair ≫ gen_a ≫ noise?"""
-    df = _hand(study, metric)
+def ordering_check(study: Study, fam: FamilyView, metric: str) -> list[str]:
+    """Does our Table 1 keep the published ordering of its tiers ([views] ordering)?"""
+    tiers = fam.views.get("ordering") or []
+    df = _hand(study, fam, metric)
     out = []
-    if df.empty:
+    if df.empty or len(tiers) < 2:
         return out
-    for scheme in study.schemes:
+    for scheme in fam.schemes:
         d = df[df["scheme"] == scheme].set_index("op")["speedup"]
-        tiers = [d.reindex(list(t)).dropna() for t in (ARITH, MID, ("gen_a",), ("poly_getnoise_eta1",))]
-        if any(len(t) == 0 for t in tiers):
+        vals = [d.reindex(list(t.get("ops", []))).dropna() for t in tiers]
+        if any(len(v) == 0 for v in vals):
             continue
-        ok = all(tiers[i].min() > tiers[i + 1].max() for i in range(3))
-        out.append(f"{style.scheme_label(scheme)}: {'matches' if ok else 'does not match'} the paper's ordering "
-                   f"(arithmetic {_range(df[df.scheme == scheme], ARITH)} ≫ iEnc/iKeypair "
-                   f"{_range(df[df.scheme == scheme], MID)} ≫ gen_a {_range(df[df.scheme == scheme], ('gen_a',))} "
-                   f"≫ noise {_range(df[df.scheme == scheme], ('poly_getnoise_eta1',))})")
+        ok = all(vals[i].min() > vals[i + 1].max() for i in range(len(vals) - 1))
+        parts = " ≫ ".join(f"{t.get('label')} {_range(df[df.scheme == scheme], t.get('ops', []))}" for t in tiers)
+        out.append(f"{fam.scheme_label(scheme)}: {'matches' if ok else 'does not match'} the paper's ordering ({parts})")
     return out
 
 
-def headlines(study: Study) -> list[str]:
+def headlines(study: Study, fam: FamilyView) -> list[str]:
     metric = study.primary_metric
-    df = _hand(study, metric)
+    h = study.chain.hand
+    df = _hand(study, fam, metric)
     out = []
-    if not df.empty and df["speedup"].notna().any():
-        best = df.loc[df["speedup"].idxmax()]
+    if h is not None and not df.empty and df["speedup"].notna().any():
+        d = df[df["op"] != fam.self_check]
+        best = d.loc[d["speedup"].idxmax()]
         lo, hi = best.get("hci_low"), best.get("hci_high")
         if fmt.is_missing(lo):
             lo, hi = best.get("ci_low"), best.get("ci_high")
-        out.append(f"The largest hand-written SIMD speedup (ref→avx2) is {style.op_label(best['op'])} at "
-                   f"{style.scheme_label(best['scheme'])}: {fmt.times(best['speedup'])} {fmt.ci(lo, hi)}.")
+        out.append(f"The largest {h.label} speedup ({h.base}→{h.variant}) is {fam.label(best['op'])} at "
+                   f"{fam.scheme_label(best['scheme'])}: {fmt.times(best['speedup'])} {fmt.ci(lo, hi)}.")
+        worst = d.loc[d["speedup"].idxmin()]
+        if worst["speedup"] < 1:
+            out.append(f"{h.variant} is slower than {h.base} on {fam.label(worst['op'])} at "
+                       f"{fam.scheme_label(worst['scheme'])}: {fmt.times(worst['speedup'])} (verdict {worst['verdict']}).")
         parts = []
-        for label, ops in (("the arithmetic kernels (NTT, INVNTT, basemul, frommsg)", ARITH),
-                           ("gen_a (SHAKE-128 expansion)", ("gen_a",)), ("noise sampling", ("poly_getnoise_eta1",)),
-                           ("the KEM end-to-end (keypair, encaps, decaps)", KEM)):
-            r = _range(df, ops)
+        for grp in fam.views.get("headlines") or []:
+            r = _range(df, grp.get("ops", []))
             if r:
-                parts.append(f"{label} {r}")
+                parts.append(f"{grp.get('label')} {r}")
         if parts:
-            out.append("ref→avx2 across parameter sets: " + "; ".join(parts) + ".")
-    av = study.comparison(metric, baseline="refnv", variant="ref")
-    if not av.empty:
+            out.append(f"{h.base}→{h.variant} across parameter sets: " + "; ".join(parts) + ".")
+    ch = study.chain
+    for step in ch.steps[:-1]:
+        av = study.comparison(metric, baseline=step.base, variant=step.variant)
+        av = av[av["scheme"].isin(fam.schemes)] if not av.empty else av
+        if av.empty:
+            continue
         av = av.drop_duplicates(["scheme", "op"])
-        a = av[av["op"].isin(ARITH)]["speedup"].dropna()
         counts = av["verdict"].value_counts().to_dict() if "verdict" in av.columns else {}
-        txt = (f"GCC auto-vectorization (refnv→ref) over all {len(av)} (scheme, op) pairs: "
-               f"{counts.get('faster', 0)} faster, {counts.get('slower', 0)} slower, {counts.get('~', 0)} no verdict")
-        if len(a):
-            txt += f"; on the arithmetic kernels it ranges {fmt.num(a.min())}–{fmt.times(a.max())}"
-        out.append(txt + ".")
+        out.append(f"{step.label} ({step.base}→{step.variant}, {study.primary_compiler}) over {len(av)} (scheme, op) pairs: "
+                   f"{counts.get('faster', 0)} faster, {counts.get('slower', 0)} slower, {counts.get('~', 0)} no verdict.")
     dec = study.decomposition
-    if not dec.empty and "share_hand_simd" in dec.columns:
-        d = dec[(dec["metric"] == metric) & dec["op"].isin(ARITH)]["share_hand_simd"].dropna()
+    if h is not None and not dec.empty and f"share_{h.stage}" in dec.columns:
+        first = (fam.views.get("headlines") or [{}])[0]
+        ops = first.get("ops") or fam.views.get("cross_parameter") or []
+        d = dec[(dec["metric"] == metric) & dec["scheme"].isin(fam.schemes) & dec["op"].isin(ops)]
+        if "compiler" in d.columns:
+            d = d[d["compiler"] == study.primary_compiler]
+        d = d[f"share_{h.stage}"].dropna()
         if len(d):
-            out.append(f"Of the total refo0→avx2 speedup of the arithmetic kernels, hand-written SIMD accounts for "
-                       f"{fmt.pct(d.min())}–{fmt.pct(d.max())} of the log speedup.")
-    out += ordering_check(study, metric)
-    if not study.comparisons.empty and "verdict" in study.comparisons.columns:
-        n = len(study.comparisons)
-        c = study.comparisons["verdict"].value_counts().to_dict()
-        out.append(f"All {n} comparisons of the family: {c.get('faster', 0)} faster, {c.get('slower', 0)} slower, "
-                   f"{c.get('~', 0)} without a verdict.")
+            out.append(f"Of the total {ch.first}→{ch.last} speedup of {first.get('label', 'these ops')}, "
+                       f"{h.label} accounts for {fmt.pct(d.min())}–{fmt.pct(d.max())} of the log speedup.")
+    out += ordering_check(study, fam, metric)
+    out += compiler_sentences(study, fam, metric)
+    return out
+
+
+def compiler_sentences(study: Study, fam: FamilyView, metric: str) -> list[str]:
+    """Per headline op and compiler_view stage: the largest factor any compiler reaches."""
+    from .tables import compiler_rows
+
+    data = compiler_rows(study, fam, metric)
+    if data.empty:
+        return []
+    ops = list(fam.views.get("cross_parameter") or [])
+    out = []
+    for stage in study.chain.compiler_view:
+        col = f"{stage}_speedup"
+        if col not in data.columns:
+            continue
+        step = study.chain.step(stage)
+        for op in ops:
+            d = data[(data["op"] == op) & data[col].notna()]
+            if d.empty:
+                continue
+            best = d.loc[d[col].idxmax()]
+            n = d["compiler"].nunique()
+            out.append(f"{fam.label(op)}, {step.label} ({step.base}→{step.variant}): at most "
+                       f"{fmt.times(best[col])} ({best['compiler']}, {fam.scheme_label(best['scheme'])}) across {n} "
+                       f"compilers; smallest {fmt.times(d[col].min())}.")
     return out
 
 
 # -- methods, provenance, warnings ----------------------------------------------------------
 
 def methods(study: Study) -> list[tuple[str, str]]:
+    """The design as the data recorded it (summary.json), never as study.toml says now."""
     g = study.get
+    sm = study.summary.get("study") or {}
     fam = study.summary.get("family") if isinstance(study.summary.get("family"), dict) else {}
     thr = g("threshold")
+
+    def span(d):
+        if not isinstance(d, dict):
+            return None
+        return str(d.get("min")) if d.get("min") == d.get("max") else f"{d.get('min')}–{d.get('max')}"
+
     rows = [
-        ("jobs per (variant, parameter set), J", g("jobs", "J")),
-        ("spins per op per job, S", g("spins", "S")),
-        ("repetitions per spin, R", g("reps", "R")),
-        ("warmup spins (recorded, excluded)", g("warmup")),
-        ("calls per sample (batch)", g("batch")),
-        ("parameter sets", ", ".join(style.scheme_label(s) for s in study.schemes)),
+        ("design", study.design + (" (all variants in one process, per-spin random order, warm-up before each "
+                                   "variant's reps)" if study.design == "paired" else " (one process per variant)")),
+        ("jobs per group, J", span(sm.get("jobs_per_group"))),
+        ("spin medians per group (J × S)", span(sm.get("spins_per_group"))),
+        ("repetitions per spin, R", sm.get("reps_per_spin")),
+        ("families", ", ".join(f.title for f in study.families)),
+        ("parameter sets", ", ".join(f.scheme_label(s) for f in study.families for s in f.schemes)),
         ("variants", ", ".join(study.variants)),
+        ("compilers", ", ".join(study.compilers)),
         ("metrics", ", ".join(study.metrics)),
         ("bootstrap resamples, B", g("n_boot", "B", "bootstrap")),
         ("bootstrap seed", g("seed")),
-        ("significance level α", g("alpha")),
+        ("significance level α (CI level 1 − α)", g("alpha")),
         ("practical threshold", fmt.pct(thr) if thr is not None else None),
         ("multiple-testing family", f"{fam.get('size', 'n/a')} comparisons: {fam.get('definition', 'n/a')}"
          if fam else g("family")),
@@ -172,21 +213,29 @@ def provenance(study: Study) -> list[tuple[str, list[tuple[str, str]]]]:
     for key, title in (("machine", "Machine"), ("source", "Source"), ("tool", "Tool")):
         if isinstance(m.get(key), dict):
             sections.append((title, _flatten(m[key])))
-    if isinstance(m.get("variants"), dict):
+    if isinstance(m.get("builds"), dict):
         rows = []
-        for vid, v in m["variants"].items():
+        comps = m.get("compilers") if isinstance(m.get("compilers"), dict) else {}
+        for bid, v in m["builds"].items():
             if not isinstance(v, dict):
-                rows.append((vid, str(v)))
+                rows.append((bid, str(v)))
                 continue
-            comp = v.get("compiler") if isinstance(v.get("compiler"), dict) else {}
-            flags = v.get("flags_used") or v.get("flags") or []
-            gate = v.get("gate") if isinstance(v.get("gate"), dict) else {}
-            bits = [(" ".join(map(str, flags)) if isinstance(flags, list) else str(flags)) or "n/a",
-                    str(comp.get("version") or comp.get("command") or v.get("cc") or ""),
-                    f"gate {'passed' if gate.get('passed') else 'FAILED'}" if gate else "",
+            comp = comps.get(v.get("compiler"), {}) if isinstance(comps.get(v.get("compiler")), dict) else {}
+            flags = v.get("flags_used") or []
+            status = ("skipped: " + str(v["skipped"])) if v.get("skipped") else (
+                "gate passed" if v.get("passed") else "gate FAILED")
+            bits = [(" ".join(map(str, flags)) if isinstance(flags, list) else str(flags)) or "",
+                    str(comp.get("version") or v.get("compiler") or ""), status,
                     f"sha256 {_short(v['binary_sha256'])}" if v.get("binary_sha256") else ""]
-            rows.append((vid, " · ".join(b for b in bits if b)))
-        sections.append(("Variants", rows))
+            rows.append((f"{v.get('variant', bid)} · {v.get('compiler', '')} · {v.get('family', '')}",
+                         " · ".join(b for b in bits if b)))
+        sections.append(("Builds (variant · compiler · family)", rows))
+    if isinstance(m.get("driver"), dict):
+        d = m["driver"]
+        comp = d.get("compiler") if isinstance(d.get("compiler"), dict) else {}
+        sections.append(("Driver (timing code, one fixed toolchain)",
+                         [("compiler", str(comp.get("version", "n/a"))), ("flags", " ".join(d.get("flags", []))),
+                          ("sha256", _short(d.get("sha256", "n/a")))]))
     if isinstance(m.get("jobs"), dict):
         js = _jobs_summary(m["jobs"])
         if js:
@@ -195,6 +244,7 @@ def provenance(study: Study) -> list[tuple[str, list[tuple[str, str]]]]:
         sections.append(("Metrics", _flatten(m["metrics"])))
     rest = [(k, str(v)) for k, v in m.items()
             if k not in ("machine", "source", "tool", "variants", "jobs", "metrics", "job_order")
+            and k not in ("builds", "driver", "compilers", "families", "chain")
             and not isinstance(v, (dict, list))]
     if rest:
         sections.append(("Study", rest))
@@ -218,7 +268,8 @@ def _virtualized(manifest: dict) -> str | None:
 
 
 def _groups_list(df, limit=8) -> str:
-    items = [f"{r['scheme']} {r['op']} {r['variant']}" for _, r in df.head(limit).iterrows()]
+    items = [f"{r['scheme']} {r['op']} {r['variant']}" + (f" ({r['compiler']})" if "compiler" in r else "")
+             for _, r in df.head(limit).iterrows()]
     more = len(df) - limit
     return ", ".join(items) + (f" and {more} more" if more > 0 else "")
 
@@ -232,10 +283,11 @@ def warnings(study: Study, figures: list[FigureResult], notes: list[str]) -> lis
             out.append(Warning_("analysis", text))
     g = study.groups
     if not g.empty:
+        n_rel = (study.summary.get("settings") or {}).get("min_jobs_reliable", 5)
         if "n_jobs" in g.columns:
-            few = g[g["n_jobs"] < 5]
+            few = g[(g["n_jobs"] < n_rel) & ~g.get("deterministic", pd.Series(False, index=g.index)).astype(bool)]
             if len(few):
-                out.append(Warning_("few jobs", f"{len(few)} of {len(g)} groups have fewer than 5 jobs: the "
+                out.append(Warning_("few jobs", f"{len(few)} of {len(g)} groups have fewer than {n_rel} jobs: the "
                                     f"hierarchical CIs (which resample jobs) are unreliable there, and job-level "
                                     f"tests have little power. Run more jobs (--jobs)."))
         if "noisy_jobs" in g.columns:
@@ -279,27 +331,41 @@ def _data_uri(path: Path) -> str:
 
 
 def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: list[Table],
-               notes: list[str], reference: str | None = None) -> Path:
-    figs = [{"name": f.name, "title": f.title, "caption": f.caption, "skipped": f.skipped,
-             "src": _data_uri(f.png) if f.png else None,
-             # shown at 2/3 of the pixel size (150 dpi -> ~100 css px per inch): figures keep their relative scale
-             "width": (int(png_width(f.png) * 2 / 3) if f.png and png_width(f.png) else None)} for f in figures]
+               notes: list[str], reference: str | None = None, extra_figures: list[FigureResult] | None = None,
+               extra_tables: list[Table] | None = None) -> Path:
+    def fig(f: FigureResult) -> dict:
+        return {"name": f.name.replace("/", "-"), "title": f.title, "caption": f.caption, "skipped": f.skipped,
+                "file": f.name, "src": _data_uri(f.png) if f.png else None,
+                # shown at 2/3 of the pixel size (150 dpi -> ~100 css px per inch): figures keep their scale
+                "width": (int(png_width(f.png) * 2 / 3) if f.png and png_width(f.png) else None)}
+
+    sections = []
+    for fam in study.families:
+        ts = [t for t in tables if t.family == fam.name]
+        sections.append({
+            "id": fam.name, "title": fam.title, "headlines": headlines(study, fam),
+            "table1": [t for t in ts if t.name == "table1_hand_simd" and not t.name_suffix][:1],
+            "tables": [t for t in ts if not (t.name == "table1_hand_simd" and not t.name_suffix)],
+            "figures": [fig(f) for f in figures if f.family == fam.name],
+        })
     mach = study.manifest.get("machine") if isinstance(study.manifest.get("machine"), dict) else {}
+    colours = style.variant_colours(study.chain.variants, study.variants)
     html = _env().get_template("index.html.j2").render(
         title=f"pqsimd report: {study.directory.resolve().name}",
         directory=str(study.directory.resolve()),
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
         machine=mach.get("cpu_model") or mach.get("cpu") or "n/a",
-        headlines=headlines(study),
-        tables=tables,
-        figures=figs,
+        design=study.design,
+        sections=sections,
+        extra_tables=extra_tables or [],
+        extra_figures=[fig(f) for f in (extra_figures or [])],
         methods=methods(study),
         stat_methods=[(k, str(v)) for k, v in (study.summary.get("methods") or {}).items()]
         if isinstance(study.summary.get("methods"), dict) else [],
         provenance=provenance(study),
-        warnings=warnings(study, figures, notes),
+        warnings=warnings(study, figures + (extra_figures or []), notes),
         reference=reference,
-        colours={v: style.variant_colour(v, study.variants) for v in study.variants},
+        colours={v: colours.get(v) for v in study.variants},
     )
     return files.write_text(outdir / "index.html", html)

@@ -1,18 +1,107 @@
-"""Reading a study directory for the report: results tables, summary, study file, manifest."""
+"""Reading a study for the report: results/ (tables, summary.json, spins.parquet) and the manifest.
+The report never reads data/ or raw/: families, their views and the chain come from summary.json."""
 
 from __future__ import annotations
 
 import json
 import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
 
-from ..errors import PqsimdError
-from . import style
+from ..errors import PqsimdError, command
 
-RESULT_TABLES = ("groups", "comparisons", "decomposition")
+RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa")
+
+
+@dataclass(frozen=True)
+class Step:
+    stage: str
+    base: str
+    variant: str
+    label: str
+
+
+@dataclass(frozen=True)
+class ChainView:
+    steps: tuple[Step, ...]
+    extra_baseline: str
+    also: tuple[Step, ...] = ()
+    compiler_view: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "ChainView":
+        d = d or {}
+
+        def steps(key):
+            return tuple(Step(s["stage"], s["from"], s["to"], s.get("label", s["stage"])) for s in d.get(key, []))
+
+        st = steps("steps")
+        return cls(st, d.get("extra_baseline", st[-1].base if st else ""), steps("also"),
+                   tuple(d.get("compiler_view", [])))
+
+    @property
+    def variants(self) -> list[str]:
+        return ([self.steps[0].base] + [s.variant for s in self.steps]) if self.steps else []
+
+    @property
+    def first(self) -> str | None:
+        return self.steps[0].base if self.steps else None
+
+    @property
+    def last(self) -> str | None:
+        return self.steps[-1].variant if self.steps else None
+
+    @property
+    def hand(self) -> Step | None:
+        """The chain's last step: the hand-written SIMD stage of the paper's Table 1."""
+        return self.steps[-1] if self.steps else None
+
+    def step(self, stage: str) -> Step | None:
+        return next((s for s in (*self.steps, *self.also) if s.stage == stage), None)
+
+    def stage_label(self, stage: str) -> str:
+        s = self.step(stage)
+        if s is not None:
+            return f"{s.label} ({s.base}→{s.variant})"
+        return {"cumulative": f"cumulative ({self.first}→X)", "extra": f"extra ({self.extra_baseline}→X)",
+                "cross_compiler": "across compilers", "aa": "A/A"}.get(stage, stage)
+
+
+@dataclass
+class FamilyView:
+    """One scheme family as the report shows it (from summary.json "families")."""
+
+    name: str
+    title: str
+    kind: str
+    schemes: list[str]  # the study's schemes of this family, in family order
+    ops: list[str]
+    labels: dict[str, str]
+    scheme_labels: dict[str, str]
+    views: dict
+    self_check: str | None
+
+    def label(self, op: str) -> str:
+        return self.labels.get(op, op)
+
+    def scheme_label(self, scheme: str) -> str:
+        return self.scheme_labels.get(scheme, scheme.upper())
+
+    def sort_ops(self, ops) -> list[str]:
+        rank = {o: i for i, o in enumerate(self.ops)}
+        return sorted(set(ops), key=lambda o: (rank.get(o, len(rank)), o))
+
+    def shown_ops(self, ops) -> list[str]:
+        """Ops for figures: the family's order, without its self-check op."""
+        return [o for o in self.sort_ops(ops) if o != self.self_check]
+
+    @property
+    def macro_prefix(self) -> str:
+        p = self.views.get("macro_prefix")
+        return p if isinstance(p, str) and p.isalpha() else "".join(ch for ch in self.name.title() if ch.isalpha())
 
 
 @dataclass
@@ -24,6 +113,7 @@ class Study:
     summary: dict = field(default_factory=dict)
     study: dict = field(default_factory=dict)
     manifest: dict = field(default_factory=dict)
+    aa: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     # -- what the study holds ------------------------------------------------------------
     @property
@@ -39,13 +129,42 @@ class Study:
         ms = self.metrics
         return ms[0] if ms else "ticks"
 
-    @property
-    def schemes(self) -> list[str]:
-        ss = set()
+    @cached_property
+    def chain(self) -> ChainView:
+        return ChainView.from_dict(self.summary.get("chain"))
+
+    @cached_property
+    def families(self) -> list[FamilyView]:
+        """The families with results, in the study's scheme order."""
+        present = set()
         for df in (self.comparisons, self.groups):
             if "scheme" in df.columns:
-                ss.update(df["scheme"].dropna().astype(str))
-        return style.sort_schemes(ss)
+                present.update(df["scheme"].dropna().astype(str))
+        out: list[FamilyView] = []
+        for name, f in (self.summary.get("families") or {}).items():
+            schemes = [s for s in f.get("schemes", {}) if s in present]
+            if not schemes:
+                continue
+            out.append(FamilyView(
+                name=name, title=f.get("title", name), kind=f.get("kind", ""), schemes=schemes,
+                ops=list(f.get("ops", [])), labels=dict(f.get("labels", {})),
+                scheme_labels={s: v.get("label", s.upper()) for s, v in f.get("schemes", {}).items()},
+                views=dict(f.get("views", {})), self_check=f.get("self_check")))
+        known = {s for f in out for s in f.schemes}
+        orphans = sorted(present - known)
+        if orphans:  # results whose family summary.json does not describe: show them plainly
+            out.append(FamilyView("other", "Other schemes", "", orphans, [], {}, {}, {}, None))
+        order = [str(s) for s in (self.study.get("study", {}) or {}).get("schemes", []) or []]
+        rank = {s: i for i, s in enumerate(order)}
+        out.sort(key=lambda f: min((rank.get(s, len(rank)) for s in f.schemes), default=len(rank)))
+        return out
+
+    def family_of(self, scheme: str) -> FamilyView | None:
+        return next((f for f in self.families if scheme in f.schemes), None)
+
+    @property
+    def schemes(self) -> list[str]:
+        return [s for f in self.families for s in f.schemes]
 
     @property
     def variants(self) -> list[str]:
@@ -55,42 +174,81 @@ class Study:
         for col in ("baseline", "variant"):
             if col in self.comparisons.columns:
                 vs.update(self.comparisons[col].dropna().astype(str))
-        return style.sort_variants(vs)
+        order = list((self.summary.get("study") or {}).get("variants") or []) + self.chain.variants
+        rank = {v: i for i, v in enumerate(dict.fromkeys(order))}
+        return sorted(vs, key=lambda v: (rank.get(v, len(rank)), v))
+
+    @property
+    def compilers(self) -> list[str]:
+        listed = list((self.summary.get("study") or {}).get("compilers") or [])
+        have = set()
+        for df in (self.groups, self.comparisons):
+            if "compiler" in df.columns:
+                have.update(df["compiler"].dropna().astype(str))
+        return [c for c in listed if c in have] + sorted(have - set(listed))
+
+    @property
+    def primary_compiler(self) -> str | None:
+        cs = self.compilers
+        return cs[0] if cs else None
+
+    @property
+    def design(self) -> str:
+        return str(self.summary.get("design") or "separate")
 
     def comparison(self, metric: str, stage: str | None = None, baseline: str | None = None,
-                   variant: str | None = None) -> pd.DataFrame:
+                   variant: str | None = None, compiler: str | None = "primary", scheme: str | None = None) -> pd.DataFrame:
+        """Comparison rows; compiler "primary" (default) = the study's first compiler, within-compiler rows."""
         df = self.comparisons
         if df.empty:
             return df
         m = df["metric"] == metric
-        if stage is not None and "stage" in df.columns:
+        if stage is not None:
             m &= df["stage"] == stage
         if baseline is not None:
             m &= df["baseline"] == baseline
         if variant is not None:
             m &= df["variant"] == variant
+        if scheme is not None:
+            m &= df["scheme"] == scheme
+        if compiler is not None and "compiler" in df.columns:
+            c = self.primary_compiler if compiler == "primary" else compiler
+            m &= (df["compiler"] == c) & (df["baseline_compiler"] == c)
         return df[m]
 
-    def lookup(self, metric: str, scheme: str, op: str, baseline: str, variant: str) -> dict | None:
-        """The comparison row (as a dict) of one (metric, scheme, op, baseline, variant), or None."""
-        df = self.comparisons
+    def lookup(self, metric: str, scheme: str, op: str, baseline: str, variant: str,
+               compiler: str | None = None) -> dict | None:
+        """The comparison row (as a dict) of one (metric, scheme, op, baseline, variant) within one compiler
+        (default: the study's first), or None."""
+        df = self.comparison(metric, baseline=baseline, variant=variant, compiler=compiler or "primary", scheme=scheme)
         if df.empty:
             return None
-        m = ((df["metric"] == metric) & (df["scheme"] == scheme) & (df["op"] == op)
-             & (df["baseline"] == baseline) & (df["variant"] == variant))
-        rows = df[m]
-        if rows.empty:
-            return None
-        return rows.iloc[0].to_dict()
+        rows = df[df["op"] == op]
+        return None if rows.empty else rows.iloc[0].to_dict()
 
-    def group(self, metric: str, scheme: str, op: str, variant: str) -> dict | None:
+    def group(self, metric: str, scheme: str, op: str, variant: str, compiler: str | None = None) -> dict | None:
         df = self.groups
         if df.empty:
             return None
-        m = ((df["metric"] == metric) & (df["scheme"] == scheme) & (df["op"] == op)
-             & (df["variant"] == variant))
+        m = ((df["metric"] == metric) & (df["scheme"] == scheme) & (df["op"] == op) & (df["variant"] == variant))
+        if "compiler" in df.columns:
+            m &= df["compiler"] == (compiler or self.primary_compiler)
         rows = df[m]
         return None if rows.empty else rows.iloc[0].to_dict()
+
+    def spins(self) -> pd.DataFrame:
+        """Every spin median (results/spins.parquet, written by analyze); empty if absent."""
+        p = self.directory / "results" / "spins.parquet"
+        if not p.exists():
+            return pd.DataFrame(columns=["metric", "scheme", "variant", "compiler", "op", "job", "spin", "value"])
+        try:
+            df = pd.read_parquet(p)
+        except Exception as e:
+            raise PqsimdError(f"cannot read {p} ({e.__class__.__name__}); re-run {command('analyze', self.directory)}") from None
+        for c in ("metric", "scheme", "variant", "compiler", "op", "job"):
+            if c in df.columns:
+                df[c] = df[c].astype(str)
+        return df
 
     def get(self, *names, default=None):
         """A setting looked up in summary.json, then the study file (top level or one table down)."""
@@ -125,7 +283,7 @@ def _read_table(results: Path, name: str) -> pd.DataFrame:
             return pd.read_csv(csv)
     except Exception as e:  # truncated or foreign file
         raise PqsimdError(f"cannot read {pq if pq.exists() else csv} ({e.__class__.__name__}); "
-                          f"re-run `pqsimd analyze {results.parent}`") from None
+                          f"re-run {command('analyze', results.parent)}") from None
     return pd.DataFrame()
 
 
@@ -151,7 +309,7 @@ def read_toml(path: Path) -> dict:
 def check_study_dir(directory: Path) -> Path:
     directory = Path(directory)
     if not directory.is_dir():
-        raise PqsimdError(f"no study directory at {directory}; create one with `pqsimd run {directory}`")
+        raise PqsimdError(f"no study directory at {directory}; create one with {command('run', directory)}")
     return directory
 
 
@@ -160,17 +318,13 @@ def load_study(directory: Path) -> Study:
     directory = check_study_dir(directory)
     results = directory / "results"
     if not results.is_dir() or not any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv")):
-        raise PqsimdError(f"no results in {results}; run `pqsimd analyze {directory}` first")
+        raise PqsimdError(f"no results in {results}; run {command('analyze', directory)} first")
+    summary = read_json(results / "summary.json")
+    if summary.get("schema_version", 1) < 2:
+        raise PqsimdError(f"{results} was written by an older pqsimd; re-run {command('analyze', directory)}")
     tables = {name: _read_table(results, name) for name in RESULT_TABLES}
-    for name, df in tables.items():
-        if "metric" not in df.columns and not df.empty:
-            df["metric"] = "ticks"
     return Study(
-        directory=directory,
-        groups=tables["groups"],
-        comparisons=tables["comparisons"],
-        decomposition=tables["decomposition"],
-        summary=read_json(results / "summary.json"),
-        study=read_toml(directory / "study.toml"),
-        manifest=read_json(directory / "manifest.json"),
+        directory=directory, groups=tables["groups"], comparisons=tables["comparisons"],
+        decomposition=tables["decomposition"], aa=tables["aa"], summary=summary,
+        study=read_toml(directory / "study.toml"), manifest=read_json(directory / "manifest.json"),
     )

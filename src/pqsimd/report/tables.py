@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 import jinja2
@@ -16,16 +15,8 @@ import numpy as np
 import pandas as pd
 
 from . import files, fmt, style
-from .load import Study
+from .load import FamilyView, Study
 
-TABLE1_OPS = ["invntt", "basemul", "poly_frommsg", "ntt", "indcpa_dec", "indcpa_enc", "indcpa_keypair",
-              "gen_a", "poly_getnoise_eta1"]
-TABLE1_LABELS = {"invntt": "INVNTT", "basemul": "basemul", "poly_frommsg": "frommsg", "ntt": "NTT",
-                 "indcpa_dec": "iDec", "indcpa_enc": "iEnc", "indcpa_keypair": "iKeypair", "gen_a": "gen_a",
-                 "poly_getnoise_eta1": "noise"}
-STAGES = [("compiler", "refo0", "refnv"), ("autovec", "refnv", "ref"), ("hand_simd", "ref", "avx2"),
-          ("total", "refo0", "avx2")]
-STAGE_HEADERS = {"compiler": "compiler", "autovec": "auto-vec", "hand_simd": "hand SIMD", "total": "total"}
 UNRELIABLE = "†"
 
 _TEX = {
@@ -66,6 +57,7 @@ class Table:
     data: pd.DataFrame = field(default_factory=pd.DataFrame)  # numeric, for the CSV
     align: str = ""
     name_suffix: str = ""  # "_instructions" for a further metric's twin
+    family: str = ""
 
     @property
     def n_cols(self) -> int:
@@ -125,62 +117,75 @@ def speedup_cell(row: dict | None, with_ci: bool = True, verdict: bool = False) 
     return Cell(text, latex)
 
 
-def _label(op: str, labels: dict | None = None) -> str:
-    return (labels or {}).get(op) or style.op_label(op)
-
-
 def _notes_common(study: Study, rows: list[dict]) -> list[str]:
     notes = []
     if any(not _ci_pair(r)[2] for r in rows if r):
-        notes.append(f"{UNRELIABLE} hierarchical CI unreliable: a group has fewer than 5 jobs.")
+        n = (study.summary.get("settings") or {}).get("min_jobs_reliable", 5)
+        notes.append(f"{UNRELIABLE} hierarchical CI unreliable: a group has fewer than {n} jobs.")
     return notes
 
 
-def _ci_name(rows: list[dict]) -> str:
+def _ci_name(study: Study, rows: list[dict]) -> str:
+    lvl = study.summary.get("ci_level")
+    pct = f"{round(100 * float(lvl))}%" if lvl else "95%"
     if any(r and not fmt.is_missing(r.get("hci_low")) for r in rows):
-        return "95% hierarchical bootstrap CI (jobs, then spins within jobs)"
-    return "95% bootstrap CI"
+        return f"{pct} hierarchical bootstrap CI (jobs, then spins within jobs)"
+    return f"{pct} bootstrap CI"
+
+
+def _design(study: Study) -> str:
+    return (" Paired design: every variant timed in each job in a per-spin random order; speedups are medians of "
+            "per-spin ratios." if study.design == "paired" else "")
 
 
 # -- table 1 --------------------------------------------------------------------------------
 
-def load_paper_table1() -> pd.DataFrame:
-    with resources.files("pqsimd.data").joinpath("paper_table1.csv").open("r") as fh:
-        return pd.read_csv(fh, comment="#")
+def reference_frame(study: Study, fam: FamilyView) -> tuple[pd.DataFrame | None, str]:
+    """The family's published reference table (summary.json), indexed by op, and what it is."""
+    ref = (study.summary.get("families") or {}).get(fam.name, {}).get("reference")
+    if not ref or not ref.get("rows"):
+        return None, ""
+    df = pd.DataFrame(ref["rows"]).set_index("op")
+    for c in df.columns:
+        df[c] = pd.to_numeric(df[c], errors="ignore")
+    return df, " ".join(ref.get("about", [])[:2])
 
 
-def table1_hand_simd(study: Study, metric: str, reference: str | None = None) -> Table:
-    schemes = study.schemes
-    paper = load_paper_table1().set_index("op") if reference == "paper" else None
+def table1_hand_simd(study: Study, fam: FamilyView, metric: str, reference: str | None = None) -> Table:
+    h = study.chain.hand
+    schemes = fam.schemes
+    paper, about = reference_frame(study, fam) if reference == "paper" else (None, "")
     header, groups, rows, data, seen = ["Operation"], [], [], [], []
     per = 3 if paper is not None else 1
-    for s in schemes:
+    for sc in schemes:
         if paper is not None:
             header += ["ours", "paper", "ratio"]
-            groups.append((style.scheme_label(s), 3))
+            groups.append((fam.scheme_label(sc), 3))
         else:
-            header.append(style.scheme_label(s))
-    for op in TABLE1_OPS:
-        cells = [Cell(TABLE1_LABELS[op])]
-        rec = {"op": op, "label": TABLE1_LABELS[op]}
-        for s in schemes:
-            row = study.lookup(metric, s, op, "ref", "avx2")
+            header.append(fam.scheme_label(sc))
+    ops = [o for o in (fam.views.get("table1") or fam.shown_ops(fam.ops))]
+    for op in ops:
+        label = fam.label(op)
+        cells = [Cell(label)]
+        rec = {"op": op, "label": label}
+        for sc in schemes:
+            row = study.lookup(metric, sc, op, h.base, h.variant)
             seen.append(row)
             cells.append(speedup_cell(row))
             lo, hi, _ = _ci_pair(row) if row else (np.nan, np.nan, True)
             sp = row.get("speedup") if row else np.nan
-            rec.update({f"{s}_speedup": sp, f"{s}_ci_low": lo, f"{s}_ci_high": hi,
-                        f"{s}_cliffs_delta": row.get("cliffs_delta") if row else np.nan,
-                        f"{s}_verdict": row.get("verdict") if row else np.nan})
+            rec.update({f"{sc}_speedup": sp, f"{sc}_ci_low": lo, f"{sc}_ci_high": hi,
+                        f"{sc}_cliffs_delta": row.get("cliffs_delta") if row else np.nan,
+                        f"{sc}_verdict": row.get("verdict") if row else np.nan})
             if paper is not None:
-                pv = paper[s].get(op, np.nan) if s in paper.columns else np.nan
+                pv = paper[sc].get(op, np.nan) if sc in paper.columns else np.nan
                 ratio = float(sp) / float(pv) if not (fmt.is_missing(sp) or fmt.is_missing(pv)) else np.nan
-                # the paper's numbers as published: one decimal
+                # the published numbers as published: one decimal
                 pv_text = fmt.NA if fmt.is_missing(pv) else f"{float(pv):.1f}"
                 cells.append(Cell(pv_text if pv_text == fmt.NA else pv_text + "×",
                                   None if pv_text == fmt.NA else rf"${pv_text}\times$"))
                 cells.append(Cell(fmt.num(ratio)))
-                rec.update({f"{s}_paper": pv, f"{s}_ratio": ratio})
+                rec.update({f"{sc}_paper": pv, f"{sc}_ratio": ratio})
         rows.append(cells)
         data.append(rec)
     got = [r for r in seen if r]
@@ -198,43 +203,55 @@ def table1_hand_simd(study: Study, metric: str, reference: str | None = None) ->
         alpha = float(study.summary.get("alpha", 0.05))
         below = sum(p < alpha for p in ps)
         stat.append(f"job-level Holm-adjusted p < {alpha:g} in {below} of {len(ps)} cells (largest {fmt.pval(max(ps))})")
-    caption = (f"Hand-written SIMD speedup (ref → avx2, {style.METRIC_TITLES.get(metric, metric)}), "
-               f"median ratio with {_ci_name(got)}." + (" " + "; ".join(stat) + "." if stat else ""))
+    caption = (f"{fam.title}: {h.label} speedup ({h.base} → {h.variant}, {style.metric_title(metric)}), "
+               f"median ratio with {_ci_name(study, got)}." + (" " + "; ".join(stat) + "." if stat else "")
+               + _design(study))
     if paper is not None:
-        caption += " paper: the published Table 1 (Xeon Platinum 8268, GCC 13.3.0); ratio = ours / paper."
-    return Table(name="table1_hand_simd", title="Table 1: hand-written SIMD speedup (ref → avx2)",
+        caption += f" paper: {about or 'the published table'}; ratio = ours / paper."
+    return Table(name="table1_hand_simd", title=f"{fam.title}: Table 1, {h.label} speedup ({h.base} → {h.variant})",
                  caption=caption, header=header, groups=groups if paper is not None else [], rows=rows,
                  notes=notes, data=pd.DataFrame(data), align="l" + "c" * (per * len(schemes)))
 
 
 # -- full table -----------------------------------------------------------------------------
 
-def _extras(study: Study, metric: str) -> list[str]:
-    df = study.comparison(metric, baseline="ref")
-    if df.empty:
-        return []
-    return style.sort_variants(v for v in df["variant"].unique() if v != "avx2")
+def _columns(study: Study, fam: FamilyView, metric: str) -> list[tuple[str, str, str, str]]:
+    """(key, header, baseline, variant): every chain stage, the total, the further comparisons, the extras."""
+    ch = study.chain
+    cols = [(s.stage, s.label, s.base, s.variant) for s in ch.steps]
+    if len(ch.steps) > 1:
+        cols.append(("total", "total", ch.first, ch.last))
+    cols += [(s.stage, s.label, s.base, s.variant) for s in ch.also]
+    df = study.comparison(metric, stage="extra")
+    if not df.empty:
+        for v in [v for v in study.variants if v in set(df["variant"])]:
+            cols.append((f"extra_{v}", f"{ch.extra_baseline}→{v}", ch.extra_baseline, v))
+    have = study.comparison(metric)
+    pairs = set(zip(have["baseline"], have["variant"])) if not have.empty else set()
+    return [c for c in cols if (c[2], c[3]) in pairs]
 
 
-def table_full(study: Study, metric: str) -> Table:
-    extras = _extras(study, metric)
-    cols = STAGES + [(f"extra:{v}", "ref", v) for v in extras]
-    header = ["Operation", "ref median"] + [STAGE_HEADERS.get(c[0], f"ref→{c[2]}") for c in cols]
+def table_full(study: Study, fam: FamilyView, metric: str) -> Table:
+    cols = _columns(study, fam, metric)
+    h = study.chain.hand
+    base_var = h.base if h else study.variants[0]
+    header = ["Operation", f"{base_var} median"] + [c[1] for c in cols]
     rows, data, seen = [], [], []
-    ops_all = study.comparisons.loc[study.comparisons["metric"] == metric, "op"].unique() \
-        if not study.comparisons.empty else []
-    for scheme in study.schemes:
-        rows.append(style.scheme_label(scheme))
-        for op in style.sort_ops(ops_all):
-            g = study.group(metric, scheme, op, "ref")
+    comp = study.comparison(metric)
+    for scheme in fam.schemes:
+        ops = fam.sort_ops(comp.loc[comp["scheme"] == scheme, "op"].unique()) if not comp.empty else []
+        if not ops:
+            continue
+        rows.append(fam.scheme_label(scheme))
+        for op in ops:
+            g = study.group(metric, scheme, op, base_var)
             med = g.get("median") if g else np.nan
-            cells = [Cell(style.op_label(op)), Cell(fmt.quantity(med))]
-            rec = {"scheme": scheme, "op": op, "ref_median": med}
-            for stage, base, var in cols:
+            cells = [Cell(fam.label(op)), Cell(fmt.quantity(med))]
+            rec = {"scheme": scheme, "op": op, f"{base_var}_median": med}
+            for key, _, base, var in cols:
                 row = study.lookup(metric, scheme, op, base, var)
                 seen.append(row)
                 cells.append(speedup_cell(row, verdict=True))
-                key = stage.replace("extra:", "ref_")
                 lo, hi, _ = _ci_pair(row) if row else (np.nan, np.nan, True)
                 rec.update({f"{key}_speedup": row.get("speedup") if row else np.nan, f"{key}_ci_low": lo,
                             f"{key}_ci_high": hi, f"{key}_verdict": row.get("verdict") if row else np.nan})
@@ -244,45 +261,110 @@ def table_full(study: Study, metric: str) -> Table:
     notes = _notes_common(study, got) + [
         "~ : no verdict (adjusted p ≥ α or the CI reaches into the ±threshold band); ▼ : slower.",
     ]
-    caption = (f"Every operation and stage ({style.METRIC_TITLES.get(metric, metric)}): compiler = refo0→refnv, "
-               f"auto-vec = refnv→ref, hand SIMD = ref→avx2, total = refo0→avx2"
-               + (", " + ", ".join(f"ref→{v}" for v in extras) if extras else "")
-               + f"; median ratio with {_ci_name(got)}. ref median in {style.METRIC_UNITS.get(metric, metric)} "
-               f"per call.")
-    return Table(name="table_full", title="All operations, all stages", caption=caption, header=header,
+    caption = (f"{fam.title}: every operation and comparison ({style.metric_title(metric)}): "
+               + ", ".join(f"{c[1]} = {c[2]}→{c[3]}" for c in cols)
+               + f"; median ratio with {_ci_name(study, got)}. {base_var} median in {style.metric_unit(metric)} "
+               f"per call." + _design(study))
+    return Table(name="table_full", title=f"{fam.title}: all operations, all stages", caption=caption, header=header,
                  rows=rows, notes=notes, data=pd.DataFrame(data), align="lr" + "c" * len(cols))
 
 
 # -- decomposition --------------------------------------------------------------------------
 
-def table_decomposition(study: Study, metric: str) -> Table:
+def table_decomposition(study: Study, fam: FamilyView, metric: str) -> Table:
     df = study.decomposition
-    df = df[df["metric"] == metric] if not df.empty else df
-    header = ["Operation", "total", "compiler", "auto-vec", "hand SIMD"]
+    ch = study.chain
+    if not df.empty:
+        df = df[(df["metric"] == metric) & df["scheme"].isin(fam.schemes)]
+        if "compiler" in df.columns:
+            df = df[df["compiler"] == study.primary_compiler]
+    header = ["Operation", "total"] + [s.label for s in ch.steps]
     rows, data = [], []
-    for scheme in study.schemes:
+    for scheme in fam.schemes:
         d = df[df["scheme"] == scheme] if not df.empty else df
         if d.empty:
             continue
-        rows.append(style.scheme_label(scheme))
-        for op in style.sort_ops(d["op"].unique()):
+        rows.append(fam.scheme_label(scheme))
+        for op in fam.sort_ops(d["op"].unique()):
             r = d[d["op"] == op].iloc[0].to_dict()
-            cells = [Cell(style.op_label(op)), Cell(fmt.times(r.get("total")),
-                                                   rf"${fmt.num(r.get('total'))}\times$"
-                                                   if not fmt.is_missing(r.get("total")) else None)]
-            for f in ("compiler", "autovec", "hand_simd"):
-                v, share = r.get(f), r.get(f"share_{f}")
-                text = fmt.times(v) if fmt.is_missing(share) else f"{fmt.times(v)} ({fmt.pct(share)})"
+            cells = [Cell(fam.label(op)), Cell(fmt.times(r.get("total")),
+                                              rf"${fmt.num(r.get('total'))}\times$" if not fmt.is_missing(r.get("total")) else None)]
+            rec = {"scheme": scheme, "op": op, "total": r.get("total", np.nan)}
+            for s in ch.steps:
+                v, share = r.get(f"factor_{s.stage}"), r.get(f"share_{s.stage}")
+                lo, hi = r.get(f"share_{s.stage}_ci_low"), r.get(f"share_{s.stage}_ci_high")
+                text = fmt.times(v)
+                if not fmt.is_missing(share):
+                    text += f" ({fmt.pct(share)}" + ("" if fmt.is_missing(lo) else f" [{fmt.pct(lo)}, {fmt.pct(hi)}]") + ")"
                 cells.append(Cell(text))
+                rec.update({f"factor_{s.stage}": v, f"share_{s.stage}": share, f"share_{s.stage}_ci_low": lo,
+                            f"share_{s.stage}_ci_high": hi})
             rows.append(cells)
-            data.append({k: r.get(k, np.nan) for k in ("scheme", "op", "total", "compiler", "autovec",
-                                                        "hand_simd", "share_compiler", "share_autovec",
-                                                        "share_hand_simd")})
-    caption = (f"Decomposition of the cumulative speedup refo0→avx2 ({style.METRIC_TITLES.get(metric, metric)}) "
-               f"into compiler × auto-vec × hand SIMD factors; in parentheses each factor's share of "
-               f"log(total). A negative share is a factor below 1× (a slowdown).")
-    return Table(name="table_decomposition", title="Speedup decomposition", caption=caption, header=header,
-                 rows=rows, data=pd.DataFrame(data), align="lcccc")
+            data.append(rec)
+    lvl = study.summary.get("ci_level")
+    caption = (f"{fam.title}: decomposition of the cumulative speedup {ch.first}→{ch.last} "
+               f"({style.metric_title(metric)}) into {' × '.join(s.label for s in ch.steps)} factors; in "
+               f"parentheses each factor's share of log(total) with its {round(100 * float(lvl)) if lvl else 95}% "
+               f"bootstrap interval. A negative share is a factor below 1× (a slowdown).")
+    return Table(name="table_decomposition", title=f"{fam.title}: speedup decomposition", caption=caption,
+                 header=header, rows=rows, data=pd.DataFrame(data), align="l" + "c" * (len(ch.steps) + 1))
+
+
+# -- compilers ------------------------------------------------------------------------------
+
+def compiler_rows(study: Study, fam: FamilyView, metric: str) -> pd.DataFrame:
+    """One row per (scheme, op, compiler): the compiler_view stages and the hand stage, from comparisons."""
+    ch = study.chain
+    stages = [s for s in (*ch.compiler_view, ch.hand.stage if ch.hand else None) if s and ch.step(s)]
+    df = study.comparisons
+    if df.empty or len(study.compilers) < 2:
+        return pd.DataFrame()
+    df = df[(df["metric"] == metric) & df["scheme"].isin(fam.schemes) & df["stage"].isin(stages)
+            & (df["compiler"] == df["baseline_compiler"])]
+    out = []
+    for (scheme, op, comp), d in df.groupby(["scheme", "op", "compiler"], sort=False):
+        rec = {"scheme": scheme, "op": op, "compiler": comp}
+        for st in stages:
+            r = d[d["stage"] == st]
+            if len(r):
+                r = r.iloc[0]
+                lo, hi, _ = _ci_pair(r.to_dict())
+                rec.update({f"{st}_speedup": r["speedup"], f"{st}_ci_low": lo, f"{st}_ci_high": hi,
+                            f"{st}_verdict": r["verdict"]})
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+def table_compilers(study: Study, fam: FamilyView, metric: str) -> Table | None:
+    data = compiler_rows(study, fam, metric)
+    if data.empty:
+        return None
+    ch = study.chain
+    stages = [s for s in (*ch.compiler_view, ch.hand.stage if ch.hand else None) if s and ch.step(s)]
+    stages = [s for s in stages if f"{s}_speedup" in data.columns]
+    comps = study.compilers
+    header = ["Operation", "compiler"] + [ch.stage_label(s) for s in stages]
+    rows = []
+    for scheme in fam.schemes:
+        d = data[data["scheme"] == scheme]
+        if d.empty:
+            continue
+        rows.append(fam.scheme_label(scheme))
+        for op in fam.sort_ops(d["op"].unique()):
+            for i, comp in enumerate(c for c in comps if c in set(d.loc[d["op"] == op, "compiler"])):
+                r = d[(d["op"] == op) & (d["compiler"] == comp)].iloc[0].to_dict()
+                cells = [Cell(fam.label(op) if i == 0 else ""), Cell(comp)]
+                for st in stages:
+                    cells.append(speedup_cell({"speedup": r.get(f"{st}_speedup"), "hci_low": r.get(f"{st}_ci_low"),
+                                               "hci_high": r.get(f"{st}_ci_high"), "verdict": r.get(f"{st}_verdict")},
+                                              verdict=True))
+                rows.append(cells)
+    versions = (study.manifest.get("compilers") or {})
+    notes = [f"{c}: {versions[c].get('version')}" for c in comps if isinstance(versions.get(c), dict)]
+    caption = (f"{fam.title}: the same stages under every compiler ({style.metric_title(metric)}); "
+               f"median ratio with {_ci_name(study, data.to_dict('records'))}.")
+    return Table(name="table_compilers", title=f"{fam.title}: compiler sensitivity", caption=caption, header=header,
+                 rows=rows, notes=notes, data=data, align="ll" + "c" * len(stages))
 
 
 # -- rendering ------------------------------------------------------------------------------
@@ -312,16 +394,23 @@ def write_table(table: Table, outdir: Path, suffix: str = "") -> dict[str, Path]
 
 
 def make_tables(study: Study, outdir: Path, reference: str | None = None) -> list[tuple[Table, dict]]:
-    """All tables for every metric (the primary metric's without a suffix)."""
+    """All tables of every family, for every metric (the primary metric's without a suffix), into
+    outdir/<family>/."""
     out = []
-    for metric in study.metrics or [study.primary_metric]:
-        suffix = "" if metric == study.primary_metric else f"_{metric}"
-        # the paper's Table 1 is a time (cycle) result: put it beside our time numbers only
-        ref = reference if metric == "ticks" else None
-        for t in (table1_hand_simd(study, metric, ref), table_full(study, metric),
-                  table_decomposition(study, metric)):
-            if suffix:
-                t.title += f" ({style.METRIC_TITLES.get(metric, metric)})"
-            t.name_suffix = suffix
-            out.append((t, write_table(t, outdir, suffix)))
+    for fam in study.families:
+        for metric in study.metrics or [study.primary_metric]:
+            suffix = "" if metric == study.primary_metric else f"_{metric}"
+            # a published reference is a time (cycle) result: put it beside our time numbers only
+            ref = reference if metric == "ticks" else None
+            tables = [table1_hand_simd(study, fam, metric, ref), table_full(study, fam, metric),
+                      table_decomposition(study, fam, metric)]
+            tc = table_compilers(study, fam, metric)
+            if tc is not None:
+                tables.append(tc)
+            for t in tables:
+                if suffix:
+                    t.title += f" ({style.metric_title(metric)})"
+                t.name_suffix = suffix
+                t.family = fam.name
+                out.append((t, write_table(t, outdir / fam.name, suffix)))
     return out
