@@ -50,13 +50,47 @@ def tree():
 
 
 @_eng_pytest.fixture(scope="session")
-def builds(tree):
-    """refo0, ref and avx2 built once per session (from the user's build cache when warm)."""
+def driver():
+    """The driver, built once with the fixed toolchain (from the user's build cache when warm)."""
+    from pqsimd.build import build_driver
+
+    return build_driver()
+
+
+@_eng_pytest.fixture(scope="session")
+def mlkem():
+    from pqsimd import catalog
+
+    return catalog.families()["ml-kem"]
+
+
+@_eng_pytest.fixture(scope="session")
+def builds(tree, driver, mlkem):
+    """ML-KEM refo0, ref and avx2 (gcc) built once per session (from the build cache when warm)."""
     from pqsimd import catalog
     from pqsimd.build import build_variant
 
     variants = catalog.builtin_variants()
-    return {v: build_variant(tree, variants[v], "gcc") for v in ("refo0", "ref", "avx2")}
+    return {v: build_variant(tree, mlkem, variants[v], "gcc", driver) for v in ("refo0", "ref", "avx2")}
+
+
+def sabotaged_tree(tree, tmp, edits):
+    """A copy of the parts of the PQClean tree a study needs, with `edits`: {relative path: (old, new)}.
+    The sabotage compiles; it is there to be caught by the gate."""
+    import shutil
+
+    from pqsimd.sources import SourceTree
+
+    root = _SlurmPath(tmp) / "pqclean"
+    for sub in ("common", "test", "crypto_kem"):
+        shutil.copytree(tree.root / sub, root / sub, symlinks=True)
+    (root / "crypto_sign").mkdir()
+    for rel, (old, new) in edits.items():
+        p = root / rel
+        text = p.read_text()
+        assert old in text, f"sabotage target not found in {rel}"
+        p.write_text(text.replace(old, new, 1))
+    return SourceTree(root=root, origin="path")
 
 
 def run_cli(*args, cwd=None, timeout=900, env=None):

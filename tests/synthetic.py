@@ -1,8 +1,10 @@
 """Synthetic study directories in the documented raw schema (ARCHITECTURE.md), for tests and benches.
 
-`make_synthetic_study` writes DIR/raw/<job>.parquet (one file per job = variant.scheme.index, all
-ops and metrics of that job, warmup spins included and flagged) with the `pqsimd.job` metadata, and
-a minimal DIR/study.toml. Values are lognormal around a chosen median with an optional random
+`make_synthetic_study` writes DIR/raw/<job>.parquet (one file per job: variant.compiler.scheme.index
+in the separate design, paired.scheme.index holding every variant in the paired design; all ops and
+metrics of that job, warmup spins included and flagged) with the `pqsimd.job` metadata, and a
+minimal DIR/study.toml. In the paired design the variants of a job share its job effect and each
+spin's machine state (`state`), which is what pairing cancels. Values are lognormal around a chosen median with an optional random
 per-job shift (`job_sigma`, on the log scale), per-spin and per-rep noise, rare right-tail outliers
 (OS interrupts) and an optional linear drift within jobs.
 """
@@ -63,6 +65,9 @@ def make_synthetic_study(
     hostname: str | Callable = "node001",
     analysis: Mapping[str, Any] | None = None,
     write_study_toml: bool = True,
+    design: str = "separate",
+    compilers: Sequence[str] = ("gcc",),
+    state: Callable | None = None,
 ) -> Path:
     """Write a synthetic study into `directory`; return the directory.
 
@@ -73,6 +78,10 @@ def make_synthetic_study(
     drift: total relative change of the level from the first to the last spin of each job.
     cpu_model / hostname: a string, or a callable (variant, scheme, job_index) -> str.
     analysis: written as the [analysis] table of study.toml.
+    design: "separate" (one file per variant) or "paired" (one file per scheme and job, all variants).
+    state: optional callable (rng, job_index, n_spins, variant, op) -> per-spin log factor array (the
+      machine's state); in the paired design it is drawn once per job and shared by its variants
+      unless the callable depends on the variant.
     """
     directory = Path(directory)
     raw_dir = directory / "raw"
@@ -81,62 +90,86 @@ def make_synthetic_study(
     rng = np.random.default_rng(seed)
     n_spin = warmup + spins
     spin_ids = np.arange(-warmup, spins, dtype=np.int32)
-    for vi, variant in enumerate(variants):
-        for scheme in schemes:
+    def job_rows(job: str, j: int, variant: str, compiler: str, scheme: str, job_shift: float,
+                 states: dict, cols: dict, pos: int) -> None:
+        for m in metrics:
+            for op in ops:
+                med = _lookup(medians, scheme, variant, op)
+                shape = (n_spin, reps)
+                if m in DETERMINISTIC_METRICS:
+                    per_call = np.full(shape, float(round(med)))
+                else:
+                    level = job_shift + rng.normal(0.0, spin_sigma, size=(n_spin, 1))
+                    if state is not None:
+                        level = level + states[(variant, op)][:, None]
+                    if drift:
+                        level = level + np.log1p(drift * np.clip(spin_ids, 0, None) / max(spins - 1, 1))[:, None]
+                    per_call = med * np.exp(level + rng.normal(0.0, rep_sigma, size=shape))
+                    out = rng.random(shape) < outlier_rate
+                    per_call[out] *= 1.0 + rng.exponential(2.0, size=int(out.sum()))
+                    # whole counter values, as the driver records them
+                    raw = np.round(per_call * batch + overhead)
+                    per_call = (raw - overhead) / batch
+                raw = np.round(per_call * batch + overhead).astype(np.int64)
+                n = per_call.size
+                cols["scheme"].append(np.full(n, scheme, dtype=object))
+                cols["variant"].append(np.full(n, variant, dtype=object))
+                cols["compiler"].append(np.full(n, compiler, dtype=object))
+                cols["op"].append(np.full(n, op, dtype=object))
+                cols["metric"].append(np.full(n, m, dtype=object))
+                cols["job"].append(np.full(n, job, dtype=object))
+                cols["job_index"].append(np.full(n, j, dtype=np.int32))
+                cols["spin"].append(np.repeat(spin_ids, reps))
+                cols["rep"].append(np.tile(np.arange(reps, dtype=np.int32), n_spin))
+                cols["pos"].append(np.full(n, pos, dtype=np.int16))
+                cols["batch"].append(np.full(n, batch, dtype=np.int32))
+                cols["raw"].append(raw.ravel())
+                cols["ticks"].append(raw.ravel() if m == "ticks" else np.full(n, None, dtype=object))
+                cols["per_call"].append(per_call.ravel())
+                cols["warmup"].append(np.repeat(spin_ids < 0, reps))
+
+    def write(job: str, j: int, scheme: str, cols: dict, variants_in: list[str], compiler: str) -> None:
+        arrays = [pa.array(np.concatenate(cols[f.name]), type=f.type) for f in RAW_SCHEMA]
+        table = pa.Table.from_arrays(arrays, schema=RAW_SCHEMA)
+        meta = {
+            "id": job, "variant": variants_in[0] if design == "separate" else None, "variants": variants_in,
+            "compiler": compiler, "scheme": scheme, "index": j, "job_index": j, "design": design, "metric": "ticks",
+            "cpu": 1, "hostname": _per_job(hostname, variants_in[0], scheme, j),
+            "cpu_model": _per_job(cpu_model, variants_in[0], scheme, j),
+            "calibration": {"overhead": overhead, "granularity": 1, "tsc_hz": 3.0e9, "core_per_tsc": 1.0},
+            "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:01:00Z",
+        }
+        table = table.replace_schema_metadata({b"pqsimd.job": json.dumps(meta).encode()})
+        pq.write_table(table, raw_dir / f"{job}.parquet")
+
+    def draw_states(j: int, variants_in) -> dict:
+        if state is None:
+            return {}
+        out, shared = {}, {}
+        for v in variants_in:
+            for op in ops:
+                s = state(rng, j, n_spin, v, op)
+                out[(v, op)] = s
+        return out
+
+    for scheme in schemes:
+        for compiler in compilers:
             for j in range(jobs):
-                job = f"{variant}.{scheme}.{j}"
-                cols: dict[str, list[np.ndarray]] = {name: [] for name in RAW_SCHEMA.names}
-                job_shift = rng.normal(0.0, job_sigma) if job_sigma > 0 else 0.0
-                for m in metrics:
-                    for op in ops:
-                        med = _lookup(medians, scheme, variant, op)
-                        shape = (n_spin, reps)
-                        if m in DETERMINISTIC_METRICS:
-                            per_call = np.full(shape, float(round(med)))
-                        else:
-                            level = job_shift + rng.normal(0.0, spin_sigma, size=(n_spin, 1))
-                            if drift:
-                                level = level + np.log1p(drift * np.clip(spin_ids, 0, None) / max(spins - 1, 1))[:, None]
-                            per_call = med * np.exp(level + rng.normal(0.0, rep_sigma, size=shape))
-                            out = rng.random(shape) < outlier_rate
-                            per_call[out] *= 1.0 + rng.exponential(2.0, size=int(out.sum()))
-                            # whole counter values, as the harness records them
-                            raw = np.round(per_call * batch + overhead)
-                            per_call = (raw - overhead) / batch
-                        raw = np.round(per_call * batch + overhead).astype(np.int64)
-                        n = per_call.size
-                        cols["scheme"].append(np.full(n, scheme, dtype=object))
-                        cols["variant"].append(np.full(n, variant, dtype=object))
-                        cols["op"].append(np.full(n, op, dtype=object))
-                        cols["metric"].append(np.full(n, m, dtype=object))
-                        cols["job"].append(np.full(n, job, dtype=object))
-                        cols["job_index"].append(np.full(n, j, dtype=np.int32))
-                        cols["spin"].append(np.repeat(spin_ids, reps))
-                        cols["rep"].append(np.tile(np.arange(reps, dtype=np.int32), n_spin))
-                        cols["batch"].append(np.full(n, batch, dtype=np.int32))
-                        cols["raw"].append(raw.ravel())
-                        cols["ticks"].append(raw.ravel() if m == "ticks" else np.full(n, None, dtype=object))
-                        cols["per_call"].append(per_call.ravel())
-                        cols["warmup"].append(np.repeat(spin_ids < 0, reps))
-                arrays = [pa.array(np.concatenate(cols[f.name]), type=f.type) for f in RAW_SCHEMA]
-                table = pa.Table.from_arrays(arrays, schema=RAW_SCHEMA)
-                meta = {
-                    "id": job,
-                    "variant": variant,
-                    "scheme": scheme,
-                    "job_index": j,
-                    "cpu": 1,
-                    "hostname": _per_job(hostname, variant, scheme, j),
-                    "cpu_model": _per_job(cpu_model, variant, scheme, j),
-                    "overhead": overhead,
-                    "granularity": 1,
-                    "tsc_hz": 3.0e9,
-                    "started": "2026-01-01T00:00:00Z",
-                    "finished": "2026-01-01T00:01:00Z",
-                    "sha256": f"{vi:064x}",
-                }
-                table = table.replace_schema_metadata({b"pqsimd.job": json.dumps(meta).encode()})
-                pq.write_table(table, raw_dir / f"{job}.parquet")
+                if design == "paired":
+                    cols = {name: [] for name in RAW_SCHEMA.names}
+                    job_shift = rng.normal(0.0, job_sigma) if job_sigma > 0 else 0.0
+                    states = draw_states(j, variants)
+                    for pos, variant in enumerate(variants):
+                        job_rows(f"paired.{scheme}.{j}", j, variant, compiler, scheme, job_shift, states, cols, pos)
+                    write(f"paired.{scheme}.{j}" if len(compilers) == 1 else f"paired.{compiler}.{scheme}.{j}", j,
+                          scheme, cols, list(variants), compiler)
+                    continue
+                for variant in variants:
+                    cols = {name: [] for name in RAW_SCHEMA.names}
+                    job_shift = rng.normal(0.0, job_sigma) if job_sigma > 0 else 0.0
+                    job = f"{variant}.{compiler}.{scheme}.{j}" if len(compilers) > 1 else f"{variant}.{scheme}.{j}"
+                    job_rows(job, j, variant, compiler, scheme, job_shift, draw_states(j, [variant]), cols, 0)
+                    write(job, j, scheme, cols, [variant], compiler)
     if write_study_toml:
         doc: dict[str, Any] = {
             "study": {
@@ -148,7 +181,8 @@ def make_synthetic_study(
                 "reps": reps,
                 "warmup": warmup,
                 "metrics": metrics,
-                "preset": "synthetic",
+                "design": design,
+                "cc": list(compilers),
             }
         }
         if analysis:

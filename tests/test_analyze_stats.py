@@ -59,8 +59,28 @@ def test_welch_job_test_equals_scipy():
         assert p == pytest.approx(ref.pvalue, rel=1e-9)
     p, note = job_test(np.array([5.0]), np.array([4.0, 4.1]))
     assert np.isnan(p) and "fewer than 2 jobs" in note
-    p, note = job_test(np.array([5.0, 5.0]), np.array([4.0, 4.0]))
-    assert np.isnan(p) and "no spread" in note
+    # no spread in either group: different constants are an exact difference, equal ones none
+    p, note = job_test(np.array([72.0, 72.0]), np.array([36.0, 36.0]))
+    assert p == 0.0 and "exact" in note
+    p, note = job_test(np.array([5.0, 5.0]), np.array([5.0, 5.0]))
+    assert p == 1.0
+
+
+def test_paired_job_test_equals_scipy_one_sample():
+    from pqsimd.analyze.significance import paired_job_test
+
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        n_jobs, spins = int(rng.integers(2, 8)), int(rng.integers(3, 30))
+        job = np.repeat(np.arange(n_jobs), spins)
+        ratios = np.exp(rng.normal(0.05, 0.1, n_jobs)[job] + rng.normal(0, 0.02, job.size))
+        p, note = paired_job_test(ratios, job)
+        logs = [np.log(np.median(ratios[job == j])) for j in range(n_jobs)]
+        assert note == "" and p == pytest.approx(stats.ttest_1samp(logs, 0.0).pvalue, rel=1e-9)
+    p, note = paired_job_test(np.full(10, 2.0), np.repeat([0, 1], 5))
+    assert p == 0.0 and "exact" in note
+    p, note = paired_job_test(np.full(5, 2.0), np.zeros(5, int))
+    assert np.isnan(p) and "fewer than 2" in note
 
 
 def test_holm_hand_computed():

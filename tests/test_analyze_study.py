@@ -25,14 +25,16 @@ MEDIANS = {"refo0": 20000.0, "refnv": 6000.0, "ref": 5000.0, "avx2": 200.0,
            ("ref", "gen_a"): 5000.0, ("avx2", "gen_a"): 1200.0}
 FAST = {"n_boot": 400, "seed": 3}
 
-GROUP_COLUMNS = ["metric", "scheme", "op", "variant", "n_jobs", "n_spins", "median", "iqr", "min", "mad",
+GROUP_COLUMNS = ["metric", "scheme", "op", "variant", "compiler", "n_jobs", "n_spins", "median", "iqr", "min", "mad",
                  "outliers_low", "outliers_high", "icc", "drift", "noisy_jobs", "deterministic", "unit"]
-COMPARISON_COLUMNS = ["metric", "scheme", "op", "baseline", "variant", "stage", "speedup", "ci_low", "ci_high",
+COMPARISON_COLUMNS = ["metric", "scheme", "op", "baseline", "baseline_compiler", "variant", "compiler", "stage",
+                      "design", "speedup", "ci_low", "ci_high",
                       "hci_low", "hci_high", "hci_reliable", "mwu_p", "cliffs_delta", "delta_ci_low",
                       "delta_ci_high", "job_p", "p_holm", "p_bh", "verdict", "n_base", "n_var", "jobs_base",
                       "jobs_var"]
-DECOMP_COLUMNS = ["metric", "scheme", "op", "total", "compiler", "autovec", "hand_simd", "share_compiler",
-                  "share_autovec", "share_hand_simd"]
+DECOMP_COLUMNS = ["metric", "scheme", "op", "compiler", "total", "factor_compiler", "factor_autovec",
+                  "factor_hand_simd", "share_compiler", "share_autovec", "share_hand_simd", "share_hand_simd_ci_low",
+                  "share_hand_simd_ci_high"]
 
 
 def study(tmp_path: Path, name: str = "s", **kw) -> Path:
@@ -106,11 +108,15 @@ def test_decomposition_telescopes(full):
     _, res = full
     dec = pd.read_parquet(res / "decomposition.parquet")
     assert len(dec) == 6
-    prod = dec["compiler"] * dec["autovec"] * dec["hand_simd"]
+    prod = dec["factor_compiler"] * dec["factor_autovec"] * dec["factor_hand_simd"]
     assert prod.to_numpy() == pytest.approx(dec["total"].to_numpy(), rel=1e-12)
     shares = dec[["share_compiler", "share_autovec", "share_hand_simd"]].sum(axis=1)
     assert shares.to_numpy() == pytest.approx(1.0)
     assert "kem_decaps" in set(dec["op"])
+    # share intervals (from the groups' bootstrap replicates) hold the share
+    for st in ("compiler", "autovec", "hand_simd"):
+        assert (dec[f"share_{st}_ci_low"] <= dec[f"share_{st}"] + 1e-12).all()
+        assert (dec[f"share_{st}"] <= dec[f"share_{st}_ci_high"] + 1e-12).all()
 
 
 def test_summary_and_no_nan_in_csv(full):

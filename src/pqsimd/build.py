@@ -124,10 +124,11 @@ def _run(cmd: list[str], cwd: Path) -> tuple[list[str], subprocess.CompletedProc
 
 
 def _error_line(stderr: str) -> str:
-    """The line that says what went wrong (an error, not a warning), else the last line."""
-    lines = [l for l in stderr.strip().splitlines() if l.strip()]
-    for pat in (r"\berror\b", r"undefined reference", r"cannot find", r"fatal"):
-        hit = next((l for l in lines if re.search(pat, l, re.I)), None)
+    """The line that says what went wrong (an error, not a warning, not collect2's summary), else
+    the last line."""
+    lines = [l for l in stderr.strip().splitlines() if l.strip() and "warning" not in l.lower()]
+    for pat in (r"undefined reference", r"\bld(\.\w+)?: ", r"cannot find", r"fatal error", r"\berror\b"):
+        hit = next((l for l in lines if re.search(pat, l, re.I) and not l.startswith("collect2")), None)
         if hit:
             return hit.strip()[:300]
     return (lines[-1] if lines else "(no output)").strip()[:300]

@@ -349,7 +349,7 @@ def _family_files() -> list[tuple[str, str, Path | None]]:
         if entry.name.endswith(".toml"):
             out.append((entry.read_text(), f"data/families/{entry.name}", None))
     for d in filter(None, os.environ.get("PQSIMD_FAMILY_PATH", "").split(":")):
-        p = Path(d)
+        p = Path(d).expanduser().resolve()
         if not p.is_dir():
             raise PqsimdError(f"PQSIMD_FAMILY_PATH names {d}, which is not a directory; fix or unset it")
         for f in sorted(p.glob("*.toml")):

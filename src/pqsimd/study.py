@@ -42,11 +42,11 @@ MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
 class Study:
     schemes: list[str]
     variants: list[str]
-    ops: list[str] | None  # None: every op of each scheme's family
     jobs: int
     spins: int
     reps: int
     warmup: int
+    ops: list[str] | None = None  # None: every op of each scheme's family
     cc: list[str] = field(default_factory=lambda: ["gcc"])
     batch: str = "auto"  # "auto" or a positive integer as text
     batch_target: int = 1000  # ticks per sample that auto-batching aims for

@@ -102,9 +102,11 @@ static void setup_sign(void) {
 static void op_expand_a(void) { NS(polyvec_matrix_expand)(mat, rho); }
 static void op_uniform_eta(void) { NS(poly_uniform_eta)(&out0, seed64, 0); }
 static void op_uniform_gamma1(void) { NS(poly_uniform_gamma1)(&out0, seed64, 0); }
-/* In place, like test_speed. poly_ntt does not reduce: the coefficients grow by < 8Q per call and,
- * over a long batch, wrap around int32. The NTT is constant-time, so its cost does not depend on
- * the values (test_speed does the same on uninitialised memory). invntt_tomont's output is < Q. */
+/* In place, like test_speed. clean poly_ntt does not reduce: its coefficients random-walk upwards
+ * (~4Q after 100 calls) and, within a few thousand calls of a batch, wrap around int32 (a signed
+ * overflow in ntt.c's butterflies; the generated adds wrap). The NTT is constant-time, so its cost
+ * does not depend on the values (test_speed does the same on uninitialised memory). avx2 poly_ntt
+ * stays below ~3Q, and invntt_tomont's output is < Q in both, so invntt is stable in place. */
 static void op_ntt(void) { NS(poly_ntt)(&ap); }
 static void op_invntt(void) { NS(poly_invntt_tomont)(&ap); }
 static void op_pointwise(void) { NS(poly_pointwise_montgomery)(&out0, &bp, &cp); }
