@@ -91,7 +91,7 @@ class Study:
             "batch_target": self.batch_target, "design": self.design, "warmup_ns": self.warmup_ns,
             "budget": self.budget, "min_spins": self.min_spins, "min_reps": self.min_reps,
             "max_spins": self.max_spins, "seed": self.seed, "source": self.source,
-            "variant_defs": {v: self.variant_defs[v].to_dict() for v in self.variants},
+            "variant_defs": {v: self.variant_defs[v].to_dict() for v in self.variants if v in self.variant_defs},
         }
 
     def to_toml(self) -> str:

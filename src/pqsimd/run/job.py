@@ -216,6 +216,7 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
             "built_on_node": built_on_node,
             "settings": plan.get("settings") or study.measurement_settings(),
             "sizing": {op: sizing["schemes"][job["scheme"]]["ops"][op] for op in study.ops_for(job["scheme"])} if sizing else None,
+            "seed": seed,
             "spec": text,
             "command": cmd,
             "started": started,

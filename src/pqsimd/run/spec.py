@@ -41,3 +41,27 @@ def expected_samples(study, job: dict, n_builds: int, sizing: dict | None) -> in
         spins, reps, warmup, _ = op_sizes(study, sizing, job["scheme"], op, ["x"] * n_builds)
         total += (spins + warmup) * reps * n_builds
     return total
+
+
+def _splitmix64(state: int) -> tuple[int, int]:
+    state = (state + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return state, z ^ (z >> 31)
+
+
+def spin_orders(seed: int, n_variants: int, n_spins: int) -> list[list[int]]:
+    """The paired design's per-spin variant orders, as the driver draws them (runner.c: splitmix64,
+    Fisher-Yates from the last position), for n_spins spins in the job's order (ops one after
+    another, warmup spins first)."""
+    state = seed & 0xFFFFFFFFFFFFFFFF
+    out = []
+    for _ in range(n_spins):
+        order = list(range(n_variants))
+        for i in range(n_variants - 1, 0, -1):
+            state, r = _splitmix64(state)
+            j = r % (i + 1)
+            order[i], order[j] = order[j], order[i]
+        out.append(order)
+    return out

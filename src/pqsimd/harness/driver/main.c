@@ -145,7 +145,7 @@ static int cmd_run(int argc, char **argv, int probe) {
     pqsimd_runner r = {
         .design = spec.design,
         .n_variants = spec.n_variants,
-        .seed = spec.seed,
+        .order_state = spec.seed,
         .warm_ticks = spec.warmup_ns * cal.tsc_hz * 1e-9,
         .target = spec.target,
         .overhead = cal.overhead,

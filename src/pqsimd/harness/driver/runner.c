@@ -148,7 +148,7 @@ static void reps_of(const pqsimd_runner *r, const pqsimd_op *op, uint64_t k, int
     }
 }
 
-void pqsimd_run_op(FILE *out, const pqsimd_runner *r, pqsimd_job_op *op) {
+void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op) {
     int nv = r->n_variants;
     int reps = op->reps;
     for (int v = 0; v < nv; v++) {
@@ -166,10 +166,9 @@ void pqsimd_run_op(FILE *out, const pqsimd_runner *r, pqsimd_job_op *op) {
     uint64_t *cv = r->counters ? malloc(sizeof(uint64_t) * PQSIMD_MAX_COUNTERS * (size_t)reps * (size_t)nv) : NULL;
     int *valid = r->counters ? calloc((size_t)reps * (size_t)nv, sizeof(int)) : NULL;
     int order[PQSIMD_MAX_VARIANTS];
-    uint64_t state = r->seed;
     for (int spin = -op->warmup; spin < op->spins; spin++) {
         if (r->design == PQSIMD_PAIRED) {
-            shuffle(order, nv, &state);
+            shuffle(order, nv, &r->order_state);
         } else {
             for (int v = 0; v < nv; v++) {
                 order[v] = v;

@@ -30,7 +30,7 @@ typedef struct {
 typedef struct {
     int design;
     int n_variants;
-    uint64_t seed;          /* paired: the per-spin order */
+    uint64_t order_state;   /* paired: the per-spin order's generator (splitmix64), seeded by the job, continued across ops */
     double warm_ticks;      /* paired: untimed warm-up before each variant's samples */
     uint64_t target;        /* auto batching: ticks a sample should last at least */
     double overhead;        /* read overhead through the sample loop (ticks) */
@@ -50,6 +50,6 @@ uint64_t pqsimd_auto_batch(const pqsimd_op *op, uint64_t target, double overhead
 uint64_t pqsimd_median_sample(const pqsimd_op *op, uint64_t k);
 
 /* Times one op in the runner's design; TSV rows "op variant spin rep pos batch raw [counters]". */
-void pqsimd_run_op(FILE *out, const pqsimd_runner *r, pqsimd_job_op *op);
+void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op);
 
 #endif
