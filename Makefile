@@ -13,7 +13,8 @@ study: $(VENV)/.installed
 	$(PQSIMD) report $(STUDY)
 
 test: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q -ra
+	tools/test-deps.sh
+	PQSIMD_REQUIRE_SLURM=1 PQSIMD_REQUIRE_CHROMIUM=1 $(VENV)/bin/python -m pytest -q -ra
 
 setup: $(VENV)/.installed
 

@@ -1,8 +1,14 @@
-"""Bad input gets one line naming the problem and the fix, never a traceback."""
+"""Bad input gets one line naming the problem and the fix, never a traceback, and writes nothing
+outside the study directory."""
 
 import os
+import signal
+import subprocess
+import time
 
 import pytest
+
+from conftest import PQSIMD
 
 
 def one_line_error(r, *needles):
@@ -20,98 +26,170 @@ def one_line_error(r, *needles):
     [
         (["--schemes", "ml-kem-2048"], ["unknown scheme 'ml-kem-2048'", "ml-kem-512, ml-kem-768, ml-kem-1024"]),
         (["--variants", "ref,avx512"], ["unknown variant 'avx512'", "refo0"]),
-        (["--ops", "ntt,fft"], ["unknown op 'fft'", "invntt"]),
+        (["--ops", "ntt,fft"], ["op 'fft' is in none of the study's families", "invntt"]),
+        (["--schemes", "ml-kem-512,ml-dsa-44", "--ops", "ntt,expand_a,nope"], ["op 'nope'", "ml-kem:", "ml-dsa:"]),
         (["--preset", "huge"], ["unknown preset 'huge'", "quick"]),
         (["--jobs", "0"], ["--jobs must be an integer >= 1"]),
         (["--batch", "many"], ["--batch must be 'auto' or an integer from 1 to"]),
         (["--batch", "99999999999"], ["--batch must be 'auto' or an integer from 1 to 16777216"]),
-        (["--cc", "gcc-nonexistent"], ["compiler 'gcc-nonexistent' not found", "apt-get install"]),
+        (["--cc", "gcc-nonexistent"], ["none of the study's compilers is installed", "compiler 'gcc-nonexistent' not found"]),
         (["--metric", "joules"], ["unknown metric 'joules'"]),
         (["--cpu", "4096"], ["--cpu 4096 is not a CPU"]),
+        (["--variants", ","], ["variants is empty"]),
+        (["--schemes", ","], ["schemes is empty"]),
+        (["--ops", ","], ["ops is empty"]),
+        (["--budget", "-1"], ["--budget must be a time in seconds"]),
+        (["--design", "paired", "--warmup-ns", "-5"], ["--warmup-ns must be an integer >= 0"]),
     ],
 )
 def test_bad_options(tmp_path, cli, args, needles):
     one_line_error(cli("run", tmp_path / "s", *args), *needles)
 
 
-def test_malformed_study_toml_names_file_and_line(tmp_path, cli):
+def write_study(tmp_path, text):
     d = tmp_path / "s"
-    d.mkdir()
-    (d / "study.toml").write_text("[study]\njobs = 3\nspins = = 4\n")
+    d.mkdir(exist_ok=True)
+    (d / "study.toml").write_text(text)
+    return d
+
+
+def test_malformed_study_toml_names_file_and_line(tmp_path, cli):
+    d = write_study(tmp_path, "[study]\njobs = 3\nspins = = 4\n")
     one_line_error(cli("run", d), "study.toml", "malformed TOML", "line 3")
 
 
-def test_unknown_study_key(tmp_path, cli):
-    d = tmp_path / "s"
-    d.mkdir()
-    (d / "study.toml").write_text("[study]\nspinz = 4\n")
-    one_line_error(cli("run", d), "unknown key(s) in [study]: spinz")
+@pytest.mark.parametrize("text, needles", [
+    ("[study]\nspinz = 4\n", ["unknown key(s) in [study]: spinz"]),
+    ("[variants]\nx = 3\n", ["[variants.x] must be a table"]),
+    ("study = 5\n", ["`study` must be a table"]),
+    ("analysis = 3\n", ["`analysis` must be a table"]),
+    ("[extra]\nx = 1\n", ["unknown table or key 'extra'"]),
+    ("[variants.v]\nsources = \"clean\"\nflags = [\"-O2\"]\nrequires_cpu = \"avx2\"\n", ["`requires_cpu` must be a list"]),
+    ("[variants.v]\nsources = \"clean\"\nflags = [\"-O2\"]\nflavour = 1\n", ["unknown key(s) flavour"]),
+    ("[analysis]\nalpah = 0.1\n", ["unknown key(s) in [analysis]: alpah", "alpha"]),
+])
+def test_wrongly_shaped_study_toml(tmp_path, cli, text, needles):
+    one_line_error(cli("run", write_study(tmp_path, text)), *needles)
+
+
+@pytest.mark.parametrize("vid", ["../escape", "a/b", "", "a b", ".hidden", "x;rm"])
+def test_unsafe_variant_ids_are_refused_and_write_nothing_outside(tmp_path, cli, vid):
+    d = write_study(tmp_path, f'[study]\nvariants = ["{vid}"]\n[variants."{vid}"]\nsources = "clean"\nflags = ["-O2"]\n')
+    before = set(tmp_path.rglob("*"))
+    one_line_error(cli("run", d), "is not allowed", "file names")
+    assert set(tmp_path.rglob("*")) - before <= {d / ".lock"}
 
 
 def test_unwritable_directory(tmp_path, cli):
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o500)
-    if os.access(ro, os.W_OK):  # root ignores permissions: use a path that cannot exist instead
-        target = "/proc/pqsimd-study"
-    else:
-        target = ro / "s"
+    target = "/proc/pqsimd-study" if os.access(ro, os.W_OK) else ro / "s"  # root ignores permissions
     one_line_error(cli("run", target), "cannot write to", "writable directory")
 
 
-def test_bad_source_tree(tmp_path, cli):
+@pytest.mark.parametrize("kind", ["file", "unwritable"])
+def test_bad_cache_location(tmp_path, cli, kind):
+    if kind == "file":
+        cache = tmp_path / "afile"
+        cache.write_text("")
+    else:
+        cache = "/proc/pqsimd-cache"
+    env = {**os.environ, "PQSIMD_CACHE": str(cache)}
+    one_line_error(cli("run", tmp_path / "s", "--schemes", "ml-kem-512", "--variants", "ref", env=env),
+                   "build cache", "PQSIMD_CACHE")
+
+
+def test_bad_source_tree_does_not_stick(tmp_path, cli):
     (tmp_path / "tree").mkdir()
-    one_line_error(cli("run", tmp_path / "s", "--source", tmp_path / "tree"), "is not a PQClean tree", "crypto_kem/")
+    d = tmp_path / "s"
+    one_line_error(cli("run", d, "--source", tmp_path / "tree"), "is not a PQClean tree", "crypto_kem/")
+    assert not (d / "study.toml").exists() or "source" not in (d / "study.toml").read_text()
+    r = cli("run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--variants", "ref", "--ops", "empty",
+            "--jobs", "1", "--spins", "2", "--reps", "2", "--no-run")
+    assert r.returncode == 0, r.stderr
 
 
 def test_missing_cargo(tmp_path, cli):
-    env = {**os.environ, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no ~/.cargo/bin, no cargo in /usr/bin?
+    env = {**os.environ, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     if os.path.exists("/usr/bin/cargo"):
         pytest.skip("cargo is installed system-wide; cannot hide it")
     one_line_error(cli("run", tmp_path / "s", env=env), "cargo not found", "--source")
 
 
-@pytest.mark.parametrize("key, value", [("cc", "5"), ("schemes", '"ml-kem-512"'), ("seed", '"abc"'), ("jobs", "true")])
+@pytest.mark.parametrize("key, value", [("cc", "5"), ("schemes", '"ml-kem-512"'), ("seed", '"abc"'), ("jobs", "true"),
+                                        ("budget", '"1s"'), ("design", "3")])
 def test_study_toml_values_are_type_checked(tmp_path, cli, key, value):
-    d = tmp_path / "s"
-    d.mkdir()
-    (d / "study.toml").write_text(f"[study]\n{key} = {value}\n")
-    one_line_error(cli("run", d), f"[study] {key} must be")
+    one_line_error(cli("run", write_study(tmp_path, f"[study]\n{key} = {value}\n")), f"[study] {key} must be")
+
+
+def test_hints_quote_their_arguments(tmp_path, cli):
+    weird = tmp_path / "a b$(touch pwned)"
+    r = cli("report", weird)
+    err = one_line_error(r, "no study directory")
+    assert "'" + str(weird) + "'" in err  # pasting the hint runs nothing
+    assert not (tmp_path / "pwned").exists()
 
 
 @pytest.fixture
 def measured(tmp_path, cli):
     d = tmp_path / "s"
-    r = cli("run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--variants", "ref", "--ops", "empty", "--jobs", "1", "--spins", "2", "--reps", "2")
+    r = cli("run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--variants", "ref", "--ops", "empty", "--jobs",
+            "1", "--spins", "2", "--reps", "2", "--design", "separate")
     assert r.returncode == 0, r.stderr
     return d
 
 
 def test_changing_measurement_settings_of_existing_data_is_refused(measured, cli):
-    one_line_error(cli("run", measured, "--spins", "5"), "already holds measurements with spins=2", "new directory")
+    one_line_error(cli("run", measured, "--spins", "5"), "planned with spins=2", "new directory")
     # a preset brings other sizes: refused the same way
-    one_line_error(cli("run", measured, "--preset", "standard"), "already holds measurements with", "new directory")
-    one_line_error(cli("run", measured, "--seed", "9"), "already holds measurements with seed=1")
+    one_line_error(cli("run", measured, "--preset", "standard"), "was planned with", "new directory")
+    one_line_error(cli("run", measured, "--seed", "9"), "planned with seed=1")
+    one_line_error(cli("run", measured, "--design", "paired"), "planned with design='separate'")
     one_line_error(cli("run", measured, "--jobs", "0"), "--jobs must be an integer >= 1")
-
-
-def test_hand_edited_study_toml_cannot_mix_settings(measured, cli):
-    toml = measured / "study.toml"
-    toml.write_text(toml.read_text().replace("spins = 2", "spins = 7"))
-    err = one_line_error(cli("run", measured), "was measured with spins=2", "7")
-    assert "ref.ml-kem-512.0.parquet" in err
 
 
 def test_more_jobs_extend_the_plan_and_keep_measured_ones(measured, cli):
     from pqsimd import store
+    from pqsimd.studydir import StudyDir
 
-    first = store.sha256_file(store.raw_path(measured, "ref.ml-kem-512.0"))
+    sd = StudyDir(measured)
+    first = store.sha256_file(sd.raw_path("ref.gcc.ml-kem-512.0"))
     r = cli("run", measured, "--jobs", "3")
     assert r.returncode == 0, r.stderr
-    assert "2 to run, 1 already finished" in r.stderr
-    assert sorted(p.name for p in (measured / "raw").glob("*.parquet")) == [f"ref.ml-kem-512.{i}.parquet" for i in range(3)]
-    assert store.sha256_file(store.raw_path(measured, "ref.ml-kem-512.0")) == first
+    assert "2 to run, 1 already finished" in " ".join(r.stderr.split())
+    assert sorted(p.name for p in sd.raw_files()) == [f"ref.gcc.ml-kem-512.{i}.parquet" for i in range(3)]
+    assert store.sha256_file(sd.raw_path("ref.gcc.ml-kem-512.0")) == first
     one_line_error(cli("run", measured, "--jobs", "2"), "fewer would orphan measured jobs")
+
+
+def test_foreign_raw_file_is_refused_by_analyze(measured, tmp_path, cli):
+    """A raw file from another study (other settings) copied into raw/ is never pooled."""
+    other = tmp_path / "other"
+    r = cli("run", other, "--preset", "quick", "--schemes", "ml-kem-512", "--variants", "ref", "--ops", "empty",
+            "--jobs", "2", "--spins", "3", "--reps", "2", "--design", "separate")
+    assert r.returncode == 0, r.stderr
+    import shutil
+
+    shutil.copy(other / "raw" / "ref.gcc.ml-kem-512.1.parquet", measured / "raw")
+    one_line_error(cli("analyze", measured), "ref.gcc.ml-kem-512.1.parquet", "not a job", "move it out")
+    (measured / "raw" / "ref.gcc.ml-kem-512.1.parquet").unlink()
+    shutil.copy(other / "raw" / "ref.gcc.ml-kem-512.0.parquet", measured / "raw")  # same id, other settings
+    one_line_error(cli("analyze", measured), "ref.gcc.ml-kem-512.0.parquet", "measured with spins=3", "never mixed")
+
+
+def test_ctrl_c_prints_how_to_continue(tmp_path):
+    d = tmp_path / "s"
+    args = [str(PQSIMD), "run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--variants", "refo0", "--ops",
+            "gen_a", "--jobs", "4", "--spins", "300", "--reps", "5", "--design", "separate"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not list((d / "raw").glob(".*.tsv")):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 130 and "Traceback" not in err and "aborted" not in err
+    assert "interrupted: finished jobs are kept" in " ".join(err.split()) and "continues the study" in err
 
 
 def test_analyze_without_study(tmp_path, cli):

@@ -69,6 +69,8 @@ def run(directory: Path, **opts) -> None:
         if opts[key] is not None:
             opts[key] = _csv(opts[key]) or []  # an empty list is refused by the study, with the reason
     opts["metric"] = _csv(opts["metric"])
+    if opts.get("source") is not None:
+        opts["source"] = str(opts["source"])
     slurm = {k: opts.pop(k) for k in ("partition", "nodelist", "exclusive", "time_limit", "account", "sbatch_args")}
     executor = opts.pop("executor")
     no_run = opts.pop("no_run")

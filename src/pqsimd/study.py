@@ -256,6 +256,9 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         if "\n" in c or "\0" in c:
             raise PqsimdError("--cc contains a newline or NUL")
 
+    from .analyze.settings import resolve as analysis_settings
+
+    analysis_settings(sd.path, stored)  # a misspelled or invalid [analysis] key: one line, before any timing
     study = Study(**{k: v for k, v in merged.items() if k in KEYS}, variant_defs=variant_defs,
                   analysis=dict(stored.get("analysis", {})))
     study.variant_defs = {v: variant_defs[v] for v in study.variants}
