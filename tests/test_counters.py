@@ -14,15 +14,23 @@ from pqsimd.run import job as job_mod
 EVENTS = ["cycles", "instructions", "branch-misses", "l1d-misses"]
 
 
-def _run(harness, *args):
-    return subprocess.run([str(harness), "run", "--scheme", "ml-kem-512", *args], capture_output=True, text=True, timeout=120)
+JOB = {"id": "ref.gcc.ml-kem-512.0", "scheme": "ml-kem-512", "index": 0}
+BUILDS = [("ref.gcc.ml-kem", "ref", "gcc")]
 
 
-def test_counters_requested_the_run_goes_on_and_says_why(builds, tmp_path):
-    """For real: with --counters the harness either counts (one column per event) or records
-    errno and reason in its calibration JSON, and times every sample either way."""
-    r = _run(builds["ref"].harness, "--ops", "ntt,empty", "--spins", "3", "--reps", "2", "--warmup", "1",
-             "--batch", "4", "--counters", ",".join(EVENTS))
+def _run(driver, library, ops, spins, reps, warmup, batch, counters_list=None):
+    spec = [f"design separate", "scheme ml-kem-512", f"variant {library}", "cpu -1"]
+    if counters_list:
+        spec.append(f"counters {counters_list}")
+    spec += [f"op {op} {spins} {reps} {warmup} {batch}" for op in ops]
+    return subprocess.run([str(driver.path), "run", "-"], input="\n".join(spec) + "\n", capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_counters_requested_the_run_goes_on_and_says_why(builds, driver, tmp_path):
+    """For real: with counters the driver either counts (one column per event) or records errno
+    and reason in its calibration JSON, and times every sample either way."""
+    r = _run(driver, builds["ref"].library, ["ntt", "empty"], 3, 2, 1, 4, ",".join(EVENTS))
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     cal = json.loads(lines[0])
@@ -35,28 +43,28 @@ def test_counters_requested_the_run_goes_on_and_says_why(builds, tmp_path):
     assert ok == c["available"]  # the harness and doctor's probe agree on this machine
     if c["available"]:
         assert c["events"] == EVENTS and len(c["overhead"]) == 4
-        assert all(len(s.split("\t")) == 5 + 4 for s in samples)
+        assert all(len(s.split("\t")) == 7 + 4 for s in samples)
         assert st["available"] and st["events"] == EVENTS
     else:
         assert c["errno"] == err != 0 and c["error"] == errno.errorcode[err] and c["failed_event"] == "cycles"
-        assert all(len(s.split("\t")) == 5 for s in samples)  # timing rows unchanged
+        assert all(len(s.split("\t")) == 7 for s in samples)  # timing rows unchanged
         assert not st["available"] and st["errno"] == err and "perf_event_open" in st["reason"]
         # the engine's own parser takes the output as is: the study proceeds
         tsv = tmp_path / "out.tsv"
         tsv.write_text(r.stdout)
-        t = job_mod.parse_samples(tsv, {"id": "ref.ml-kem-512.0", "variant": "ref", "scheme": "ml-kem-512", "index": 0}, cal)
-        assert t.num_rows == len(samples)
+        t, n = job_mod.parse_samples(tsv, JOB, BUILDS, cal)
+        assert t.num_rows == n == len(samples)
 
 
-def test_core_per_tsc_is_calibrated(builds):
-    r = subprocess.run([str(builds["ref"].harness), "calibrate"], capture_output=True, text=True, timeout=60)
+def test_core_per_tsc_is_calibrated(driver):
+    r = subprocess.run([str(driver.path), "calibrate"], capture_output=True, text=True, timeout=60)
     cal = json.loads(r.stdout)
     assert 0 < cal["core_per_tsc"] <= cal["core_per_tsc_best"] and math.isfinite(cal["core_per_tsc_best"])
     assert "counters" not in cal  # not requested, not reported
 
 
-def test_unknown_event_is_a_usage_error(builds):
-    r = _run(builds["ref"].harness, "--ops", "ntt", "--spins", "1", "--reps", "1", "--counters", "cycles,bogus")
+def test_unknown_event_is_a_usage_error(builds, driver):
+    r = _run(driver, builds["ref"].library, ["ntt"], 1, 1, 0, "auto", "cycles,bogus")
     assert r.returncode == 2 and "unknown event" in r.stderr
 
 
@@ -75,26 +83,34 @@ def test_paranoid_reader(tmp_path):
     assert counters.read_paranoid(tmp_path / "missing") is None
 
 
-# Recorded from a machine with a PMU (values per sample of batch 4, two reps, one NA).
+# Recorded from a machine with a PMU (values per sample of batch 4, two reps, one NA), in the driver's columns.
 RECORDED = [
-    "ntt\t0\t0\t4\t23000\t66000\t82900\t40\t12",
-    "ntt\t0\t1\t4\t23100\tNA\tNA\tNA\tNA",
-    "empty\t0\t0\t64\t300\t400\t990\t1\t0",
+    "ntt\t0\t0\t0\t0\t4\t23000\t66000\t82900\t40\t12",
+    "ntt\t0\t0\t1\t0\t4\t23100\tNA\tNA\tNA\tNA",
+    "empty\t0\t0\t0\t0\t64\t300\t400\t990\t1\t0",
 ]
 
 
-def test_counter_rows_and_ratios_from_recorded_values():
-    cols = counters.parse_counter_columns(RECORDED, EVENTS)
-    overhead = [200, 350, 0, 0]
-    job = {"id": "ref.ml-kem-512.0", "variant": "ref", "scheme": "ml-kem-512", "index": 0}
-    tables = counters.counter_tables(cols, EVENTS, overhead, job)
-    assert [t["metric"][0].as_py() for t in tables] == ["cycles", "retired_instructions", "branch_misses", "l1d_misses"]
-    cyc = tables[0].to_pandas()
-    assert len(cyc) == 2  # the multiplexed (NA) sample is dropped, not zero-filled
-    assert cyc.per_call.tolist() == [(66000 - 200) / 4, (400 - 200) / 64]
-    assert cyc.ticks.isna().all()
-    with pytest.raises(ValueError):
-        counters.parse_counter_columns(["ntt\t0\t0\t4\t23000\t1"], EVENTS)
+def test_counter_rows_and_ratios_from_recorded_values(tmp_path):
+    """Each event becomes its own metric in the job's raw table; a multiplexed sample is dropped."""
+    cal = {"overhead": 30.0, "call_overhead": 2.0, "counters": {"requested": EVENTS, "available": True,
+           "events": EVENTS, "overhead": [200, 350, 0, 0]}}
+    tsv = tmp_path / "job.tsv"
+    tsv.write_text(json.dumps(cal) + "\n" + "\n".join(RECORDED) + "\n")
+    table, n = job_mod.parse_samples(tsv, JOB, BUILDS, cal)
+    df = table.to_pandas()
+    assert n == 3 and (df.metric == "ticks").sum() == 3
+    assert df.groupby("metric").size().to_dict() == {"ticks": 3, "cycles": 2, "retired_instructions": 2,
+                                                     "branch_misses": 2, "l1d_misses": 2}
+    cyc = df[df.metric == "cycles"]
+    assert cyc.per_call.tolist() == [(66000 - 200) / 4, (400 - 200) / 64]  # not zero-filled
+    assert cyc.ticks.isna().all() and (cyc.compiler == "gcc").all()
+    bad = tmp_path / "bad.tsv"
+    bad.write_text(json.dumps(cal) + "\nntt\t0\t0\t0\t0\t4\t23000\t1\n")
+    from pqsimd.errors import PqsimdError
+
+    with pytest.raises(PqsimdError, match="unreadable driver output"):
+        job_mod.parse_samples(bad, JOB, BUILDS, cal)
 
     per_call = {"cycles": 16450.0, "instructions": 20637.5, "branches": 1000.0, "branch-misses": 10.0,
                 "l1d-loads": 5000.0, "l1d-misses": 3.0}
@@ -109,10 +125,10 @@ def test_counter_rows_and_ratios_from_recorded_values():
     assert counters.ticks_to_cycles(1000, 1.39) == pytest.approx(1390)
 
 
-def test_harness_args_validate_events():
-    assert counters.harness_args(["cycles", "instructions"]) == ["--counters", "cycles,instructions"]
+def test_events_are_validated():
+    assert counters.check_events(["cycles", "instructions"]) == ["cycles", "instructions"]
     with pytest.raises(ValueError):
-        counters.harness_args(["cycles", "bogus"])
+        counters.check_events(["cycles", "bogus"])
 
 
 def test_doctor_lists_counter_and_energy_checks():
@@ -128,31 +144,11 @@ def test_doctor_lists_counter_and_energy_checks():
         assert errno.errorcode[err] in hw[2] and hw[3]  # says what and what to do
 
 
-def test_job_table_splits_counter_columns_for_the_engine_parser(tmp_path):
-    """With counters available, the engine's parser still gets its 5 columns, and each event
-    becomes its own metric in the same raw table."""
-    cal = {"overhead": 30.0, "call_overhead": 2.0, "counters": {"requested": EVENTS, "available": True,
-           "events": EVENTS, "overhead": [200, 350, 0, 0]}}
-    tsv = tmp_path / "job.tsv"
-    tsv.write_text(json.dumps(cal) + "\n" + "\n".join(RECORDED) + "\n")
-    job = {"id": "ref.ml-kem-512.0", "variant": "ref", "scheme": "ml-kem-512", "index": 0}
-    table, n = counters.job_table(tsv, job, cal, job_mod.parse_samples)
-    df = table.to_pandas()
-    assert n == 3 and (df.metric == "ticks").sum() == 3
-    assert df.groupby("metric").size().to_dict() == {"ticks": 3, "cycles": 2, "retired_instructions": 2, "branch_misses": 2, "l1d_misses": 2}
-    # without counters: the engine's parser alone
-    cal2 = {"overhead": 30.0, "call_overhead": 2.0, "counters": {"requested": EVENTS, "available": False, "errno": 2}}
-    tsv.write_text(json.dumps(cal2) + "\n" + "\n".join("\t".join(l.split("\t")[:5]) for l in RECORDED) + "\n")
-    table, n = counters.job_table(tsv, job, cal2, job_mod.parse_samples)
-    assert n == table.num_rows == 3
-
-
-def test_counting_path_for_real_with_software_events(builds, tmp_path):
+def test_counting_path_for_real_with_software_events(builds, driver, tmp_path):
     """Software events need no PMU: the open group, per-sample columns, calibration and the
     engine-side split all run for real here (a context switch or page fault per sample is rare)."""
     ev = ["page-faults", "context-switches"]
-    r = _run(builds["ref"].harness, "--ops", "ntt,empty", "--spins", "3", "--reps", "2", "--warmup", "0",
-             "--batch", "4", "--counters", ",".join(ev))
+    r = _run(driver, builds["ref"].library, ["ntt", "empty"], 3, 2, 0, 4, ",".join(ev))
     if r.returncode == 0 and not json.loads(r.stdout.splitlines()[0])["counters"]["available"]:
         pytest.skip("this kernel refuses even software perf events")
     assert r.returncode == 0, r.stderr
@@ -160,11 +156,10 @@ def test_counting_path_for_real_with_software_events(builds, tmp_path):
     c = cal["counters"]
     assert c["available"] and c["events"] == ev and c["scope"] == "user" and len(c["overhead"]) == 2
     lines = r.stdout.splitlines()[1:]
-    assert len(lines) == 2 * 3 * 2 and all(len(l.split("\t")) == 7 for l in lines)
+    assert len(lines) == 2 * 3 * 2 and all(len(l.split("\t")) == 9 for l in lines)
     tsv = tmp_path / "out.tsv"
     tsv.write_text(r.stdout)
-    job = {"id": "ref.ml-kem-512.0", "variant": "ref", "scheme": "ml-kem-512", "index": 0}
-    table, n = counters.job_table(tsv, job, cal, job_mod.parse_samples)
+    table, n = job_mod.parse_samples(tsv, JOB, BUILDS, cal)
     df = table.to_pandas()
     assert n == 12 and set(df.metric) == {"ticks", "page_faults", "context_switches"}
     pf = df[df.metric == "page_faults"]

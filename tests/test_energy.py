@@ -129,12 +129,12 @@ class Meter:
         self._thread.join()
 
 
-def test_energy_of_a_real_op_on_a_fake_meter(builds, intel):
+def test_energy_of_a_real_op_on_a_fake_meter(builds, driver, intel):
     """The difference method around real harness runs: a 20 W fake package reads ~20 W; the idle
     DRAM domain reads 0 J; the counter wraps during the runs."""
     r = energy.Reader(intel)
     with Meter(intel, "intel-rapl:0", watts=20.0, start=MAX - 500_000):
-        m = energy.measure_op(builds["ref"].harness, "ml-kem-512", "ntt", r, min_seconds=0.5)
+        m = energy.measure_op(driver.path, builds["ref"].library, "ml-kem-512", "ntt", r, min_seconds=0.5)
     assert m["calls"] == 2 * m["k"] and m["k"] > 10
     # the fake meter runs on the wall clock: positive power through the wrap, no timing bound asserted
     assert m["watts"]["package-0"] > 0 and m["joules"]["package-0"] > 0
@@ -142,28 +142,34 @@ def test_energy_of_a_real_op_on_a_fake_meter(builds, intel):
     assert m["edp"]["package-0"] == pytest.approx(m["joules_per_call"]["package-0"] * m["seconds_per_call"])
 
 
-def test_energy_study_step_records_unavailable_and_goes_on(builds, tmp_path, intel):
+def test_energy_study_step_records_unavailable_and_goes_on(builds, driver, tmp_path, intel):
     import json
     import shutil
     from types import SimpleNamespace
 
     import pyarrow.parquet as pq
 
-    d = tmp_path / "s"
-    (d / "bin").mkdir(parents=True)
-    shutil.copy2(builds["ref"].harness, d / "bin" / "ref")
-    (d / "manifest.json").write_text("{}")
-    study = SimpleNamespace(schemes=["ml-kem-512"], ops=["ntt"], cpu=None)
+    from pqsimd.run.metrics import Job
+    from pqsimd.studydir import StudyDir
+
+    sd = StudyDir(tmp_path / "s")
+    b = builds["ref"]
+    sd.bin_dir.mkdir(parents=True)
+    shutil.copy2(b.library, sd.variant_path(b.id))
+    shutil.copy2(driver.path, sd.driver_path)
+    sd.manifest_json.write_text("{}")
+    study = SimpleNamespace(schemes=["ml-kem-512"], cpu=None, ops_for=lambda s: ["ntt"])
+    jobs = [Job("ref.gcc.ml-kem-512.energy", {b.id: None}, {"build": b, "scheme": "ml-kem-512"})]
     msgs = []
     console = SimpleNamespace(print=msgs.append)
-    assert energy.execute(d, study, ["ref"], console=console, root=tmp_path / "no-powercap")
-    info = json.loads((d / "manifest.json").read_text())["metrics"]["energy"]
+    assert energy.execute(sd, study, jobs, jobs, console=console, root=tmp_path / "no-powercap")
+    info = json.loads(sd.manifest_json.read_text())["metrics"]["energy"]
     assert info["status"] == "unavailable" and "does not exist" in info["reason"]
-    assert "unavailable" in msgs[0] and not (d / "raw").exists()
+    assert "unavailable" in msgs[0] and not sd.raw_dir.exists()
 
     with Meter(intel, "intel-rapl:0", watts=15.0):
-        assert energy.execute(d, study, ["ref"], console=console, root=intel, min_seconds=0.05, repeats=1)
-    df = pq.read_table(d / "raw" / "ref.ml-kem-512.energy.parquet").to_pandas()
+        assert energy.execute(sd, study, jobs, jobs, console=console, root=intel, min_seconds=0.05, repeats=1)
+    df = pq.read_table(sd.raw_path("ref.gcc.ml-kem-512.energy")).to_pandas()
     assert set(df.metric) == {"energy_package", "energy_core", "energy_dram"}
     pkg = df[df.metric == "energy_package"].iloc[0]
     assert pkg.per_call == pytest.approx(pkg.raw / pkg.batch) and pkg.raw > 0

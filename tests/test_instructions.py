@@ -9,10 +9,12 @@ import pytest
 
 from pqsimd import machine, store
 from pqsimd.run import instructions as ins
+from pqsimd.studydir import StudyDir
 
 from conftest import run_cli
 
-pytestmark = pytest.mark.skipif(ins.valgrind_path() is None, reason="valgrind not installed")
+if ins.valgrind_path() is None:  # make test installs it; a missing valgrind is a failure, not a skip
+    pytest.fail("valgrind is not installed (make test installs it as root: tools/test-deps.sh)", pytrace=False)
 
 QUICK = ["--preset", "quick", "--schemes", "ml-kem-512", "--ops", "ntt,empty", "--metric", "instructions"]
 
@@ -26,13 +28,13 @@ def study(tmp_path_factory):
 
 
 def _df(directory, variant):
-    t = pq.read_table(store.raw_path(directory, ins.job_id(variant, "ml-kem-512")))
+    t = pq.read_table(StudyDir(directory).raw_path(f"{variant}.gcc.ml-kem-512.instructions"))
     return t, t.to_pandas()
 
 
 def test_raw_files_hold_exact_counts(study):
-    assert sorted(p.name for p in store.raw_dir(study).glob("*.parquet")) == [
-        "avx2.ml-kem-512.instructions.parquet", "ref.ml-kem-512.instructions.parquet"]
+    assert sorted(p.name for p in StudyDir(study).raw_files()) == [
+        "avx2.gcc.ml-kem-512.instructions.parquet", "ref.gcc.ml-kem-512.instructions.parquet"]
     for v in ("ref", "avx2"):
         t, df = _df(study, v)
         assert t.schema.remove_metadata() == store.RAW_SCHEMA
@@ -56,23 +58,25 @@ def test_manifest_records_the_method(study):
     m = json.loads((study / "manifest.json").read_text())
     info = m["metrics"]["instructions"]
     assert info["status"] == "ok" and info["tool"].startswith("valgrind") and info["skipped"] == {}
-    assert set(m["jobs"]) == {"ref.ml-kem-512.instructions", "avx2.ml-kem-512.instructions"}
+    assert set(m["jobs"]) == {"ref.gcc.ml-kem-512.instructions", "avx2.gcc.ml-kem-512.instructions"}
 
 
 def test_rerun_resumes_without_recounting(study):
-    before = {p.name: p.stat().st_mtime_ns for p in store.raw_dir(study).glob("*.parquet")}
+    sd = StudyDir(study)
+    before = {p.name: p.stat().st_mtime_ns for p in sd.raw_files()}
     r = run_cli("run", study, *QUICK, "--variants", "ref,avx2")
     assert r.returncode == 0, r.stderr
     assert "0 jobs to run, 2 already finished" in r.stderr
-    assert {p.name: p.stat().st_mtime_ns for p in store.raw_dir(study).glob("*.parquet")} == before
+    assert {p.name: p.stat().st_mtime_ns for p in sd.raw_files()} == before
 
 
 def test_toggled_count_of_one_op_is_stable_and_empty_is_the_loop(study):
-    binary = store.bin_path(study, "ref")
-    a = ins.measure_pair(binary, "ml-kem-512", "invntt")
-    b = ins.measure_pair(binary, "ml-kem-512", "invntt")
+    sd = StudyDir(study)
+    lib = sd.variant_path("ref.gcc.ml-kem")
+    a = ins.measure_pair(sd.driver_path, lib, "ml-kem-512", "invntt")
+    b = ins.measure_pair(sd.driver_path, lib, "ml-kem-512", "invntt")
     assert a == b and a.raw > 0
-    e = ins.measure_pair(binary, "ml-kem-512", "empty")
+    e = ins.measure_pair(sd.driver_path, lib, "ml-kem-512", "empty")
     # collection is on only inside pqsimd_measure: a handful of instructions per empty call,
     # nothing of process start-up or the op's setup (which would be >> 1e5)
     assert 0 < e.exact <= 8 and e.ir2 < 1000
@@ -98,11 +102,11 @@ def test_avx512_variant_is_skipped_with_the_reason(tmp_path):
     d = tmp_path / "native"
     r = run_cli("run", d, *QUICK, "--variants", "ref-native,ref")
     assert r.returncode == 0, r.stderr
-    line = next(l for l in r.stderr.splitlines() if "ref-native: skipped for metric instructions" in l)
+    line = next(l for l in r.stderr.splitlines() if "ref-native.gcc.ml-kem: skipped for metric instructions" in l)
     assert "valgrind cannot decode" in line  # one line, with the reason
-    assert [p.name for p in store.raw_dir(d).glob("*.parquet")] == ["ref.ml-kem-512.instructions.parquet"]
+    assert [p.name for p in StudyDir(d).raw_files()] == ["ref.gcc.ml-kem-512.instructions.parquet"]
     info = json.loads((d / "manifest.json").read_text())["metrics"]["instructions"]
-    assert "AVX-512" in info["skipped"]["ref-native"]
+    assert "AVX-512" in info["skipped"]["ref-native.gcc.ml-kem"]
 
 
 def test_without_valgrind_the_metric_is_unavailable_with_the_reason(tmp_path, monkeypatch):
@@ -112,35 +116,36 @@ def test_without_valgrind_the_metric_is_unavailable_with_the_reason(tmp_path, mo
     monkeypatch.setattr(ins, "valgrind_path", lambda: None)
     msgs = []
     study = SimpleNamespace(ops=["ntt"], schemes=["ml-kem-512"])
-    assert ins.execute(tmp_path, study, ["ref"], console=SimpleNamespace(print=lambda m, **k: msgs.append(m))) is False
+    assert ins.execute(StudyDir(tmp_path), study, [], [], console=SimpleNamespace(print=lambda m, **k: msgs.append(m))) is False
     info = json.loads((tmp_path / "manifest.json").read_text())["metrics"]["instructions"]
     assert info["status"] == "unavailable" and "apt-get install valgrind" in info["reason"]
     assert "valgrind not found" in msgs[0]
 
 
-def test_ticks_and_instructions_in_one_study_feed_the_phase2_view(tmp_path):
-    from pqsimd.report import phase2
+def test_ticks_and_instructions_in_one_study_feed_the_mechanism_view(tmp_path):
+    import pandas as pd
 
     d = tmp_path / "both"
     r = run_cli("run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--variants", "ref,avx2", "--ops", "ntt,empty",
                 "--jobs", "1", "--spins", "5", "--reps", "3", "--metric", "ticks,instructions")
     assert r.returncode == 0, r.stderr
-    names = sorted(p.name for p in store.raw_dir(d).glob("*.parquet"))
-    assert names == ["avx2.ml-kem-512.0.parquet", "avx2.ml-kem-512.instructions.parquet",
-                     "ref.ml-kem-512.0.parquet", "ref.ml-kem-512.instructions.parquet"]
+    names = sorted(p.name for p in StudyDir(d).raw_files())
+    assert names == ["avx2.gcc.ml-kem-512.instructions.parquet", "paired.ml-kem-512.0.parquet",
+                     "ref.gcc.ml-kem-512.instructions.parquet"]
     r = run_cli("analyze", d, "--bootstrap", "200")
     assert r.returncode == 0, r.stderr
-    out = phase2.write_phase2(d)
-    row = out["ilp"].query("op == 'ntt' and stage == 'hand_simd'").iloc[0]
+    ilp = pd.read_parquet(d / "results" / "ilp.parquet")
+    row = ilp.query("op == 'ntt' and stage == 'hand_simd'").iloc[0]
     assert 35.5 * 0.85 < row.instruction_ratio < 35.5 * 1.15
     assert row.time_speedup > 0 and row.throughput_gain == pytest.approx(row.time_speedup / row.instruction_ratio)
-    cpt = phase2.core_per_tsc(json.loads((d / "manifest.json").read_text()))
-    assert cpt is not None and math.isfinite(cpt) and cpt > 0  # every timing job records its core/TSC estimate
-    # and `pqsimd report` carries the view plus the counters/energy tables that say why they are empty
+    s = json.loads((d / "results" / "summary.json").read_text())
+    assert s["core_per_tsc"] is not None and math.isfinite(s["core_per_tsc"]) and s["core_per_tsc"] > 0
+    assert "empty" not in set(ilp["op"])  # the family's self-check op is no mechanism
+    # `pqsimd report` carries the view plus the counters/energy tables that say why they are empty
     r = run_cli("report", d)
     assert r.returncode == 0, r.stderr
-    rep = d / "report"
+    rep = d / "report" / "mechanism"
     for f in ("table_cycles_per_instruction_saved.md", "fig_instructions_vs_time.png", "table_counters.md", "table_energy.md"):
         assert (rep / f).exists(), f
-    html = (rep / "index.html").read_text()
-    assert 'id="table_cycles_per_instruction_saved"' in html and "No counter data" in html and "No energy data" in html
+    html = (d / "report" / "index.html").read_text()
+    assert 'data-table="table_cycles_per_instruction_saved"' in html and "No counter data" in html and "No energy data" in html

@@ -1,13 +1,13 @@
 """Hardware counters (perf_event_open), honestly: available, or why not.
 
-The harness opens one group of user-space-only events when `harness run --counters LIST` is
-given (harness/perf.c). Its calibration JSON (first stdout line) always carries a `counters`
+The driver opens one group of user-space-only events when a job spec has a `counters` line
+(harness/driver/perf.c). Its calibration JSON (first stdout line) always carries a `counters`
 object: either `{"available": true, "events": [...], "overhead": [...]}`, and then every TSV
 sample line has one extra column per event ("NA" if the group was multiplexed), or
 `{"available": false, "errno": 2, "error": "ENOENT", ...}`, and timing went on without them.
+run/job.py turns the columns into one raw metric per event, per_call = (raw - overhead) / batch.
 
-This module turns that into
-- long-format raw rows, one metric per event (`counter_tables`), per_call = (raw - overhead)/batch;
+This module holds
 - the derived ratios (IPC, miss rates, MPKI) from recorded values (`derived`);
 - the status and a plain explanation for the manifest and the report (`status`, `explain`);
 - `pqsimd doctor` checks (`doctor_checks`): perf_event_paranoid, a real perf_event_open probe,
@@ -42,13 +42,13 @@ def metric_name(event: str) -> str:
     return "retired_instructions" if event == "instructions" else event.replace("-", "_")
 
 
-def harness_args(events: Iterable[str] = DEFAULT_EVENTS) -> list[str]:
-    """The extra `harness run` arguments that ask for counters."""
+def check_events(events: Iterable[str]) -> list[str]:
+    """The events of a counters request, each one the driver knows (perf.c)."""
     events = list(events)
     bad = [e for e in events if e not in EVENTS]
     if bad:
         raise ValueError(f"unknown counter event {bad[0]!r}; valid: {', '.join(EVENTS)}")
-    return ["--counters", ",".join(events)]
+    return events
 
 
 # --- status and explanation ------------------------------------------------------------------
@@ -91,78 +91,6 @@ def status(calibration: Mapping[str, Any], paranoid: int | None = None, virtuali
         "requested": c.get("requested", []), "available": False, "errno": c.get("errno"), "error": c.get("error"),
         "failed_event": c.get("failed_event"), "reason": explain(c.get("errno"), paranoid, virtualized),
     }
-
-
-# --- samples → raw rows -----------------------------------------------------------------------
-
-def parse_counter_columns(lines: Iterable[str], events: list[str]) -> dict[str, np.ndarray]:
-    """TSV sample lines with counter columns → arrays op/spin/rep/batch/raw and one per event
-    (float, NaN where the harness wrote NA)."""
-    ops, spin, rep, batch, raw = [], [], [], [], []
-    vals: list[list[float]] = [[] for _ in events]
-    for line in lines:
-        f = line.rstrip("\n").split("\t")
-        if len(f) != 5 + len(events):
-            raise ValueError(f"expected {5 + len(events)} columns, got {len(f)}: {line!r}")
-        ops.append(f[0]); spin.append(int(f[1])); rep.append(int(f[2])); batch.append(int(f[3])); raw.append(int(f[4]))  # noqa: E702
-        for i, v in enumerate(f[5:]):
-            vals[i].append(np.nan if v == "NA" else float(v))
-    out: dict[str, np.ndarray] = {
-        "op": np.array(ops, dtype=object), "spin": np.array(spin, np.int32), "rep": np.array(rep, np.int32),
-        "batch": np.array(batch, np.int32), "raw": np.array(raw, np.int64),
-    }
-    for e, v in zip(events, vals):
-        out[e] = np.array(v, np.float64)
-    return out
-
-
-def counter_tables(cols: Mapping[str, np.ndarray], events: list[str], overhead: list[float], job: Mapping[str, Any]) -> list[pa.Table]:
-    """One long-format raw table per event: metric = metric_name(event), raw = the counter over the
-    sample, per_call = (raw - overhead) / batch; samples the PMU did not fully cover are dropped."""
-    tables = []
-    for e, ov in zip(events, overhead):
-        v = cols[e]
-        keep = ~np.isnan(v)
-        n = int(keep.sum())
-        spin = cols["spin"][keep]
-        batch = cols["batch"][keep]
-        raw = v[keep].astype(np.int64)
-        const = lambda x, typ: pa.array([x] * n, typ)  # noqa: E731
-        tables.append(pa.table({
-            "scheme": const(job["scheme"], pa.string()), "variant": const(job["variant"], pa.string()),
-            "op": pa.array(list(cols["op"][keep]), pa.string()), "metric": const(metric_name(e), pa.string()),
-            "job": const(job["id"], pa.string()), "job_index": const(job.get("index", 0), pa.int32()),
-            "spin": pa.array(spin, pa.int32()), "rep": pa.array(cols["rep"][keep], pa.int32()),
-            "batch": pa.array(batch, pa.int32()), "raw": pa.array(raw, pa.int64()),
-            "ticks": pa.nulls(n, pa.int64()), "per_call": pa.array((raw - ov) / batch, pa.float64()),
-            "warmup": pa.array(spin < 0),
-        }))
-    return tables
-
-
-def job_table(tsv: Path, job: Mapping[str, Any], calibration: Mapping[str, Any], parse_samples) -> tuple[pa.Table, int]:
-    """A harness run's output → (raw table, number of timed samples), with counters or without.
-
-    Without an open counter group the TSV is the engine's 5-column format and `parse_samples`
-    (run/job.py) reads it as is. With one, each line carries one more column per event: the
-    first five columns go to `parse_samples`, the rest become one long-format table per event
-    (metric_name(event)), concatenated after the ticks rows."""
-    c = calibration.get("counters") or {}
-    if not c.get("available"):
-        t = parse_samples(tsv, job, calibration)
-        return t, t.num_rows
-    events = list(c["events"])
-    text = Path(tsv).read_text().splitlines()
-    lines = [l for l in text[1:] if l]
-    cols = parse_counter_columns(lines, events)
-    five = Path(tsv).with_name(Path(tsv).name + ".ticks")
-    try:
-        five.write_text("\n".join([text[0], *("\t".join(l.split("\t")[:5]) for l in lines)]) + "\n")
-        ticks = parse_samples(five, job, calibration)
-    finally:
-        five.unlink(missing_ok=True)
-    extra = counter_tables(cols, events, [float(x) for x in c.get("overhead", [0] * len(events))], job)
-    return pa.concat_tables([ticks, *(t.cast(ticks.schema) for t in extra)]), ticks.num_rows
 
 
 # --- derived ratios ----------------------------------------------------------------------------
