@@ -1,4 +1,5 @@
-"""`pqsimd report`: every file, LaTeX tables, macros, --reference paper, n/a for missing data, the HTML."""
+"""`pqsimd report`: every file per family, LaTeX tables, macros named per family, --reference paper,
+n/a for missing data, the HTML with a section per family, and a compiler view."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ import shutil
 import pandas as pd
 import pytest
 
+from pqsimd import catalog
 from pqsimd.errors import PqsimdError
 from pqsimd.report import fmt, write_report
 from pqsimd.report.figures import FIGURES
 from pqsimd.report.macros import NAME_RE, camel, number_words
-from pqsimd.report.tables import TABLE1_OPS
 from report_fake import make_fake_study
 
-OPS = TABLE1_OPS + ["kem_keypair", "kem_encaps", "kem_decaps", "poly_tomsg"]
+KEM = catalog.families()["ml-kem"]
+TABLE1_OPS = list(KEM.views["table1"])
+OPS = TABLE1_OPS + ["kem_keypair", "kem_encaps", "kem_decaps", "poly_tomsg", "empty"]
 PAPER_ORDER = ["INVNTT", "basemul", "frommsg", "NTT", "iDec", "iEnc", "iKeypair", r"gen\_a", "noise"]
 TABLES = ("table1_hand_simd", "table_full", "table_decomposition")
 DROPPED = ("ml-kem-768", "invntt", "ref", "avx2")
@@ -31,8 +34,11 @@ def study(tmp_path_factory):
 
 
 def test_every_file_is_written(study):
-    rep = study / "report"
+    rep = study / "report" / "ml-kem"
     for name, *_ in FIGURES:
+        if name == "fig_compilers":  # one compiler in this study
+            assert not (rep / f"{name}.png").exists()
+            continue
         for ext in ("pdf", "png", "svg"):
             assert (rep / f"{name}.{ext}").stat().st_size > 1000, f"{name}.{ext}"
     for name in ("fig2_decomposition_instructions", "fig3_hand_simd_instructions"):  # the metric's twins
@@ -41,32 +47,35 @@ def test_every_file_is_written(study):
         for ext in ("tex", "md", "csv"):
             assert (rep / f"{name}.{ext}").exists()
             assert (rep / f"{name}_instructions.{ext}").exists()
-    assert (rep / "macros.tex").exists() and (rep / "index.html").exists()
-    assert not list(rep.glob(".*.tmp")), "atomic writes leave no temporaries"
+    assert (study / "report" / "macros.tex").exists() and (study / "report" / "index.html").exists()
+    assert not list((study / "report").rglob(".*.tmp")), "atomic writes leave no temporaries"
 
 
 def test_latex_tables_are_booktabs_and_table1_keeps_the_papers_order(study):
+    rep = study / "report" / "ml-kem"
     for name in TABLES:
-        tex = (study / "report" / f"{name}.tex").read_text()
+        tex = (rep / f"{name}.tex").read_text()
         for rule in (r"\toprule", r"\midrule", r"\bottomrule", r"\begin{tabular}", r"\end{tabular}"):
             assert rule in tex, (name, rule)
         assert tex.index(r"\toprule") < tex.index(r"\midrule") < tex.index(r"\bottomrule")
-    body = (study / "report" / "table1_hand_simd.tex").read_text().split(r"\midrule")[1]
+    body = (rep / "table1_hand_simd.tex").read_text().split(r"\midrule")[1]
     labels = [line.split("&")[0].strip() for line in body.splitlines() if "&" in line]
     assert labels == PAPER_ORDER
-    # "56.3×" style with a CI
-    assert re.search(r"\$\d+(\.\d+)?\\times\$ \{\\scriptsize \[\d", body)
-    md = (study / "report" / "table1_hand_simd.md").read_text()
+    assert re.search(r"\$\d+(\.\d+)?\\times\$ \{\\scriptsize \[\d", body)  # "56.3×" with a CI
+    md = (rep / "table1_hand_simd.md").read_text()
     assert "| INVNTT |" in md and "×" in md
+    dec = (rep / "table_decomposition.md").read_text()
+    assert "%, " in dec or "% [" in dec  # shares with their intervals
 
 
 def test_reference_paper_adds_the_paper_column_and_ratio(study):
-    csv = pd.read_csv(study / "report" / "table1_hand_simd.csv", na_values=["n/a"]).set_index("op")
+    rep = study / "report" / "ml-kem"
+    csv = pd.read_csv(rep / "table1_hand_simd.csv", na_values=["n/a"]).set_index("op")
     assert csv.loc["invntt", "ml-kem-512_paper"] == 56.3
     assert csv.loc["poly_getnoise_eta1", "ml-kem-1024_paper"] == 1.2
     r = csv.loc["ntt"]
     assert r["ml-kem-512_ratio"] == pytest.approx(r["ml-kem-512_speedup"] / 35.5, rel=1e-4)
-    tex = (study / "report" / "table1_hand_simd.tex").read_text()
+    tex = (rep / "table1_hand_simd.tex").read_text()
     assert "paper" in tex and "ratio" in tex and r"\cmidrule" in tex and r"$56.3\times$" in tex
     html = (study / "report" / "index.html").read_text()
     assert "ML-KEM-512 paper" not in html  # HTML keeps the two header rows
@@ -74,22 +83,19 @@ def test_reference_paper_adds_the_paper_column_and_ratio(study):
 
 
 def test_without_reference_there_is_no_paper_column(tmp_path):
-    d = make_fake_study(tmp_path / "s", schemes=["ml-kem-512"], ops=["ntt", "invntt"], jobs=2, spins=6, reps=2,
-                        with_raw=False)
+    d = make_fake_study(tmp_path / "s", schemes=["ml-kem-512"], ops=["ntt", "invntt"], jobs=2, spins=6, reps=2)
     write_report(d)
-    tex = (d / "report" / "table1_hand_simd.tex").read_text()
+    tex = (d / "report" / "ml-kem" / "table1_hand_simd.tex").read_text()
     assert "paper" not in tex.split(r"\toprule")[1]
-    # the figure that needs raw data is skipped and the report says so; the others are drawn
-    html = (d / "report" / "index.html").read_text()
-    assert "Skipped:" in html and "no raw ticks spin medians" in html
-    assert (d / "report" / "fig3_hand_simd.png").exists()
     # ops absent from the study are n/a rows in Table 1, not gaps
-    csv = pd.read_csv(d / "report" / "table1_hand_simd.csv", keep_default_na=False)
+    csv = pd.read_csv(d / "report" / "ml-kem" / "table1_hand_simd.csv", keep_default_na=False)
     assert (csv.set_index("op").loc["gen_a", "ml-kem-512_speedup"]) == "n/a"
+    html = (d / "report" / "index.html").read_text()
+    assert "Skipped:" in html  # e.g. the end-to-end figure: none of its ops were timed
 
 
 def test_missing_comparison_is_na_never_nan(study):
-    rep = study / "report"
+    rep = study / "report" / "ml-kem"
     md = (rep / "table1_hand_simd.md").read_text()
     invntt = next(line for line in md.splitlines() if line.startswith("| INVNTT"))
     cells = [c.strip() for c in invntt.strip("|").split("|")]
@@ -98,23 +104,25 @@ def test_missing_comparison_is_na_never_nan(study):
     assert "n/a" in (rep / "table1_hand_simd.tex").read_text()
     csv = pd.read_csv(rep / "table1_hand_simd.csv", keep_default_na=False).set_index("op")
     assert csv.loc["invntt", "ml-kem-768_speedup"] == "n/a"
-    for f in list(rep.glob("table*.*")) + [rep / "macros.tex", rep / "index.html"]:
+    for f in list(rep.glob("table*.*")) + [study / "report" / "macros.tex", study / "report" / "index.html"]:
         text = f.read_text()
         assert not re.search(r"\bnan\b", text, re.IGNORECASE), f"NaN leaked into {f.name}"
         assert not re.search(r"\binf\b", text), f"inf leaked into {f.name}"
 
 
-def test_macros_are_valid_unique_letter_only_names(study):
+def test_macros_are_valid_unique_names_per_family(study):
     text = (study / "report" / "macros.tex").read_text()
     names = re.findall(r"\\newcommand\{(\\[^}]*)\}", text)
     assert len(names) > 100 and len(names) == len(set(names))
     assert all(NAME_RE.match(n) for n in names), [n for n in names if not NAME_RE.match(n)][:5]
-    assert r"\newcommand{\pqsimdSpeedupInvnttMlkemFiveTwelve}{" in text
-    assert r"\pqsimdSpeedupPolyGetnoiseEtaOneMlkemTenTwentyFourLow" in text
-    assert r"\pqsimdInstructionsSpeedupNttMlkemSevenSixtyEight" in text
-    assert r"\pqsimdJobs}{3}" in text and r"\pqsimdThreshold}{2\%}" in text
+    p = KEM.views["macro_prefix"]
+    assert rf"\newcommand{{\pqsimd{p}SpeedupInvnttMlkemFiveTwelve}}{{" in text
+    assert rf"\pqsimd{p}SpeedupPolyGetnoiseEtaOneMlkemTenTwentyFourLow" in text
+    assert rf"\pqsimd{p}InstructionsSpeedupNttMlkemSevenSixtyEight" in text
+    assert rf"\pqsimd{p}SpeedupArithMin" in text and rf"\pqsimd{p}SpeedupEndToEndMax" in text
+    assert r"\pqsimdThreshold}{2\%}" in text
     # a dropped comparison has no macro rather than a NaN one
-    assert r"\pqsimdSpeedupInvnttMlkemSevenSixtyEight}" not in text
+    assert rf"\pqsimd{p}SpeedupInvnttMlkemSevenSixtyEight}}" not in text
 
 
 def test_macro_name_spelling():
@@ -129,17 +137,36 @@ def test_html_is_self_contained_with_every_figure_and_table(study):
     assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", html, re.IGNORECASE)
     assert not re.search(r"@import|url\(\s*['\"]?https?:", html)
     pngs = re.findall(r'<img src="data:image/png;base64,[A-Za-z0-9+/=]{1000,}"', html)
-    drawn = [p for p in (study / "report").glob("fig*.png")]
+    drawn = list((study / "report").rglob("fig*.png"))
     assert len(pngs) >= len(drawn) >= 8
     for name in TABLES:
         assert f'data-table="{name}"' in html and f'data-table="{name}_instructions"' in html
-    for section in ("Headline findings", "Methods", "Environment and provenance", "Warnings"):
+    for section in ("Headline findings", "Methods", "Environment and provenance", "Warnings", KEM.title):
         assert section in html
-    # methods come from the actual study; warnings from results and manifest
+    # methods come from the data; warnings from results and manifest
     assert "Fake CPU @ 2.90GHz" in html and "repetitions per spin, R</td><td>3" in html
-    for w in ("few jobs", "noisy jobs", "drift", "TSC ticks ≠ core cycles", "virtualized host"):
+    for w in ("few jobs", "TSC ticks ≠ core cycles", "virtualized host"):
         assert w in html, w
-    assert "matches the paper&#39;s ordering" in html or "matches the paper's ordering" in html
+    assert "the paper&#39;s ordering" in html or "the paper's ordering" in html
+    assert 'id="ml-kem"' in html  # a section per family
+
+
+def test_compiler_view_with_two_compilers(tmp_path):
+    d = make_fake_study(tmp_path / "cc", schemes=["ml-kem-512"], variants=["refo0", "refnv", "ref", "avx2"],
+                        ops=["ntt", "invntt", "basemul", "poly_frommsg"], jobs=2, spins=8, reps=2,
+                        compilers=("gcc-12", "clang-16"))
+    write_report(d)
+    rep = d / "report" / "ml-kem"
+    assert (rep / "fig_compilers.png").exists() and (rep / "table_compilers.csv").exists()
+    t = pd.read_csv(rep / "table_compilers.csv")
+    assert set(t["compiler"]) == {"gcc-12", "clang-16"} and "autovec_speedup" in t.columns
+    html = (d / "report" / "index.html").read_text()
+    assert "across 2 compilers" in html  # the sentence per headline op
+    c = pd.read_csv(d / "results" / "comparisons.csv")
+    cross = c[c["stage"] == "cross_compiler"]
+    assert len(cross) and set(cross["baseline_compiler"]) == {"gcc-12"} and set(cross["compiler"]) == {"clang-16"}
+    macros = (d / "report" / "macros.tex").read_text()
+    assert "ClangSixteen" in macros  # the second compiler's numbers carry its name
 
 
 def test_report_runs_the_analysis_when_results_are_missing(tmp_path):
@@ -151,10 +178,10 @@ def test_report_runs_the_analysis_when_results_are_missing(tmp_path):
     assert not (d / "results").exists()
     write_report(d)
     assert (d / "results" / "comparisons.csv").exists()
-    csv = pd.read_csv(d / "report" / "table1_hand_simd.csv", keep_default_na=False).set_index("op")
+    csv = pd.read_csv(d / "report" / "ml-kem" / "table1_hand_simd.csv", keep_default_na=False).set_index("op")
     assert float(csv.loc["ntt", "ml-kem-512_speedup"]) == pytest.approx(1000 / 30, rel=0.05)
     assert csv.loc["basemul", "ml-kem-512_speedup"] == "n/a"
-    assert (d / "report" / "fig1_distributions.png").exists()
+    assert (d / "report" / "ml-kem" / "fig1_distributions.png").exists()
 
 
 def test_bad_input_is_one_line_errors(tmp_path):
@@ -163,13 +190,14 @@ def test_bad_input_is_one_line_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(PqsimdError, match="pqsimd run"):
         write_report(tmp_path / "empty")
-    d = make_fake_study(tmp_path / "s", schemes=["ml-kem-512"], ops=["ntt"], jobs=2, spins=4, reps=2, with_raw=False)
+    d = make_fake_study(tmp_path / "s", schemes=["ml-kem-512"], ops=["ntt"], jobs=2, spins=4, reps=2)
     with pytest.raises(PqsimdError, match="--reference paper"):
         write_report(d, reference="wrong")
     (d / "results" / "comparisons.parquet").write_bytes(b"PAR1 truncated")
     with pytest.raises(PqsimdError, match="pqsimd analyze"):
         write_report(d)
     shutil.rmtree(d / "results")
+    shutil.rmtree(d / "raw")
     with pytest.raises(PqsimdError) as e:
         write_report(d)
     assert "\n" not in str(e.value)
@@ -186,16 +214,18 @@ def test_tables_and_macros_compile_with_pdflatex(study, tmp_path):
     import subprocess
 
     if not shutil.which("pdflatex"):
-        pytest.skip("pdflatex not installed (apt-get install texlive-latex-base texlive-latex-recommended)")
-    for f in (study / "report").glob("*.tex"):
+        pytest.fail("pdflatex not installed (make test installs texlive-latex-base texlive-latex-recommended as root)")
+    p = KEM.views["macro_prefix"]
+    for f in (study / "report" / "ml-kem").glob("*.tex"):
         shutil.copy(f, tmp_path / f.name)
+    shutil.copy(study / "report" / "macros.tex", tmp_path / "macros.tex")
     inputs = "\n".join(f"\\input{{{f.stem}}}\n" for f in sorted(tmp_path.glob("table*.tex")))
     (tmp_path / "doc.tex").write_text(
         "\\documentclass{article}\n\\usepackage[utf8]{inputenc}\n\\usepackage{booktabs}\n"
         "\\usepackage[margin=1cm,landscape]{geometry}\n\\input{macros}\n\\begin{document}\n\\tiny\n"
-        "$\\pqsimdSpeedupInvnttMlkemFiveTwelve\\times$ [\\pqsimdSpeedupInvnttMlkemFiveTwelveLow, "
-        "\\pqsimdSpeedupInvnttMlkemFiveTwelveHigh], $\\delta = \\pqsimdDeltaInvnttMlkemFiveTwelve$, "
-        "J = \\pqsimdJobs, \\pqsimdThreshold\n\n" + inputs + "\\end{document}\n")
+        f"$\\pqsimd{p}SpeedupInvnttMlkemFiveTwelve\\times$ [\\pqsimd{p}SpeedupInvnttMlkemFiveTwelveLow, "
+        f"\\pqsimd{p}SpeedupInvnttMlkemFiveTwelveHigh], $\\delta = \\pqsimd{p}DeltaInvnttMlkemFiveTwelve$, "
+        "\\pqsimdThreshold\n\n" + inputs + "\\end{document}\n")
     r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout[-2000:]
@@ -207,35 +237,37 @@ def test_provenance_condenses_the_engine_manifest_and_spots_a_vm():
     from pqsimd.report.load import Study
 
     manifest = {
-        "schema_version": 1, "seed": 7, "executor": "local", "job_order": ["a"] * 500,
+        "schema_version": 2, "seed": 7, "executor": "local", "job_order": ["a"] * 500,
         "machine": {"hostname": "n1", "cpu_model": "Xeon", "virtualization": "kvm, in a docker container",
                     "isa": ["avx2", "bmi2"]},
-        "variants": {"avx2": {"flags_used": ["-O3", "-mavx2"], "compiler": {"version": "gcc 12.2.0"},
-                              "binary_sha256": "ab" * 32, "gate": {"passed": True},
-                              "compile_commands": ["gcc ..."] * 100}},
-        "jobs": {f"avx2.ml-kem-512.{i}": {"hostname": "n1", "cpu_model": "Xeon", "cpu": 3,
-                                          "started": f"2026-01-01T00:0{i}", "finished": f"2026-01-01T00:1{i}"}
+        "compilers": {"gcc": {"version": "gcc 12.2.0"}},
+        "builds": {"avx2.gcc.ml-kem": {"variant": "avx2", "compiler": "gcc", "family": "ml-kem",
+                                       "flags_used": ["-O3", "-mavx2"], "binary_sha256": "ab" * 32, "passed": True,
+                                       "compile_commands": ["gcc ..."] * 100}},
+        "driver": {"compiler": {"version": "cc 12"}, "flags": ["-O2"], "sha256": "cd" * 32},
+        "jobs": {f"paired.ml-kem-512.{i}": {"hostname": "n1", "cpu_model": "Xeon", "cpu": 3,
+                                            "started": f"2026-01-01T00:0{i}", "finished": f"2026-01-01T00:1{i}"}
                  for i in range(3)},
     }
     empty = pd.DataFrame()
     sections = dict(provenance(Study(directory=None, groups=empty, comparisons=empty, decomposition=empty,
                                      manifest=manifest)))
     assert dict(sections["Machine"])["isa"] == "avx2, bmi2"
-    v = dict(sections["Variants"])["avx2"]
+    v = dict(sections["Builds (variant · compiler · family)"])["avx2 · gcc · ml-kem"]
     assert "-O3 -mavx2" in v and "gcc 12.2.0" in v and "gate passed" in v and "gcc ..." not in v
     assert dict(sections["Jobs"])["jobs recorded"] == "3" and dict(sections["Study"])["seed"] == "7"
+    assert "cc 12" in str(sections["Driver (timing code, one fixed toolchain)"])
     assert "job_order" not in str(sections)
     assert _virtualized(manifest) == "kvm"
     assert _virtualized({"machine": {"virtualization": "in a docker container"}}) is None
     assert _virtualized({}) is None
 
 
-def test_truncated_raw_file_is_named_not_a_crash(tmp_path):
-    d = make_fake_study(tmp_path / "s", schemes=["ml-kem-512"], ops=["invntt", "gen_a", "poly_getnoise_eta1"],
-                        jobs=2, spins=6, reps=2)
-    victim = sorted((d / "raw").glob("avx2.*.parquet"))[0]
-    victim.write_bytes(victim.read_bytes()[:200])
+def test_report_names_the_design(tmp_path):
+    d = make_fake_study(tmp_path / "p", schemes=["ml-kem-512"], ops=["ntt", "invntt"], jobs=3, spins=8, reps=2,
+                        design="paired")
     write_report(d)
     html = (d / "report" / "index.html").read_text()
-    assert f"{victim.name}: unreadable" in html
-    assert (d / "report" / "fig1_distributions.png").exists()  # drawn from the readable jobs
+    assert "design: paired" in html and "medians of per-spin ratios" in html
+    c = pd.read_csv(d / "results" / "comparisons.csv")
+    assert set(c["design"]) == {"paired"}

@@ -84,7 +84,10 @@ def study_context(directory: Path, study: dict) -> dict:
             continue
         families.setdefault(fam.name, fam.to_results())
     plan = read_json_file(directory / "plan.json")
-    return {"chain": chain, "families": families, "compilers": plan.get("compilers") or [],
+    cc = st.get("cc") or []
+    cc = [cc] if isinstance(cc, str) else cc
+    from_toml = [c.split("=", 1)[0] if "=" in c else Path(c).name for c in cc if isinstance(c, str)]
+    return {"chain": chain, "families": families, "compilers": plan.get("compilers") or from_toml,
             "design": plan.get("design") or st.get("design") or "separate"}
 
 

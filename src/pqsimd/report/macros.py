@@ -128,6 +128,8 @@ def build_macros(study: Study) -> MacroSet:
             comp = comp.assign(_cum=comp.get("stage", "") == "cumulative").sort_values("_cum", kind="stable")
             comp = comp.drop_duplicates(["scheme", "op", "baseline", "variant", "compiler", "baseline_compiler"])
             for _, r in comp.iterrows():
+                if fmt.is_missing(r.get("speedup")):  # no number, no macro (never a NaN one)
+                    continue
                 key = camel(str(r["op"])) + camel(str(r["scheme"]), join_alpha=True)
                 base, var = r["baseline"], r["variant"]
                 what = _what(study, str(r.get("stage")), base, var, str(r.get("compiler")), str(r.get("baseline_compiler")))

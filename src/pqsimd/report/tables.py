@@ -147,7 +147,9 @@ def reference_frame(study: Study, fam: FamilyView) -> tuple[pd.DataFrame | None,
         return None, ""
     df = pd.DataFrame(ref["rows"]).set_index("op")
     for c in df.columns:
-        df[c] = pd.to_numeric(df[c], errors="ignore")
+        num = pd.to_numeric(df[c], errors="coerce")
+        if num.notna().any():
+            df[c] = num
     return df, " ".join(ref.get("about", [])[:2])
 
 
