@@ -66,7 +66,7 @@ def test_report_loads_in_chromium_with_no_broken_image_or_missing_table(tmp_path
     assert m, f"the page did not finish loading in chromium: {r.stderr[-500:]}"
     check = json.loads(m.group(1))
     assert check["broken"] == []
-    assert check["images"] >= len(list(rep.glob("fig*.png"))) >= 6
+    assert check["images"] >= len(list(rep.rglob("fig*.png"))) >= 6
     tables = dict(check["tables"])
     for name in ("table1_hand_simd", "table_full", "table_decomposition"):
         assert tables.get(name, 0) > 0, f"{name} missing or empty in the rendered page"

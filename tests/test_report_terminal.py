@@ -10,7 +10,8 @@ import pytest
 from rich.console import Console
 
 from pqsimd.errors import PqsimdError
-from pqsimd.report.terminal import compare_studies, compare_table, show_study
+from pqsimd.analyze.crossstudy import compare_studies as compare_table
+from pqsimd.report.terminal import compare_studies, show_study
 from report_fake import make_fake_study
 from synthetic import make_synthetic_study
 
@@ -31,15 +32,16 @@ def test_show_prints_every_op_and_variant_with_speedup_ci_delta_p_verdict(fake):
     con = _console()
     show_study(fake, console=con)
     out = con.export_text()
-    for needle in ("ML-KEM-512", "ML-KEM-768", "INVNTT", "NTT", "gen_a", "refo0", "refnv", "ref", "avx2",
-                   "median ± 95% CI", "speedup [95% CI]", "p (Holm)", "verdict", "faster", "+1.000"):
+    for needle in ("ML-KEM (FIPS 203)", "ML-KEM-512", "ML-KEM-768", "INVNTT", "NTT", "gen_a", "refo0", "refnv", "ref",
+                   "avx2", "median ± 95% CI", "speedup [95% CI]", "p (Holm)", "verdict", "faster", "+1.000",
+                   "design: separate"):
         assert needle in out, needle
     inv = [line for line in out.splitlines() if "avx2" in line and "×" in line]
     assert any("5" in line and "[" in line for line in inv)
     # the dropped comparison is explicit n/a, never nan
     assert "n/a" in out and "nan" not in out.lower().replace("nano", "")
     # footnoted warnings: 3 jobs -> unreliable hierarchical CI, and the analysis' own warnings
-    assert "¹" in out and "fewer than 5 jobs" in out and "fabricated study for tests" in out
+    assert "¹" in out and "fewer than 5 jobs" in out and "TSC ticks" in out
 
 
 def test_show_stage_filter_and_bad_choices(fake):
@@ -81,6 +83,7 @@ def pair(tmp_path_factory):
 def test_compare_ratio_ci_and_verdict(pair):
     a, b = pair
     df, meta = compare_table(a, b, n_boot=400)
+    assert set(df["compiler"]) == {"gcc"}
     row = df.set_index(["op", "variant"])
     avx = row.loc[("ntt", "avx2")]
     assert avx["ratio"] == pytest.approx(1.10, rel=0.03)

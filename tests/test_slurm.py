@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 
 from pqsimd.errors import PqsimdError
-from pqsimd.run import slurm
+from pqsimd.run.slurm import script as slurm_script
+from pqsimd.run.slurm import states as slurm_states
+from pqsimd.run.slurm import status as slurm_status
+from pqsimd.run.slurm import submit as slurm_submit
+from pqsimd.studydir import StudyDir
 
 # Recorded on the test cluster (slurm-wlm 22.05.8): array 13 = tasks 0-4, task 1 exits 7,
 # task 3 scancel'ed while pending (it leaves no record at all).
@@ -21,7 +25,8 @@ SCONTROL_RUNNING = 'JobId=13 ArrayJobId=13 ArrayTaskId=2-4 JobName=t.sh UserId=r
 SCONTROL_DONE = 'JobId=13 ArrayJobId=13 ArrayTaskId=4 JobName=t.sh UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=4294901755 Nice=0 Account=(null) QOS=(null) JobState=COMPLETED Reason=None Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0 RunTime=00:00:02 TimeLimit=UNLIMITED TimeMin=N/A SubmitTime=2026-11-22T00:33:01 EligibleTime=2026-11-22T00:33:02 AccrueTime=2026-11-22T00:33:02 StartTime=2026-11-22T00:33:04 EndTime=2026-11-22T00:33:06 Deadline=N/A SuspendTime=None SecsPreSuspend=0 LastSchedEval=2026-11-22T00:33:04 Scheduler=Main Partition=debug AllocNode:Sid=localhost:3644 ReqNodeList=(null) ExcNodeList=(null) NodeList=localhost BatchHost=localhost NumNodes=1 NumCPUs=1 NumTasks=1 CPUs/Task=1 ReqB:S:C:T=0:0:*:* TRES=cpu=1,node=1,billing=1 Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=* MinCPUsNode=1 MinMemoryNode=0 MinTmpDiskNode=0 Features=(null) DelayBoot=00:00:00 OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null) Command=/tmp/t.sh WorkDir=/tmp StdErr=/dev/null StdIn=/dev/null StdOut=/dev/null Power= \nJobId=16 ArrayJobId=13 ArrayTaskId=2 JobName=t.sh UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=4294901755 Nice=0 Account=(null) QOS=(null) JobState=COMPLETED Reason=None Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0 RunTime=00:00:02 TimeLimit=UNLIMITED TimeMin=N/A SubmitTime=2026-11-22T00:33:01 EligibleTime=2026-11-22T00:33:02 AccrueTime=2026-11-22T00:33:02 StartTime=2026-11-22T00:33:04 EndTime=2026-11-22T00:33:06 Deadline=N/A SuspendTime=None SecsPreSuspend=0 LastSchedEval=2026-11-22T00:33:04 Scheduler=Main Partition=debug AllocNode:Sid=localhost:3644 ReqNodeList=(null) ExcNodeList=(null) NodeList=localhost BatchHost=localhost NumNodes=1 NumCPUs=1 NumTasks=1 CPUs/Task=1 ReqB:S:C:T=0:0:*:* TRES=cpu=1,node=1,billing=1 Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=* MinCPUsNode=1 MinMemoryNode=0 MinTmpDiskNode=0 Features=(null) DelayBoot=00:00:00 OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null) Command=/tmp/t.sh WorkDir=/tmp StdErr=/dev/null StdIn=/dev/null StdOut=/dev/null Power= \nJobId=15 ArrayJobId=13 ArrayTaskId=1 JobName=t.sh UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=4294901755 Nice=0 Account=(null) QOS=(null) JobState=FAILED Reason=NonZeroExitCode Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=7:0 RunTime=00:00:02 TimeLimit=365-00:00:00 TimeMin=N/A SubmitTime=2026-11-22T00:33:01 EligibleTime=2026-11-22T00:33:02 AccrueTime=Unknown StartTime=2026-11-22T00:33:02 EndTime=2026-11-22T00:33:04 Deadline=N/A SuspendTime=None SecsPreSuspend=0 LastSchedEval=2026-11-22T00:33:02 Scheduler=Backfill Partition=debug AllocNode:Sid=localhost:3644 ReqNodeList=(null) ExcNodeList=(null) NodeList=localhost BatchHost=localhost NumNodes=1 NumCPUs=1 NumTasks=1 CPUs/Task=1 ReqB:S:C:T=0:0:*:* TRES=cpu=1,node=1,billing=1 Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=* MinCPUsNode=1 MinMemoryNode=0 MinTmpDiskNode=0 Features=(null) DelayBoot=00:00:00 OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null) Command=/tmp/t.sh WorkDir=/tmp StdErr=/dev/null StdIn=/dev/null StdOut=/dev/null Power= \nJobId=14 ArrayJobId=13 ArrayTaskId=0 JobName=t.sh UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=4294901755 Nice=0 Account=(null) QOS=(null) JobState=COMPLETED Reason=None Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0 RunTime=00:00:02 TimeLimit=365-00:00:00 TimeMin=N/A SubmitTime=2026-11-22T00:33:01 EligibleTime=2026-11-22T00:33:02 AccrueTime=Unknown StartTime=2026-11-22T00:33:02 EndTime=2026-11-22T00:33:04 Deadline=N/A SuspendTime=None SecsPreSuspend=0 LastSchedEval=2026-11-22T00:33:02 Scheduler=Backfill Partition=debug AllocNode:Sid=localhost:3644 ReqNodeList=(null) ExcNodeList=(null) NodeList=localhost BatchHost=localhost NumNodes=1 NumCPUs=1 NumTasks=1 CPUs/Task=1 ReqB:S:C:T=0:0:*:* TRES=cpu=1,node=1,billing=1 Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=* MinCPUsNode=1 MinMemoryNode=0 MinTmpDiskNode=0 Features=(null) DelayBoot=00:00:00 OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null) Command=/tmp/t.sh WorkDir=/tmp StdErr=/dev/null StdIn=/dev/null StdOut=/dev/null Power= \n'
 SQUEUE_RUNNING = '13_[2-4] PENDING\n13_1 RUNNING\n13_0 RUNNING\n'
 
-TINY = ["--schemes", "ml-kem-512", "--variants", "ref,avx2", "--ops", "ntt,empty", "--jobs", "2", "--spins", "5", "--reps", "3"]
+TINY = ["--schemes", "ml-kem-512", "--variants", "ref,avx2", "--ops", "ntt,empty", "--jobs", "2", "--spins", "5", "--reps", "3",
+        "--design", "separate"]
 
 
 def pqsimd(*args: str, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -57,15 +62,15 @@ def plan_ids(directory: Path) -> list[str]:
     ],
 )
 def test_expand_task_ids(spec, ids):
-    assert slurm.expand_task_ids(spec) == ids
+    assert slurm_states.expand_task_ids(spec) == ids
 
 
 def test_task_states_while_running():
-    records = slurm.parse_scontrol_records(SCONTROL_RUNNING)
+    records = slurm_states.parse_scontrol_records(SCONTROL_RUNNING)
     assert len(records) == 3
     assert records[0]["AllocNode:Sid"] == "localhost:3644"
     assert records[0]["NodeList"] == "" and records[0]["ReqNodeList"] == "(null)"
-    states = slurm.task_states(records)
+    states = slurm_states.task_states(records)
     assert sorted(states) == [0, 1, 2, 3, 4]
     assert {k: s.state for k, s in states.items()} == {0: "RUNNING", 1: "RUNNING", 2: "PENDING", 3: "PENDING", 4: "PENDING"}
     assert states[0].node == "localhost" and states[0].job_id == "14" and states[0].array_id == "13"
@@ -74,7 +79,7 @@ def test_task_states_while_running():
 
 
 def test_task_states_when_done():
-    states = slurm.task_states(slurm.parse_scontrol_records(SCONTROL_DONE))
+    states = slurm_states.task_states(slurm_states.parse_scontrol_records(SCONTROL_DONE))
     assert sorted(states) == [0, 1, 2, 4]  # task 3, cancelled while pending, has no record
     assert states[1].state == "FAILED" and states[1].exit_code == 7 and states[1].node == "localhost"
     assert states[1].describe() == "FAILED (exit 7)"
@@ -88,17 +93,17 @@ def test_values_with_spaces_and_signals():
         "Reason=(ReqNodeNotAvail, UnavailableNodes:n1) Comment=two words ExitCode=0:15 "
         "ReqNodeList=(null) NodeList=n7 BatchHost=n7"
     )
-    (rec,) = slurm.parse_scontrol_records(line)
+    (rec,) = slurm_states.parse_scontrol_records(line)
     assert rec["Reason"] == "(ReqNodeNotAvail, UnavailableNodes:n1)"
     assert rec["Comment"] == "two words"
-    st = slurm.task_states([rec])[5]
+    st = slurm_states.task_states([rec])[5]
     assert (st.state, st.exit_code, st.signal, st.node) == ("CANCELLED", 0, 15, "n7")
     assert st.describe() == "CANCELLED (exit 0, signal 15)"
 
 
 def test_parse_squeue():
-    assert slurm.parse_squeue(SQUEUE_RUNNING) == {"13": [([2, 3, 4], "PENDING"), ([1], "RUNNING"), ([0], "RUNNING")]}
-    assert slurm.parse_squeue("") == {}
+    assert slurm_states.parse_squeue(SQUEUE_RUNNING) == {"13": [([2, 3, 4], "PENDING"), ([1], "RUNNING"), ([0], "RUNNING")]}
+    assert slurm_states.parse_squeue("") == {}
 
 
 # ------------------------------------------------------------------------------------------
@@ -109,11 +114,10 @@ def test_parse_squeue():
 def test_script_and_task_list(tmp_path, monkeypatch):
     d = tmp_path / "study"
     jobs = [
-        {"id": "avx2.ml-kem-512.0", "variant": "avx2"},
-        {"id": "ref-native.ml-kem-512.0", "variant": "ref-native"},
-        {"id": "ref.ml-kem-512.0", "variant": "ref"},
+        {"id": "avx2.gcc.ml-kem-512.0", "variant": "avx2"},
+        {"id": "ref-native.gcc.ml-kem-512.0", "variant": "ref-native"},
+        {"id": "ref.gcc.ml-kem-512.0", "variant": "ref"},
     ]
-    monkeypatch.setattr(slurm, "_job_supports_build_on_node", lambda: True)
     options = {
         "partition": "bench",
         "nodelist": "n01",
@@ -122,12 +126,12 @@ def test_script_and_task_list(tmp_path, monkeypatch):
         "account": "crypto",
         "sbatch_args": ("--qos=short", "--constraint=avx2"),
     }
-    script, tasks = slurm.write_submission_files(d, 2, jobs, options, ["echo", "RUN"])
+    script, tasks = slurm_script.write_submission_files(d, 2, jobs, options, ["echo", "RUN"])
     assert script == d.resolve() / "slurm" / "submit-2.sbatch"
     assert tasks.read_text().splitlines() == [
-        "avx2.ml-kem-512.0",
-        "ref-native.ml-kem-512.0 --build-on-node",
-        "ref.ml-kem-512.0",
+        "avx2.gcc.ml-kem-512.0",
+        "ref-native.gcc.ml-kem-512.0 --build-on-node",
+        "ref.gcc.ml-kem-512.0",
     ]
     text = script.read_text()
     for line in (
@@ -150,37 +154,55 @@ def test_script_and_task_list(tmp_path, monkeypatch):
     env = dict(os.environ, SLURM_ARRAY_TASK_ID="1", SLURM_ARRAY_JOB_ID="77")
     out = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["RUN", str(d.resolve()), "ref-native.ml-kem-512.0", "--build-on-node"]
-    assert "77_1 -> job ref-native.ml-kem-512.0" in out.stderr
+    assert out.stdout.split() == ["RUN", str(d.resolve()), "ref-native.gcc.ml-kem-512.0", "--build-on-node"]
+    assert "77_1 -> job ref-native.gcc.ml-kem-512.0" in out.stderr
     env["SLURM_ARRAY_TASK_ID"] = "5"
     out = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True)
     assert out.returncode == 3 and "no job for array task 5" in out.stderr
 
 
-def test_default_script_runs_this_python(tmp_path, monkeypatch):
-    monkeypatch.setattr(slurm, "_job_supports_build_on_node", lambda: False)
-    script, tasks = slurm.write_submission_files(tmp_path, 1, [{"id": "ref-native.ml-kem-512.0", "variant": "ref-native"}], {})
+def test_default_script_runs_this_python(tmp_path):
+    script, tasks = slurm_script.write_submission_files(tmp_path, 1, [{"id": "ref.gcc.ml-kem-512.0", "variant": "ref"}], {})
     text = script.read_text()
     assert f"exec {sys.executable} -m pqsimd.cli job" in text
     assert "--partition" not in text and "--exclusive" not in text
-    assert tasks.read_text() == "ref-native.ml-kem-512.0\n"  # no flag the CLI does not know
+    assert tasks.read_text() == "ref.gcc.ml-kem-512.0\n"
+
+
+@pytest.mark.parametrize("key, value", [("partition", "p\nrm -rf ~"), ("account", "a\x00b"), ("nodelist", "n1\rx"),
+                                        ("time_limit", "00:10:00\ntouch /tmp/pwned"), ("sbatch_args", ("--qos=x\nid",))])
+def test_script_values_with_newlines_are_refused(tmp_path, key, value):
+    with pytest.raises(PqsimdError, match="newline or NUL"):
+        slurm_script.write_submission_files(tmp_path, 1, [{"id": "x", "variant": "ref"}], {key: value})
+
+
+def test_script_values_are_quoted(tmp_path):
+    d = tmp_path / "a study $(touch pwned)"
+    script, _ = slurm_script.write_submission_files(d, 1, [{"id": "x", "variant": "ref"}],
+                                                    {"partition": "p q", "account": "$(id)"}, ["echo", "RUN"])
+    text = script.read_text()
+    assert "#SBATCH --partition='p q'" in text and "#SBATCH --account='$(id)'" in text
+    assert f"DIR='{d.resolve()}'" in text
+    env = dict(os.environ, SLURM_ARRAY_TASK_ID="0", SLURM_ARRAY_JOB_ID="1")
+    out = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0 and not (tmp_path / "pwned").exists() and str(d.resolve()) in out.stdout
 
 
 def test_missing_sbatch_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(PqsimdError, match=r"sbatch not found: .*--executor local"):
-        slurm.execute(tmp_path, [{"id": "ref.ml-kem-512.0", "variant": "ref"}], {})
+        slurm_submit.execute(tmp_path, [{"id": "ref.gcc.ml-kem-512.0", "variant": "ref"}], {})
 
 
 def test_failure_line_names_task_job_node_and_error(tmp_path):
     log = tmp_path / "logs" / "slurm" / "31_5.out"
     log.parent.mkdir(parents=True)
     log.write_text("pqsimd: array task 31_5 -> job avx2.ml-kem-512.1 on n7\nerror: job avx2.ml-kem-512.1: harness missing\n")
-    st = slurm.TaskState(task=5, state="FAILED", array_id="31", exit_code=2, signal=0, node="n7")
-    line = slurm.failure_line(tmp_path, "31", 5, "avx2.ml-kem-512.1", st)
+    st = slurm_states.TaskState(task=5, state="FAILED", array_id="31", exit_code=2, signal=0, node="n7")
+    line = slurm_submit.failure_line(tmp_path, "31", 5, "avx2.ml-kem-512.1", st)
     assert line.startswith("task 31_5 (job avx2.ml-kem-512.1) on n7: FAILED (exit 2): error: job avx2.ml-kem-512.1: harness missing")
     assert str(log) in line
-    gone = slurm.failure_line(tmp_path, "31", 6, "ref.ml-kem-512.0", None)
+    gone = slurm_submit.failure_line(tmp_path, "31", 6, "ref.ml-kem-512.0", None)
     assert gone.startswith("task 31_6 (job ref.ml-kem-512.0) on no node: state unknown")
 
 
@@ -195,17 +217,19 @@ def test_execute_splits_at_max_array_size_and_reports_failures(tmp_path, monkeyp
 
     def fake_scontrol(array_id):
         n = len(json.loads((tmp_path / "slurm" / "submissions.json").read_text())["submissions"][int(array_id) - 101]["tasks"])
-        return {k: slurm.TaskState(task=k, state="FAILED" if (array_id, k) == ("102", 1) else "COMPLETED",
+        return {k: slurm_states.TaskState(task=k, state="FAILED" if (array_id, k) == ("102", 1) else "COMPLETED",
                                    array_id=array_id, exit_code=1 if (array_id, k) == ("102", 1) else 0,
                                    node="n9") for k in range(n)}
 
-    monkeypatch.setattr(slurm, "_require", lambda tool: tool)
-    monkeypatch.setattr(slurm, "max_array_size", lambda: 2)
-    monkeypatch.setattr(slurm, "submit", fake_submit)
-    monkeypatch.setattr(slurm, "query_squeue", lambda ids: {})
-    monkeypatch.setattr(slurm, "query_scontrol", fake_scontrol)
-    monkeypatch.setattr(slurm, "unfinished_ids", lambda d, ids: {"ref.ml-kem-512.3"} & set(ids))
-    assert slurm.execute(tmp_path, jobs, {"partition": "p"}) is False
+    from pqsimd.run.slurm import cluster
+
+    monkeypatch.setattr(cluster, "_require", lambda tool: tool)
+    monkeypatch.setattr(slurm_submit, "max_array_size", lambda: 2)
+    monkeypatch.setattr(slurm_submit, "submit", fake_submit)
+    monkeypatch.setattr(slurm_submit, "query_squeue", lambda ids: {})
+    monkeypatch.setattr(slurm_submit, "query_scontrol", fake_scontrol)
+    monkeypatch.setattr(slurm_submit, "unfinished_ids", lambda d, ids: {"ref.ml-kem-512.3"} & set(ids))
+    assert slurm_submit.execute(tmp_path, jobs, {"partition": "p"}) is False
     subs = json.loads((tmp_path / "slurm" / "submissions.json").read_text())["submissions"]
     assert [s["array_id"] for s in subs] == ["101", "102", "103"]
     assert [s["tasks"] for s in subs] == [[j["id"] for j in jobs[i : i + 2]] for i in (0, 2, 4)]
@@ -218,12 +242,12 @@ def test_execute_splits_at_max_array_size_and_reports_failures(tmp_path, monkeyp
 
 def test_progress_says_why_tasks_wait():
     states = {
-        0: slurm.TaskState(task=0, state="RUNNING"),
-        1: slurm.TaskState(task=1, state="PENDING", reason="Resources"),
-        2: slurm.TaskState(task=2, state="PENDING", reason="(ReqNodeNotAvail, UnavailableNodes:n[1-2])"),
+        0: slurm_states.TaskState(task=0, state="RUNNING"),
+        1: slurm_states.TaskState(task=1, state="PENDING", reason="Resources"),
+        2: slurm_states.TaskState(task=2, state="PENDING", reason="(ReqNodeNotAvail, UnavailableNodes:n[1-2])"),
     }
-    t = slurm._Tracked("55", 1, {0: "a", 1: "b", 2: "c"}, states)
-    text = slurm._describe([t])
+    t = slurm_submit._Tracked("55", 1, {0: "a", 1: "b", 2: "c"}, states)
+    text = slurm_submit._describe([t])
     assert text.startswith("55: 1 running, 2 pending, waiting: (ReqNodeNotAvail")
     from rich.text import Text
 
@@ -236,9 +260,9 @@ def test_an_array_with_another_name_is_not_ours(tmp_path, monkeypatch):
         {"number": 1, "array_id": "7", "job_name": "pqsimd-study", "tasks": ["a", "b"]},
         {"number": 2, "array_id": "9", "job_name": "pqsimd-study", "tasks": ["c"]},
     ]
-    monkeypatch.setattr(slurm, "query_squeue", lambda ids: {"7": [([0, 1], "RUNNING")], "9": [([0], "PENDING")]})
-    monkeypatch.setattr(slurm, "_array_names", lambda ids: {"7": "someone-else", "9": "pqsimd-study"})
-    live = slurm._live_tasks(tmp_path, subs)
+    monkeypatch.setattr(slurm_submit, "query_squeue", lambda ids: {"7": [([0, 1], "RUNNING")], "9": [([0], "PENDING")]})
+    monkeypatch.setattr(slurm_submit, "_array_names", lambda ids: {"7": "someone-else", "9": "pqsimd-study"})
+    live = slurm_submit._live_tasks(tmp_path, subs)
     assert [(t.array_id, t.tasks) for t in live] == [("9", {0: "c"})]
 
 
@@ -265,8 +289,8 @@ def test_slurm_run_matches_local_run(tmp_path, slurm_cluster):
 
     assert raw_names(remote) == raw_names(local) == set(plan_ids(remote))
     for variant in ("ref", "avx2"):
-        gate_l = json.loads((local / "gate" / f"{variant}.json").read_text())
-        gate_s = json.loads((remote / "gate" / f"{variant}.json").read_text())
+        gate_l = json.loads((local / "gate" / f"{variant}.gcc.ml-kem.json").read_text())
+        gate_s = json.loads((remote / "gate" / f"{variant}.gcc.ml-kem.json").read_text())
         assert gate_s == gate_l and gate_s["passed"]
 
     subs = json.loads((remote / "slurm" / "submissions.json").read_text())["submissions"]
@@ -275,7 +299,7 @@ def test_slurm_run_matches_local_run(tmp_path, slurm_cluster):
     from pqsimd import store
 
     for job in plan_ids(remote):
-        rec = store.read_job_record(store.raw_path(remote, job))
+        rec = store.read_job_record(StudyDir(remote).raw_path(job))
         assert rec["id"] == job and rec["slurm_job_id"] and rec["hostname"] and rec["cpu_model"]
 
     # again: nothing to do, nothing resubmitted
@@ -284,9 +308,22 @@ def test_slurm_run_matches_local_run(tmp_path, slurm_cluster):
 
 
 @pytest.mark.slurm
+def test_paired_study_on_slurm(tmp_path, slurm_cluster):
+    d = tmp_path / "paired"
+    out = pqsimd("run", d, *TINY[:-2], "--design", "paired", "--executor", "slurm")
+    assert "2/2 job(s) finished" in out.stderr
+    assert raw_names(d) == {"paired.ml-kem-512.0", "paired.ml-kem-512.1"}
+    from pqsimd import store
+
+    rec = store.read_job_record(StudyDir(d).raw_path("paired.ml-kem-512.0"))
+    assert rec["variants"] == ["ref", "avx2"] and rec["slurm_job_id"]
+    pqsimd("analyze", d)
+
+
+@pytest.mark.slurm
 def test_scancel_one_task_then_rerun_completes_the_study(tmp_path, slurm_cluster):
     d = tmp_path / "study"
-    pqsimd("run", d, *TINY[:-4], "--spins", "8000", "--reps", "20", "--no-run")  # build + gate only
+    pqsimd("run", d, *TINY[:-6], "--spins", "8000", "--reps", "20", "--design", "separate", "--no-run")  # build + gate
     proc = subprocess.Popen(
         [sys.executable, "-m", "pqsimd.cli", "run", str(d), "--executor", "slurm"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -326,19 +363,17 @@ def test_scancel_one_task_then_rerun_completes_the_study(tmp_path, slurm_cluster
     assert {k: after[k] for k in before} == before  # finished jobs untouched, nothing duplicated
     from pqsimd import store
 
-    rec = store.read_job_record(store.raw_path(d, cancelled_job))
+    rec = store.read_job_record(StudyDir(d).raw_path(cancelled_job))
     assert rec["id"] == cancelled_job and rec["slurm_array_task_id"] == "0"
 
 
 @pytest.mark.slurm
 def test_failed_task_is_reported_with_task_id_and_node(tmp_path, slurm_cluster, capsys):
-    from pqsimd.run.plan import pending_jobs
-
     d = tmp_path / "study"
     pqsimd("run", d, *TINY, "--no-run")
-    (d / "bin" / "avx2").unlink()  # its tasks now fail on the node
-    jobs = pending_jobs(d)
-    assert slurm.execute(d, jobs, {}) is False
+    StudyDir(d).variant_path("avx2.gcc.ml-kem").unlink()  # its tasks now fail on the node
+    jobs = StudyDir(d).plan_jobs()
+    assert slurm_submit.execute(d, jobs, {}) is False
     err = capsys.readouterr().err
     subs = json.loads((d / "slurm" / "submissions.json").read_text())["submissions"]
     array, tasks = subs[0]["array_id"], subs[0]["tasks"]
@@ -352,7 +387,7 @@ def test_failed_task_is_reported_with_task_id_and_node(tmp_path, slurm_cluster, 
     assert "2 of 4 job(s) did not finish" in err
     assert raw_names(d) == {j for j in tasks if j.startswith("ref.")}
 
-    slurm.status(d)
+    slurm_status.status(d)
     out = capsys.readouterr().out
     assert "2/4 job(s) finished" in out and f"task {array}_" in out
 
@@ -361,8 +396,9 @@ FAKE_JOB = """
 import os, sys, time
 from pathlib import Path
 from pqsimd import store
+from pqsimd.studydir import StudyDir
 time.sleep(float(os.environ.get("FAKE_JOB_SECONDS", "2")))
-store.write_raw(Path(sys.argv[1]), sys.argv[2], store.RAW_SCHEMA.empty_table(), {"id": sys.argv[2]})
+StudyDir(Path(sys.argv[1])).write_raw(sys.argv[2], store.RAW_SCHEMA.empty_table(), {"id": sys.argv[2]})
 """
 
 
@@ -382,7 +418,8 @@ def test_rerun_while_tasks_still_run_follows_them_instead_of_resubmitting(tmp_pa
     d = tmp_path / "study"
     jobs = fake_study(d, 3)
     options = {"command": [sys.executable, str(d / "fake_job.py")]}
-    code = f"from pathlib import Path; from pqsimd.run import slurm; slurm.execute(Path({str(d)!r}), {jobs!r}, {options!r})"
+    code = (f"from pathlib import Path; from pqsimd.run.slurm import submit; "
+            f"submit.execute(Path({str(d)!r}), {jobs!r}, {options!r})")
     first = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     subs_file = d / "slurm" / "submissions.json"
     deadline = time.monotonic() + 60
@@ -391,7 +428,7 @@ def test_rerun_while_tasks_still_run_follows_them_instead_of_resubmitting(tmp_pa
     first.send_signal(signal.SIGINT)  # the user's Ctrl-C: the array keeps running on the cluster
     _, err = first.communicate(timeout=60)
     assert "keeps running on the cluster" in err
-    assert slurm.execute(d, jobs, options) is True
+    assert slurm_submit.execute(d, jobs, options) is True
     captured = capsys.readouterr()
     assert "following 3 job(s) still queued or running" in captured.err
     assert "3/3 job(s) finished" in captured.err
@@ -408,21 +445,21 @@ def test_slurm_cancel_stops_the_array(tmp_path, slurm_cluster, capsys):
     result = {}
     # each task just sleeps: the executor's side is all that is tested here
     thread = threading.Thread(
-        target=lambda: result.setdefault("ok", slurm.execute(d, jobs, {"command": ["bash", "-c", "sleep 60", "task"]}))
+        target=lambda: result.setdefault("ok", slurm_submit.execute(d, jobs, {"command": ["bash", "-c", "sleep 60", "task"]}))
     )
     thread.start()
     subs_file = d / "slurm" / "submissions.json"
     deadline = time.monotonic() + 60
     while not subs_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    slurm.cancel(d)
+    slurm_status.cancel(d)
     thread.join(timeout=60)
     assert not thread.is_alive() and result["ok"] is False
     captured = capsys.readouterr()
     array = json.loads(subs_file.read_text())["submissions"][0]["array_id"]
     assert f"cancelled array {array}" in captured.out
     assert "3 of 3 job(s) did not finish" in captured.err
-    slurm.cancel(d)
+    slurm_status.cancel(d)
     assert "nothing to cancel" in capsys.readouterr().out
 
 

@@ -93,7 +93,7 @@ def variant_from_dict(vid: str, d: Any, where: str) -> Variant:
     if unknown:
         raise PqsimdError(f"{where}: variant '{vid}' has unknown key(s) {', '.join(unknown)}; known: {', '.join(VARIANT_KEYS)}")
     if "sources" not in d or "flags" not in d:
-        raise PqsimdError(f"{where}: variant '{vid}' needs `sources` (an implementation, e.g. clean|avx2) and `flags` (a list)")
+        raise PqsimdError(f"{where}: variant '{vid}' needs `sources` (a PQClean implementation directory) and `flags` (a list)")
     for key, typ in VARIANT_KEYS.items():
         if key in d and (not isinstance(d[key], typ) or (typ is not bool and isinstance(d[key], bool))):
             want = {str: "a string", list: "a list of strings", bool: "true or false"}[typ]

@@ -35,8 +35,8 @@ def cli() -> None:
 @click.argument("directory", type=click.Path(path_type=Path), default="study")
 @click.option("--preset", type=str, default=None, help="quick | standard (default) | paper")
 @click.option("--schemes", type=str, default=None,
-              help="comma list of parameter sets, e.g. ml-kem-768,ml-dsa-65 (default: ML-KEM's three)")
-@click.option("--variants", type=str, default=None, help="comma list, e.g. refo0,refnv,ref,avx2,ref-avx2")
+              help="comma list of parameter sets, any families (default: the default family's; `pqsimd list`)")
+@click.option("--variants", type=str, default=None, help="comma list of variants (default: the chain's; `pqsimd list`)")
 @click.option("--ops", type=str, default=None, help="comma list of op ids, filtered per family (default: all)")
 @click.option("--jobs", "jobs", type=int, default=None, help="J: jobs (processes) per (variant, scheme)")
 @click.option("--spins", type=int, default=None, help="S: spins per op per job")
@@ -77,6 +77,37 @@ def run(directory: Path, **opts) -> None:
     ok = run_study(directory, overrides=opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
     if not ok:
         sys.exit(1)
+
+
+@cli.command("list")
+def list_() -> None:
+    """What pqsimd can time: families, parameter sets, ops, variants, the chain, presets."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from . import catalog
+
+    con = Console()
+    for fam in catalog.families().values():
+        t = Table(title=f"{fam.title}  [{fam.name}, kind {fam.kind}{', default' if fam.default else ''}]",
+                  title_justify="left", box=None, header_style="bold")
+        t.add_column("parameter sets")
+        t.add_column("implementations")
+        t.add_column("ops")
+        t.add_row(", ".join(fam.schemes), ", ".join(fam.implementations), ", ".join(fam.ops))
+        con.print(t)
+        con.print(f"  from {fam.source}")
+    t = Table(title="variants", title_justify="left", box=None, header_style="bold")
+    for c in ("variant", "sources", "flags", "default", "description"):
+        t.add_column(c)
+    for v in catalog.builtin_variants().values():
+        t.add_row(v.id, v.sources, " ".join(v.flags), "yes" if v.default else "", v.description)
+    con.print(t)
+    ch = catalog.chain()
+    con.print("chain: " + " → ".join(ch.variants) + "  (" + ", ".join(f"{s.stage} = {s.base}→{s.variant}" for s in ch.steps) + ")")
+    con.print("presets: " + "; ".join(f"{k} ({v.get('description', '')})" for k, v in catalog.presets().items()))
+    con.print("compilers known on Debian 12: " + ", ".join(catalog.compilers_doc()["known"]["debian12"])
+              + "  (`pqsimd doctor` says which are installed)")
 
 
 @cli.command()

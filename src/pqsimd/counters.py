@@ -185,7 +185,7 @@ def doctor_checks() -> list[tuple[str, bool | None, str, str]]:
                      explain(err, paranoid, virt) + "; timing still works (TSC ticks, `core_per_tsc` estimates the ratio), "
                      "and --metric instructions gives exact instruction counts"))
     if "avx512f" in machine.cpu_flags():
-        rows.append(("valgrind and AVX-512", None, "this CPU has AVX-512: -march=native builds (ref-native) use it",
+        rows.append(("valgrind and AVX-512", None, "this CPU has AVX-512: -march=native builds use it",
                      "valgrind cannot decode AVX-512 (EVEX) instructions, so --metric instructions skips such "
                      "variants with the reason; ticks still work"))
     rows.append(energy.doctor_check())

@@ -22,11 +22,23 @@ class Finding:
 
 
 def _isa() -> list[Finding]:
+    """Every CPU feature a shipped variant or implementation needs (data/), present or not."""
+    from . import catalog
+
     flags = machine.cpu_flags()
+    needs: dict[str, list[str]] = {}
+    for v in catalog.builtin_variants().values():
+        for f in v.requires_cpu:
+            needs.setdefault(f, []).append(f"variant {v.id}")
+    for fam in catalog.families().values():
+        for impl in fam.implementations.values():
+            for f in impl.requires_cpu:
+                needs.setdefault(f, []).append(f"{fam.name}/{impl.name}")
     out = []
-    for f in ("avx2", "bmi2", "popcnt"):
+    for f, who in sorted(needs.items()):
+        users = ", ".join(dict.fromkeys(who))
         out.append(Finding(f"cpu: {f}", f in flags, "present" if f in flags else "absent",
-                           "" if f in flags else "avx2 variants will be skipped on this CPU; run them on an AVX2 machine"))
+                           "" if f in flags else f"{users} will be skipped on this CPU; run them on a machine with {f}"))
     return out
 
 

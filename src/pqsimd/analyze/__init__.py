@@ -161,8 +161,10 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     settings = resolve(directory, study, n_boot=n_boot, seed=seed)
     ctx = study_context(directory, study)
     chain = Chain.from_dict(ctx["chain"])
-    if "extra_baseline" not in (study.get("analysis") or {}):
+    if not settings.extra_baseline:
         settings = dataclasses.replace(settings, extra_baseline=chain.extra_baseline)
+    if settings.aa_variants is None:
+        settings = dataclasses.replace(settings, aa_variants=(chain.steps[-1][1],) if chain.steps else ())
     data = load_spins(directory, pool_cpu_models=settings.pool_cpu_models)
     warnings = list(data.warnings)
     t_load = time.perf_counter()

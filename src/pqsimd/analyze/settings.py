@@ -19,15 +19,16 @@ class Settings:
     seed: int = DEFAULT_SEED
     alpha: float = 0.05
     threshold: float = 0.02  # a speedup must clear ±2% (on the log scale) to be a verdict
-    extra_baseline: str = "ref"
+    extra_baseline: str = ""  # "": the chain's own (data/variants.toml [chain] extra_baseline)
     pool_cpu_models: bool = False
     adjust: str = "holm"  # which adjusted p the verdict uses: holm | bh
     min_jobs_reliable: int = 5  # fewer jobs in a group: hierarchical CI flagged unreliable
-    aa_variants: tuple[str, ...] = ("ref",)  # A/A calibration: these variants against themselves
+    aa_variants: tuple[str, ...] | None = None  # A/A calibration: these variants against themselves
+    # (None: the chain's hand-stage baseline)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["aa_variants"] = list(self.aa_variants)
+        d["aa_variants"] = list(self.aa_variants) if self.aa_variants is not None else None
         return d
 
 
@@ -50,11 +51,11 @@ RULES = {
     "seed": (int, lambda v: v >= 0, "an integer >= 0"),
     "alpha": (float, lambda v: 0 < v < 1, "a number in (0, 1)"),
     "threshold": (float, lambda v: 0 <= v < 1, "a number in [0, 1), e.g. 0.02 for ±2%"),
-    "extra_baseline": (str, lambda v: bool(v), "a variant id, e.g. \"ref\""),
+    "extra_baseline": (str, lambda v: bool(v), "a variant id"),
     "pool_cpu_models": (bool, lambda v: True, "true or false"),
     "adjust": (str, lambda v: v in ("holm", "bh"), "\"holm\" or \"bh\""),
     "min_jobs_reliable": (int, lambda v: v >= 2, "an integer >= 2"),
-    "aa_variants": (tuple, lambda v: all(isinstance(x, str) and x for x in v), "a list of variant ids, e.g. [\"ref\"]"),
+    "aa_variants": (tuple, lambda v: all(isinstance(x, str) and x for x in v), "a list of variant ids"),
 }
 
 

@@ -2,19 +2,19 @@
 
 `driver count LIB SCHEME OP N` loads the variant, runs the op's setup and one warm call, then
 `pqsimd_measure(op, N)`, a noinline C function of the driver that calls the op N times. Callgrind collects
-only inside that function (`--toggle-collect=pqsimd_measure`; the avx2 `.S` routines have no
-symbol sizes, so we toggle on the C wrapper, not on the op itself). Two runs with N1 < N2 calls
+only inside that function (`--toggle-collect=pqsimd_measure`; assembly routines have no symbol
+sizes, so we toggle on the C wrapper, not on the op itself). Two runs with N1 < N2 calls
 give
 
     raw      = Ir(N2) - Ir(N1)                 exact integer, setup and warm call cancel
     per_call = raw / (N2 - N1) - call_overhead
 
-where `call_overhead` is the same difference for the harness's `empty` op (loop step, indirect
-call and the empty function's `ret`: 5 instructions with the shipped harness), so `empty` reads
-exactly 0 and every op reads its own instructions per call. For ops whose inputs do not change
-between calls this is an exact integer; ops that draw fresh randomness per call (kem_keypair,
-kem_encaps: rejection sampling in gen_a depends on the seed) give an exact rational that can
-differ between runs, and the job record says which ops were identical across repeats.
+where `call_overhead` is the same difference for the family's self-check op (an empty function:
+loop step, indirect call and its `ret`), so the self-check reads exactly 0 and every op reads its
+own instructions per call. For ops whose inputs do not change between calls this is an exact
+integer; ops that draw fresh randomness per call (key generation whose rejection sampling depends
+on the seed) give an exact rational that can differ between runs, and the job record says which
+ops were identical across repeats.
 
 One raw file per (build, scheme): DIR/raw/<variant>.<compiler>.<scheme>.instructions.parquet, metric
 "instructions", spin = repeat (an independent pair of callgrind runs), rep = 0, batch = N2 - N1,
@@ -51,7 +51,6 @@ METRIC = "instructions"
 N1 = 2  # calls in the short run (the warm call happens before either)
 N2 = 10  # calls in the long run: batch = N2 - N1
 REPEATS = 2  # independent (N1, N2) pairs per op: determinism is visible in the data
-CALIBRATION_OP = "empty"
 TIMEOUT_S = 600
 
 _TOTALS = re.compile(r"^(?:totals|summary):\s*(\d+)", re.M)
@@ -177,6 +176,14 @@ def build_table(build, scheme: str, jid: str, results: dict[str, list[Pair]], ca
                                   "metric": METRIC, "job": jid, "job_index": 0, "rep": 0, "pos": 0, "warmup": False})
 
 
+def calibration_op(scheme: str) -> list[str]:
+    """The family's self-check op (an empty function), whose count per call is the loop's own."""
+    from .. import catalog
+
+    op = catalog.family_of(scheme).self_check
+    return [op] if op else []
+
+
 def _frac_text(f: Fraction) -> str:
     return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
 
@@ -224,7 +231,8 @@ def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, consol
                         TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
     try:
         futures = {}
-        ops_of = {j.id: list(dict.fromkeys([CALIBRATION_OP, *study.ops_for(j.info["scheme"])])) for j in todo}
+        ops_of = {j.id: list(dict.fromkeys([*calibration_op(j.info["scheme"]), *study.ops_for(j.info["scheme"])]))
+                  for j in todo}
         for j in todo:
             for op in ops_of[j.id]:
                 for r in range(REPEATS):
@@ -276,8 +284,8 @@ def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, consol
 
 def _write_job(sd: StudyDir, job, res: dict[str, list[Pair]], ops: list[str], started: str, version: str) -> Path:
     b, scheme = job.info["build"], job.info["scheme"]
-    empty = res[CALIBRATION_OP][0]
-    call_overhead = empty.exact
+    cal = calibration_op(scheme)
+    call_overhead = res[cal[0]][0].exact if cal else Fraction(0)
     table = build_table(b, scheme, job.id, {op: res[op] for op in ops}, call_overhead)
     deterministic = {op: len({p.exact for p in res[op]}) == 1 for op in ops}
     lib = sd.variant_path(b.id)
