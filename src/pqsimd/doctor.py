@@ -74,16 +74,29 @@ def _tools() -> list[Finding]:
     cargo = shutil.which("cargo") or (str(Path.home() / ".cargo/bin/cargo") if (Path.home() / ".cargo/bin/cargo").exists() else None)
     out.append(Finding("cargo", cargo is not None, cargo or "missing",
                        "" if cargo else "apt-get install cargo (or rustup), or use --source PATH"))
-    for cc in ("gcc", "gcc-11", "gcc-12", "clang", "clang-16", "clang-19"):
+    from . import catalog
+
+    harness_cc = catalog.compilers_doc()["harness"]["cc"]
+    path = shutil.which(harness_cc)
+    out.append(Finding(f"driver compiler ({harness_cc})", path is not None, path or "missing",
+                       "" if path else "apt-get install gcc (the fixed toolchain the driver is built with)"))
+    missing = []
+    for cc in catalog.compilers_doc()["known"]["debian12"]:
         path = shutil.which(cc)
         if path:
-            ver = subprocess.run([path, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+            ver = (subprocess.run([path, "--version"], capture_output=True, text=True).stdout.splitlines() or ["?"])[0]
             out.append(Finding(f"compiler {cc}", True, ver))
-        elif cc == "gcc":
-            out.append(Finding("compiler gcc", False, "missing", "apt-get install gcc"))
+        else:
+            missing.append(cc)
+    if missing:
+        out.append(Finding("compiler matrix", None, f"not installed: {', '.join(missing)}",
+                           f"apt-get install {' '.join(missing)}  (any other toolchain: --cc id=/path/to/cc)"))
     vg = shutil.which("valgrind")
     out.append(Finding("valgrind", None if vg is None else True, vg or "missing",
-                       "" if vg else "apt-get install valgrind (needed for --metric instructions)"))
+                       "" if vg else "apt-get install valgrind (needed for --metric instructions and mix)"))
+    mca = [m for m in ("llvm-mca", "llvm-mca-19", "llvm-mca-16") if shutil.which(m)]
+    out.append(Finding("llvm-mca", None if not mca else True, ", ".join(mca) or "missing",
+                       "" if mca else "apt-get install llvm-16 (the per-CPU cost model of the mechanism view)"))
     return out
 
 

@@ -4,18 +4,70 @@ each stage's share of log(total), per compiler.
 The factors are ratios of group medians and telescope exactly: m(first)/m(last) = Π m(base)/m(var)
 over the steps; share_x = log(x) / log(total). Share intervals come from the groups' hierarchical
 bootstrap replicates (one resample per group, the same replicate index in every factor), at the
-study's confidence level.
+study's confidence level. Shares are undefined (n/a, with a note) when the total's interval reaches
+into ±threshold of 1: log(total) is then ~0 in a non-negligible share of replicates and the shares
+have no bounded distribution.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from .compare import Chain
 from .groups import Group, GroupKey
+
+
+def decomposition_shares(replicates: Sequence[np.ndarray], *, point: Sequence[float] | None = None,
+                         names: Sequence[str] | None = None, alpha: float = 0.05, threshold: float = 0.0) -> dict:
+    """Factors f_k = m(v_k)/m(v_{k+1}) of a chain v_0 → ... → v_K (total = their product) and their shares
+    of log(total), with percentile (1 - alpha) CIs from B bootstrap replicates of each variant's median
+    (``replicates``: K+1 arrays of the same length B, replicate b of each drawn independently or jointly).
+
+    Per replicate b: log f_k,b from the replicate medians, share_k,b = log f_k,b / log total_b (the shares
+    sum to 1 in every replicate); CIs are percentiles, point values come from ``point`` (default: the
+    median of each replicate array). Shares are NaN with a ``note`` when the total is near 1: its
+    percentile CI reaches into [1/(1+thr), 1+thr] (thr = 0: contains 1), or the total is exactly 1."""
+    reps = [np.asarray(x, dtype=np.float64).ravel() for x in replicates]
+    if len(reps) < 2 or len({r.size for r in reps}) != 1 or reps[0].size < 2:
+        raise ValueError("need >= 2 replicate arrays of the same length >= 2")
+    if any(np.any(r <= 0) or not np.all(np.isfinite(r)) for r in reps):
+        raise ValueError("replicate medians must be finite and > 0")
+    k = len(reps) - 1
+    names = [f"f{i}" for i in range(k)] if names is None else list(names)
+    if len(names) != k:
+        raise ValueError("one name per factor")
+    pt = np.array([np.median(r) for r in reps] if point is None else point, dtype=np.float64)
+    if pt.shape != (k + 1,) or np.any(pt <= 0):
+        raise ValueError("point must be one positive median per replicate array")
+    lr = np.log(np.stack(reps))  # (K+1, B)
+    lf = lr[:-1] - lr[1:]  # (K, B) log factors
+    lt = lf.sum(axis=0)
+    lp = np.log(pt)
+    lfp = lp[:-1] - lp[1:]
+    ltp = float(lfp.sum())
+    a = alpha / 2.0
+    tlo, thi = np.quantile(lt, [a, 1.0 - a])
+    out = {"total": math.exp(ltp), "total_ci_low": math.exp(tlo), "total_ci_high": math.exp(thi), "note": ""}
+    for i, nm in enumerate(names):
+        flo, fhi = np.quantile(lf[i], [a, 1.0 - a])
+        out[nm], out[f"{nm}_ci_low"], out[f"{nm}_ci_high"] = math.exp(lfp[i]), math.exp(flo), math.exp(fhi)
+    band = math.log1p(threshold)
+    if not (tlo > band or thi < -band) or ltp == 0.0:
+        out["note"] = (f"shares n/a: the total speedup's {1 - alpha:.0%} CI [{math.exp(tlo):.4g}, "
+                       f"{math.exp(thi):.4g}] reaches " + (f"±{threshold:.0%} of 1" if threshold > 0 else "1")
+                       + ": log(total) ~ 0, shares unbounded")
+        for nm in names:
+            out[f"share_{nm}"] = out[f"share_{nm}_ci_low"] = out[f"share_{nm}_ci_high"] = float("nan")
+        return out
+    sh = lf / lt  # (K, B); columns sum to 1 per replicate
+    for i, nm in enumerate(names):
+        lo, hi = np.quantile(sh[i], [a, 1.0 - a])
+        out[f"share_{nm}"], out[f"share_{nm}_ci_low"], out[f"share_{nm}_ci_high"] = lfp[i] / ltp, float(lo), float(hi)
+    return out
 
 
 def columns(chain: Chain) -> list[str]:
@@ -26,7 +78,8 @@ def columns(chain: Chain) -> list[str]:
     return cols + ["note"]
 
 
-def decompose(groups: dict[GroupKey, Group], comparisons: pd.DataFrame, chain: Chain, level: float = 0.95) -> pd.DataFrame:
+def decompose(groups: dict[GroupKey, Group], comparisons: pd.DataFrame, chain: Chain, level: float = 0.95,
+              threshold: float = 0.0) -> pd.DataFrame:
     cols = columns(chain)
     if not chain.steps:
         return pd.DataFrame(columns=cols)
@@ -36,7 +89,7 @@ def decompose(groups: dict[GroupKey, Group], comparisons: pd.DataFrame, chain: C
         for r in comparisons.itertuples(index=False):
             if r.baseline_compiler == r.compiler:
                 hci[(r.metric, r.scheme, r.op, r.compiler, r.baseline, r.variant)] = (r.hci_low, r.hci_high)
-    a = (1.0 - level) / 2.0
+    stages = [stage for stage, _, _ in chain.steps]
     rows = []
     for metric, scheme, op, comp in keys:
         g = {v: groups.get((metric, scheme, op, v, comp)) for v in chain.variants}
@@ -56,26 +109,22 @@ def decompose(groups: dict[GroupKey, Group], comparisons: pd.DataFrame, chain: C
         row["total"] = total
         row["total_hci_low"], row["total_hci_high"] = hci.get((metric, scheme, op, comp, chain.first, chain.last),
                                                               (math.nan, math.nan))
-        boots = {v: x.boot_hier for v, x in g.items()}
-        have_boot = all(b is not None for b in boots.values())
-        if have_boot:
-            log_total_b = np.log(boots[chain.first] / boots[chain.last])
         for stage, b, v in chain.steps:
-            f = g[b].median / g[v].median
-            row[f"factor_{stage}"] = f
+            row[f"factor_{stage}"] = g[b].median / g[v].median
             row[f"factor_{stage}_hci_low"], row[f"factor_{stage}_hci_high"] = hci.get((metric, scheme, op, comp, b, v), (math.nan, math.nan))
-            row[f"share_{stage}"] = math.log(f) / math.log(total) if total != 1.0 else math.nan
-            if have_boot and total != 1.0:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    share_b = np.log(boots[b] / boots[v]) / log_total_b
-                share_b = share_b[np.isfinite(share_b)]
-                # shares are undefined where a replicate's total crosses 1: report them only when it never does
-                if share_b.size == log_total_b.size and np.all(np.sign(log_total_b) == np.sign(math.log(total))):
-                    lo, hi = np.quantile(share_b, [a, 1.0 - a])
-                    row[f"share_{stage}_ci_low"], row[f"share_{stage}_ci_high"] = float(lo), float(hi)
-        if total == 1.0:
+        boots = [g[v].boot_hier for v in chain.variants]
+        if all(b is not None for b in boots):
+            sh = decomposition_shares(boots, point=[g[v].median for v in chain.variants], names=stages,
+                                      alpha=1.0 - level, threshold=threshold)
+            for stage in stages:
+                for suffix in ("", "_ci_low", "_ci_high"):
+                    row[f"share_{stage}{suffix}"] = sh[f"share_{stage}{suffix}"]
+            row["note"] = sh["note"]
+        elif total != 1.0:  # no replicates (not resampled): point shares only
+            for stage in stages:
+                row[f"share_{stage}"] = math.log(row[f"factor_{stage}"]) / math.log(total)
+            row["note"] = "share CIs n/a: no bootstrap replicates"
+        else:
             row["note"] = "shares n/a: total speedup is exactly 1"
-        elif have_boot and not np.all(np.sign(log_total_b) == np.sign(math.log(total))):
-            row["note"] = "share CIs n/a: the total's bootstrap interval reaches 1"
         rows.append(row)
     return pd.DataFrame(rows, columns=cols)

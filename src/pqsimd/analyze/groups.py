@@ -9,6 +9,8 @@ import pandas as pd
 from scipy import stats
 
 from .bootstrap import Sample
+from .pooled import JobSummary, job_summary
+from .power import icc1, variance_components
 
 UNITS = {"ticks": "ticks/call", "instructions": "instructions/call"}
 NOISY_ALPHA = 0.01  # level of the leave-one-out outlying-job test (Bonferroni over the jobs of a group)
@@ -41,6 +43,7 @@ class Group:
     boot_hier: np.ndarray | None = None
     job_counts: np.ndarray | None = None  # stage-1 draws shared by the median and δ bootstraps
     _median: float | None = None
+    _summary: JobSummary | None = None
 
     def __post_init__(self) -> None:
         self.sample = Sample.from_jobs(self.values, self.job)
@@ -65,6 +68,14 @@ class Group:
         if self._median is None:
             self._median = float(np.median(self.values))
         return self._median
+
+    @property
+    def summary(self) -> JobSummary:
+        """Log job medians, their within-job sampling variances and whether all spins are identical:
+        what the job-level tests consume (positive groups only)."""
+        if self._summary is None:
+            self._summary = job_summary(self.values, self.job)
+        return self._summary
 
 
 def build_groups(spins: pd.DataFrame) -> dict[GroupKey, Group]:
@@ -110,22 +121,6 @@ def per_job_medians(values: np.ndarray, job: np.ndarray, n_jobs: int) -> np.ndar
     if sizes.size and np.all(sizes == sizes[0]):
         return np.median(values.reshape(n_jobs, sizes[0]), axis=1)
     return np.array([np.median(values[job == j]) for j in range(n_jobs)])
-
-
-def icc1(y: np.ndarray, job: np.ndarray) -> float:
-    """One-way random-effects ICC(1) of y with groups `job` (unbalanced: n0 correction)."""
-    n = y.size
-    sizes = np.bincount(job)
-    k = sizes.size
-    if k < 2 or n <= k:
-        return float("nan")
-    means = np.bincount(job, weights=y) / sizes
-    grand = y.mean()
-    msb = float(np.sum(sizes * (means - grand) ** 2) / (k - 1))
-    msw = float(np.sum((y - means[job]) ** 2) / (n - k))
-    n0 = (n - np.sum(sizes**2) / n) / (k - 1)
-    den = msb + (n0 - 1) * msw
-    return float((msb - msw) / den) if den > 0 else float("nan")
 
 
 def spearman_vs_order(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -197,10 +192,12 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
     v = group.values
     q1, q3 = np.percentile(v, [25, 75])
     notes = []
+    nan = float("nan")
+    comp = dict(job_cv=nan, between_var=nan, within_sd=nan, deff=nan, n_eff=nan)
     if group.deterministic:
         out_lo = out_hi = 0
-        icc = float("nan")
-        notes.append("deterministic: icc n/a")
+        icc = nan
+        notes.append("deterministic: icc and variance components n/a")
     else:
         lv = np.log(v) if group.positive else v
         l1, l3 = np.percentile(lv, [25, 75])
@@ -208,11 +205,18 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         out_lo = int(np.count_nonzero(lv < l1 - 1.5 * iqr_l))
         out_hi = int(np.count_nonzero(lv > l3 + 1.5 * iqr_l))
         icc = icc1(lv, group.job)
-        if not group.positive:
+        if group.positive:
+            # what the job-level test sees: job-to-job spread, within-job spread and how much the spins
+            # of one job repeat each other (deff; n_eff ~ J when job effects dominate)
+            vc = variance_components(v, group.job)
+            comp = dict(job_cv=vc.job_cv, between_var=vc.between_var, within_sd=vc.within_sd, deff=vc.deff,
+                        n_eff=vc.n_eff)
+        else:
             notes.append("spin medians <= 0 (below timer resolution): outliers and icc on the linear scale, "
-                         "no drift or noisy-job check, no ratios")
+                         "no drift or noisy-job check, no ratios, no variance components")
         if not np.isfinite(icc):
-            notes.append("icc n/a: fewer than 2 jobs" if group.n_jobs < 2 else "icc n/a: no variation")
+            notes.append("icc, deff, n_eff (and job_cv, between_var) n/a: fewer than 2 jobs" if group.n_jobs < 2
+                         else "icc, deff, n_eff n/a: no variation")
     flag, n_drift, worst = drift(group, alpha, threshold)
     noisy = noisy_jobs(group, threshold)
     if group.n_jobs < 3 and not group.deterministic:
@@ -234,6 +238,7 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         "outliers_low": out_lo,
         "outliers_high": out_hi,
         "icc": icc,
+        **comp,
         "drift": bool(flag),
         "drift_jobs": n_drift,
         "drift_max": worst,
