@@ -26,12 +26,13 @@ MEDIANS = {"refo0": 20000.0, "refnv": 6000.0, "ref": 5000.0, "avx2": 200.0,
 FAST = {"n_boot": 400, "seed": 3}
 
 GROUP_COLUMNS = ["metric", "scheme", "op", "variant", "compiler", "n_jobs", "n_spins", "median", "iqr", "min", "mad",
-                 "outliers_low", "outliers_high", "icc", "drift", "noisy_jobs", "deterministic", "unit"]
+                 "outliers_low", "outliers_high", "icc", "drift", "noisy_jobs", "deterministic", "unit",
+                 "job_cv", "between_var", "within_sd", "deff", "n_eff"]
 COMPARISON_COLUMNS = ["metric", "scheme", "op", "baseline", "baseline_compiler", "variant", "compiler", "stage",
                       "design", "speedup", "ci_low", "ci_high",
                       "hci_low", "hci_high", "hci_reliable", "mwu_p", "cliffs_delta", "delta_ci_low",
                       "delta_ci_high", "job_p", "p_holm", "p_bh", "verdict", "n_base", "n_var", "jobs_base",
-                      "jobs_var"]
+                      "jobs_var", "test", "test_ci_low", "test_ci_high", "p_equiv", "p_equiv_holm", "mde", "regimes"]
 DECOMP_COLUMNS = ["metric", "scheme", "op", "compiler", "total", "factor_compiler", "factor_autovec",
                   "factor_hand_simd", "share_compiler", "share_autovec", "share_hand_simd", "share_hand_simd_ci_low",
                   "share_hand_simd_ci_high"]
@@ -102,6 +103,18 @@ def test_speedups_verdicts_and_intervals(full):
     assert (c["p_holm"] >= c["job_p"] - 1e-15).all() and (c["p_bh"] >= c["job_p"] - 1e-15).all()
     assert (c["p_holm"] >= c["p_bh"] - 1e-15).all()
     assert c["hci_reliable"].all()
+    # the verdict's interval: the pooled job-level test's t CI (6 jobs per group, every block's jobs ran all ops)
+    assert (c["test"] == "pooled").all() and not c["regimes"].any()
+    assert (c["test_ci_low"] < c["test_ci_high"]).all() and (hs["test_ci_low"] > 1.02).all()
+    assert (c["p_equiv_holm"] >= c["p_equiv"] - 1e-15).all() and (c["mde"] > 1).all()
+
+
+def test_groups_carry_variance_components(full):
+    _, res = full
+    g = pd.read_parquet(res / "groups.parquet")
+    assert (g["between_var"] > 0).all() and (g["within_sd"] > 0).all() and (g["job_cv"] > 0).all()
+    assert (g["deff"] >= 1).all() and np.allclose(g["n_eff"], g["n_spins"] / g["deff"])
+    assert (g["n_eff"] <= g["n_spins"]).all()
 
 
 def test_decomposition_telescopes(full):
@@ -163,7 +176,7 @@ def test_aa_two_halves_of_one_variant_give_no_verdict(tmp_path):
     analyze_study(d)
     c = pd.read_parquet(d / "results" / "comparisons.parquet")
     assert len(c) == len(ops) and set(c["stage"]) == {"extra"} and set(c["baseline"]) == {"ref"}
-    assert (c["verdict"] == "~").all(), c[["op", "speedup", "hci_low", "hci_high", "p_holm", "verdict"]]
+    assert c["verdict"].isin(["~", "same"]).all(), c[["op", "speedup", "test_ci_low", "test_ci_high", "p_holm", "verdict"]]
     # the naive, spin-level CI is fooled by the job effect far more often than 5% of the time
     naive_excludes_one = ((c["ci_low"] > 1) | (c["ci_high"] < 1)).mean()
     hier_excludes_one = ((c["hci_low"] > 1) | (c["hci_high"] < 1)).mean()
@@ -181,10 +194,12 @@ def test_deterministic_instruction_counts(tmp_path):
     ci = c[c["metric"] == "instructions"].iloc[0]
     assert ci["deterministic"] and ci["speedup"] == 25.0
     assert ci["ci_low"] == ci["ci_high"] == ci["hci_low"] == ci["hci_high"] == 25.0
-    assert ci["verdict"] == "faster" and "exact ratio" in ci["reason"]
+    assert ci["verdict"] == "faster" and "exact ratio" in ci["reason"] and ci["test"] == "exact"
     assert pd.isna(ci["mwu_p"]) and pd.isna(ci["p_holm"]) and "deterministic" in ci["note"]
     s = json.loads((d / "results" / "summary.json").read_text())
     assert s["deterministic"]["comparisons"] == 1 and s["family"]["size"] == 1  # only the ticks row
+    assert s["deterministic"]["treatment"].startswith(
+        "a group is deterministic iff its metric is an exact metric (instructions) and all its spin medians are identical")
     row = (d / "results" / "comparisons.csv").read_text().splitlines()
     assert any(",instructions," not in r for r in row) and "n/a" in "".join(row)
 
@@ -202,7 +217,10 @@ def test_one_job_per_group_gives_no_job_test_but_no_crash(tmp_path):
     d = study(tmp_path, jobs=1, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt",))
     analyze_study(d)
     c = pd.read_parquet(d / "results" / "comparisons.parquet").iloc[0]
-    assert pd.isna(c["job_p"]) and c["verdict"] == "~" and "fewer than 2 jobs" in c["note"]
+    assert pd.isna(c["job_p"]) and c["verdict"] == "withheld" and c["test"] == "refuse"
+    assert "fewer than 2 jobs" in c["note"] and "fewer than 2 jobs" in c["reason"]
+    s = json.loads((d / "results" / "summary.json").read_text())
+    assert s["family"]["size"] == 0 and any(w.startswith("1 of 1 comparisons withheld") for w in s["warnings"])
 
 
 def test_drift_and_noisy_job_are_flagged(tmp_path):

@@ -114,6 +114,7 @@ def test_two_disagreeing_builds_without_a_majority_both_fail(tree, driver, build
         return rows
 
     monkeypatch.setattr(verify, "run_vectors", skewed)
+    monkeypatch.setattr(verify, "GATE_CACHE_VERSION", "skewed-test")  # cached answers would hide the skew
     results = verify.gate(tree, driver, [builds["ref"], builds["avx2"]], ["ml-kem-512"])
     for b in ("ref", "avx2"):
         vec = next(c for c in results[builds[b].id].checks if c.check == "vectors")
@@ -135,3 +136,15 @@ def test_cli_refuses_broken_variant_but_times_the_rest(tmp_path, wrong_prime, cl
     assert "Traceback" not in r.stderr
     assert (study / "raw" / "ref.gcc.ml-kem-512.0.parquet").exists()
     assert not list((study / "raw").glob("broken.*"))
+
+
+def test_gate_outcomes_are_cached_per_build(tree, driver, builds, monkeypatch):
+    """A build's gate depends only on its binaries and the inputs: the second gate of the same
+    builds runs neither the KAT nor the vectors, and gives the same result."""
+    first = verify.gate(tree, driver, [builds["ref"], builds["avx2"]], ["ml-kem-512"])
+    calls = []
+    monkeypatch.setattr(verify, "run_vectors", lambda *a: calls.append(a) or [])
+    monkeypatch.setattr(verify, "check_kat", lambda *a: calls.append(a))
+    again = verify.gate(tree, driver, [builds["ref"], builds["avx2"]], ["ml-kem-512"])
+    assert not calls
+    assert {k: v.to_dict() for k, v in again.items()} == {k: v.to_dict() for k, v in first.items()}

@@ -166,12 +166,13 @@ def test_resume_after_sigkill_loses_at_most_the_job_in_flight(tmp_path):
 def test_second_run_is_refused_while_the_first_holds_the_lock(tmp_path):
     d = tmp_path / "s"
     args = [str(PQSIMD), "run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--variants", "refo0",
-            "--ops", "gen_a", "--jobs", "4", "--spins", "200", "--reps", "5", "--design", "separate"]
+            "--ops", "gen_a", "--jobs", "4", "--spins", "3000", "--reps", "20", "--design", "separate"]
     first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not (d / "plan.json").exists():
+        while time.monotonic() < deadline and not list((d / "raw").glob(".*.tsv")):  # timing has begun
             time.sleep(0.05)
+        assert first.poll() is None, "the first run ended before the test could overlap it"
         second = subprocess.run(args, capture_output=True, text=True, timeout=120)
         assert second.returncode == 2 and "Traceback" not in second.stderr
         line = second.stderr.strip()
@@ -180,8 +181,7 @@ def test_second_run_is_refused_while_the_first_holds_the_lock(tmp_path):
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
     # the lock dies with its holder: a new run continues the study
-    r = subprocess.run(args[:-8] + ["--jobs", "4", "--spins", "200", "--reps", "5", "--design", "separate", "--no-run"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(args + ["--no-run"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
 
 

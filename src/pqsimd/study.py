@@ -237,9 +237,9 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
             _positive(key, merged[key], minimum)
     if merged.get("budget") is not None:
         b = merged["budget"]
-        if not isinstance(b, (int, float)) or isinstance(b, bool) or not (0 < b <= 3600):
-            raise PqsimdError(f"--budget must be a time in seconds per op and job, 0 < budget <= 3600, got {b!r}")
-        merged["budget"] = float(b)
+        if not isinstance(b, (int, float)) or isinstance(b, bool) or not (0 <= b <= 3600):
+            raise PqsimdError(f"--budget must be a time in seconds per op and job, 0 (none) to 3600, got {b!r}")
+        merged["budget"] = float(b) if b > 0 else None  # 0: the fixed S x R design
     if merged.get("design", "paired") not in DESIGNS:
         raise PqsimdError(f"--design must be one of {', '.join(DESIGNS)}, got {merged.get('design')!r}")
 

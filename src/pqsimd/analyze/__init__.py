@@ -15,16 +15,17 @@ from ..errors import PqsimdError
 from . import mechanism
 from .calibration import aa_check
 from .compare import COLUMNS as COMPARISON_COLUMNS
-from .compare import Chain, compare_all, resample_groups
+from .compare import Chain, compare_all, resample_groups, study_blocks, study_priors
 from .decompose import decompose
-from .groups import build_groups, describe
+from .groups import EXACT_METRICS, build_groups, describe
 from .load import load_spins
 from .settings import Settings, read_study_toml, resolve
 from .write import write_json, write_spins, write_table
 
 __all__ = ["analyze_study", "Settings"]
 
-RESULTS_SCHEMA_VERSION = 2  # 2: compiler columns, design, chain and families in summary.json, spins.parquet
+RESULTS_SCHEMA_VERSION = 3  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
+# 3: job-level test columns (test, test_ci_*, p_equiv*, mde, regimes), verdicts same/withheld, variance components
 
 METHODS = {
     "unit": "spin median = median of per_call over the R reps of one (job, spin); warmup spins excluded; "
@@ -43,21 +44,57 @@ METHODS = {
     "cliffs_delta": "P(variant < baseline) - P(variant > baseline) = 1 - 2U/(n m) from the U statistic; CI by "
                     "resampling jobs (the hierarchical bootstrap's stage 1; the within-job stage adds O(1/S) and is "
                     "omitted for delta)",
-    "job_p": "separate design: two-sided Welch t-test on log job medians (scipy.stats.ttest_ind, equal_var=False); "
-             "paired design: two-sided one-sample t-test of the jobs' log median ratios (scipy.stats.ttest_1samp); "
-             "groups without any spread: p = 0 if they differ (exact), 1 if not",
+    "job_p": "the job-level test's two-sided p (column test): separate design: the pooled test (test = pooled): per "
+             "(metric, scheme, variant, compiler) block, the jobs x ops log job medians are split into a shared job "
+             "(machine-state) variance, var of the jobs' op-averaged log medians with J-1 df, and an op-specific "
+             "residual variance ((J-1)(O-1)/O df per op); both are moderated (limma-style, maximum-likelihood "
+             "F-prior, outlying blocks screened out and not shrunk) over all blocks of the metric; "
+             "Var(one job's log median) = a + (1 - 1/O) c, floored by the within-job sampling variance of the job "
+             "medians; d = mean log job median of baseline - of variant, se^2 = Var_b/J_b + Var_v/J_v, "
+             "Welch-Satterthwaite df; an op outside its block (missing in some job): Welch on log job medians "
+             "(test = welch); paired design: one-sample t-test of the jobs' log median per-spin ratios, df J-1 "
+             "(test = paired); n/a (not in the family) for exact and withheld rows",
+    "test": "pooled | welch | paired: the job-level test used; exact: both groups have identical spin medians "
+            "(or identical job medians whose spins pin them, median SE 0): the verdict is from the exact ratio; "
+            "refuse: the design cannot support a test, verdict withheld, reason says which rule: R1 a group has "
+            "< 2 jobs, R2 effective df < 4 (e.g. an uninformative prior, or a block with a job in another "
+            "machine state), R3 J = 2 and > 25% of the variance is op-specific (job effects not shared by a "
+            "job's ops); also when job medians have no spread and nothing is known about the spins (test "
+            "undefined); the paired test applies R1 only",
+    "test_ci": "test_ci_low/high: the (1 - alpha) t interval exp(d -+ t_{1-alpha/2, df} se) of the job-level "
+               "speedup exp(mean log job median of baseline - of variant) (paired: exp of the mean log job "
+               "ratio); the exact ratio for exact rows. It estimates the job-level speedup, not the median ratio "
+               "of column speedup; the verdict uses it",
+    "p_equiv": "TOST equivalence on the log scale within ±log(1 + threshold), with the test's own se and df: "
+               "the larger of the two one-sided t p-values; p_equiv_holm: Holm over the family",
+    "mde": "the minimum detectable speedup of the comparison: the smallest true speedup (ratio > 1; slowdowns: "
+           "1/mde) that gets a faster verdict (p < alpha/m, m = the family size, Holm's worst case, and test CI "
+           "low > 1 + threshold) with power 0.8, taking the test's se as the truth (pooled, paired: noncentral "
+           "t with the test's df; welch: integrated over both groups' variance estimates); n/a with a note when "
+           "no speedup below e^50 reaches that power",
+    "regimes": "paired design: true when the jobs' median per-spin ratios fall into two clusters (Cochran's Q "
+               "p < alpha, the best two-cluster split's share of the spread beyond one normal cluster by a "
+               "parametric bootstrap p < alpha, and cluster ratios more than threshold apart; needs >= 4 jobs): "
+               "machine states that slow the variants differently; the note gives both cluster ratios. False for "
+               "the separate design (not tested)",
     "paired": "paired design: the naive CI resamples the per-spin ratios, the hierarchical CI resamples jobs, then "
-              "the ratios of the chosen jobs",
+              "the ratios of the chosen jobs (descriptive; the verdict uses the job-level t interval)",
     "decomposition": "factors are ratios of group medians (they multiply to the total exactly, in both designs); "
-                     "share CIs from the groups' hierarchical bootstrap replicates",
+                     "share CIs from the groups' hierarchical bootstrap replicates (share per replicate = "
+                     "log factor / log total); shares and their CIs are n/a when the total's CI reaches into "
+                     "±threshold of 1 (log(total) ~ 0: shares unbounded), as the note says",
     "p_holm": "Holm step-down adjustment of job_p over the family",
     "p_bh": "Benjamini-Hochberg adjustment of job_p over the family (scipy.stats.false_discovery_control)",
-    "verdict": "faster if the adjusted job p < alpha and hci_low > 1 + threshold; slower if adjusted p < alpha and "
-               "hci_high < 1/(1 + threshold); else ~; n/a if a side has no data; deterministic comparisons: from "
-               "the exact ratio",
+    "verdict": "faster iff the adjusted job p (p_holm, or p_bh with adjust = bh) < alpha and test_ci_low > 1 + "
+               "threshold; slower iff adjusted p < alpha and test_ci_high < 1/(1 + threshold); else same iff "
+               "p_equiv_holm < alpha; else ~ (inconclusive); withheld when the test refuses (reason says why; "
+               "summary warning); exact rows: faster/slower if the exact ratio is outside ±threshold, same if "
+               "strictly inside, else ~; n/a if a side has no data",
     "groups": "median, iqr, min, max, mad (unscaled) of spin medians; outliers by Tukey fences (1.5 IQR) on log "
               "spin medians, counted never dropped; icc = one-way random-effects ICC(1) of log spin medians within "
-              "jobs; drift = a job whose spin medians trend (Spearman, Bonferroni over jobs) by more than threshold "
+              "jobs; job_cv = sd/mean of job medians, between_var = var of log job medians, within_sd = sqrt of the "
+              "pooled within-job variance of log spin medians, deff = 1 + (S - 1) max(icc, 0), n_eff = J S / deff; "
+              "drift = a job whose spin medians trend (Spearman, Bonferroni over jobs) by more than threshold "
               "first-to-last quarter; noisy job = job median outside the leave-one-out t prediction interval of the other jobs' log medians (level 0.01/J) and > threshold/2 away",
 }
 
@@ -181,6 +218,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     t_groups = time.perf_counter()
 
     resample_groups(groups, settings)
+    priors = study_priors(groups, study_blocks(groups))
     lvl = 1.0 - settings.alpha
     ci = {k: (np.quantile(g.boot_hier, [(1 - lvl) / 2, (1 + lvl) / 2]) if g.boot_hier is not None else (np.nan, np.nan))
           for k, g in groups.items()}
@@ -191,16 +229,16 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     absent = [v for v in variants if v not in present]
     if absent:
         warnings.append(f"variant(s) {', '.join(absent)} of study.toml have no raw data yet: their comparisons are n/a")
-    comparisons, cwarn = compare_all(groups, chain, variants, compilers, ops_order, settings)
+    comparisons, cwarn = compare_all(groups, chain, variants, compilers, ops_order, settings, priors=priors)
     warnings += cwarn
     if len(present) < 2:
         warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")
     elif comparisons.empty:
         warnings.append("no comparisons: no pair of the study's variants forms a stage, cumulative or extra comparison")
-    decomposition = decompose(groups, comparisons, chain, 1.0 - settings.alpha)
+    decomposition = decompose(groups, comparisons, chain, 1.0 - settings.alpha, settings.threshold)
     t_cmp = time.perf_counter()
     aa_variants = [v for v in settings.aa_variants if v in present]
-    aa_table, aa_summary = aa_check(data.spins, aa_variants, settings, ops_order)
+    aa_table, aa_summary = aa_check(data.spins, aa_variants, settings, ops_order, priors=priors)
     if aa_summary.get("false_verdicts"):
         warnings.append(f"A/A check: {aa_summary['false_verdicts']} of {aa_summary['comparisons']} comparisons of "
                         f"{', '.join(aa_variants)} with itself got a faster/slower verdict (see aa.csv)")
@@ -253,8 +291,10 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         "settings": settings.to_dict(),
         "family": {
             "size": family_size,
-            "definition": "every comparison in comparisons.csv (all metrics, schemes, ops, stages) whose job-level "
-                          "test is defined; excluded: n/a rows, deterministic rows, rows with a group of < 2 jobs",
+            "definition": "every comparison in comparisons.csv (all metrics, schemes, ops, stages) with a live "
+                          "job-level test (test = pooled, welch or paired); excluded: n/a rows, exact rows (test = "
+                          "exact, deterministic ones included) and withheld rows (test = refuse); p_equiv is "
+                          "Holm-adjusted over the same family",
             "p_adjusted": "job_p",
             "methods": ["holm", "bh"],
             "verdict_uses": "p_holm" if settings.adjust == "holm" else "p_bh",
@@ -268,8 +308,14 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         "deterministic": {
             "groups": int(groups_df["deterministic"].sum()),
             "comparisons": det_cmp,
-            "treatment": "metric 'instructions' or all spin medians identical: no bootstrap, zero-width CIs, "
-                         "mwu_p and job_p n/a (not in the family), verdict from the exact ratio vs threshold",
+            "treatment": f"a group is deterministic iff its metric is an exact metric ({', '.join(EXACT_METRICS)}) "
+                         "and all its spin medians are identical; a comparison is deterministic iff both its "
+                         "groups are: its bootstrap replicates are all the group median (zero-width CIs), mwu_p "
+                         "and job_p are n/a (not in the family), test = exact, and the verdict comes from the "
+                         "exact ratio (faster > 1 + threshold, slower < 1/(1 + threshold), same strictly "
+                         "between, ~ on the boundary). Groups of any other metric whose spin medians are all "
+                         "identical are not deterministic (they keep their bootstrap) but their job-level test "
+                         "is exact too (methods.test)",
         },
         "study": {
             "directory": str(directory),

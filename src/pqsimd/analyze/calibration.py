@@ -40,9 +40,10 @@ def aa_check(spins: pd.DataFrame, variants: Sequence[str], settings: Settings,
         n_keys = int(sub[KEYS].drop_duplicates().shape[0])
         if keep.empty:
             jobs = int(sub.groupby(KEYS, observed=True)["job"].nunique().max())
-            skipped.append(f"{v}: at most {jobs} job(s) per group, so each half (even/odd job_index) holds "
-                           f"{'fewer than 2 jobs' if jobs >= 2 else 'at most 1 job'}; the job-level test needs "
-                           f">= 2 jobs per half (>= 4 jobs per group)")
+            per_half = halves.groupby(level="variant", observed=True).max()
+            even, odd = int(per_half.get(f"{v}[even]", 0)), int(per_half.get(f"{v}[odd]", 0))
+            skipped.append(f"{v}: {jobs} job(s) per group, so the even/odd job_index halves hold {even} and {odd} "
+                           f"job(s); the job-level test needs >= 2 jobs in each half (>= 4 jobs per group)")
             continue
         if len(keep) < n_keys:
             skipped.append(f"{v}: {n_keys - len(keep)} of {n_keys} (metric, scheme, op, compiler) left out "

@@ -112,7 +112,9 @@ def _profile_ls0(x: np.ndarray, d: np.ndarray, d0: np.ndarray, iters: int = 60) 
         lo = np.where(g > 0, ls, lo)  # root above ls
         hi = np.where(g > 0, hi, ls)
         step = ls - g / np.minimum(gp, -1e-300)
-        ls_new = np.where((step > lo) & (step < hi), step, 0.5 * (lo + hi))
+        # closed bracket: a converged Newton step lands on the bound it just set (rounding); rejecting it
+        # would fall back to bisection for ~50 more iterations
+        ls_new = np.where((step >= lo) & (step <= hi), step, 0.5 * (lo + hi))
         if np.all(np.abs(ls_new - ls) < 1e-12):
             ls = ls_new
             break

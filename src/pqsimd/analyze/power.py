@@ -108,12 +108,12 @@ def _power_fn(se: float, df: float, alpha: float, m: int, thr_l: float | None,
     variances each from its chi2 (a k' x k' grid) with the df re-estimated from them, as the test does.
     Everything but the normal tail does not depend on delta and is computed once (the MDE's root search
     calls this often)."""
-    if welch is None:
+    if welch is None:  # one df: the critical values are scalars
         if math.isinf(df):
-            s, dfs = np.array([se]), np.array([np.inf])
+            s, dfs = np.array([se]), float("inf")
         else:
             s = se * np.sqrt(stats.chi2.ppf((np.arange(k) + 0.5) / k, df) / df)
-            dfs = np.full(k, df)
+            dfs = float(df)
     else:
         ab, jb, av, jv = welch
         kk = 240

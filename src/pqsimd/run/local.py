@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..errors import Interrupted, PqsimdError, command
 from ..studydir import StudyDir
@@ -44,19 +44,22 @@ def cpu_guard(cpu: int, study_path: Path, console: Console) -> Iterator[None]:
         os.close(fd)
 
 
-def execute(directory: Path | StudyDir, jobs: list[dict], study=None, console: Console | None = None) -> list[tuple[str, str]]:
-    """Run jobs; returns [(job id, error)] for the ones that failed (the rest goes on)."""
+def execute(directory: Path | StudyDir, jobs: list[dict], study=None, console: Console | None = None,
+            weights: dict[str, float] | None = None) -> list[tuple[str, str]]:
+    """Run jobs; returns [(job id, error)] for the ones that failed (the rest goes on).
+    weights: each job's expected seconds (from the time budgets), so the overall ETA is the budgets'."""
     sd = directory if isinstance(directory, StudyDir) else StudyDir(directory)
     console = console or Console(stderr=True)
     failures: list[tuple[str, str]] = []
     if not jobs:
         return failures
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
                TextColumn("eta"), TimeRemainingColumn())
     cpu = pick_cpu(study) if study is not None else max(os.sched_getaffinity(0))
     try:
         with cpu_guard(cpu, sd.path, console), Progress(*columns, console=console, transient=False) as progress:
-            overall = progress.add_task("all jobs", total=len(jobs))
+            w = {j["id"]: max((weights or {}).get(j["id"], 1.0), 1e-3) for j in jobs}
+            overall = progress.add_task("all jobs", total=sum(w.values()))
             for job in jobs:
                 task = progress.add_task(f"  {job['id']}", total=None)
 
@@ -69,7 +72,7 @@ def execute(directory: Path | StudyDir, jobs: list[dict], study=None, console: C
                     failures.append((job["id"], str(e)))
                     console.print(f"[red]failed[/red] {e}", soft_wrap=True)
                 progress.remove_task(task)
-                progress.advance(overall)
+                progress.advance(overall, w[job["id"]])
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted: finished jobs are kept in {sd.raw_dir}; {command('run', sd.path)} "
                           f"continues the study") from None

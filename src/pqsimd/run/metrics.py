@@ -88,5 +88,10 @@ def execute_all(sd: StudyDir, study, plan: dict, passing: list[Build], binaries:
         return submit.execute(sd, [j.info for j in todo], slurm_options) and ok
     from . import local
 
-    failures = local.execute(sd, [j.info for j in todo], study, console=console)
+    sizing = sd.read_sizing() if study.budget is not None else None
+    weights = None
+    if sizing is not None:  # the overall ETA comes from the budgets: each job weighs its expected seconds
+        weights = {j.id: sum(o["expected_s"] for o in sizing["schemes"].get(j.info["scheme"], {}).get("ops", {}).values())
+                   for j in todo}
+    failures = local.execute(sd, [j.info for j in todo], study, console=console, weights=weights)
     return ok and not failures

@@ -10,7 +10,8 @@ build b (k_b calls) and W the paired warm-up, one spin of R reps costs
 
 and the job may spend budget * tsc_hz ticks on the op. The study's spins S0 and reps R0 are the
 caps; when the budget binds, R and S shrink together (R ~ sqrt of the shrink factor), never below
-the floors min_reps and min_spins, and S never above max_spins. The choice is written once to
+the floors min_reps and min_spins, and S never above max_spins. Warmup spins get at most half the
+budget (an op whose one spin takes seconds gets none). The choice is written once to
 DIR/sizing.json with the probe it came from; a resumed study reads it back, so every job of a
 group uses the same spins, reps and batch.
 """
@@ -94,9 +95,13 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
                 rep_cost, fixed = max(sample.values()), 0.0
             spins, reps = choose(rep_cost, fixed, budget_ticks, study.spins, study.reps, study.min_spins,
                                  study.min_reps, study.max_spins)
-            ops[op] = {"spins": spins, "reps": reps, "batch": {b: k for b, (k, _) in per_build.items()},
+            # warmup spins cost like any other: no more than half the budget on them
+            spin_cost = reps * rep_cost + fixed
+            warmup = int(min(study.warmup, (budget_ticks / 2) // max(spin_cost, 1.0)))
+            ops[op] = {"spins": spins, "reps": reps, "warmup": warmup,
+                       "batch": {b: k for b, (k, _) in per_build.items()},
                        "probe_ticks": {b: raw for b, (_, raw) in per_build.items()},
-                       "expected_s": spins * (reps * rep_cost + fixed) / cal["tsc_hz"]}
+                       "expected_s": (spins + warmup) * spin_cost / cal["tsc_hz"]}
         out["schemes"][scheme] = {"tsc_hz": cal["tsc_hz"], "builds": builds, "family": catalog.family_of(scheme).name,
                                   "ops": ops}
     sd.write_sizing(out)

@@ -11,7 +11,7 @@ def op_sizes(study, sizing: dict | None, scheme: str, op: str, builds: list[str]
     one (run/sizing.py), else the study's fixed S × R and batch."""
     if sizing is not None:
         s = sizing["schemes"][scheme]["ops"][op]
-        return s["spins"], s["reps"], study.warmup, [str(s["batch"].get(b, "auto")) for b in builds]
+        return s["spins"], s["reps"], s.get("warmup", study.warmup), [str(s["batch"].get(b, "auto")) for b in builds]
     return study.spins, study.reps, study.warmup, [study.batch] * len(builds)
 
 

@@ -16,6 +16,8 @@ between disagreeing groups fails them all (nothing says which is right).
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -159,6 +161,52 @@ def _key(answers: list[dict]) -> bytes:
     return h.digest()
 
 
+GATE_CACHE_VERSION = 1
+
+
+def _cache_file(b: Build, scheme: str) -> Path:
+    return b.directory / f"gate-{scheme}.json"
+
+
+def _vectors_digest(vectors: list[Vector], expected_kat: str | None, fam: catalog.Family) -> str:
+    h = hashlib.sha256(f"{GATE_CACHE_VERSION}|{expected_kat}|{json.dumps(fam.gate, sort_keys=True)}".encode())
+    for v in vectors:
+        h.update(v.line.encode())
+    return h.hexdigest()
+
+
+def _checked(tree: SourceTree, driver: Driver, b: Build, scheme: str, vectors: list[Vector], fam: catalog.Family,
+             digest: str) -> tuple[Check | None, list[dict] | str | None, str, str]:
+    """(KAT check, answers (None: from the cache), own-check problem, answers' key) of one build.
+
+    A build's gate outcome depends only on its binaries (the cache key) and the inputs (the
+    digest): it is kept beside the build, so a study that reuses a cached build skips the KAT and
+    vectors (slow at -O0 for large signature sets). Answers are re-run only when a difference has to
+    be named."""
+    cache = _cache_file(b, scheme)
+    try:
+        c = json.loads(cache.read_text())
+        if c.get("digest") == digest:
+            kat = Check(**c["kat"]) if c.get("kat") else None
+            return kat, None, c["own"], c["key"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    kat = check_kat(tree, b, scheme) if fam.kat else None
+    try:
+        answers: list[dict] | str = run_vectors(driver.path, b.library, scheme, vectors)
+        own = own_checks(scheme, answers, vectors)  # type: ignore[arg-type]
+        key = _key(answers).hex()  # type: ignore[arg-type]
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+        return kat, f"driver gate failed: {e}", "", ""
+    try:
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"digest": digest, "kat": kat.to_dict() if kat else None, "own": own, "key": key}))
+        os.replace(tmp, cache)
+    except OSError:  # a read-only cache only costs time
+        pass
+    return kat, answers, own, key
+
+
 def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[str]) -> dict[str, GateResult]:
     """Both checks for every build of every scheme it holds; the reference decided by agreement."""
     results = {b.id: GateResult(b.id, b.variant, b.compiler.id, b.family) for b in builds}
@@ -169,25 +217,27 @@ def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[st
             continue
         kind = KINDS[fam.kind]
         vectors = vectors_for(scheme)
-        answers: dict[str, list[dict] | str] = {}
+        digest = _vectors_digest(vectors, expected_kat_sha256(tree, scheme) if fam.kat else None, fam)
+        answers: dict[str, list[dict] | str | None] = {}
         own: dict[str, str] = {}
+        keys: dict[str, str] = {}
         kat_ok: dict[str, bool] = {}
         for b in mine:
-            if fam.kat:
-                c = check_kat(tree, b, scheme)
-                results[b.id].checks.append(c)
-                kat_ok[b.id] = c.passed
-            else:
-                kat_ok[b.id] = True
-            try:
-                answers[b.id] = run_vectors(driver.path, b.library, scheme, vectors)
-                own[b.id] = own_checks(scheme, answers[b.id], vectors)  # type: ignore[arg-type]
-            except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
-                answers[b.id] = f"driver gate failed: {e}"
+            kat, answers[b.id], own[b.id], keys[b.id] = _checked(tree, driver, b, scheme, vectors, fam, digest)
+            if kat is not None:
+                results[b.id].checks.append(kat)
+            kat_ok[b.id] = kat.passed if kat is not None else True
+
+        def answers_of(bid: str) -> list[dict]:
+            if answers[bid] is None:  # from the cache: run again to name the difference
+                b = next(x for x in mine if x.id == bid)
+                answers[bid] = run_vectors(driver.path, b.library, scheme, vectors)
+            return answers[bid]  # type: ignore[return-value]
+
         candidates = [b.id for b in mine if kat_ok[b.id] and not isinstance(answers[b.id], str) and not own[b.id]]
-        groups: dict[bytes, list[str]] = {}
+        groups: dict[str, list[str]] = {}
         for bid in candidates:
-            groups.setdefault(_key(answers[bid]), []).append(bid)  # type: ignore[arg-type]
+            groups.setdefault(keys[bid], []).append(bid)
         ranked = sorted(groups.values(), key=len, reverse=True)
         reference: str | None = None
         tie = len(ranked) > 1 and len(ranked[0]) == len(ranked[1])
@@ -202,11 +252,10 @@ def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[st
             if not detail and tie:
                 sides = " vs ".join("/".join(results[x].variant + "@" + results[x].compiler for x in g) for g in ranked[:2])
                 detail = f"builds that pass their own checks disagree and none is in the majority ({sides})"
-            if not detail and reference is not None and b.id != reference:
-                diff = first_difference(out, answers[reference], kind.fields)  # type: ignore[arg-type]
-                if diff:
-                    r = results[reference]
-                    detail = f"differs from the agreeing builds ({r.variant}@{r.compiler}): {diff}"
+            if not detail and reference is not None and b.id != reference and keys[b.id] != keys[reference]:
+                diff = first_difference(answers_of(b.id), answers_of(reference), kind.fields)
+                r = results[reference]
+                detail = f"differs from the agreeing builds ({r.variant}@{r.compiler}): {diff or 'answers differ'}"
             results[b.id].checks.append(Check("vectors", scheme, not detail,
                                               detail or f"{len(vectors)} vectors agree and pass the {fam.kind} checks"))
     return results

@@ -1,0 +1,82 @@
+"""A time budget per (job, op): spins and reps chosen per op from a probe, written once to
+sizing.json, kept by a resumed study, and part of the settings no run may change."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from pqsimd import store
+from pqsimd.run.sizing import choose
+from pqsimd.studydir import StudyDir
+
+from conftest import PQSIMD
+
+
+def test_choose_fits_the_budget_between_floors_and_caps():
+    # not binding: the caps
+    assert choose(100.0, 0.0, 1e9, 200, 20, 10, 5, 1000) == (200, 20)
+    # binding: S * R * cost within the budget, both shrunk
+    s, r = choose(1e5, 0.0, 1e8, 200, 20, 3, 1, 1000)
+    assert s * r * 1e5 <= 1e8 and 1 <= r < 20 and 3 <= s < 200
+    # an op far over the budget: the floors, whatever it costs
+    assert choose(1e10, 0.0, 1e8, 200, 20, 3, 1, 1000) == (3, 1)
+    # the fixed cost of a spin (paired warm-ups) counts
+    s, r = choose(1e3, 1e6, 1e8, 200, 20, 3, 1, 1000)
+    assert s * (r * 1e3 + 1e6) <= 1e8
+    # max_spins caps S even when the budget would allow more
+    assert choose(1.0, 0.0, 1e12, 5000, 20, 3, 1, 1000)[0] == 1000
+
+
+ARGS = ["--preset", "quick", "--schemes", "ml-kem-512", "--variants", "refo0,avx2", "--ops", "ntt,kem_decaps,empty",
+        "--jobs", "4", "--spins", "200", "--reps", "20", "--budget", "0.05", "--design", "separate"]
+
+
+def test_budgeted_study_chooses_per_op_and_resumes_after_sigkill_with_the_same_choices(tmp_path):
+    d = tmp_path / "b"
+    args = [str(PQSIMD), "run", d, *ARGS]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and len(list((d / "raw").glob("*.parquet"))) < 2:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    sd = StudyDir(d)
+    sizing = sd.sizing_json.read_text()
+    choice = json.loads(sizing)["schemes"]["ml-kem-512"]["ops"]
+    # the fast op keeps the caps; the slow one (refo0 decapsulation) is cut to the budget
+    assert (choice["ntt"]["spins"], choice["ntt"]["reps"]) == (200, 20)
+    slow = choice["kem_decaps"]
+    assert slow["spins"] * slow["reps"] < 200 * 20 and slow["spins"] >= 1 and slow["reps"] >= 1
+    assert slow["expected_s"] <= 0.05 * 1.5 or (slow["spins"], slow["reps"]) == (1, 1)
+    finished = {p.name: store.sha256_file(p) for p in sd.raw_files()}
+    assert 2 <= len(finished) < 8
+    r = subprocess.run(args, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    assert sd.sizing_json.read_text() == sizing  # chosen once, read back
+    assert all(store.sha256_file(sd.raw_path(n[:-8])) == h for n, h in finished.items())
+    for p in sd.raw_files():  # every job, before and after the kill, timed with the same choices
+        t = pq.read_table(p)
+        rec = json.loads(t.schema.metadata[store.JOB_METADATA_KEY])
+        assert rec["sizing"]["kem_decaps"]["spins"] == slow["spins"]
+        df = t.to_pandas()
+        k = df[(df.op == "kem_decaps") & ~df.warmup]
+        assert k.spin.nunique() == slow["spins"] and k.rep.nunique() == slow["reps"]
+
+
+def test_a_hand_edited_budget_is_refused(tmp_path, cli):
+    d = tmp_path / "e"
+    r = cli("run", d, *ARGS[:-6], "--jobs", "1", "--budget", "0.02", "--design", "separate")
+    assert r.returncode == 0, r.stderr
+    toml = (d / "study.toml").read_text()
+    (d / "study.toml").write_text(toml.replace("budget = 0.02", "budget = 0.5"))
+    r = cli("run", d)
+    assert r.returncode == 2 and "budget=0.02" in r.stderr and "budget=0.5" in r.stderr
+    r = cli("run", d, "--budget", "1")
+    assert r.returncode == 2 and "budget" in r.stderr
