@@ -181,7 +181,7 @@ def test_foreign_raw_file_is_refused_by_analyze(measured, tmp_path, cli):
 def test_ctrl_c_prints_how_to_continue(tmp_path):
     d = tmp_path / "s"
     args = [str(PQSIMD), "run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--variants", "refo0", "--ops",
-            "gen_a", "--jobs", "4", "--spins", "300", "--reps", "5", "--design", "separate"]
+            "gen_a", "--jobs", "4", "--spins", "300", "--reps", "5", "--design", "separate", "--budget", "0"]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not list((d / "raw").glob(".*.tsv")):

@@ -141,7 +141,7 @@ def test_plan_interleaves_rounds_and_is_seeded():
 def test_resume_after_sigkill_loses_at_most_the_job_in_flight(tmp_path):
     d = tmp_path / "s"
     args = [str(PQSIMD), "run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--variants", "refo0,ref",
-            "--ops", "gen_a,indcpa_enc", "--jobs", "3", "--spins", "30", "--reps", "5", "--design", "separate"]
+            "--ops", "gen_a,indcpa_enc", "--jobs", "3", "--spins", "30", "--reps", "5", "--design", "separate", "--budget", "0"]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and len(list((d / "raw").glob("*.parquet"))) < 2:
@@ -166,7 +166,7 @@ def test_resume_after_sigkill_loses_at_most_the_job_in_flight(tmp_path):
 def test_second_run_is_refused_while_the_first_holds_the_lock(tmp_path):
     d = tmp_path / "s"
     args = [str(PQSIMD), "run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--variants", "refo0",
-            "--ops", "gen_a", "--jobs", "4", "--spins", "3000", "--reps", "20", "--design", "separate"]
+            "--ops", "gen_a", "--jobs", "4", "--spins", "3000", "--reps", "20", "--design", "separate", "--budget", "0"]
     first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 300
