@@ -52,7 +52,9 @@ def cli() -> None:
 @click.option("--warmup-ns", "warmup_ns", type=int, default=None, help="paired: untimed warm-up before each variant's reps (ns, default 50000)")
 @click.option("--source", type=click.Path(path_type=Path), default=None, help="your own PQClean-layout tree")
 @click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")
-@click.option("--metric", type=str, default=None, help="comma list of ticks (default), instructions, counters, energy")
+@click.option("--metric", type=str, default=None, help="comma list of ticks (default), instructions, counters, energy, mix")
+@click.option("--mca-cpu", "mca_cpus", type=str, default=None,
+              help="mix: llvm-mca CPU models to estimate, comma list, e.g. znver1,znver3,skylake (default: this host's)")
 @click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True)
 @click.option("--partition", type=str, default=None, help="slurm: partition")
 @click.option("--nodelist", type=str, default=None, help="slurm: node(s) to run on")
@@ -69,6 +71,7 @@ def run(directory: Path, **opts) -> None:
         if opts[key] is not None:
             opts[key] = _csv(opts[key]) or []  # an empty list is refused by the study, with the reason
     opts["metric"] = _csv(opts["metric"])
+    opts["mca_cpus"] = _csv(opts["mca_cpus"])
     if opts.get("source") is not None:
         opts["source"] = str(opts["source"])
     slurm = {k: opts.pop(k) for k in ("partition", "nodelist", "exclusive", "time_limit", "account", "sbatch_args")}
@@ -151,6 +154,19 @@ def show(directory: Path, metric: str | None, stage: str | None, compiler: str |
     from .report.terminal import show_study
 
     show_study(directory, metric=metric, stage=stage, compiler=compiler)
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--scheme", required=True, type=str, help="parameter set, e.g. as `pqsimd show` lists it")
+@click.option("--op", required=True, type=str, help="op id")
+@click.option("--variants", type=str, default=None, help="comma list of variants (default: the chain step that matters)")
+@click.option("--compiler", type=str, default=None, help="compiler (default: the study's first)")
+def explain(directory: Path, scheme: str, op: str, variants: str | None, compiler: str | None) -> None:
+    """Why one op's variants differ: instruction mix, ticks per instruction, cost model (--metric mix)."""
+    from .report.explain import explain_op
+
+    click.echo(explain_op(directory, scheme, op, variants=_csv(variants), compiler=compiler))
 
 
 @cli.command()

@@ -20,7 +20,7 @@ from .catalog import Family, Variant
 from .errors import PqsimdError
 from .studydir import StudyDir
 
-METRICS = ("ticks", "instructions", "counters", "energy")
+METRICS = ("ticks", "instructions", "counters", "energy", "mix")
 DESIGNS = ("paired", "separate")
 MAX_BATCH = 1 << 24  # the driver's own auto-batching limit
 TABLES = ("study", "variants", "analysis")
@@ -34,6 +34,7 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "warmup_ns": ((int,), True), "budget": ((float, int), True), "min_spins": ((int,), True),
     "min_reps": ((int,), True), "max_spins": ((int,), True),
     "cpu": ((int,), False), "seed": ((int,), True), "preset": ((str,), False), "source": ((str,), True),
+    "mca_cpus": ((list,), False),  # --metric mix: llvm-mca CPU models (more later re-estimate; run/mix.py)
 }
 MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
 
@@ -61,6 +62,7 @@ class Study:
     preset: str = "standard"
     metrics: list[str] = field(default_factory=lambda: ["ticks"])
     source: str | None = None  # None: the pinned crate
+    mca_cpus: list[str] | None = None  # --metric mix: llvm-mca CPU models (None: the host's)
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
 
@@ -247,6 +249,10 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     _check_names("variant", merged["variants"], list(variant_defs), where)
     _check_ops(merged.get("ops"), merged["schemes"], where)
     _check_names("metric", merged.get("metrics", ["ticks"]), list(METRICS), where)
+    if merged.get("mca_cpus"):
+        from .run.mix import check_mca_cpus
+
+        check_mca_cpus(merged["mca_cpus"])
     if merged["batch"] != "auto" and not (merged["batch"].isdigit() and 1 <= int(merged["batch"]) <= MAX_BATCH):
         raise PqsimdError(f"--batch must be 'auto' or an integer from 1 to {MAX_BATCH}, got {merged['batch']!r}")
     if merged.get("cpu") is not None and merged["cpu"] not in os.sched_getaffinity(0):

@@ -32,6 +32,17 @@ def _phase2(study, outdir: Path, notes: list[str]) -> tuple[list, list]:
         return [], []
 
 
+def _mechanism(study, outdir: Path, notes: list[str]) -> tuple[list, list, dict]:
+    """The instruction mix (report/mechanism.py): figures, tables, findings per family."""
+    try:
+        from .mechanism import mechanism_parts
+
+        return mechanism_parts(study, outdir)
+    except Exception as e:  # an optional part must never cost the whole report
+        notes.append(f"instruction-mix parts skipped: {e.__class__.__name__}: {e}")
+        return [], [], {}
+
+
 def write_report(directory, reference: str | None = None) -> Path:
     """Write DIR/report/ (running the analysis first if DIR/results/ is missing); return its path."""
     from . import figures, html, macros, tables
@@ -53,5 +64,7 @@ def write_report(directory, reference: str | None = None) -> Path:
     tabs = [t for t, _ in tables.make_tables(study, outdir, reference=reference)]
     write_text(outdir / "macros.tex", macros.build_macros(study).render())
     p2_figs, p2_tabs = _phase2(study, outdir, notes)  # instructions vs time, counters, energy
-    html.write_html(study, outdir, figs, tabs, notes, reference=reference, extra_figures=p2_figs, extra_tables=p2_tabs)
+    mix_figs, mix_tabs, findings = _mechanism(study, outdir, notes)  # instruction mix, cost model
+    html.write_html(study, outdir, figs, tabs, notes, reference=reference, extra_figures=p2_figs + mix_figs,
+                    extra_tables=p2_tabs + mix_tabs, findings=findings)
     return outdir

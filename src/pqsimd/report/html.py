@@ -16,6 +16,10 @@ from .figures import FigureResult
 from .load import FamilyView, Study
 from .tables import Table, _env
 
+VERDICT_WORDS = (("faster", "faster"), ("slower", "slower"), ("same", "the same within ±threshold"), ("~", "no verdict"),
+                 ("withheld", "withheld"))
+
+
 @dataclass
 class Warning_:
     kind: str
@@ -92,7 +96,8 @@ def headlines(study: Study, fam: FamilyView) -> list[str]:
         av = av.drop_duplicates(["scheme", "op"])
         counts = av["verdict"].value_counts().to_dict() if "verdict" in av.columns else {}
         out.append(f"{step.label} ({step.base}→{step.variant}, {study.primary_compiler}) over {len(av)} (scheme, op) pairs: "
-                   f"{counts.get('faster', 0)} faster, {counts.get('slower', 0)} slower, {counts.get('~', 0)} no verdict.")
+                   + ", ".join(f"{counts.get(k, 0)} {w}" for k, w in VERDICT_WORDS if counts.get(k) or k in ("faster", "~"))
+                   + ".")
     dec = study.decomposition
     if h is not None and not dec.empty and f"share_{h.stage}" in dec.columns:
         first = (fam.views.get("headlines") or [{}])[0]
@@ -105,6 +110,19 @@ def headlines(study: Study, fam: FamilyView) -> list[str]:
             out.append(f"Of the total {ch.first}→{ch.last} speedup of {first.get('label', 'these ops')}, "
                        f"{h.label} accounts for {fmt.pct(d.min())}–{fmt.pct(d.max())} of the log speedup.")
     out += ordering_check(study, fam, metric)
+    allc = study.comparisons
+    allc = allc[allc["scheme"].isin(fam.schemes) & (allc["metric"] == metric)] if not allc.empty else allc
+    if len(allc):
+        c = allc["verdict"].value_counts().to_dict()
+        out.append(f"All {len(allc)} {metric} comparisons of the family: "
+                   + ", ".join(f"{c.get(k, 0)} {w}" for k, w in VERDICT_WORDS) + ".")
+    regimes = study.comparisons.get("regimes")
+    if regimes is not None and regimes.fillna(False).astype(bool).any():
+        r = study.comparisons[regimes.fillna(False).astype(bool) & study.comparisons["scheme"].isin(fam.schemes)]
+        if len(r):
+            out.append(f"{len(r)} paired comparison(s) show regimes (jobs in distinct states that change the ratio): "
+                       + "; ".join(f"{fam.label(x.op)} {fam.scheme_label(x.scheme)} {x.baseline}→{x.variant} ({x.note})"
+                                   for x in r.head(3).itertuples()) + ".")
     out += compiler_sentences(study, fam, metric)
     return out
 
@@ -332,7 +350,7 @@ def _data_uri(path: Path) -> str:
 
 def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: list[Table],
                notes: list[str], reference: str | None = None, extra_figures: list[FigureResult] | None = None,
-               extra_tables: list[Table] | None = None) -> Path:
+               extra_tables: list[Table] | None = None, findings: dict[str, list[str]] | None = None) -> Path:
     def fig(f: FigureResult) -> dict:
         return {"name": f.name.replace("/", "-"), "title": f.title, "caption": f.caption, "skipped": f.skipped,
                 "file": f.name, "src": _data_uri(f.png) if f.png else None,
@@ -360,6 +378,8 @@ def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: 
         sections=sections,
         extra_tables=extra_tables or [],
         extra_figures=[fig(f) for f in (extra_figures or [])],
+        findings=[{"id": fam.name, "title": fam.title, "lines": (findings or {}).get(fam.name) or []}
+                  for fam in study.families if (findings or {}).get(fam.name)],
         methods=methods(study),
         stat_methods=[(k, str(v)) for k, v in (study.summary.get("methods") or {}).items()]
         if isinstance(study.summary.get("methods"), dict) else [],

@@ -18,6 +18,12 @@ from . import files, fmt, style
 from .load import FamilyView, Study
 
 UNRELIABLE = "†"
+# marks beside a speedup (faster needs none): the verdict legend of every table says what they mean
+VERDICT_MARKS = {"~": "~", "slower": "▼", "same": "≈", "withheld": "⊘"}
+VERDICT_LEGEND = ("~ : no verdict (adjusted p ≥ α, or the job-level test's CI reaches into the ±threshold band); "
+                  "▼ : slower; ≈ : the same within ±threshold (equivalence test); ⊘ : withheld, the design cannot "
+                  "support a verdict (too few jobs or degrees of freedom; comparisons.csv says why). Verdicts use the "
+                  "job-level test and its CI (test_ci_* in comparisons.csv); the CI shown is the bootstrap's.")
 
 _TEX = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -25,7 +31,7 @@ _TEX = {
     "×": r"\ensuremath{\times}", "→": r"\ensuremath{\to}", "δ": r"\ensuremath{\delta}",
     "η": r"\ensuremath{\eta}", "α": r"\ensuremath{\alpha}", "†": r"\ensuremath{^\dagger}",
     "≈": r"\ensuremath{\approx}", "▼": r"\ensuremath{\downarrow}", "±": r"\ensuremath{\pm}",
-    "≥": r"\ensuremath{\geq}", "≤": r"\ensuremath{\leq}", "<": r"\ensuremath{<}", ">": r"\ensuremath{>}",
+    "≥": r"\ensuremath{\geq}", "⊘": r"\ensuremath{\oslash}", "≤": r"\ensuremath{\leq}", "<": r"\ensuremath{<}", ">": r"\ensuremath{>}",
 }
 
 
@@ -110,7 +116,7 @@ def speedup_cell(row: dict | None, with_ci: bool = True, verdict: bool = False) 
         latex += rf" {{\scriptsize {tex(ci)}{tex(mark)}}}"
     if verdict:
         v = str(row.get("verdict", ""))
-        sym = {"~": "~", "slower": "▼"}.get(v, "")
+        sym = VERDICT_MARKS.get(v, "")
         if sym:
             text += f" {sym}"
             latex += " " + tex(sym)
@@ -261,7 +267,7 @@ def table_full(study: Study, fam: FamilyView, metric: str) -> Table:
             data.append(rec)
     got = [r for r in seen if r]
     notes = _notes_common(study, got) + [
-        "~ : no verdict (adjusted p ≥ α or the CI reaches into the ±threshold band); ▼ : slower.",
+        VERDICT_LEGEND,
     ]
     caption = (f"{fam.title}: every operation and comparison ({style.metric_title(metric)}): "
                + ", ".join(f"{c[1]} = {c[2]}→{c[3]}" for c in cols)

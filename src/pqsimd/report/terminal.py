@@ -16,7 +16,8 @@ from ..errors import PqsimdError
 from . import fmt, style
 from .load import Study, load_study
 
-VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "~": "dim", fmt.NA: "yellow"}
+VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "~": "dim", "same": "cyan", "withheld": "magenta",
+                 fmt.NA: "yellow"}
 MARKS = "¹²³⁴⁵⁶⁷⁸⁹"
 
 
@@ -173,9 +174,11 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     what = ("median of per-spin ratios baseline/variant (paired jobs)" if study.design == "paired"
             else "median(baseline)/median(variant) of spin medians")
     con.print(Text(
-        f"speedup = {what}; CI = hierarchical bootstrap where available; δ = Cliff's delta; p = Holm-adjusted over "
-        f"{fam_t.get('size', 'n/a')} comparisons; verdict needs p < {study.get('alpha', default='α')} and the CI outside "
-        f"±{fmt.pct(threshold) if threshold is not None else 'n/a'}.", style="dim"))
+        f"speedup = {what}; CI = hierarchical bootstrap where available; δ = Cliff's delta; p = the job-level test, "
+        f"Holm-adjusted over {fam_t.get('size', 'n/a')} comparisons; faster/slower needs p < "
+        f"{study.get('alpha', default='α')} and the job-level test's CI outside "
+        f"±{fmt.pct(threshold) if threshold is not None else 'n/a'}; same = equivalent within that band; "
+        f"withheld = the design cannot support a verdict (comparisons.csv says why).", style="dim"))
     return study
 
 

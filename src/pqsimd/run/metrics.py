@@ -4,6 +4,8 @@ how to run them. Every metric writes its rows through store.raw_table and StudyD
 
     ticks, counters   timing jobs of the plan (local or SLURM executor); counters ride along
     instructions      exact counts under callgrind, one job per (build, scheme)
+    mix               the dynamic instruction mix (callgrind per instruction + objdump) and the
+                      llvm-mca estimate, one job per (build, scheme)
     energy            RAPL energy per call, one job per (build, scheme)
 """
 
@@ -70,6 +72,11 @@ def execute_all(sd: StudyDir, study, plan: dict, passing: list[Build], binaries:
 
         jobs = per_build_jobs("instructions")(sd, study, plan, passing, binaries)
         ok = instructions.execute(sd, study, jobs, pending(sd, jobs), console) and ok
+    if "mix" in study.metrics:
+        from . import mix
+
+        jobs = per_build_jobs("mix")(sd, study, plan, passing, binaries)
+        ok = mix.execute(sd, study, jobs, mix.pending(sd, study, jobs), console) and ok
     if "energy" in study.metrics:
         from .. import energy
 

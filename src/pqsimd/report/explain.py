@@ -1,0 +1,377 @@
+"""`pqsimd explain DIR --scheme S --op OP [--variants a,b]`: why one op's variants differ, in a few
+lines, from DIR/results/ only (the mix tables of analyze/mix.py, groups, summary.json):
+instructions per call per variant, the classes that account for most of the difference, the
+vector width used, time and ticks per instruction, llvm-mca's estimate per CPU model beside the
+measured time, and the likely reason for a slowdown (per call or per instruction) where there is one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import PqsimdError, command
+from . import fmt
+
+TPI_FLAG = 1.25  # ticks per instruction this much above the baseline's: a per-instruction slowdown
+TOP_CLASSES = 3
+MIN_SHARE = 0.10  # a slow instruction is named when added × latency is >= 10% of the estimate
+LABEL_W = 20
+
+
+def _read(results: Path, name: str) -> pd.DataFrame:
+    for ext in ("parquet", "csv"):
+        p = results / f"{name}.{ext}"
+        if p.exists():
+            try:
+                return pd.read_parquet(p) if ext == "parquet" else pd.read_csv(p)
+            except Exception as e:
+                raise PqsimdError(f"cannot read {p} ({e.__class__.__name__}); re-run {command('analyze', results.parent)}") from None
+    return pd.DataFrame()
+
+
+def _summary(results: Path) -> dict:
+    try:
+        d = json.loads((results / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def _q(v) -> str:
+    """A count per call: exact integers as integers (20,674), else three significant digits."""
+    if fmt.is_missing(v):
+        return fmt.NA
+    v = float(v)
+    return f"{int(round(v)):,}" if abs(v - round(v)) < 1e-9 else fmt.quantity(v)
+
+
+def _signed(v) -> str:
+    return ("+" if v > 0 else "−") + _q(abs(v))
+
+
+def _ratio_words(a: float, b: float, fewer: str, more: str) -> str:
+    if not (a > 0 and b > 0):
+        return ""
+    r = a / b
+    return f"{fmt.times(r)} {fewer}" if r >= 1 else f"{fmt.times(1 / r)} {more}"
+
+
+class _Data:
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        results = self.directory / "results"
+        if not results.is_dir():
+            raise PqsimdError(f"no results in {results}; run {command('analyze', self.directory)} first")
+        self.mix = _read(results, "mix")
+        if self.mix.empty:
+            raise PqsimdError(f"{results} holds no instruction mix; measure it with "
+                              f"{command('run', self.directory, '--metric', 'mix')} (with ticks,instructions for "
+                              f"time beside it), then {command('analyze', self.directory)}")
+        self.ops = _read(results, "mix_ops")
+        self.mca = _read(results, "mca")
+        self.mcm = _read(results, "mca_mnemonics")
+        self.groups = _read(results, "groups")
+        self.summary = _summary(results)
+
+    def family(self, scheme: str) -> dict:
+        for f in (self.summary.get("families") or {}).values():
+            if scheme in (f.get("schemes") or {}):
+                return f
+        return {}
+
+    def chain_pairs(self) -> list[tuple[str, str]]:
+        ch = self.summary.get("chain") or {}
+        return [(s["from"], s["to"]) for s in reversed(ch.get("steps", []))] + \
+               [(s["from"], s["to"]) for s in ch.get("also", [])]
+
+    def chain_order(self) -> list[str]:
+        ch = self.summary.get("chain") or {}
+        st = ch.get("steps", [])
+        return ([st[0]["from"]] + [s["to"] for s in st]) if st else []
+
+
+def _choose(d: _Data, scheme: str, op: str, variants: list[str] | None, compiler: str | None):
+    m = d.mix
+    schemes = sorted(m["scheme"].astype(str).unique())
+    if scheme not in schemes:
+        raise PqsimdError(f"scheme {scheme!r} has no instruction mix in {d.directory}; it has: {', '.join(schemes)}")
+    ms = m[m["scheme"] == scheme]
+    ops = list(dict.fromkeys(ms["op"].astype(str)))
+    if op not in ops:
+        raise PqsimdError(f"op {op!r} has no instruction mix for {scheme}; ops with one: {', '.join(ops)}")
+    mo = ms[ms["op"] == op]
+    comps = list(dict.fromkeys(mo["compiler"].astype(str)))
+    listed = [c for c in (d.summary.get("study") or {}).get("compilers") or [] if c in comps]
+    if compiler is None:
+        compiler = (listed or comps)[0]
+    elif compiler not in comps:
+        raise PqsimdError(f"compiler {compiler!r} has no instruction mix for {scheme} {op}; it has: {', '.join(comps)}")
+    mo = mo[mo["compiler"] == compiler]
+    present = list(dict.fromkeys(mo["variant"].astype(str)))
+    if variants:
+        bad = [v for v in variants if v not in present]
+        if bad:
+            raise PqsimdError(f"variant {bad[0]!r} has no instruction mix for {scheme} {op} ({compiler}); "
+                              f"it has: {', '.join(present)}")
+        if len(variants) < 2:
+            raise PqsimdError(f"--variants needs two variants (the baseline first), e.g. --variants {','.join(present[:2])}")
+        chosen = list(dict.fromkeys(variants))
+    else:
+        pair = next(((a, b) for a, b in d.chain_pairs() if a in present and b in present), None)
+        if pair:
+            chosen = list(pair)
+        else:
+            order = d.chain_order()
+            chosen = sorted(present, key=lambda v: (order.index(v) if v in order else len(order), v))
+            if len(chosen) < 2:
+                raise PqsimdError(f"{scheme} {op} ({compiler}) has the mix of one variant ({chosen[0]}); "
+                                  f"nothing to compare")
+    return compiler, chosen
+
+
+def _factor(mca: pd.DataFrame) -> str:
+    f = mca["disagree_factor"].dropna() if "disagree_factor" in mca.columns else []
+    return fmt.num(f.iloc[0]) if len(f) else fmt.NA
+
+
+def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None = None,
+               compiler: str | None = None) -> str:
+    d = _Data(directory)
+    compiler, chosen = _choose(d, scheme, op, variants, compiler)
+    fam = d.family(scheme)
+    label = (fam.get("labels") or {}).get(op, op)
+    slabel = ((fam.get("schemes") or {}).get(scheme) or {}).get("label", scheme)
+    sel = (d.mix["scheme"] == scheme) & (d.mix["op"] == op) & (d.mix["compiler"] == compiler)
+    mx = d.mix[sel]
+    cls = mx[mx["level"] == "class"]
+    mn = mx[mx["level"] == "mnemonic"]
+    labels = dict(zip(cls["class"], cls["class_label"]))
+    total = {v: float(cls[cls["variant"] == v]["count"].sum()) for v in chosen}
+    counts = {v: dict(zip(cls[cls["variant"] == v]["class"], cls[cls["variant"] == v]["count"].astype(float)))
+              for v in chosen}
+
+    def opsrow(v):
+        if d.ops.empty:
+            return {}
+        r = d.ops[(d.ops["scheme"] == scheme) & (d.ops["op"] == op) & (d.ops["variant"] == v) & (d.ops["compiler"] == compiler)]
+        return r.iloc[0].to_dict() if len(r) else {}
+
+    info = {v: opsrow(v) for v in chosen}
+    base = chosen[0]
+    lines = [f"{slabel} · {label} ({op}) · {compiler}: " + " → ".join(chosen) + "   [instruction mix per call: callgrind, exact]"]
+
+    def row(name: str, text: str):
+        lines.append(f"  {name:<{LABEL_W}}{text}")
+
+    ins = " · ".join(f"{v} {_q(total[v])}" for v in chosen)
+    rel = "; ".join(f"{v}: {_ratio_words(total[base], total[v], 'fewer', 'more')}" for v in chosen[1:]
+                    if _ratio_words(total[base], total[v], 'fewer', 'more'))
+    row("instructions/call", ins + (f"  ({rel})" if rel else ""))
+
+    for v in chosen[1:]:
+        diff = {c: counts[base].get(c, 0.0) - counts[v].get(c, 0.0) for c in set(counts[base]) | set(counts[v])}
+        dtot = total[base] - total[v]
+        saved = sorted(((c, x) for c, x in diff.items() if x > 0), key=lambda t: -t[1])[:TOP_CLASSES]
+        added = sorted(((c, -x) for c, x in diff.items() if x < 0), key=lambda t: -t[1])[:TOP_CLASSES]
+        parts = []
+        if saved:
+            parts.append(f"{v} saves " + " · ".join(
+                f"{labels.get(c, c)} {_signed(-x)}" + (f" ({fmt.pct(x / dtot)})" if dtot > 0 else "") for c, x in saved))
+        if added:
+            parts.append("adds " + " · ".join(f"{labels.get(c, c)} {_signed(x)}" for c, x in added))
+        row("by class" if v == chosen[1] else "", "; ".join(parts) or "the same mix")
+
+    def width_text(v):
+        sub = mn[mn["variant"] == v]
+        vec = sub[sub["width"].fillna(0) > 0]
+        if total[v] <= 0:
+            return f"{v} none"
+        if vec.empty:
+            return f"{v} scalar only"
+        by = vec.groupby("width")["count"].sum().sort_values(ascending=False)
+        main = ", ".join(f"{int(w)}-bit {fmt.pct(n / by.sum())}" for w, n in by.items() if n > 0)
+        return f"{v} {fmt.pct(by.sum() / total[v])} vector ({main})"
+
+    row("vector width", " · ".join(width_text(v) for v in chosen))
+
+    bmi = mn[mn["class"] == "bmi"]
+    if not bmi.empty and bmi["count"].sum() > 0:
+        txt = []
+        for v in chosen:
+            b = bmi[bmi["variant"] == v].groupby("mnemonic")["count"].sum().sort_values(ascending=False)
+            b = b[b > 0]
+            txt.append(f"{v} " + (" · ".join(f"{m} {_q(n)}" for m, n in b.items()) if len(b) else "none"))
+        row(labels.get("bmi", "bmi"), "; ".join(txt) + " per call")
+
+    ticks = {v: info[v].get("ticks") for v in chosen}
+    timed = all(not fmt.is_missing(ticks[v]) for v in chosen)
+    tpi = {v: info[v].get("ticks_per_instruction") for v in chosen}
+    if timed:
+        t = " · ".join(f"{v} {_q(ticks[v])}" for v in chosen)
+        sp = "; ".join(f"{v} {_ratio_words(ticks[base], ticks[v], 'faster', 'slower')}" for v in chosen[1:])
+        tp = " → ".join(fmt.num(tpi[v]) for v in chosen)
+        norm = info[chosen[-1]].get("family_norm_tpi")
+        row("time (TSC ticks)", f"{t} per call ({sp}); ticks/instruction {tp}"
+            + (f" (family norm for {chosen[-1]}: {fmt.num(norm)})" if not fmt.is_missing(norm) else ""))
+    else:
+        row("time", "not measured in this study (run with --metric ticks,instructions,mix for ticks per instruction)")
+
+    mca = d.mca[(d.mca["scheme"] == scheme) & (d.mca["op"] == op) & (d.mca["compiler"] == compiler)] if not d.mca.empty else d.mca
+    host = None
+    if not mca.empty:
+        cpus = list(dict.fromkeys(mca["cpu"].astype(str)))
+        host = next((h for h in mca["host_cpu"].dropna().astype(str)), None)
+        tool = next((t for t in mca["tool"].dropna().astype(str)), "llvm-mca")
+        per = []
+        marked = False
+        for cpu in cpus:
+            vals = []
+            for v in chosen:
+                r = mca[(mca["cpu"] == cpu) & (mca["variant"] == v)]
+                if not len(r):
+                    vals.append(fmt.NA)
+                    continue
+                off = str(r.iloc[0]["agreement"]) in ("model lower", "model higher")
+                marked |= off
+                vals.append(fmt.quantity(r.iloc[0]["predicted_cycles_all"]) + ("!" if off else ""))
+            per.append(f"{cpu}{' (host)' if cpu == host else ''} {' → '.join(vals)}")
+        meas = []
+        for v in chosen:
+            r = mca[mca["variant"] == v]
+            meas.append(fmt.quantity(r.iloc[0]["measured_cycles"]) if len(r) else fmt.NA)
+        row("cost model", f"{tool}, core cycles/call (measured est. {' → '.join(meas)}): " + " · ".join(per))
+        dis = mca[mca["variant"].isin(chosen) & mca["agreement"].isin(["model lower", "model higher"])]
+        if marked:
+            note = "! = more than ×{} away from the measured time".format(_factor(mca))
+            if host and len(dis[dis["cpu"] == host]):
+                r = dis[dis["cpu"] == host].iloc[0]
+                note += (f"; this host's model ({host}) disagrees for {r['variant']}: "
+                         f"{fmt.times(r['predicted_vs_measured'])} the measured cycles")
+            row("", note)
+    else:
+        row("cost model", "none (llvm-mca was not run: --metric mix with llvm-mca installed, --mca-cpu CPU,...)")
+
+    for v in chosen[1:]:
+        for name, text in _reason(d, scheme, op, compiler, base, v, total, counts, labels, mn, ticks, tpi, timed, mca, host):
+            row(name if v == chosen[1] else "", text)
+    return "\n".join(lines)
+
+
+def _slow_candidates(d: _Data, scheme, op, compiler, base, v, mn, mca) -> list[dict]:
+    """Instructions the variant executes more of than the baseline and that a CPU model makes slow
+    (llvm-mca latency >= slow_latency), grouped by (slow CPUs, latency): names, counts, and how much
+    higher the variant's estimate is on those CPUs than on the others."""
+    if d.mcm.empty:
+        return []
+    mnb = mn[mn["variant"] == base].groupby("mnemonic")["count"].sum()
+    mnv = mn[mn["variant"] == v].groupby("mnemonic")["count"].sum()
+    mm = d.mcm[(d.mcm["scheme"] == scheme) & (d.mcm["op"] == op) & (d.mcm["compiler"] == compiler) & (d.mcm["variant"] == v)]
+    groups: dict[tuple, dict] = {}
+    for m, sub in mm.groupby("mnemonic"):
+        slow = sub[sub["slow"].astype(bool)]
+        added = float(mnv.get(m, 0.0)) - float(mnb.get(m, 0.0))
+        if slow.empty or added <= 0:
+            continue
+        lat = float(slow["max_latency"].max())
+        slow_cpus = tuple(sorted(slow["cpu"].astype(str)))
+        pred = mca[(mca["variant"] == v) & mca["cpu"].isin(slow_cpus)]["predicted_cycles"] if not mca.empty else []
+        # only what could matter: added x latency at least MIN_SHARE of the estimate on a slow CPU
+        if len(pred) and added * lat < MIN_SHARE * float(pred.max()):
+            continue
+        fast = sub[~sub["slow"].astype(bool)]
+        key = (slow_cpus, lat)
+        g = groups.setdefault(key, {"slow": list(slow_cpus), "fast": sorted(fast["cpu"].astype(str)), "latency": lat,
+                                    "fast_latency": float(fast["max_latency"].max()) if len(fast) else math.nan,
+                                    "names": [], "weight": 0.0})
+        g["names"].append((m, added))
+        g["weight"] += added * lat
+    out = sorted(groups.values(), key=lambda g: -g["weight"])
+    for g in out:
+        g["factor"] = math.nan
+        if not mca.empty and g["fast"]:
+            sv = mca[(mca["variant"] == v) & mca["cpu"].isin(g["slow"])]["predicted_cycles_all"]
+            fv = mca[(mca["variant"] == v) & mca["cpu"].isin(g["fast"])]["predicted_cycles_all"]
+            if len(sv) and len(fv) and fv.min() > 0:
+                g["factor"] = float(sv.max() / fv.min())
+    return out
+
+
+def _cand_text(g: dict, v: str) -> str:
+    names = ", ".join(f"{m} ({_q(a)}/call)" for m, a in g["names"])
+    fast = (f" ({_q(g['fast_latency'])} on {', '.join(g['fast'])})" if g["fast"] and not fmt.is_missing(g["fast_latency"])
+            else "")
+    est = (f": {v}'s estimate is {fmt.times(g['factor'])} higher there" if not fmt.is_missing(g["factor"]) else "")
+    return f"{names}: llvm-mca latency {_q(g['latency'])} on {', '.join(g['slow'])}{fast}{est}"
+
+
+def _reason(d: _Data, scheme, op, compiler, base, v, total, counts, labels, mn, ticks, tpi, timed, mca,
+            host) -> list[tuple[str, str]]:
+    """The likely reason for a slowdown (per call, or per instruction) from the data: instructions
+    the variant adds that the cost model of this host makes slow, else the shift of classes and the
+    model's instructions per cycle; instructions other CPU models make slow on a line of their own."""
+    slower = timed and ticks[v] > ticks[base]
+    tpi_up = timed and not fmt.is_missing(tpi[base]) and not fmt.is_missing(tpi[v]) and tpi[v] > TPI_FLAG * tpi[base]
+    cands = _slow_candidates(d, scheme, op, compiler, base, v, mn, mca)
+    on_host = [g for g in cands if host in g["slow"]] if host else []
+    elsewhere = [g for g in cands if g not in on_host]
+    rows: list[tuple[str, str]] = []
+    if slower:
+        lead = (f"{v} is {fmt.times(ticks[v] / ticks[base])} slower than {base}"
+                + (f" although it executes {fmt.times(total[base] / total[v])} fewer instructions"
+                   if total[v] and total[base] > total[v] else ""))
+    elif tpi_up:
+        lead = f"{v} is faster but at {fmt.times(tpi[v] / tpi[base])} {base}'s ticks per instruction"
+    else:
+        lead = ""
+    if lead:
+        if on_host or (cands and not host):
+            which = on_host or cands
+            where = f"this host's model ({host})" if on_host else "a CPU model (this host's is not among them)"
+            rows.append(("likely reason", f"{lead}: " + "; ".join(_cand_text(g, v) for g in which)
+                         + f" — slow in {where}"))
+            elsewhere = [g for g in elsewhere if g not in which]
+        else:
+            adds = sorted(((c, counts[v].get(c, 0.0) - counts[base].get(c, 0.0)) for c in counts[v]), key=lambda t: -t[1])
+            adds = [(c, x) for c, x in adds if x > 0][:2]
+            what = " and ".join(f"{labels.get(c, c)} (+{_q(x)})" for c, x in adds)
+            bits = []
+            if total[v] > total[base]:
+                bits.append(f"it executes {fmt.times(total[v] / total[base])} the instructions" + (f" ({what})" if what else ""))
+            elif adds:
+                bits.append(f"it runs {what} instead")
+            if tpi_up:
+                bits.append(f"at {fmt.times(tpi[v] / tpi[base])} the ticks per instruction" if slower else "at a lower rate")
+            text = lead + (": " + ", ".join(bits) if bits else "")
+            ipc = _model_ipc(mca, host, base, v, total)
+            if ipc:
+                text += f"; {ipc}"
+            rows.append(("likely reason", text))
+    elif timed:
+        rows.append(("likely reason", f"no slowdown: {v} is {_ratio_words(ticks[base], ticks[v], 'faster', 'slower')} with "
+                     f"{_ratio_words(total[base], total[v], 'fewer', 'more')} instructions (ticks per instruction "
+                     f"{fmt.num(tpi[base])} → {fmt.num(tpi[v])})"))
+    else:
+        rows.append(("likely reason", "no time measured: the mix alone says where the instructions went (above)"))
+    if elsewhere:
+        rows.append(("slow elsewhere", "; ".join(_cand_text(g, v) for g in elsewhere)
+                     + (f" — not slow in this host's model ({host})" if host else "")))
+    return rows
+
+
+def _model_ipc(mca, host, base, v, total) -> str:
+    if not host or mca.empty:
+        return ""
+    hb = mca[(mca["cpu"] == host) & (mca["variant"] == base)]
+    hv = mca[(mca["cpu"] == host) & (mca["variant"] == v)]
+    if not (len(hb) and len(hv)) or not (hb.iloc[0]["predicted_cycles_all"] > 0 and hv.iloc[0]["predicted_cycles_all"] > 0):
+        return ""
+    ib = total[base] / hb.iloc[0]["predicted_cycles_all"]
+    iv = total[v] / hv.iloc[0]["predicted_cycles_all"]
+    mb, mv = hb.iloc[0]["measured_cycles"], hv.iloc[0]["measured_cycles"]
+    meas = (f" (measured {fmt.num(total[base] / mb)} → {fmt.num(total[v] / mv)})"
+            if not fmt.is_missing(mb) and not fmt.is_missing(mv) and mb > 0 and mv > 0 else "")
+    return f"this host's model ({host}) predicts {fmt.num(ib)} → {fmt.num(iv)} instructions per cycle{meas}"
