@@ -156,9 +156,10 @@ class Driver:
     compiler: Compiler
     key: str
     flags: list[str]
+    glue_key: str = ""  # what variants depend on: a change to the timing code alone rebuilds no variant
 
     def to_dict(self) -> dict:
-        return {"compiler": self.compiler.to_dict(), "flags": self.flags, "key": self.key}
+        return {"compiler": self.compiler.to_dict(), "flags": self.flags, "key": self.key, "glue_key": self.glue_key}
 
 
 def _hash_files(h, files) -> None:
@@ -174,9 +175,12 @@ def build_driver() -> Driver:
     comp = find_compiler(conf["cc"])
     flags = list(conf["flags"])
     harness = _harness_dir()
-    sources = sorted((harness / "driver").glob("*.[ch]")) + sorted((harness / "variant").glob("*")) + [harness / "pqsimd.h"]
-    h = hashlib.sha256(json.dumps({"cc": comp.to_dict(), "flags": flags, "pqsimd": __version__}).encode())
-    _hash_files(h, sources)
+    glue_sources = sorted((harness / "variant").glob("*")) + [harness / "pqsimd.h"]
+    g = hashlib.sha256(json.dumps({"cc": comp.to_dict(), "flags": flags, "pqsimd": __version__}).encode())
+    _hash_files(g, glue_sources)
+    glue_key = g.hexdigest()
+    h = hashlib.sha256(glue_key.encode())
+    _hash_files(h, sorted((harness / "driver").glob("*.[ch]")))
     key = h.hexdigest()
     root = cache_root()
     final = root / f"driver-{key[:16]}"
@@ -208,7 +212,7 @@ def build_driver() -> Driver:
         finally:
             if work.exists():
                 shutil.rmtree(work, ignore_errors=True)
-    return Driver(final / "driver", [final / f"{n}.o" for n in glue_names], comp, key, flags)
+    return Driver(final / "driver", [final / f"{n}.o" for n in glue_names], comp, key, flags, glue_key)
 
 
 # --- variants ----------------------------------------------------------------------------------------
@@ -263,7 +267,7 @@ def unavailable(fam: Family, variant: Variant) -> str | None:
 def _inputs_key(tree: SourceTree, fam: Family, variant: Variant, flags: list[str], comp: Compiler, driver: Driver) -> str:
     impl = fam.implementation(variant.sources)
     h = hashlib.sha256(json.dumps({"flags": flags, "cc": comp.to_dict(), "sources": variant.sources,
-                                   "family": fam.text, "driver": driver.key, "pqsimd": __version__}).encode())
+                                   "family": fam.text, "glue": driver.glue_key, "pqsimd": __version__}).encode())
     files: list[Path] = []
     for scheme in fam.schemes:
         d = _impl_dir(tree, fam, scheme, variant.sources)

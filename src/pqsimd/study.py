@@ -252,6 +252,8 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     if merged.get("mca_cpus"):
         from .run.mix import check_mca_cpus
 
+        if "mix" not in merged.get("metrics", ["ticks"]):
+            raise PqsimdError("--mca-cpu names CPU models for the cost model of --metric mix; add mix to --metric")
         check_mca_cpus(merged["mca_cpus"])
     if merged["batch"] != "auto" and not (merged["batch"].isdigit() and 1 <= int(merged["batch"]) <= MAX_BATCH):
         raise PqsimdError(f"--batch must be 'auto' or an integer from 1 to {MAX_BATCH}, got {merged['batch']!r}")

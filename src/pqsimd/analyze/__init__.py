@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PqsimdError
-from . import mechanism
+from . import mechanism, mix
 from .calibration import aa_check
 from .compare import COLUMNS as COMPARISON_COLUMNS
 from .compare import Chain, compare_all, resample_groups, study_blocks, study_priors
@@ -202,6 +202,16 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         settings = dataclasses.replace(settings, extra_baseline=chain.extra_baseline)
     if settings.aa_variants is None:
         settings = dataclasses.replace(settings, aa_variants=(chain.steps[-1][1],) if chain.steps else ())
+    mix_only = (directory / "raw").is_dir() and any((directory / "raw").glob("*.mix.parquet")) and not [
+        f for f in (directory / "raw").glob("*.parquet") if not f.name.endswith(".mix.parquet")]
+    if mix_only:  # --metric mix alone: the mix tables are all there is to analyse
+        results = directory / "results"
+        results.mkdir(parents=True, exist_ok=True)
+        warnings = mix.write_mix_results(directory, results, groups=None, chain=ctx["chain"], core_per_tsc=None,
+                                         families=ctx["families"])
+        write_json({"schema_version": RESULTS_SCHEMA_VERSION, "mix_only": True, "chain": ctx["chain"],
+                    "families": ctx["families"], "warnings": warnings}, results / "summary.json")
+        return results
     data = load_spins(directory, pool_cpu_models=settings.pool_cpu_models)
     warnings = list(data.warnings)
     t_load = time.perf_counter()
@@ -276,6 +286,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
             for ext in ("csv", "parquet"):
                 (results / f"{name}.{ext}").unlink(missing_ok=True)
     write_table(aa_table if len(aa_table) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "aa")
+    warnings += mix.write_mix_results(directory, results, groups=groups_df, chain=ctx["chain"], core_per_tsc=cpt,
+                                      families=ctx["families"])
 
     det_cmp = int(comparisons["deterministic"].sum()) if len(comparisons) else 0
     family_size = int(np.isfinite(comparisons["job_p"].to_numpy(dtype=float)).sum()) if len(comparisons) else 0

@@ -166,6 +166,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     """All raw files of DIR/raw as spin medians; a one-line PqsimdError for anything unreadable."""
     raw = directory / "raw"
     files = sorted(raw.glob("*.parquet")) if raw.is_dir() else []
+    files = [f for f in files if not f.name.endswith(".mix.parquet")]  # --metric mix: analyze/mix.py
     if not files:
         raise PqsimdError(f"no raw data in {raw} (no *.parquet); run `pqsimd run {directory}` first")
     parts, job_rows, warnings, calibrations = [], [], [], []

@@ -180,7 +180,7 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
         parts = []
         if saved:
             parts.append(f"{v} saves " + " · ".join(
-                f"{labels.get(c, c)} {_signed(-x)}" + (f" ({fmt.pct(x / dtot)})" if dtot > 0 else "") for c, x in saved))
+                f"{labels.get(c, c)} {_signed(-x)}" + (f" ({fmt.pct(x / dtot)})" if 0 < x <= dtot else "") for c, x in saved))
         if added:
             parts.append("adds " + " · ".join(f"{labels.get(c, c)} {_signed(x)}" for c, x in added))
         row("by class" if v == chosen[1] else "", "; ".join(parts) or "the same mix")
@@ -243,7 +243,8 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
         for v in chosen:
             r = mca[mca["variant"] == v]
             meas.append(fmt.quantity(r.iloc[0]["measured_cycles"]) if len(r) else fmt.NA)
-        row("cost model", f"{tool}, core cycles/call (measured est. {' → '.join(meas)}): " + " · ".join(per))
+        measured = f" (measured est. {' → '.join(meas)})" if any(m != fmt.NA for m in meas) else ""
+        row("cost model", f"{tool}, core cycles/call{measured}: " + " · ".join(per))
         dis = mca[mca["variant"].isin(chosen) & mca["agreement"].isin(["model lower", "model higher"])]
         if marked:
             note = "! = more than ×{} away from the measured time".format(_factor(mca))
@@ -255,9 +256,12 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     else:
         row("cost model", "none (llvm-mca was not run: --metric mix with llvm-mca installed, --mca-cpu CPU,...)")
 
+    seen = set()
     for v in chosen[1:]:
         for name, text in _reason(d, scheme, op, compiler, base, v, total, counts, labels, mn, ticks, tpi, timed, mca, host):
-            row(name if v == chosen[1] else "", text)
+            if (name, text) not in seen:
+                row(name if not any(n == name for n, _ in seen) else "", text)
+                seen.add((name, text))
     return "\n".join(lines)
 
 

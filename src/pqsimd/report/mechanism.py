@@ -266,8 +266,13 @@ def findings(study, fam, mix: pd.DataFrame, ratios: pd.DataFrame, ops_tab: pd.Da
             r = r[r["compiler"] == comp]
         if fam.self_check:
             r = r[r["op"] != fam.self_check]
-        tot = r[r["class"] == "total"].sort_values("difference", key=lambda s: -s.abs())
-        for t in tot.head(TOP_SHIFTS).itertuples(index=False):
+        tot = r[(r["class"] == "total") & (r["base_count"] > 0) & (r["var_count"] > 0)]
+        # the largest reductions by factor, and the op that gains least (or loses) instructions
+        picks = tot.sort_values("ratio", ascending=False).head(TOP_SHIFTS)
+        least = tot.sort_values("ratio").head(1)
+        if len(least) and len(tot) > TOP_SHIFTS and least.index[0] not in picks.index:
+            picks = pd.concat([picks, least])
+        for t in picks.itertuples(index=False):
             cl = r[(r["scheme"] == t.scheme) & (r["op"] == t.op) & (r["class"] != "total")]
             saved = cl[cl["difference"] > 0].sort_values("difference", ascending=False).head(2)
             added = cl[cl["difference"] < 0].sort_values("difference").head(2)
@@ -275,8 +280,10 @@ def findings(study, fam, mix: pd.DataFrame, ratios: pd.DataFrame, ops_tab: pd.Da
             s = (f"{fam.label(t.op)} ({fam.scheme_label(t.scheme)}, {h.base}→{h.variant}): {ratio} "
                  f"({_q(t.base_count)} → {_q(t.var_count)} per call)")
             if len(saved):
-                s += "; saved: " + ", ".join(f"{labels.get(x['class'], x['class'])} −{_q(x['difference'])} "
-                                             f"({fmt.pct(x['share_of_difference'])})" for x in saved.to_dict("records"))
+                s += "; saved: " + ", ".join(f"{labels.get(x['class'], x['class'])} −{_q(x['difference'])}"
+                                             + (f" ({fmt.pct(x['share_of_difference'])} of the difference)"
+                                                if 0 < x["share_of_difference"] <= 1 else "")
+                                             for x in saved.to_dict("records"))
             if len(added):
                 s += f"; {h.variant} adds: " + ", ".join(f"{labels.get(x['class'], x['class'])} +{_q(-x['difference'])}"
                                                       for x in added.to_dict("records"))
@@ -295,21 +302,27 @@ def findings(study, fam, mix: pd.DataFrame, ratios: pd.DataFrame, ops_tab: pd.Da
         m = mcm[mcm["scheme"].isin(fam.schemes) & mcm["slow"].astype(bool) & (mcm["count"] > 0)]
         if fam.self_check:
             m = m[m["op"] != fam.self_check]
+        modelled = sorted(mcm[mcm["scheme"].isin(fam.schemes)]["cpu"].astype(str).unique())
         groups: dict[tuple, list] = {}
         for (mn, variant), sub in m.groupby(["mnemonic", "variant"]):
             lat = float(sub["max_latency"].max())
-            cpus = tuple(sorted(sub[sub["max_latency"] >= lat]["cpu"].astype(str).unique()))
+            cpus = tuple(sorted(sub["cpu"].astype(str).unique()))
             ops = sub.groupby(["scheme", "op"])["count"].max().sort_values(ascending=False)
             groups.setdefault((variant, cpus, lat), []).append((mn, ops))
-        ranked = sorted(groups.items(), key=lambda kv: -sum(o.iloc[0] for _, o in kv[1]) * kv[0][2])
+        # CPU-dependent first (slow on some modelled CPUs, not on others), then by executions x latency
+        ranked = sorted(groups.items(), key=lambda kv: (len(kv[0][1]) == len(modelled),
+                                                        -sum(o.iloc[0] for _, o in kv[1]) * kv[0][2]))
         for (variant, cpus, lat), items in ranked[:3]:
             parts = []
             for mn, ops in sorted(items, key=lambda t: -t[1].iloc[0]):
                 (sc, op), n = ops.index[0], ops.iloc[0]
                 parts.append(f"{mn} ({_q(n)}/call in {fam.label(op)}, {fam.scheme_label(sc)}"
                              + (f"; in {len(ops) - 1} more op(s)" if len(ops) > 1 else "") + ")")
-            out.append(f"{variant} executes {', '.join(parts)}, which llvm-mca models with latency {_q(lat)} on "
-                       f"{', '.join(cpus)}: the cost of these instructions depends on the CPU (see `pqsimd explain`).")
+            fast = [c for c in modelled if c not in cpus]
+            where = (f"on {', '.join(cpus)} but not on {', '.join(fast)}: their cost depends on the CPU"
+                     if fast else f"on every CPU modelled ({', '.join(cpus)})")
+            out.append(f"{variant} executes {', '.join(parts)}, which llvm-mca models with latency up to {_q(lat)} "
+                       f"{where} (see `pqsimd explain`).")
     # cost model vs measurement
     if not mca.empty:
         d = mca[mca["scheme"].isin(fam.schemes) & mca["agreement"].isin(["agrees", "model lower", "model higher"])]

@@ -519,12 +519,19 @@ _CONTROL = ("branch", "call_ret")
 def basic_blocks(located: list[Located], dis: Disassemblies) -> list[Block]:
     """Runs of consecutive instructions (in the object's disassembly order) with equal positive net
     counts, each ending at a branch, call or return."""
+    excluded = set(config().mca.get("exclude_classes", ["string", "unknown"]))
     blocks: list[Block] = []
     cur: list[Located] = []
     prev_idx = None
     for x in sorted((x for x in located if x.count > 0 and x.insn is not None), key=lambda x: (x.obj, x.addr)):
         d = dis.get(x.obj)
         idx = d.index(x.addr) if d else None
+        if x.kind.cls in excluded:  # not modelled: ends the block, counts as not covered
+            if cur:
+                blocks.append(Block(cur))
+                cur = []
+            prev_idx = None
+            continue
         if cur:
             p = cur[-1]
             if (p.obj != x.obj or idx is None or prev_idx is None or idx != prev_idx + 1 or p.count != x.count
@@ -538,9 +545,10 @@ def basic_blocks(located: list[Located], dis: Disassemblies) -> list[Block]:
     return blocks
 
 
-def hot_blocks(blocks: list[Block], coverage: float) -> tuple[list[Block], float]:
-    """The heaviest blocks until they cover `coverage` of the executed instructions; (blocks, covered share)."""
-    total = sum(b.weight for b in blocks)
+def hot_blocks(blocks: list[Block], coverage: float, total: int | None = None) -> tuple[list[Block], float]:
+    """The heaviest blocks until they cover `coverage` of the executed instructions (`total`,
+    default: the blocks' own); (blocks, covered share)."""
+    total = sum(b.weight for b in blocks) if total is None else total
     if total <= 0:
         return [], 1.0
     out, got = [], 0
@@ -647,7 +655,10 @@ def run_mca(path: str, cpu: str, blocks: list[Block], workdir: Path | None = Non
             except subprocess.TimeoutExpired:
                 raise McaError(f"llvm-mca did not finish in {MCA_TIMEOUT_S} s") from None
             if proc.returncode == 0:
-                return parse_mca(proc.stdout, len(blocks)), replaced, cmd
+                try:
+                    return parse_mca(proc.stdout, len(blocks)), replaced, cmd
+                except ValueError as e:
+                    raise McaError(f"unexpected llvm-mca output ({e})") from None
             bad = {int(m.group(1)) for m in re.finditer(rf"^{re.escape(str(f))}:(\d+):\d+: error", proc.stderr, re.M)}
             bad &= set(where)
             if not bad:
@@ -663,7 +674,8 @@ def mca_estimate(path: str, cpu: str, located: list[Located], dis: Disassemblies
                  workdir: Path | None = None) -> dict[str, Any]:
     """Cycles per call of one op on one CPU model, and what the model says per mnemonic."""
     c = config().mca
-    blocks, covered = hot_blocks(basic_blocks(located, dis), float(c.get("coverage", 0.95)))
+    executed = sum(x.count for x in located if x.count > 0)
+    blocks, covered = hot_blocks(basic_blocks(located, dis), float(c.get("coverage", 0.95)), executed)
     if not blocks:
         return {"cycles_per_call": 0.0, "coverage": covered, "blocks": 0, "replaced": 0, "mnemonics": {}, "top_blocks": []}
     regions, replaced, cmd = run_mca(path, cpu, blocks, workdir)

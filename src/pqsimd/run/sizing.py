@@ -89,8 +89,10 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
         ops = {}
         for op, per_build in probed.items():
             sample = {b: max(raw, 1) for b, (k, raw) in per_build.items()}
+            # an op whose every call outlasts the warm-up is its own warm-up
+            nowarm = study.design == "paired" and min(raw / k for k, raw in per_build.values()) > warm
             if study.design == "paired":
-                rep_cost, fixed = sum(sample.values()), warm * len(sample)
+                rep_cost, fixed = sum(sample.values()), (0.0 if nowarm else warm * len(sample))
             else:
                 rep_cost, fixed = max(sample.values()), 0.0
             spins, reps = choose(rep_cost, fixed, budget_ticks, study.spins, study.reps, study.min_spins,
@@ -98,7 +100,7 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
             # warmup spins cost like any other: no more than half the budget on them
             spin_cost = reps * rep_cost + fixed
             warmup = int(min(study.warmup, (budget_ticks / 2) // max(spin_cost, 1.0)))
-            ops[op] = {"spins": spins, "reps": reps, "warmup": warmup,
+            ops[op] = {"spins": spins, "reps": reps, "warmup": warmup, "nowarm": nowarm,
                        "batch": {b: k for b, (k, _) in per_build.items()},
                        "probe_ticks": {b: raw for b, (_, raw) in per_build.items()},
                        "expected_s": (spins + warmup) * spin_cost / cal["tsc_hz"]}

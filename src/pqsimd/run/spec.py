@@ -15,6 +15,11 @@ def op_sizes(study, sizing: dict | None, scheme: str, op: str, builds: list[str]
     return study.spins, study.reps, study.warmup, [study.batch] * len(builds)
 
 
+def no_warm(sizing: dict | None, scheme: str, op: str) -> bool:
+    """Whether the paired warm-up is skipped for this op: every build's one call outlasts it."""
+    return bool(sizing and sizing["schemes"][scheme]["ops"][op].get("nowarm"))
+
+
 def job_spec(study, job: dict, builds: list[str], libraries: list[Path], cpu: int, seed: int,
              sizing: dict | None = None, counters: list[str] | None = None) -> str:
     lines = [
@@ -31,7 +36,8 @@ def job_spec(study, job: dict, builds: list[str], libraries: list[Path], cpu: in
         lines.append(f"counters {','.join(counters)}")
     for op in study.ops_for(job["scheme"]):
         spins, reps, warmup, batch = op_sizes(study, sizing, job["scheme"], op, builds)
-        lines.append(f"op {op} {spins} {reps} {warmup} {' '.join(batch)}")
+        tail = " nowarm" if no_warm(sizing, job["scheme"], op) else ""
+        lines.append(f"op {op} {spins} {reps} {warmup} {' '.join(batch)}{tail}")
     return "\n".join(lines) + "\n"
 
 

@@ -89,6 +89,7 @@ static int prepare(const pqsimd_spec *spec, pqsimd_loaded *loaded, pqsimd_job_op
         op->spins = spec->ops[i].spins;
         op->reps = spec->ops[i].reps;
         op->warmup = spec->ops[i].warmup;
+        op->nowarm = spec->ops[i].nowarm;
         int found = 0;
         for (int v = 0; v < spec->n_variants; v++) {
             const pqsimd_scheme *s = pqsimd_find_scheme(&loaded[v], spec->scheme);

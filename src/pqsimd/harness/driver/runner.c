@@ -185,7 +185,7 @@ void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op) {
             if (!op->ops[v]) {
                 continue;
             }
-            if (r->design == PQSIMD_PAIRED && r->warm_ticks > 0) {
+            if (r->design == PQSIMD_PAIRED && r->warm_ticks > 0 && !op->nowarm) {
                 warm(op->ops[v], r->warm_ticks);
             }
             reps_of(r, op->ops[v], op->batch[v], reps, s + (size_t)v * reps,

@@ -23,6 +23,7 @@ enum { PQSIMD_SEPARATE = 0, PQSIMD_PAIRED = 1 };
 typedef struct {
     const char *name;
     int spins, reps, warmup;
+    int nowarm;                          /* paired: skip the untimed warm-up */
     uint64_t batch[PQSIMD_MAX_VARIANTS]; /* calls per sample; 0 = choose (auto) */
     const pqsimd_op *ops[PQSIMD_MAX_VARIANTS];
 } pqsimd_job_op;

@@ -42,10 +42,12 @@ int pqsimd_read_spec(FILE *in, pqsimd_spec *spec) {
             if (spec->n_ops >= PQSIMD_MAX_OPS) {
                 return bad(no, "too many ops", NULL);
             }
-            if (n != 5 + spec->n_variants) {
-                return bad(no, "op needs NAME SPINS REPS WARMUP and one batch per variant (variants first)", NULL);
+            int nowarm = n == 6 + spec->n_variants && strcmp(tok[n - 1], "nowarm") == 0;
+            if (n != 5 + spec->n_variants + nowarm) {
+                return bad(no, "op needs NAME SPINS REPS WARMUP, one batch per variant (variants first), [nowarm]", NULL);
             }
             pqsimd_spec_op *op = &spec->ops[spec->n_ops++];
+            op->nowarm = nowarm;
             op->name = strdup(tok[1]);
             if (positive(tok[2], 1, &op->spins) || positive(tok[3], 1, &op->reps) || positive(tok[4], 0, &op->warmup)) {
                 return bad(no, "spins and reps must be >= 1, warmup >= 0: ", tok[1]);

@@ -9,7 +9,8 @@
  *   warmup_ns 50000                         (paired: untimed warm-up before each variant's reps)
  *   target 1000                             (auto batching: ticks per sample)
  *   counters cycles,instructions            (optional perf_event_open group)
- *   op NAME SPINS REPS WARMUP BATCH...      (one batch per variant: a number or "auto")
+ *   op NAME SPINS REPS WARMUP BATCH... [nowarm]   (one batch per variant: a number or "auto";
+ *                                           nowarm: skip the paired warm-up, the op is longer than it)
  */
 #ifndef PQSIMD_SPEC_H
 #define PQSIMD_SPEC_H
@@ -21,6 +22,7 @@
 typedef struct {
     char *name;
     int spins, reps, warmup;
+    int nowarm; /* paired: no untimed warm-up (one call of the op outlasts it anyway) */
     uint64_t batch[PQSIMD_MAX_VARIANTS]; /* 0 = auto */
 } pqsimd_spec_op;
 
