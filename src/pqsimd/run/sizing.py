@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 from typing import Any
 
@@ -47,9 +48,9 @@ def choose(cost_per_rep: float, fixed_per_spin: float, budget_ticks: float, s0: 
     return max(min_spins, min(s, s_cap)), r
 
 
-def probe(sd: StudyDir, study, scheme: str, builds: list[str]) -> tuple[dict, dict[str, dict[str, tuple[int, int]]]]:
+def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None = None) -> tuple[dict, dict[str, dict[str, tuple[int, int]]]]:
     """Driver probe of every op of the scheme: (calibration, {op: {build: (k, median raw ticks)}})."""
-    cpu = pick_cpu(study)
+    cpu = pick_cpu(study) if cpu is None else cpu
     ops = study.ops_for(scheme)
     batch = study.batch
     lines = ["design paired", f"scheme {scheme}", *(f"variant {sd.variant_path(b)}" for b in builds), f"cpu {cpu}",
@@ -75,15 +76,34 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
             raise PqsimdError(f"{sd.sizing_json} was chosen for other settings; restore it or use a new directory")
         return existing
     out: dict[str, Any] = {"settings": settings, "method": __doc__.strip().splitlines()[0], "schemes": {}}
+    work = []
     for scheme in study.schemes:
         job = {"id": f"sizing.{scheme}", "scheme": scheme, "design": "paired", "index": 0}
         builds = [b for b, _, _ in job_builds(sd, study, job)]
-        if not builds:
-            continue
-        if console:
-            console.print(f"sizing {scheme}: probing {len(study.ops_for(scheme))} ops of {len(builds)} builds "
-                          f"for a budget of {study.budget:g} s per op and job")
-        cal, probed = probe(sd, study, scheme, builds)
+        if builds:
+            work.append((scheme, builds))
+    # Sizing needs estimates, not measurements: the probes run side by side on every allowed CPU.
+    cpus = sorted(os.sched_getaffinity(0))
+    if console:
+        console.print(f"sizing: probing the ops of {len(work)} parameter sets on {len(cpus)} CPU(s) for a budget of "
+                      f"{study.budget:g} s per op and job")
+    import queue
+    from concurrent.futures import ThreadPoolExecutor
+
+    free: queue.Queue[int] = queue.Queue()
+    for c in cpus:
+        free.put(c)
+
+    def on_a_free_cpu(scheme: str, builds: list[str]):
+        cpu = free.get()  # one probe per CPU at a time
+        try:
+            return probe(sd, study, scheme, builds, cpu)
+        finally:
+            free.put(cpu)
+
+    with ThreadPoolExecutor(max_workers=len(cpus)) as pool:
+        probes = list(pool.map(lambda w: on_a_free_cpu(*w), work))
+    for (scheme, builds), (cal, probed) in zip(work, probes):
         budget_ticks = study.budget * cal["tsc_hz"]
         warm = study.warmup_ns * 1e-9 * cal["tsc_hz"] if study.design == "paired" else 0.0
         ops = {}

@@ -162,9 +162,12 @@ static int cmd_run(int argc, char **argv, int probe) {
                 if (op->setup) {
                     op->setup();
                 }
-                uint64_t k = ops[i].batch[v] ? ops[i].batch[v] : pqsimd_auto_batch(op, r.target, r.overhead);
-                printf("%s\t%d\t%llu\t%llu\n", op->name, v, (unsigned long long)k,
-                       (unsigned long long)pqsimd_median_sample(op, k));
+                uint64_t raw = 0;
+                uint64_t k = ops[i].batch[v] ? ops[i].batch[v] : pqsimd_auto_batch(op, r.target, r.overhead, &raw);
+                if (ops[i].batch[v]) {
+                    raw = pqsimd_median_sample(op, k);
+                }
+                printf("%s\t%d\t%llu\t%llu\n", op->name, v, (unsigned long long)k, (unsigned long long)raw);
             }
         } else {
             pqsimd_run_op(stdout, &r, &ops[i]);

@@ -44,10 +44,13 @@ uint64_t pqsimd_median_sample(const pqsimd_op *op, uint64_t k) {
 
 /* The TSC steps in coarse units and a fenced read costs several of them, so short ops are
  * timed in batches: the smallest k whose sample lasts at least `target` ticks. */
-uint64_t pqsimd_auto_batch(const pqsimd_op *op, uint64_t target, double overhead) {
+uint64_t pqsimd_auto_batch(const pqsimd_op *op, uint64_t target, double overhead, uint64_t *median_raw) {
     uint64_t k = 1;
     for (;;) {
         uint64_t raw = pqsimd_median_sample(op, k);
+        if (median_raw) {
+            *median_raw = raw;
+        }
         if (raw >= target || k >= (1u << 24)) {
             break;
         }
@@ -164,7 +167,7 @@ void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op) {
     }
     for (int v = 0; v < nv; v++) {
         if (op->ops[v] && op->batch[v] == 0) {
-            op->batch[v] = pqsimd_auto_batch(op->ops[v], r->target, r->overhead);
+            op->batch[v] = pqsimd_auto_batch(op->ops[v], r->target, r->overhead, NULL);
         }
     }
     /* all samples of a spin are kept in memory and printed after it: no I/O between samples */

@@ -45,8 +45,9 @@ void pqsimd_measure(const pqsimd_op *op, uint64_t k);
 void pqsimd_calibrate_runner(pqsimd_calibration *cal);
 /* The batch loop's own cost per call (loop + indirect call + return of an empty function). */
 double pqsimd_call_overhead(double overhead);
-/* Smallest k whose sample lasts at least `target` ticks. */
-uint64_t pqsimd_auto_batch(const pqsimd_op *op, uint64_t target, double overhead);
+/* Smallest k whose sample lasts at least `target` ticks; *median_raw (if not NULL) gets the median
+ * sample of that k, so a probe need not time it again. */
+uint64_t pqsimd_auto_batch(const pqsimd_op *op, uint64_t target, double overhead, uint64_t *median_raw);
 /* Median raw ticks of 9 samples of k calls. */
 uint64_t pqsimd_median_sample(const pqsimd_op *op, uint64_t k);
 
