@@ -68,6 +68,8 @@ def make_synthetic_study(
     design: str = "separate",
     compilers: Sequence[str] = ("gcc",),
     state: Callable | None = None,
+    shuffle: bool = False,
+    carryover: Mapping[tuple[str, str], float] | None = None,
 ) -> Path:
     """Write a synthetic study into `directory`; return the directory.
 
@@ -82,6 +84,11 @@ def make_synthetic_study(
     state: optional callable (rng, job_index, n_spins, variant, op) -> per-spin log factor array (the
       machine's state); in the paired design it is drawn once per job and shared by its variants
       unless the callable depends on the variant.
+    shuffle: paired design only: a fresh random variant order in every spin (as the driver runs it),
+      recorded in column pos; else the variants run in the listed order.
+    carryover: paired design only: {(previous variant, variant): relative change}, e.g.
+      {("avx2", "ref"): 0.2} makes ref 20% slower in spins where avx2 ran just before it
+      (previous variant "" = first in the spin).
     """
     directory = Path(directory)
     raw_dir = directory / "raw"
@@ -91,7 +98,7 @@ def make_synthetic_study(
     n_spin = warmup + spins
     spin_ids = np.arange(-warmup, spins, dtype=np.int32)
     def job_rows(job: str, j: int, variant: str, compiler: str, scheme: str, job_shift: float,
-                 states: dict, cols: dict, pos: int) -> None:
+                 states: dict, cols: dict, pos, extra=None) -> None:
         for m in metrics:
             for op in ops:
                 med = _lookup(medians, scheme, variant, op)
@@ -102,6 +109,8 @@ def make_synthetic_study(
                     level = job_shift + rng.normal(0.0, spin_sigma, size=(n_spin, 1))
                     if state is not None:
                         level = level + states[(variant, op)][:, None]
+                    if extra is not None:
+                        level = level + extra[:, None]
                     if drift:
                         level = level + np.log1p(drift * np.clip(spin_ids, 0, None) / max(spins - 1, 1))[:, None]
                     per_call = med * np.exp(level + rng.normal(0.0, rep_sigma, size=shape))
@@ -121,7 +130,8 @@ def make_synthetic_study(
                 cols["job_index"].append(np.full(n, j, dtype=np.int32))
                 cols["spin"].append(np.repeat(spin_ids, reps))
                 cols["rep"].append(np.tile(np.arange(reps, dtype=np.int32), n_spin))
-                cols["pos"].append(np.full(n, pos, dtype=np.int16))
+                cols["pos"].append(np.repeat(np.asarray(pos, dtype=np.int16), reps) if np.ndim(pos)
+                                   else np.full(n, pos, dtype=np.int16))
                 cols["batch"].append(np.full(n, batch, dtype=np.int32))
                 cols["raw"].append(raw.ravel())
                 cols["ticks"].append(raw.ravel() if m == "ticks" else np.full(n, None, dtype=object))
@@ -159,8 +169,18 @@ def make_synthetic_study(
                     cols = {name: [] for name in RAW_SCHEMA.names}
                     job_shift = rng.normal(0.0, job_sigma) if job_sigma > 0 else 0.0
                     states = draw_states(j, variants)
-                    for pos, variant in enumerate(variants):
-                        job_rows(f"paired.{scheme}.{j}", j, variant, compiler, scheme, job_shift, states, cols, pos)
+                    nv = len(variants)
+                    order = (np.array([rng.permutation(nv) for _ in range(n_spin)]) if shuffle
+                             else np.tile(np.arange(nv), (n_spin, 1)))  # order[s, pos] = variant index
+                    where = np.argsort(order, axis=1)  # where[s, v] = position of variant v in spin s
+                    for vi, variant in enumerate(variants):
+                        extra = None
+                        if carryover:
+                            prev = [variants[order[s, where[s, vi] - 1]] if where[s, vi] else ""
+                                    for s in range(n_spin)]
+                            extra = np.log1p(np.array([carryover.get((p, variant), 0.0) for p in prev]))
+                        job_rows(f"paired.{scheme}.{j}", j, variant, compiler, scheme, job_shift, states, cols,
+                                 where[:, vi], extra)
                     write(f"paired.{scheme}.{j}" if len(compilers) == 1 else f"paired.{compiler}.{scheme}.{j}", j,
                           scheme, cols, list(variants), compiler)
                     continue

@@ -149,3 +149,30 @@ def test_ticks_and_instructions_in_one_study_feed_the_mechanism_view(tmp_path):
         assert (rep / f).exists(), f
     html = (d / "report" / "index.html").read_text()
     assert 'data-table="table_cycles_per_instruction_saved"' in html and "No counter data" in html and "No energy data" in html
+
+
+def test_parse_calls_to_a_namespaced_function():
+    text = ("fn=(1) pqsimd_measure\n0 5\ncfn=(2) PQCLEAN_MLDSA44_CLEAN_poly_challenge\ncalls=3 0\n0 900\n"
+            "cfn=(3) PQCLEAN_MLDSA44_CLEAN_poly_ntt\ncalls=7 0\n0 70\ncfn=(2)\ncalls=2 0\n0 600\n")
+    assert ins.parse_calls_to(text, "poly_challenge") == 5
+    assert ins.parse_calls_to(text, "poly_ntt") == 7 and ins.parse_calls_to(text, "nothing") == 0
+
+
+def test_signing_rejection_iterations_are_counted(tmp_path):
+    """ML-DSA names poly_challenge as the counter of sign and sign_mix (one call per iteration of
+    the rejection loop): the instructions metric records its calls per call, and analyze tabulates them."""
+    import pandas as pd
+
+    d = tmp_path / "dsa"
+    r = run_cli("run", d, "--preset", "quick", "--schemes", "ml-dsa-44", "--variants", "ref,avx2", "--ops",
+                "sign_mix,ntt,empty", "--metric", "instructions")
+    assert r.returncode == 0, r.stderr
+    rec = store.read_job_record(StudyDir(d).raw_path("ref.gcc.ml-dsa-44.instructions"))
+    cc = rec["call_counts"]
+    assert set(cc) == {"sign_mix"} and cc["sign_mix"]["function"] == "poly_challenge"
+    vals = [Fraction(x) for x in cc["sign_mix"]["per_call"]]
+    assert len(vals) == ins.REPEATS and all(1 <= v <= 30 for v in vals)  # FIPS 204 expects ~4.25 for ML-DSA-44
+    r = run_cli("analyze", d, "--bootstrap", "200")
+    assert r.returncode == 0, r.stderr
+    t = pd.read_csv(d / "results" / "call_counts.csv")
+    assert set(t["variant"]) == {"ref", "avx2"} and (t["per_call"] >= 1).all()

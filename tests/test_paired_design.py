@@ -109,3 +109,56 @@ def test_paired_ratios_and_bootstrap_equal_brute_force_on_small_data(tmp_path):
 
     assert stats.ks_2samp(fast, slow).pvalue > 0.001
     assert np.quantile(fast, [0.05, 0.5, 0.95]) == pytest.approx(np.quantile(slow, [0.05, 0.5, 0.95]), rel=0.02)
+
+
+def test_predecessor_of_each_spin_row_matches_brute_force(tmp_path):
+    d = make_synthetic_study(tmp_path / "o", variants=("refnv", "ref", "avx2"), ops=("ntt", "basemul"), jobs=2,
+                             spins=6, reps=2, design="paired", shuffle=True, seed=3)
+    from pqsimd.analyze.load import load_spins
+
+    spins = load_spins(d).spins
+    groups = build_groups(spins)
+    seen = 0
+    for g in groups.values():
+        for job, spin, prev in zip(np.array(g.job_ids)[g.job], g.spin, g.prev):
+            same = spins[(spins["job"] == job) & (spins["spin"] == spin) & (spins["op"] == g.op)]
+            me = int(same.loc[same["variant"] == g.variant, "pos"].iloc[0])
+            before = same.loc[same["pos"] == me - 1]
+            assert prev == (f"{before['variant'].iloc[0]}/gcc" if len(before) else "")
+            seen += 1
+    assert seen == 3 * 2 * 2 * 6
+    firsts = sum(int((g.prev == "").sum()) for g in groups.values())
+    assert firsts == 2 * 2 * 6  # exactly one build is first in each (job, op, spin)
+
+
+def test_carry_over_is_found_where_it_was_put_and_nowhere_else(tmp_path):
+    """ref runs 25% slower right after avx2 (state the warm-up did not wash out): analyze flags ref's
+    groups with the right predecessor and says so; the same study without it flags nothing."""
+    kw = dict(variants=("refnv", "ref", "avx2"), ops=("ntt", "basemul"), jobs=4, spins=60, reps=3,
+              medians={"refnv": 9000.0, "ref": 6000.0, "avx2": 150.0}, design="paired", shuffle=True,
+              spin_sigma=0.02, rep_sigma=0.02, analysis={"n_boot": 200})
+    d = make_synthetic_study(tmp_path / "carry", carryover={("avx2", "ref"): 0.25}, seed=5, **kw)
+    analyze_study(d)
+    g = pd.read_csv(d / "results" / "groups.csv", keep_default_na=False)
+    flagged = g[g["carryover"].astype(str) == "True"]
+    assert sorted(flagged["variant"]) == ["ref", "ref"]
+    assert set(flagged["carryover_after"]) == {"avx2/gcc"}
+    assert (flagged["carryover_shift"].astype(float) > 0.1).all()
+    import json
+
+    summary = json.loads((d / "results" / "summary.json").read_text())
+    assert summary["carryover"] == {"tested": 6, "flagged": 2}
+    assert any("carry-over in 2 group(s)" in w for w in summary["warnings"])
+    clean = make_synthetic_study(tmp_path / "clean", seed=5, **kw)
+    analyze_study(clean)
+    g = pd.read_csv(clean / "results" / "groups.csv", keep_default_na=False)
+    assert not (g["carryover"].astype(str) == "True").any()
+    assert json.loads((clean / "results" / "summary.json").read_text())["carryover"]["flagged"] == 0
+
+
+def test_the_separate_design_is_not_tested_for_carry_over(tmp_path):
+    d = make_synthetic_study(tmp_path / "s", variants=("ref", "avx2"), jobs=3, spins=20, reps=2,
+                             analysis={"n_boot": 100})
+    analyze_study(d)
+    g = pd.read_parquet(d / "results" / "groups.parquet")
+    assert g["carryover_p"].isna().all() and not g["carryover"].any()

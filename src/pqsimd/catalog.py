@@ -257,6 +257,7 @@ class Family:
     gate: dict[str, Any] = field(default_factory=dict)
     views: dict[str, Any] = field(default_factory=dict)
     default: bool = False  # the family `pqsimd run` times when no --schemes is given
+    call_counters: dict[str, Any] = field(default_factory=dict)  # op -> function counted per call ([ops.call_counters])
     source: str = ""  # the TOML file it came from
     text: str = ""  # its content (recorded in the manifest)
 
@@ -339,6 +340,7 @@ def family_from_toml(text: str, source: str, base_dir: Path | None) -> Family:
         implementations=impls, ops=ops, labels=labels, self_check=ops_t.get("self_check"),
         kat=_table(d, "kat", where), gate=_table(d, "gate", where), views=_table(d, "views", where),
         default=d.get("default") is True, source=source, text=text,
+        call_counters=_table(ops_t, "call_counters", where),
     )
 
 

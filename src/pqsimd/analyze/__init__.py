@@ -17,10 +17,11 @@ from .calibration import aa_check
 from .compare import COLUMNS as COMPARISON_COLUMNS
 from .compare import Chain, compare_all, resample_groups, study_blocks, study_priors
 from .decompose import decompose
-from .groups import EXACT_METRICS, build_groups, describe
+from .groups import EXACT_METRICS, build_groups, describe, flag_carryover
 from .load import load_spins
 from .settings import Settings, read_study_toml, resolve
 from .write import write_json, write_spins, write_table
+from ..studydir import StudyDir
 
 __all__ = ["analyze_study", "Settings"]
 
@@ -90,6 +91,11 @@ METHODS = {
                "p_equiv_holm < alpha; else ~ (inconclusive); withheld when the test refuses (reason says why; "
                "summary warning); exact rows: faster/slower if the exact ratio is outside ±threshold, same if "
                "strictly inside, else ~; n/a if a side has no data",
+    "carryover": "paired design: does the build run just before in the spin change a group's time? "
+                 "Kruskal-Wallis of job-centred log spin medians across predecessor builds (first in the spin "
+                 "is its own level; levels with < 3 spins left out), Holm over the groups tested "
+                 "(carryover_p_holm); carryover = adjusted p < alpha and the worst level's median shifted by "
+                 "more than threshold (carryover_shift, carryover_after); n/a in the separate design",
     "groups": "median, iqr, min, max, mad (unscaled) of spin medians; outliers by Tukey fences (1.5 IQR) on log "
               "spin medians, counted never dropped; icc = one-way random-effects ICC(1) of log spin medians within "
               "jobs; job_cv = sd/mean of job medians, between_var = var of log job medians, within_sd = sqrt of the "
@@ -105,7 +111,7 @@ def study_context(directory: Path, study: dict) -> dict:
     views, carried to the report), its compilers and design."""
     from .. import catalog
 
-    manifest = read_json_file(directory / "manifest.json")
+    manifest = read_json_file(StudyDir(directory).manifest_json)
     chain = manifest.get("chain") or catalog.chain().to_dict()
     st = study.get("study", {}) or {}
     families: dict[str, dict] = {}
@@ -120,7 +126,7 @@ def study_context(directory: Path, study: dict) -> dict:
         except PqsimdError:
             continue
         families.setdefault(fam.name, fam.to_results())
-    plan = read_json_file(directory / "plan.json")
+    plan = read_json_file(StudyDir(directory).plan_json)
     cc = st.get("cc") or []
     cc = [cc] if isinstance(cc, str) else cc
     from_toml = [c.split("=", 1)[0] if "=" in c else Path(c).name for c in cc if isinstance(c, str)]
@@ -137,6 +143,21 @@ def _family_summary_from_toml(text: str, name: str) -> dict:
             "schemes": {k: {"label": v.get("label", k.upper())} for k, v in d.get("schemes", {}).items()},
             "ops": d.get("ops", {}).get("order", []), "labels": d.get("ops", {}).get("labels", {}),
             "self_check": d.get("ops", {}).get("self_check"), "views": d.get("views", {})}
+
+
+def warmup_record(directory: Path, design: str) -> dict:
+    """The warm-up the study ran with, from its plan: warm-up spins per op (dropped before analysis)
+    and, in the paired design, how long each build is run untimed before its turn in every spin."""
+    plan = read_json_file(StudyDir(directory).plan_json)
+    st = plan.get("settings") or {}
+    sized = read_json_file(StudyDir(directory).sizing_json) if st.get("budget") else {}
+    spins = [o.get("warmup") for s in (sized.get("schemes") or {}).values() if isinstance(s, dict)
+             for o in (s.get("ops") or {}).values() if isinstance(o, dict) and "warmup" in o]
+    nowarm = sorted({op for s in (sized.get("schemes") or {}).values() if isinstance(s, dict)
+                     for op, o in (s.get("ops") or {}).items() if isinstance(o, dict) and o.get("nowarm")})
+    return {"design": design, "warmup_spins": st.get("warmup"), "nowarm_ops": nowarm,
+            "warmup_spins_sized": [min(spins), max(spins)] if spins else None,
+            "warmup_ns": st.get("warmup_ns", 0) if design == "paired" else 0}
 
 
 def read_json_file(path: Path) -> dict:
@@ -202,10 +223,11 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         settings = dataclasses.replace(settings, extra_baseline=chain.extra_baseline)
     if settings.aa_variants is None:
         settings = dataclasses.replace(settings, aa_variants=(chain.steps[-1][1],) if chain.steps else ())
-    mix_only = (directory / "raw").is_dir() and any((directory / "raw").glob("*.mix.parquet")) and not [
-        f for f in (directory / "raw").glob("*.parquet") if not f.name.endswith(".mix.parquet")]
+    raw_files = StudyDir(directory).raw_files()
+    mix_only = any(f.name.endswith(".mix.parquet") for f in raw_files) and all(
+        f.name.endswith(".mix.parquet") for f in raw_files)
     if mix_only:  # --metric mix alone: the mix tables are all there is to analyse
-        results = directory / "results"
+        results = StudyDir(directory).results_dir
         results.mkdir(parents=True, exist_ok=True)
         warnings = mix.write_mix_results(directory, results, groups=None, chain=ctx["chain"], core_per_tsc=None,
                                          families=ctx["families"])
@@ -225,6 +247,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     groups = _ordered(groups, study, variants, compilers, ops_order)
     group_rows = [describe(g, settings.alpha, settings.threshold) for g in groups.values()]
     groups_df = pd.DataFrame(group_rows)
+    groups_df["carryover"] = flag_carryover(groups_df, settings.alpha, settings.threshold)
     t_groups = time.perf_counter()
 
     resample_groups(groups, settings)
@@ -267,10 +290,17 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
                         f"{int((groups_df['noisy_jobs'] > 0).sum())} group(s) (see groups.noisy_job_ids)")
     if groups_df["drift"].any():
         warnings.append(f"drift within jobs in {int(groups_df['drift'].sum())} group(s) (see groups.drift_jobs)")
+    n_carry = int(groups_df["carryover"].sum())
+    if n_carry:
+        worst = groups_df.loc[groups_df["carryover"]].iloc[
+            int(np.argmax(np.abs(groups_df.loc[groups_df["carryover"], "carryover_shift"].to_numpy())))]
+        warnings.append(f"carry-over in {n_carry} group(s): the build run just before changes the time (worst: "
+                        f"{worst['scheme']} {worst['op']} {worst['variant']} {worst['carryover_shift']:+.0%} after "
+                        f"{worst['carryover_after']}); lengthen the warm-up (warmup_ns) or see groups.carryover_*")
     if (data.spins["metric"] == "ticks").any():
         warnings.append("ticks are TSC ticks at the nominal TSC frequency, not core cycles")
 
-    results = directory / "results"
+    results = StudyDir(directory).results_dir
     results.mkdir(parents=True, exist_ok=True)
     write_table(groups_df, results, "groups")
     write_table(comparisons if len(comparisons) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "comparisons")
@@ -278,8 +308,10 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     write_spins(data.spins, results)
     self_checks = {f.get("self_check") for f in ctx["families"].values() if f.get("self_check")}
     cpt = mechanism.core_per_tsc(list(data.calibrations))
+    ins_records = [r for r in StudyDir(directory).job_records().values() if r and r.get("metric") == "instructions"]
     for name, table in (("instructions", mechanism.instruction_table(groups_df, chain, self_checks)),
-                        ("ilp", mechanism.ilp_table(groups_df, chain, cpt, self_checks))):
+                        ("ilp", mechanism.ilp_table(groups_df, chain, cpt, self_checks)),
+                        ("call_counts", mechanism.call_counts_table(ins_records))):
         if len(table):
             write_table(table, results, name)
         else:
@@ -351,6 +383,11 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
             "decomposition_rows": len(decomposition),
         },
         "aa_check": aa_summary,
+        "carryover": {
+            "tested": int(np.isfinite(groups_df["carryover_p"].to_numpy(dtype=float)).sum()),
+            "flagged": n_carry,
+        },
+        "warmup": warmup_record(directory, ctx["design"]),
         "warnings": warnings,
         "timing_s": {
             "load": round(t_load - t0, 3),

@@ -15,12 +15,13 @@ from ..errors import PqsimdError, command
 from . import bootstrap as bs
 from .settings import read_study_toml, resolve
 from .significance import holm, job_test
+from ..studydir import StudyDir
 
 KEYS = ["metric", "scheme", "op", "variant", "compiler"]
 
 
 def _spins(directory: Path) -> pd.DataFrame:
-    p = directory / "results" / "spins.parquet"
+    p = StudyDir(directory).results("spins.parquet")
     if not p.exists():
         raise PqsimdError(f"no results/spins.parquet in {directory}; run {command('analyze', directory)} first")
     df = pd.read_parquet(p)
@@ -31,7 +32,7 @@ def _spins(directory: Path) -> pd.DataFrame:
 
 def _groups(directory: Path) -> pd.DataFrame:
     for ext in ("parquet", "csv"):
-        p = directory / "results" / f"groups.{ext}"
+        p = StudyDir(directory).results(f"groups.{ext}")
         if p.exists():
             return pd.read_parquet(p) if ext == "parquet" else pd.read_csv(p)
     raise PqsimdError(f"no results in {directory / 'results'}; run {command('analyze', directory)} first")

@@ -10,6 +10,7 @@ from scipy import stats
 
 from .bootstrap import Sample
 from .pooled import JobSummary, job_summary
+from .significance import holm
 from .power import icc1, variance_components
 
 UNITS = {"ticks": "ticks/call", "instructions": "instructions/call"}
@@ -35,6 +36,7 @@ class Group:
     job_ids: list[str]
     n_reps: int
     pos: np.ndarray | None = None  # position in the spin's variant order (paired design)
+    prev: np.ndarray | None = None  # the build that ran just before in the spin: its label, "" = first
     sample: Sample = field(init=False)
     job_medians: np.ndarray = field(init=False)
     deterministic: bool = field(init=False)
@@ -98,6 +100,7 @@ def build_groups(spins: pd.DataFrame) -> dict[GroupKey, Group]:
     jobs_s = jcat.codes.astype(np.int64)[order]
     spin_s, reps_s = spin[order], spins["n_reps"].to_numpy()[order]
     pos_s = spins["pos"].to_numpy()[order] if "pos" in spins.columns else np.zeros(order.size, np.int16)
+    prev_s = predecessors(spins, codes, cats)[order]
     out: dict[GroupKey, Group] = {}
     for a, b in zip(starts, ends):
         idx = np.unravel_index(gkey_s[a], [max(len(c), 1) for c in cats])
@@ -110,9 +113,62 @@ def build_groups(spins: pd.DataFrame) -> dict[GroupKey, Group]:
             metric=key[0], scheme=key[1], op=key[2], variant=key[3], compiler=key[4],
             values=values[a:b], job=local, spin=spin_s[a:b],
             job_ids=[job_names[c] for c in job_codes],
-            n_reps=int(np.median(reps_s[a:b])), pos=pos_s[a:b],
+            n_reps=int(np.median(reps_s[a:b])), pos=pos_s[a:b], prev=prev_s[a:b],
         )
     return out
+
+
+def predecessors(spins: pd.DataFrame, codes: list[np.ndarray], cats: list[list[str]]) -> np.ndarray:
+    """For each spin row, the build ("variant/compiler") that ran just before it in the same spin of
+    the same job and op (paired design: the driver shuffles the order every spin); "" when it ran first."""
+    n = len(spins)
+    if "pos" not in spins.columns or n == 0:
+        return np.full(n, "", dtype=object)
+    metric, scheme, op, variant, compiler = codes
+    job = pd.Categorical(spins["job"]).codes.astype(np.int64)
+    spin = spins["spin"].to_numpy(dtype=np.int64)
+    pos = spins["pos"].to_numpy(dtype=np.int64)
+    order = np.lexsort((pos, spin, op, scheme, metric, job))
+    same = np.zeros(n, dtype=bool)
+    o = order
+    same[1:] = ((job[o][1:] == job[o][:-1]) & (metric[o][1:] == metric[o][:-1]) & (scheme[o][1:] == scheme[o][:-1])
+                & (op[o][1:] == op[o][:-1]) & (spin[o][1:] == spin[o][:-1]) & (pos[o][1:] == pos[o][:-1] + 1))
+    label = np.array([f"{v}/{c}" for v in cats[3] for c in cats[4]] or [""], dtype=object)
+    build = variant * max(len(cats[4]), 1) + compiler
+    prev_sorted = np.full(n, "", dtype=object)
+    prev_sorted[1:] = np.where(same[1:], label[build[o][:-1]], "")
+    out = np.empty(n, dtype=object)
+    out[o] = prev_sorted
+    return out
+
+
+def carryover(group: Group, min_per_level: int = 3) -> tuple[float, float, str]:
+    """Does the build that ran just before change this group's spin medians? Kruskal-Wallis of the
+    job-centred log spin medians across predecessors (the first in a spin counts as its own level;
+    levels with fewer than `min_per_level` spins are left out). Centring by job removes machine states
+    that last a job, so what is left is what the previous build left behind (caches, predictors,
+    frequency) that the warm-up did not wash out.
+
+    Returns (p, largest |relative shift| of a level's median from the group's, that level's label);
+    p is nan when there are fewer than two levels (the separate design, or a single variant)."""
+    nan = float("nan")
+    if group.prev is None or group.deterministic or not group.positive:
+        return nan, nan, ""
+    lv = np.log(group.values)
+    centred = lv - np.log(group.job_medians)[group.job]
+    levels, inverse, counts = np.unique(group.prev.astype(str), return_inverse=True, return_counts=True)
+    keep = np.flatnonzero(counts >= min_per_level)
+    if keep.size < 2:
+        return nan, nan, ""
+    samples = [centred[inverse == k] for k in keep]
+    if all(np.ptp(x) == 0 for x in samples) and len({float(x[0]) for x in samples}) == 1:
+        return 1.0, 0.0, ""
+    p = float(stats.kruskal(*samples).pvalue)
+    overall = np.median(np.concatenate(samples))
+    shifts = np.array([np.median(x) - overall for x in samples])
+    k = int(np.argmax(np.abs(shifts)))
+    name = str(levels[keep[k]]) or "(first in spin)"
+    return p, float(np.expm1(abs(shifts[k])) * np.sign(shifts[k])), name
 
 
 def per_job_medians(values: np.ndarray, job: np.ndarray, n_jobs: int) -> np.ndarray:
@@ -188,6 +244,20 @@ def noisy_jobs(group: Group, threshold: float, alpha: float = NOISY_ALPHA) -> li
     return [group.job_ids[j] for j in np.flatnonzero((p < alpha / J) & material)]
 
 
+def flag_carryover(groups_df: pd.DataFrame, alpha: float, threshold: float) -> pd.Series:
+    """carryover = Holm-adjusted Kruskal-Wallis p (over the groups tested) < alpha and the worst
+    predecessor shifts the median by more than threshold: significant and material."""
+    p = groups_df["carryover_p"].to_numpy(dtype=float)
+    tested = np.isfinite(p)
+    adj = np.full(p.shape, np.nan)
+    if tested.any():
+        adj[tested] = holm(p[tested])
+    groups_df["carryover_p_holm"] = adj
+    shift = groups_df["carryover_shift"].to_numpy(dtype=float)
+    return pd.Series(tested & (np.nan_to_num(adj, nan=1.0) < alpha) & (np.abs(np.nan_to_num(shift)) > threshold),
+                     index=groups_df.index)
+
+
 def describe(group: Group, alpha: float, threshold: float) -> dict:
     v = group.values
     q1, q3 = np.percentile(v, [25, 75])
@@ -218,6 +288,7 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
             notes.append("icc, deff, n_eff (and job_cv, between_var) n/a: fewer than 2 jobs" if group.n_jobs < 2
                          else "icc, deff, n_eff n/a: no variation")
     flag, n_drift, worst = drift(group, alpha, threshold)
+    co_p, co_shift, co_after = carryover(group)
     noisy = noisy_jobs(group, threshold)
     if group.n_jobs < 3 and not group.deterministic:
         notes.append("noisy-job check needs >= 3 jobs")
@@ -242,6 +313,9 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         "drift": bool(flag),
         "drift_jobs": n_drift,
         "drift_max": worst,
+        "carryover_p": co_p,
+        "carryover_shift": co_shift,
+        "carryover_after": co_after,
         "noisy_jobs": len(noisy),
         "noisy_job_ids": " ".join(noisy),
         "deterministic": group.deterministic,

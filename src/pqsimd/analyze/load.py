@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from ..errors import PqsimdError
 from .settings import parallel_map, read_study_toml
+from ..studydir import StudyDir
 
 JOB_METADATA_KEY = b"pqsimd.job"
 KEY_COLUMNS = ("metric", "scheme", "variant", "compiler", "op", "job")
@@ -145,7 +146,7 @@ def _categorical(parts: list[dict], col: str) -> pd.Categorical:
 
 def _planned_jobs(directory: Path) -> list[str] | None:
     """The timing jobs of the plan, if the study times anything (an instructions-only study doesn't)."""
-    path = directory / "plan.json"
+    path = StudyDir(directory).plan_json
     if not path.exists():
         return None
     metrics = read_study_toml(directory).get("study", {}).get("metrics", ["ticks"])
@@ -164,7 +165,7 @@ def _planned_jobs(directory: Path) -> list[str] | None:
 
 def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     """All raw files of DIR/raw as spin medians; a one-line PqsimdError for anything unreadable."""
-    raw = directory / "raw"
+    raw = StudyDir(directory).raw_dir
     files = sorted(raw.glob("*.parquet")) if raw.is_dir() else []
     files = [f for f in files if not f.name.endswith(".mix.parquet")]  # --metric mix: analyze/mix.py
     if not files:
@@ -234,7 +235,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
 def check_settings(jobs: pd.DataFrame, directory: Path) -> None:
     """Every timing raw file must have been measured with the settings the plan fixed (and be a
     job of the plan): a file from another study, or from before a hand edit, is refused by name."""
-    path = directory / "plan.json"
+    path = StudyDir(directory).plan_json
     if not path.exists():
         return
     try:

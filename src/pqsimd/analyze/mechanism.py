@@ -95,3 +95,21 @@ def core_per_tsc(jobs_calibrations: list[dict]) -> float | None:
     vals = [c.get("core_per_tsc") for c in jobs_calibrations if isinstance(c, dict)]
     vals = [float(v) for v in vals if v is not None and np.isfinite(float(v)) and float(v) > 0]
     return float(np.median(vals)) if vals else None
+
+
+def call_counts_table(records: list[dict]) -> pd.DataFrame:
+    """Counted calls per op call from the instructions jobs (the family's [ops.call_counters]: e.g.
+    calls of poly_challenge per signature = ML-DSA's rejection-loop iterations), exact, per repeat."""
+    from fractions import Fraction
+
+    rows = []
+    for rec in records:
+        for op, c in (rec.get("call_counts") or {}).items():
+            vals = [Fraction(x) for x in c.get("per_call", [])]
+            if not vals:
+                continue
+            rows.append({"scheme": rec.get("scheme"), "op": op, "variant": rec.get("variant"),
+                         "compiler": rec.get("compiler"), "function": c.get("function"),
+                         "per_call": float(sum(vals) / len(vals)), "repeats": len(vals),
+                         "per_call_exact": " ".join(str(v) for v in vals)})
+    return pd.DataFrame(rows)

@@ -34,6 +34,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ..run import mix as run_mix
+from ..studydir import StudyDir
 
 MIX_FILE_SUFFIX = ".mix.parquet"
 EXCLUDED_PREFIXES = (run_mix.CLASS_PREFIX.split(".")[0] + ".", run_mix.MCA_PREFIX)  # "mix.", "mca."
@@ -64,7 +65,7 @@ def is_mix_metric(metric: str) -> bool:
 
 def mix_files(source: Path) -> list[Path]:
     source = Path(source)
-    raw = source / "raw" if (source / "raw").is_dir() else source
+    raw = StudyDir(source).raw_dir if StudyDir(source).raw_dir.is_dir() else source
     return sorted(raw.glob(f"*{MIX_FILE_SUFFIX}")) if raw.is_dir() else []
 
 
@@ -296,7 +297,7 @@ def write_mix_results(directory: Path, results: Path | None = None, **kwargs) ->
     from .write import write_table
 
     directory = Path(directory)
-    results = results or directory / "results"
+    results = results or StudyDir(directory).results_dir
     tables = mix_results(directory, **kwargs)
     if all(t.empty for t in tables.values()):
         for name in TABLES:

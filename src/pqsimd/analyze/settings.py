@@ -62,7 +62,7 @@ RULES = {
 def resolve(directory: Path, study: dict[str, Any], **overrides: Any) -> Settings:
     """Settings from the study file's [analysis] table, then the non-None `overrides`."""
     table = study.get("analysis", {}) or {}
-    where = str(directory / "study.toml")
+    where = str(StudyDir(directory).study_toml)
     if not isinstance(table, dict):
         raise PqsimdError(f"{where}: [analysis] must be a table")
     unknown = set(table) - {f.name for f in fields(Settings)}

@@ -5,15 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import PqsimdError, command
+from ..studydir import StudyDir
 
 REFERENCES = (None, "paper")
 
 
 def _ensure_results(directory: Path) -> None:
-    results = directory / "results"
+    results = StudyDir(directory).results_dir
     if any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv")):
         return
-    if not (directory / "raw").is_dir() or not any((directory / "raw").glob("*.parquet")):
+    if not StudyDir(directory).has_data():
         raise PqsimdError(f"{directory} has neither results/ nor raw/*.parquet; run {command('run', directory)} first")
     from ..analyze import analyze_study
 
@@ -57,7 +58,7 @@ def write_report(directory, reference: str | None = None) -> Path:
     if study.comparisons.empty:
         raise PqsimdError(f"{directory / 'results'} holds no comparisons (a study needs at least two variants); "
                           f"add variants with {command('run', directory, '--variants', 'a,b')}")
-    outdir = directory / "report"
+    outdir = StudyDir(directory).report_dir
     outdir.mkdir(parents=True, exist_ok=True)
     notes: list[str] = []
     figs = figures.make_figures(study, outdir, notes)

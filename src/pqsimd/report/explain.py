@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..errors import PqsimdError, command
 from . import fmt
+from ..studydir import StudyDir
 
 TPI_FLAG = 1.25  # ticks per instruction this much above the baseline's: a per-instruction slowdown
 TOP_CLASSES = 3
@@ -63,7 +64,7 @@ def _ratio_words(a: float, b: float, fewer: str, more: str) -> str:
 class _Data:
     def __init__(self, directory: Path):
         self.directory = Path(directory)
-        results = self.directory / "results"
+        results = StudyDir(self.directory).results_dir
         if not results.is_dir():
             raise PqsimdError(f"no results in {results}; run {command('analyze', self.directory)} first")
         self.mix = _read(results, "mix")

@@ -167,9 +167,11 @@ def methods(study: Study) -> list[tuple[str, str]]:
             return None
         return str(d.get("min")) if d.get("min") == d.get("max") else f"{d.get('min')}–{d.get('max')}"
 
+    design, warm, carry = study.design_notes()
     rows = [
-        ("design", study.design + (" (all variants in one process, per-spin random order, warm-up before each "
-                                   "variant's reps)" if study.design == "paired" else " (one process per variant)")),
+        ("design", design),
+        ("warm-up", warm),
+        ("carry-over between builds", carry),
         ("jobs per group, J", span(sm.get("jobs_per_group"))),
         ("spin medians per group (J × S)", span(sm.get("spins_per_group"))),
         ("repetitions per spin, R", sm.get("reps_per_spin")),

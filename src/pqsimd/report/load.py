@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..errors import PqsimdError, command
+from ..studydir import StudyDir
 
 RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa")
 
@@ -196,6 +198,38 @@ class Study:
     def design(self) -> str:
         return str(self.summary.get("design") or "separate")
 
+    def design_notes(self) -> tuple[str, str, str]:
+        """(design, warm-up, carry-over) as one-line statements, from what analyze recorded."""
+        paired = self.design == "paired"
+        design = (f"{self.design} (all variants in one process, a fresh random order every spin)" if paired
+                  else f"{self.design} (one process per variant)")
+        w = self.summary.get("warmup") or {}
+        parts = []
+        sized = w.get("warmup_spins_sized")
+        if sized and sized[0] != sized[1]:
+            parts.append(f"{sized[0]}–{sized[1]} untimed warm-up spins per op (budget-sized)")
+        elif sized or w.get("warmup_spins") is not None:
+            parts.append(f"{(sized or [w.get('warmup_spins')])[0]} untimed warm-up spin(s) per op")
+        if paired and w.get("warmup_ns"):
+            parts.append(f"each build run untimed for {float(w['warmup_ns']) / 1000:g} µs before its reps in every spin")
+            if w.get("nowarm_ops"):
+                parts.append(f"except {', '.join(w['nowarm_ops'])} (longer than the warm-up itself)")
+        warm = "; ".join(parts) or "n/a (not recorded)"
+        c = self.summary.get("carryover") or {}
+        if not paired or not c.get("tested"):
+            carry = "not tested (needs the paired design's shuffled order)"
+        elif c.get("flagged"):
+            g = self.groups
+            worst = g.loc[g["carryover"].astype(bool)] if "carryover" in g.columns else g.iloc[0:0]
+            detail = ""
+            if len(worst):
+                r = worst.iloc[int(np.argmax(np.abs(worst["carryover_shift"].to_numpy(dtype=float))))]
+                detail = f"; worst {r['scheme']} {r['op']} {r['variant']} {float(r['carryover_shift']):+.0%} after {r['carryover_after']}"
+            carry = f"found in {c['flagged']} of {c['tested']} groups{detail} (groups.csv carryover_*)"
+        else:
+            carry = f"none found in {c['tested']} groups (Kruskal-Wallis over the build run just before, Holm)"
+        return design, warm, carry
+
     def comparison(self, metric: str, stage: str | None = None, baseline: str | None = None,
                    variant: str | None = None, compiler: str | None = "primary", scheme: str | None = None) -> pd.DataFrame:
         """Comparison rows; compiler "primary" (default) = the study's first compiler, within-compiler rows."""
@@ -238,7 +272,7 @@ class Study:
 
     def spins(self) -> pd.DataFrame:
         """Every spin median (results/spins.parquet, written by analyze); empty if absent."""
-        p = self.directory / "results" / "spins.parquet"
+        p = StudyDir(self.directory).results("spins.parquet")
         if not p.exists():
             return pd.DataFrame(columns=["metric", "scheme", "variant", "compiler", "op", "job", "spin", "value"])
         try:
@@ -316,7 +350,8 @@ def check_study_dir(directory: Path) -> Path:
 def load_study(directory: Path) -> Study:
     """Load DIR/results/ (plus study.toml, manifest.json); a one-line PqsimdError if it is not there."""
     directory = check_study_dir(directory)
-    results = directory / "results"
+    sd = StudyDir(directory)
+    results = sd.results_dir
     if not results.is_dir() or not any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv")):
         raise PqsimdError(f"no results in {results}; run {command('analyze', directory)} first")
     summary = read_json(results / "summary.json")
@@ -326,5 +361,5 @@ def load_study(directory: Path) -> Study:
     return Study(
         directory=directory, groups=tables["groups"], comparisons=tables["comparisons"],
         decomposition=tables["decomposition"], aa=tables["aa"], summary=summary,
-        study=read_toml(directory / "study.toml"), manifest=read_json(directory / "manifest.json"),
+        study=read_toml(sd.study_toml), manifest=read_json(sd.manifest_json),
     )

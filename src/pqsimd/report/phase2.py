@@ -19,6 +19,7 @@ import pandas as pd
 
 from .. import counters as counters_mod
 from . import files, fmt, style
+from ..studydir import StudyDir
 
 EXCLUDED_OPS: tuple[str, ...] = ()
 COUNTER_METRICS = {counters_mod.metric_name(e): e for e in counters_mod.EVENTS}
@@ -162,7 +163,7 @@ def ilp_figure(study, ilp: pd.DataFrame, outdir: Path, name: str = "fig_instruct
 
 def read_result(directory: Path, name: str) -> pd.DataFrame:
     for ext in ("parquet", "csv"):
-        p = directory / "results" / f"{name}.{ext}"
+        p = StudyDir(directory).results(f"{name}.{ext}")
         if p.exists():
             try:
                 return pd.read_parquet(p) if ext == "parquet" else pd.read_csv(p)
@@ -221,6 +222,21 @@ def report_parts(study, outdir: Path) -> tuple[list, list]:
         if not fr.files:
             fr.skipped = "no rows for the hand stage under the primary compiler"
         figs.append(fr)
+    cc = read_result(study.directory, "call_counts")
+    if not cc.empty:
+        rows = []
+        for r in cc.itertuples(index=False):
+            fam = study.family_of(r.scheme)
+            rows.append([Cell(fam.scheme_label(r.scheme) if fam else r.scheme), Cell(fam.label(r.op) if fam else r.op),
+                         Cell(f"{r.variant} ({r.compiler})"), Cell(str(r.function)), Cell(fmt.num(r.per_call)),
+                         Cell(str(r.per_call_exact))])
+        t = Table(name="table_call_counts", title="Counted calls per call (e.g. signing's rejection-loop iterations)",
+                  caption="Calls of the family's counted function per call of the op, inside the callgrind-collected "
+                          "region (the instructions metric's N2 − N1 calls), one value per repeat. For ML-DSA signing, "
+                          "calls of poly_challenge = iterations of the rejection loop.",
+                  header=["parameter set", "op", "variant", "function", "per call", "exact, per repeat"], rows=rows,
+                  data=cc, align="llllcl")
+        tabs.append((t, write_table(t, outdir)))
     for sec, name in ((counters_section(groups, manifest), "table_counters"), (energy_section(manifest), "table_energy")):
         if sec.available and sec.table is not None and not sec.table.empty:
             df = sec.table

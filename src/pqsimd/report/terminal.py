@@ -98,8 +98,8 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     colours = style.variant_colours(study.chain.variants, study.variants)
     lvl = study.summary.get("ci_level") or 0.95
     pct = f"{round(100 * float(lvl))}%"
-    con.print(Text(f"design: {study.design}" + (" (variants paired within jobs)" if study.design == "paired" else ""),
-                   style="dim"))
+    design, warm, carry = study.design_notes()
+    con.print(Text(f"design: {design}; warm-up: {warm}; carry-over: {carry}", style="dim"))
     for fam in study.families:
         con.print(Text(fam.title, style="bold underline"))
         for comp in compilers:

@@ -127,19 +127,59 @@ def run_callgrind(driver: Path, library: Path, scheme: str, op: str, calls: int,
             raise CountError(f"{op}: unreadable callgrind output ({e})") from None
 
 
-def count_instructions(driver: Path, library: Path, scheme: str, op: str, calls: int, workdir: Path | None = None) -> int:
-    """Ir inside pqsimd_measure for `calls` calls of op (one callgrind run)."""
-    return run_callgrind(driver, library, scheme, op, calls, workdir)
+_CALLS = re.compile(r"^calls=(\d+)", re.M)
+
+
+def parse_calls_to(text: str, suffix: str) -> int:
+    """Calls, inside the collected region, of every function whose name ends with `suffix` (a
+    namespaced PQClean function: <NAMESPACE>_<IMPL>_<suffix>), from a callgrind out file."""
+    names: dict[str, str] = {}
+    current = None
+    total = 0
+    for line in text.splitlines():
+        if line.startswith(("cfn=", "fn=")):
+            m = re.match(r"c?fn=\((\d+)\)(?: (.*))?", line)
+            if m:
+                if m.group(2):
+                    names[m.group(1)] = m.group(2)
+                name = names.get(m.group(1), "")
+            else:
+                name = line.split("=", 1)[1]
+            if line.startswith("cfn="):
+                current = name
+        elif line.startswith("calls=") and current is not None:
+            if current == suffix or current.endswith("_" + suffix):
+                total += int(line.split("=", 1)[1].split()[0])
+            current = None
+    return total
+
+
+def count_instructions(driver: Path, library: Path, scheme: str, op: str, calls: int, workdir: Path | None = None,
+                       counter: str | None = None) -> tuple[int, int | None]:
+    """(Ir, calls of the counter function) inside pqsimd_measure for `calls` calls of op (one run)."""
+    if counter is None:
+        return run_callgrind(driver, library, scheme, op, calls, workdir), None
+    return run_callgrind(driver, library, scheme, op, calls, workdir,
+                         read=lambda t: (parse_callgrind_totals(t), parse_calls_to(t, counter)))
 
 
 @dataclass(frozen=True)
 class Pair:
-    """One repeat: Ir of N1 and of N2 calls."""
+    """One repeat: Ir of N1 and of N2 calls (and the calls of a counted function, if any)."""
 
     ir1: int
     ir2: int
     n1: int = N1
     n2: int = N2
+    calls1: int | None = None
+    calls2: int | None = None
+
+    @property
+    def counted(self) -> Fraction | None:
+        """Calls of the counted function per call of the op (e.g. signing's rejection iterations)."""
+        if self.calls1 is None or self.calls2 is None:
+            return None
+        return Fraction(self.calls2 - self.calls1, self.n2 - self.n1)
 
     @property
     def raw(self) -> int:
@@ -154,8 +194,20 @@ class Pair:
         return Fraction(self.raw, self.batch)
 
 
+def call_counter(scheme: str, op: str) -> str | None:
+    """The function whose calls per call of this op the family asks to count ([ops.call_counters])."""
+    from .. import catalog
+
+    fam = catalog.family_of(scheme)
+    c = (fam.call_counters or {}).get(op)
+    return c.get("function") if isinstance(c, dict) else c
+
+
 def measure_pair(driver: Path, library: Path, scheme: str, op: str, n1: int = N1, n2: int = N2) -> Pair:
-    return Pair(count_instructions(driver, library, scheme, op, n1), count_instructions(driver, library, scheme, op, n2), n1, n2)
+    counter = call_counter(scheme, op)
+    ir1, c1 = count_instructions(driver, library, scheme, op, n1, counter=counter)
+    ir2, c2 = count_instructions(driver, library, scheme, op, n2, counter=counter)
+    return Pair(ir1, ir2, n1, n2, c1, c2)
 
 
 def per_call(pair: Pair, call_overhead: Fraction) -> Fraction:
@@ -298,6 +350,9 @@ def _write_job(sd: StudyDir, job, res: dict[str, list[Pair]], ops: list[str], st
         "command": callgrind_command(sd.driver_path, lib, scheme, "<op>", 0, Path("<out>"))[:-1] + ["<N1|N2>"],
         "n1": N1, "n2": N2, "repeats": REPEATS,
         "counts": {op: [[p.ir1, p.ir2] for p in pairs] for op, pairs in res.items()},
+        "call_counts": {op: {"function": call_counter(scheme, op),
+                             "per_call": [_frac_text(p.counted) for p in res[op] if p.counted is not None]}
+                        for op in ops if call_counter(scheme, op)},
         "per_call_exact": {op: [_frac_text(per_call(p, call_overhead)) for p in res[op]] for op in ops},
         "deterministic": deterministic,
         "started": started, "finished": datetime.now(timezone.utc).isoformat(),
