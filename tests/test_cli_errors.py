@@ -44,6 +44,20 @@ def one_line_error(r, *needles):
 )
 def test_bad_options(tmp_path, cli, args, needles):
     one_line_error(cli("run", tmp_path / "s", *args), *needles)
+    assert not (tmp_path / "s").exists()  # a refused new study leaves no directory behind
+
+
+def test_schemes_by_family_name_or_all(tmp_path, cli):
+    from pqsimd import catalog
+
+    r = cli("run", tmp_path / "f", "--schemes", "ml-dsa,ml-kem-512", "--variants", "ref", "--no-run")
+    assert r.returncode == 0, r.stderr
+    import tomllib
+
+    doc = tomllib.loads((tmp_path / "f" / "study.toml").read_text())
+    assert doc["study"]["schemes"] == [*catalog.families()["ml-dsa"].schemes, "ml-kem-512"]
+    one_line_error(cli("run", tmp_path / "g", "--schemes", "ml-dsa,ml-dsa-44"), "scheme 'ml-dsa-44' is listed twice")
+    assert catalog.expand_schemes(["all"]) == catalog.all_schemes()
 
 
 def write_study(tmp_path, text):

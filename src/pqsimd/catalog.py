@@ -384,6 +384,19 @@ def all_schemes() -> list[str]:
     return [s for fam in families().values() for s in fam.schemes]
 
 
+def expand_schemes(names: list[str]) -> list[str]:
+    """`all` = every parameter set of every family; a family name = its parameter sets; other names
+    stay as they are (checked later, duplicates included)."""
+    fams = families()
+    out: list[str] = []
+    for n in names:
+        if not isinstance(n, str):
+            out.append(n)
+            continue
+        out += all_schemes() if n == "all" else list(fams[n].schemes) if n in fams and n not in all_schemes() else [n]
+    return out
+
+
 def family_of(scheme: str) -> Family:
     for fam in families().values():
         if scheme in fam.schemes:

@@ -35,7 +35,8 @@ def cli() -> None:
 @click.argument("directory", type=click.Path(path_type=Path), default="study")
 @click.option("--preset", type=str, default=None, help="quick | standard (default) | paper")
 @click.option("--schemes", type=str, default=None,
-              help="comma list of parameter sets, any families (default: the default family's; `pqsimd list`)")
+              help="comma list of parameter sets, family names (ml-dsa = all its sets) or all "
+                   "(default: the default family's; `pqsimd list`)")
 @click.option("--variants", type=str, default=None, help="comma list of variants (default: the chain's; `pqsimd list`)")
 @click.option("--ops", type=str, default=None, help="comma list of op ids, filtered per family (default: all)")
 @click.option("--jobs", "jobs", type=int, default=None, help="J: jobs (processes) per (variant, scheme)")

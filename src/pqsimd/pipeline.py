@@ -73,9 +73,15 @@ def resolve_compilers(study: study_mod.Study) -> tuple[list[Compiler], list[str]
 def run_study(directory: Path, overrides: dict[str, Any], executor: str = "local",
               slurm_options: dict[str, Any] | None = None, time_jobs: bool = True) -> bool:
     """Build, verify and time; returns False if any build, variant or job failed (the rest ran)."""
+    fresh = not Path(directory).exists()
     sd = StudyDir(directory).ensure()
-    with sd.lock("pqsimd run"):
-        return _run_locked(sd, overrides, executor, slurm_options or {}, time_jobs)
+    try:
+        with sd.lock("pqsimd run"):
+            return _run_locked(sd, overrides, executor, slurm_options or {}, time_jobs)
+    except PqsimdError:
+        if fresh and not sd.study_toml.exists():  # refused before anything was decided: leave no trace
+            shutil.rmtree(sd.path, ignore_errors=True)
+        raise
 
 
 def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_options: dict[str, Any],

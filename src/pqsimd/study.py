@@ -136,7 +136,8 @@ def _check_names(kind: str, given: list[str], valid: list[str], where: str) -> N
         raise PqsimdError(f"{where}: {kind}s is empty; name at least one (valid {kind}s: {', '.join(valid)})")
     bad = [g for g in given if g not in valid]
     if bad:
-        raise PqsimdError(f"unknown {kind} '{bad[0]}'; valid {kind}s: {', '.join(valid)}")
+        extra = f"all, a family ({', '.join(catalog.families())}) or " if kind == "scheme" else ""
+        raise PqsimdError(f"unknown {kind} '{bad[0]}'; valid {kind}s: {extra}{', '.join(valid)}")
     dup = next((g for g in given if given.count(g) > 1), None)
     if dup:
         raise PqsimdError(f"{where}: {kind} '{dup}' is listed twice")
@@ -245,6 +246,7 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     if merged.get("design", "paired") not in DESIGNS:
         raise PqsimdError(f"--design must be one of {', '.join(DESIGNS)}, got {merged.get('design')!r}")
 
+    merged["schemes"] = catalog.expand_schemes(merged["schemes"])
     _check_names("scheme", merged["schemes"], catalog.all_schemes(), where)
     _check_names("variant", merged["variants"], list(variant_defs), where)
     _check_ops(merged.get("ops"), merged["schemes"], where)

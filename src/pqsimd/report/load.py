@@ -214,9 +214,11 @@ class Study:
             parts.append(f"each build run untimed for {float(w['warmup_ns']) / 1000:g} µs before its reps in every spin")
             if w.get("nowarm_ops"):
                 parts.append(f"except {', '.join(w['nowarm_ops'])} (longer than the warm-up itself)")
-        warm = "; ".join(parts) or "n/a (not recorded)"
-        c = self.summary.get("carryover") or {}
-        if not paired or not c.get("tested"):
+        warm = "; ".join(parts) or "not recorded (results from an older pqsimd: re-run pqsimd analyze)"
+        c = self.summary.get("carryover")
+        if paired and c is None:
+            carry = "not recorded (results from an older pqsimd: re-run pqsimd analyze)"
+        elif not paired or not c.get("tested"):
             carry = "not tested (needs the paired design's shuffled order)"
         elif c.get("flagged"):
             g = self.groups
