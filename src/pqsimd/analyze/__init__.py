@@ -93,7 +93,7 @@ METHODS = {
                "strictly inside, else ~; n/a if a side has no data",
     "carryover": "paired design: does the build run just before in the spin change a group's time? "
                  "Kruskal-Wallis of job-centred log spin medians across predecessor builds (first in the spin "
-                 "is its own level; levels with < 3 spins left out), Holm over the groups tested "
+                 "is its own level; levels with < 3 spins left out; too few levels: predecessors pooled by variant across compilers), Holm over the groups tested "
                  "(carryover_p_holm); carryover = adjusted p < alpha and the worst level's median shifted by "
                  "more than threshold (carryover_shift, carryover_after); n/a in the separate design",
     "groups": "median, iqr, min, max, mad (unscaled) of spin medians; outliers by Tukey fences (1.5 IQR) on log "

@@ -63,9 +63,11 @@ def decomposition_shares(replicates: Sequence[np.ndarray], *, point: Sequence[fl
         for nm in names:
             out[f"share_{nm}"] = out[f"share_{nm}_ci_low"] = out[f"share_{nm}_ci_high"] = float("nan")
         return out
-    sh = lf / lt  # (K, B); columns sum to 1 per replicate
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sh = lf / lt  # (K, B); columns sum to 1 per replicate
+    sh[:, lt == 0] = np.nan  # a replicate whose total is exactly 1 has no shares (the CI lies outside it)
     for i, nm in enumerate(names):
-        lo, hi = np.quantile(sh[i], [a, 1.0 - a])
+        lo, hi = np.nanquantile(sh[i], [a, 1.0 - a])
         out[f"share_{nm}"], out[f"share_{nm}_ci_low"], out[f"share_{nm}_ci_high"] = lfp[i] / ltp, float(lo), float(hi)
     return out
 

@@ -145,7 +145,8 @@ def predecessors(spins: pd.DataFrame, codes: list[np.ndarray], cats: list[list[s
 def carryover(group: Group, min_per_level: int = 3) -> tuple[float, float, str]:
     """Does the build that ran just before change this group's spin medians? Kruskal-Wallis of the
     job-centred log spin medians across predecessors (the first in a spin counts as its own level;
-    levels with fewer than `min_per_level` spins are left out). Centring by job removes machine states
+    levels with fewer than `min_per_level` spins are left out; when that leaves fewer than two, the
+    predecessors are pooled by variant across compilers). Centring by job removes machine states
     that last a job, so what is left is what the previous build left behind (caches, predictors,
     frequency) that the warm-up did not wash out.
 
@@ -156,8 +157,13 @@ def carryover(group: Group, min_per_level: int = 3) -> tuple[float, float, str]:
         return nan, nan, ""
     lv = np.log(group.values)
     centred = lv - np.log(group.job_medians)[group.job]
-    levels, inverse, counts = np.unique(group.prev.astype(str), return_inverse=True, return_counts=True)
+    labels = group.prev.astype(str)
+    levels, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
     keep = np.flatnonzero(counts >= min_per_level)
+    if keep.size < 2:  # many builds per job (a compiler matrix): pool the predecessors by variant
+        labels = np.array([x.split("/", 1)[0] for x in labels], dtype=object).astype(str)
+        levels, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+        keep = np.flatnonzero(counts >= min_per_level)
     if keep.size < 2:
         return nan, nan, ""
     samples = [centred[inverse == k] for k in keep]

@@ -21,6 +21,8 @@ from .compare import Chain
 TIME_METRIC = "ticks"
 INS_METRIC = "instructions"
 BAND = 0.10  # S_t / S_i beyond ±10% reads as "ILP/throughput" (above) or "lower IPC" (below)
+SAME_INSTRUCTIONS = 0.001  # instruction counts within 0.1%: the two binaries do the same work
+LAYOUT = 0.02  # ... and a time ratio beyond ±2% then comes from where the code sits (or noise), not what it runs
 
 
 def _medians(groups: pd.DataFrame, metric: str) -> dict[tuple[str, str, str, str], float]:
@@ -75,20 +77,31 @@ def ilp_table(groups: pd.DataFrame, chain: Chain, core_per_tsc: float | None, se
             s_t, s_i = tb / tv, ib / iv
             gain = s_t / s_i
             saved = ib - iv
+            reading = reading_of(s_t, s_i)
             row = {
                 "scheme": scheme, "op": op, "compiler": comp, "stage": stage, "baseline": b, "variant": v,
                 "ticks_base": tb, "ticks_var": tv, "ins_base": ib, "ins_var": iv,
                 "time_speedup": s_t, "instruction_ratio": s_i, "throughput_gain": gain,
                 "ipc_base": ib / tb, "ipc_var": iv / tv,  # instructions per TSC tick
                 "ticks_per_instruction_saved": (tb - tv) / saved if saved else math.nan,
-                "reading": ("ILP/throughput" if gain > 1 + BAND else "lower IPC" if gain < 1 / (1 + BAND)
-                            else "fewer instructions"),
+                "reading": reading,
                 "ipc_base_cycles": (ib / tb) / core_per_tsc if core_per_tsc else math.nan,
                 "ipc_var_cycles": (iv / tv) / core_per_tsc if core_per_tsc else math.nan,
                 "cycles_per_instruction_saved": ((tb - tv) / saved * core_per_tsc) if (core_per_tsc and saved) else math.nan,
             }
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def reading_of(time_speedup: float, instruction_ratio: float) -> str:
+    """What a stage's time speedup is made of, given its instruction ratio."""
+    if abs(math.log(instruction_ratio)) <= math.log1p(SAME_INSTRUCTIONS):
+        if abs(math.log(time_speedup)) <= math.log1p(LAYOUT):
+            return "same instructions"
+        return "same instructions, different time: code layout, alignment or noise"
+    gain = time_speedup / instruction_ratio
+    return ("ILP/throughput" if gain > 1 + BAND else "lower IPC" if gain < 1 / (1 + BAND)
+            else "fewer instructions" if instruction_ratio > 1 else "more instructions")
 
 
 def core_per_tsc(jobs_calibrations: list[dict]) -> float | None:

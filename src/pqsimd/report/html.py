@@ -149,8 +149,33 @@ def compiler_sentences(study: Study, fam: FamilyView, metric: str) -> list[str]:
             n = d["compiler"].nunique()
             out.append(f"{fam.label(op)}, {step.label} ({step.base}→{step.variant}): at most "
                        f"{fmt.times(best[col])} ({best['compiler']}, {fam.scheme_label(best['scheme'])}) across {n} "
-                       f"compilers; smallest {fmt.times(d[col].min())}.")
+                       f"compilers; smallest {fmt.times(d[col].min())}." + _instruction_clause(study, fam, op, stage, metric))
     return out
+
+
+def _instruction_clause(study: Study, fam: FamilyView, op: str, stage: str, metric: str) -> str:
+    """For a time metric, what the exact instruction counts of the same stage say (results/ilp)."""
+    from .phase2 import read_result
+
+    if metric != "ticks":
+        return ""
+    ilp = read_result(study.directory, "ilp")
+    if ilp.empty:
+        return ""
+    d = ilp[(ilp["op"] == op) & (ilp["stage"] == stage) & ilp["scheme"].isin(fam.schemes)]
+    if d.empty:
+        return ""
+    lo, hi = float(d["instruction_ratio"].min()), float(d["instruction_ratio"].max())
+    span = fmt.times(lo) if fmt.times(lo) == fmt.times(hi) else f"{fmt.times(lo)}–{fmt.times(hi)}"
+    text = f" Instruction counts: {span} under {d['compiler'].nunique()} compiler(s)"
+    readings = d["reading"].astype(str)
+    layout = readings.str.startswith("same instructions, different time")
+    if readings.str.startswith("same instructions").all():
+        text += (f": {study.chain.step(stage).label} changes nothing that runs, under any compiler"
+                 + (f"; the time ratios beyond ±2% ({int(layout.sum())} of {len(d)} cells) come from elsewhere "
+                    "(code layout, alignment or noise)" if layout.any() else ""))
+    return text + "."
+
 
 
 # -- methods, provenance, warnings ----------------------------------------------------------

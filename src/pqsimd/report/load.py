@@ -168,7 +168,7 @@ class Study:
     def schemes(self) -> list[str]:
         return [s for f in self.families for s in f.schemes]
 
-    @property
+    @cached_property
     def variants(self) -> list[str]:
         vs = set()
         if "variant" in self.groups.columns:
@@ -180,7 +180,7 @@ class Study:
         rank = {v: i for i, v in enumerate(dict.fromkeys(order))}
         return sorted(vs, key=lambda v: (rank.get(v, len(rank)), v))
 
-    @property
+    @cached_property
     def compilers(self) -> list[str]:
         listed = list((self.summary.get("study") or {}).get("compilers") or [])
         have = set()
@@ -218,8 +218,10 @@ class Study:
         c = self.summary.get("carryover")
         if paired and c is None:
             carry = "not recorded (results from an older pqsimd: re-run pqsimd analyze)"
-        elif not paired or not c.get("tested"):
+        elif not paired:
             carry = "not tested (needs the paired design's shuffled order)"
+        elif not c.get("tested"):
+            carry = "not testable: fewer than 3 spins after each preceding build in every group (more spins needed)"
         elif c.get("flagged"):
             g = self.groups
             worst = g.loc[g["carryover"].astype(bool)] if "carryover" in g.columns else g.iloc[0:0]
