@@ -100,6 +100,8 @@ def _log_ylim(ax, values: np.ndarray) -> None:
     if v.size:
         ax.set_ylim(min(v.min(), 1.0) / 1.6, max(v.max(), 1.0) * 2.5)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}×"))
+    # a range under a decade has few major ticks: label the 2s and 5s between them, plainly
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda y, _: f"{y:g}×" if f"{y:.0e}"[0] in "25" else ""))
 
 
 def _plain_log_x(ax) -> None:
