@@ -40,6 +40,24 @@ def one(directory: Path, design: str, args) -> dict[str, float]:
     return dict(zip(c["op"], c["speedup"]))
 
 
+def cv_ratio(paired: list[float], separate: list[float], seed: int) -> tuple[float, float, float]:
+    """CV(paired) / CV(separate) and its 95% percentile bootstrap CI (scipy.stats.bootstrap,
+    the two designs' repetitions resampled independently): how sure the comparison is with R reps."""
+    import numpy as np
+    from scipy import stats
+
+    def cv(x, axis=-1):
+        return np.std(x, axis=axis) / np.mean(x, axis=axis)
+
+    def stat(p, s, axis=-1):
+        return cv(p, axis) / cv(s, axis)
+
+    p, s = np.asarray(paired), np.asarray(separate)
+    res = stats.bootstrap((p, s), stat, n_resamples=5000, method="percentile", vectorized=True,
+                          random_state=np.random.default_rng(seed))
+    return float(stat(p, s)), float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=8, help="repetitions of each design")
@@ -60,15 +78,18 @@ def main() -> None:
                 est[design][op].append(s)
     print(f"{args.reps} repetitions per design, quick studies of {args.jobs} x {args.spins} x {args.reps_per_spin}, "
           f"{time.monotonic() - t0:.0f} s")
-    print("| op | design | speedups ref→avx2 | max/min | CV |")
-    print("|---|---|---|---|---|")
+    print("| op | design | speedups ref→avx2 | max/min | CV | CV paired / separate [95% CI] |")
+    print("|---|---|---|---|---|---|")
     rows = []
     for op in OPS:
+        ratio = cv_ratio(est["paired"][op], est["separate"][op], args.seed)
         for design in ("separate", "paired"):
             e = est[design][op]
             cv = st.pstdev(e) / st.mean(e)
-            rows.append({"op": op, "design": design, "estimates": e, "cv": cv})
-            print(f"| {op} | {design} | {' '.join(f'{x:.2f}' for x in e)} | {max(e) / min(e):.3f} | {100 * cv:.1f}% |")
+            rows.append({"op": op, "design": design, "estimates": e, "cv": cv, "cv_ratio": ratio})
+            last = f"{ratio[0]:.2f} [{ratio[1]:.2f}, {ratio[2]:.2f}]" if design == "paired" else ""
+            print(f"| {op} | {design} | {' '.join(f'{x:.2f}' for x in e)} | {max(e) / min(e):.3f} | {100 * cv:.1f}% "
+                  f"| {last} |")
     (args.out / "bench_design.json").write_text(json.dumps(rows, indent=2))
 
 

@@ -262,7 +262,9 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     absent = [v for v in variants if v not in present]
     if absent:
         warnings.append(f"variant(s) {', '.join(absent)} of study.toml have no raw data yet: their comparisons are n/a")
-    comparisons, cwarn = compare_all(groups, chain, variants, compilers, ops_order, settings, priors=priors)
+    self_checks = {f.get("self_check") for f in ctx["families"].values() if f.get("self_check")}
+    comparisons, cwarn = compare_all(groups, chain, variants, compilers, ops_order, settings, priors=priors,
+                                     skip_ops=self_checks)
     warnings += cwarn
     if len(present) < 2:
         warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")
@@ -271,7 +273,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     decomposition = decompose(groups, comparisons, chain, 1.0 - settings.alpha, settings.threshold)
     t_cmp = time.perf_counter()
     aa_variants = [v for v in settings.aa_variants if v in present]
-    aa_table, aa_summary = aa_check(data.spins, aa_variants, settings, ops_order, priors=priors)
+    aa_table, aa_summary = aa_check(data.spins, aa_variants, settings, ops_order, priors=priors,
+                                       skip_ops=self_checks)
     if aa_summary.get("false_verdicts"):
         warnings.append(f"A/A check: {aa_summary['false_verdicts']} of {aa_summary['comparisons']} comparisons of "
                         f"{', '.join(aa_variants)} with itself got a faster/slower verdict (see aa.csv)")
@@ -306,7 +309,6 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     write_table(comparisons if len(comparisons) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "comparisons")
     write_table(decomposition, results, "decomposition")
     write_spins(data.spins, results)
-    self_checks = {f.get("self_check") for f in ctx["families"].values() if f.get("self_check")}
     cpt = mechanism.core_per_tsc(list(data.calibrations))
     ins_records = [r for r in StudyDir(directory).job_records().values() if r and r.get("metric") == "instructions"]
     for name, table in (("instructions", mechanism.instruction_table(groups_df, chain, self_checks)),

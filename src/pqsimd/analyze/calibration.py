@@ -25,7 +25,8 @@ KEYS = ["metric", "scheme", "op", "compiler"]
 
 
 def aa_check(spins: pd.DataFrame, variants: Sequence[str], settings: Settings,
-             ops_order: Sequence[str], priors: dict[str, Priors] | None = None) -> tuple[pd.DataFrame, dict]:
+             ops_order: Sequence[str], priors: dict[str, Priors] | None = None,
+             skip_ops: frozenset[str] | set[str] = frozenset()) -> tuple[pd.DataFrame, dict]:
     """The A/A table and its summary. priors: the study's variance priors (compare.study_priors), so the
     halves are tested exactly as the study's comparisons are."""
     frames, done, skipped = [], [], []
@@ -53,7 +54,8 @@ def aa_check(spins: pd.DataFrame, variants: Sequence[str], settings: Settings,
         resample_groups(groups, settings)
         compilers = list(dict.fromkeys(str(c) for c in sub["compiler"]))
         pairs = [("aa", (f"{v}[even]", c), (f"{v}[odd]", c)) for c in compilers]
-        df, _ = compare_all(groups, Chain((), "", {}), [], compilers, ops_order, settings, pairs=pairs, priors=priors)
+        df, _ = compare_all(groups, Chain((), "", {}), [], compilers, ops_order, settings, pairs=pairs, priors=priors,
+                            skip_ops=skip_ops)
         df["stage"] = "aa"
         frames.append(df)
         done.append(v)

@@ -449,15 +449,20 @@ def family_warnings(df: pd.DataFrame) -> list[str]:
 
 def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[str], compilers: Sequence[str],
                 ops_order: Sequence[str], settings: Settings, pairs: list[Pair] | None = None,
-                priors: dict[str, Priors] | None = None) -> tuple[pd.DataFrame, list[str]]:
+                priors: dict[str, Priors] | None = None,
+                skip_ops: frozenset[str] | set[str] = frozenset()) -> tuple[pd.DataFrame, list[str]]:
     """Every planned comparison's row, the family's adjustment and verdicts, and warnings. priors: the
-    study's (study_priors), e.g. for the A/A check's half-groups; fitted on these groups if not given."""
+    study's (study_priors), e.g. for the A/A check's half-groups; fitted on these groups if not given.
+    skip_ops: ops never compared (the families' self-check op: its groups are a harness check, ~0 by
+    design, and would only add noise to the multiple-testing family)."""
     warnings: list[str] = []
     if pairs is None:
         pairs, warnings = plan_pairs(chain, variants, compilers, settings.extra_baseline)
     rows: list = []
     metric_scheme_ops: dict[tuple[str, str], list[str]] = {}
     for (metric, scheme, op, _v, _c) in groups:
+        if op in skip_ops:
+            continue
         ops = metric_scheme_ops.setdefault((metric, scheme), [])
         if op not in ops:
             ops.append(op)
@@ -475,9 +480,11 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
                     continue
                 if not (base.positive and var.positive):
                     bad = base if not base.positive else var
+                    why = ("count <= 0 after subtracting the harness's own count" if bad.deterministic
+                           else "below timer resolution after overhead subtraction")
                     rows.append(_na_row(metric, scheme, op, stage, b, v, base, var,
-                                        f"spin medians <= 0 for {bad.variant} ({bad.compiler}; below timer resolution "
-                                        f"after overhead subtraction): speedup undefined"))
+                                        f"spin medians <= 0 for {bad.variant} ({bad.compiler}; {why}): "
+                                        "speedup undefined"))
                     continue
                 rows.append((base, var, stage))
     live = [r for r in rows if isinstance(r, tuple) and not (r[0].deterministic and r[1].deterministic)]
