@@ -88,7 +88,7 @@ def make_synthetic_study(
       recorded in column pos; else the variants run in the listed order.
     carryover: paired design only: {(previous variant, variant): relative change}, e.g.
       {("avx2", "ref"): 0.2} makes ref 20% slower in spins where avx2 ran just before it
-      (previous variant "" = first in the spin).
+      (the first in a spin follows the last of the previous spin; "" = the very first spin).
     """
     directory = Path(directory)
     raw_dir = directory / "raw"
@@ -176,8 +176,9 @@ def make_synthetic_study(
                     for vi, variant in enumerate(variants):
                         extra = None
                         if carryover:
-                            prev = [variants[order[s, where[s, vi] - 1]] if where[s, vi] else ""
-                                    for s in range(n_spin)]
+                            # what ran just before: the previous position, or the last of the previous spin
+                            prev = [variants[order[s, where[s, vi] - 1]] if where[s, vi]
+                                    else variants[order[s - 1, nv - 1]] if s else "" for s in range(n_spin)]
                             extra = np.log1p(np.array([carryover.get((p, variant), 0.0) for p in prev]))
                         job_rows(f"paired.{scheme}.{j}", j, variant, compiler, scheme, job_shift, states, cols,
                                  where[:, vi], extra)

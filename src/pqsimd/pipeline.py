@@ -75,13 +75,25 @@ def run_study(directory: Path, overrides: dict[str, Any], executor: str = "local
     """Build, verify and time; returns False if any build, variant or job failed (the rest ran)."""
     fresh = not Path(directory).exists()
     sd = StudyDir(directory).ensure()
-    try:
-        with sd.lock("pqsimd run"):
+    with sd.lock("pqsimd run"):
+        try:
             return _run_locked(sd, overrides, executor, slurm_options or {}, time_jobs)
-    except PqsimdError:
-        if fresh and not sd.study_toml.exists():  # refused before anything was decided: leave no trace
-            shutil.rmtree(sd.path, ignore_errors=True)
-        raise
+        except PqsimdError:
+            if fresh:
+                _forget_refused(sd)
+            raise
+
+
+def _forget_refused(sd: StudyDir) -> None:
+    """A new study refused before anything was decided leaves no directory: only the lock file is
+    removed, and the directory only if that leaves it empty (never anything someone else wrote)."""
+    if sd.study_toml.exists():
+        return
+    try:
+        sd.lock_file.unlink(missing_ok=True)
+        sd.path.rmdir()
+    except OSError:
+        pass
 
 
 def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_options: dict[str, Any],

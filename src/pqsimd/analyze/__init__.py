@@ -298,7 +298,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         worst = groups_df.loc[groups_df["carryover"]].iloc[
             int(np.argmax(np.abs(groups_df.loc[groups_df["carryover"], "carryover_shift"].to_numpy())))]
         warnings.append(f"carry-over in {n_carry} group(s): the build run just before changes the time (worst: "
-                        f"{worst['scheme']} {worst['op']} {worst['variant']} {worst['carryover_shift']:+.0%} after "
+                        f"{worst['scheme']} {worst['op']} {worst['variant']} ({worst['compiler']}) {worst['carryover_shift']:+.0%} after "
                         f"{worst['carryover_after']}); lengthen the warm-up (warmup_ns) or see groups.carryover_*")
     if (data.spins["metric"] == "ticks").any():
         warnings.append("ticks are TSC ticks at the nominal TSC frequency, not core cycles")

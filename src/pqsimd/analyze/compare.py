@@ -31,7 +31,7 @@ import pandas as pd
 from . import bootstrap as bs
 from .effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
 from .equivalence import exact_verdict, tost, withheld_warning
-from .groups import Group, GroupKey
+from .groups import EXACT_METRICS, Group, GroupKey
 from .pooled import Block, JobTests, Priors, block_stats, fit_priors, job_test, paired_job_test, pooled_test
 from .power import mde, mde_se
 from .regime import regime_test
@@ -480,7 +480,7 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
                     continue
                 if not (base.positive and var.positive):
                     bad = base if not base.positive else var
-                    why = ("count <= 0 after subtracting the harness's own count" if bad.deterministic
+                    why = ("count <= 0 after subtracting the harness's own count" if bad.metric in EXACT_METRICS
                            else "below timer resolution after overhead subtraction")
                     rows.append(_na_row(metric, scheme, op, stage, b, v, base, var,
                                         f"spin medians <= 0 for {bad.variant} ({bad.compiler}; {why}): "

@@ -119,62 +119,73 @@ def build_groups(spins: pd.DataFrame) -> dict[GroupKey, Group]:
 
 
 def predecessors(spins: pd.DataFrame, codes: list[np.ndarray], cats: list[list[str]]) -> np.ndarray:
-    """For each spin row, the build ("variant/compiler") that ran just before it in the same spin of
-    the same job and op (paired design: the driver shuffles the order every spin); "" when it ran first."""
+    """For each spin row, the build ("variant/compiler") that ran just before the same op in the same
+    job: the previous position of its spin, or for the first position the last build of the previous
+    spin (the driver runs the spins of an op back to back, shuffling the order every spin). "" when
+    unknown: the first measured spin (its predecessor ran in a warm-up spin, not kept) or a missing row.
+    Positions are read across metrics, so a metric that lost a row (a counter read failed) still
+    gets its neighbours right."""
     n = len(spins)
     if "pos" not in spins.columns or n == 0:
         return np.full(n, "", dtype=object)
-    metric, scheme, op, variant, compiler = codes
-    job = pd.Categorical(spins["job"]).codes.astype(np.int64)
-    spin = spins["spin"].to_numpy(dtype=np.int64)
-    pos = spins["pos"].to_numpy(dtype=np.int64)
-    order = np.lexsort((pos, spin, op, scheme, metric, job))
-    same = np.zeros(n, dtype=bool)
-    o = order
-    same[1:] = ((job[o][1:] == job[o][:-1]) & (metric[o][1:] == metric[o][:-1]) & (scheme[o][1:] == scheme[o][:-1])
-                & (op[o][1:] == op[o][:-1]) & (spin[o][1:] == spin[o][:-1]) & (pos[o][1:] == pos[o][:-1] + 1))
+    _metric, scheme, op, variant, compiler = codes
+    n_comp = max(len(cats[4]), 1)
+    t = pd.DataFrame({"job": pd.Categorical(spins["job"]).codes.astype(np.int64), "scheme": scheme, "op": op,
+                      "spin": spins["spin"].to_numpy(dtype=np.int64), "pos": spins["pos"].to_numpy(dtype=np.int64),
+                      "build": variant * n_comp + compiler})
+    at = t.drop_duplicates(["job", "scheme", "op", "spin", "pos"])
+    last = t.groupby(["job", "scheme", "op"], sort=False)["pos"].transform("max").to_numpy()
+    first = t["pos"].to_numpy() == 0
+    want = t[["job", "scheme", "op"]].assign(spin=np.where(first, t["spin"] - 1, t["spin"]),
+                                              pos=np.where(first, last, t["pos"] - 1))
+    found = want.merge(at, on=["job", "scheme", "op", "spin", "pos"], how="left", sort=False)["build"].to_numpy()
     label = np.array([f"{v}/{c}" for v in cats[3] for c in cats[4]] or [""], dtype=object)
-    build = variant * max(len(cats[4]), 1) + compiler
-    prev_sorted = np.full(n, "", dtype=object)
-    prev_sorted[1:] = np.where(same[1:], label[build[o][:-1]], "")
-    out = np.empty(n, dtype=object)
-    out[o] = prev_sorted
+    ok = np.isfinite(found)
+    out = np.full(n, "", dtype=object)
+    out[ok] = label[found[ok].astype(np.int64)]
     return out
 
 
 def carryover(group: Group, min_per_level: int = 3) -> tuple[float, float, str]:
     """Does the build that ran just before change this group's spin medians? Kruskal-Wallis of the
-    job-centred log spin medians across predecessors (the first in a spin counts as its own level;
-    levels with fewer than `min_per_level` spins are left out; when that leaves fewer than two, the
-    predecessors are pooled by variant across compilers). Centring by job removes machine states
-    that last a job, so what is left is what the previous build left behind (caches, predictors,
-    frequency) that the warm-up did not wash out.
+    job-centred log spin medians across predecessors (levels with fewer than `min_per_level` spins
+    are left out; when that leaves fewer than two, the predecessors are pooled by variant across
+    compilers). Jobs are centred on the mean of their levels' medians, which a level holding most
+    of a job's spins cannot drag along; what is left is what the previous build left behind
+    (caches, predictors, frequency) that the warm-up did not wash out.
 
-    Returns (p, largest |relative shift| of a level's median from the group's, that level's label);
-    p is nan when there are fewer than two levels (the separate design, or a single variant)."""
+    Returns (p, shift, after): the level whose median differs most from the other levels' pooled
+    median, as a relative change (+0.25 = 25% slower after it), and its label; p is nan when there
+    are fewer than two levels (the separate design, or a single variant)."""
     nan = float("nan")
     if group.prev is None or group.deterministic or not group.positive:
         return nan, nan, ""
-    lv = np.log(group.values)
-    centred = lv - np.log(group.job_medians)[group.job]
     labels = group.prev.astype(str)
-    levels, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    keep = np.flatnonzero(counts >= min_per_level)
-    if keep.size < 2:  # many builds per job (a compiler matrix): pool the predecessors by variant
+    known = labels != ""
+    keep_lv, sel = _levels(labels, known, min_per_level)
+    if len(keep_lv) < 2:  # many builds per job (a compiler matrix): pool the predecessors by variant
         labels = np.array([x.split("/", 1)[0] for x in labels], dtype=object).astype(str)
-        levels, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
-        keep = np.flatnonzero(counts >= min_per_level)
-    if keep.size < 2:
+        keep_lv, sel = _levels(labels, known, min_per_level)
+    if len(keep_lv) < 2:
         return nan, nan, ""
-    samples = [centred[inverse == k] for k in keep]
-    if all(np.ptp(x) == 0 for x in samples) and len({float(x[0]) for x in samples}) == 1:
+    lv, lab, job = np.log(group.values[sel]), labels[sel], group.job[sel]
+    centred = np.empty_like(lv)
+    for j in np.unique(job):
+        m = job == j
+        centred[m] = lv[m] - np.mean([np.median(lv[m & (lab == x)]) for x in keep_lv if (m & (lab == x)).any()])
+    samples = [centred[lab == x] for x in keep_lv]
+    if len({float(v) for x in samples for v in x}) == 1:
         return 1.0, 0.0, ""
     p = float(stats.kruskal(*samples).pvalue)
-    overall = np.median(np.concatenate(samples))
-    shifts = np.array([np.median(x) - overall for x in samples])
-    k = int(np.argmax(np.abs(shifts)))
-    name = str(levels[keep[k]]) or "(first in spin)"
-    return p, float(np.expm1(abs(shifts[k])) * np.sign(shifts[k])), name
+    contrast = np.array([np.median(centred[lab == x]) - np.median(centred[lab != x]) for x in keep_lv])
+    k = max(range(len(keep_lv)), key=lambda i: (round(abs(float(contrast[i])), 12), contrast[i] > 0))
+    return p, float(np.expm1(contrast[k])), str(keep_lv[k])
+
+
+def _levels(labels: np.ndarray, known: np.ndarray, min_per_level: int) -> tuple[list[str], np.ndarray]:
+    values, counts = np.unique(labels[known], return_counts=True)
+    keep = [str(v) for v, c in zip(values, counts) if c >= min_per_level]
+    return keep, known & np.isin(labels, keep)
 
 
 def per_job_medians(values: np.ndarray, job: np.ndarray, n_jobs: int) -> np.ndarray:

@@ -221,14 +221,16 @@ class Study:
         elif not paired:
             carry = "not tested (needs the paired design's shuffled order)"
         elif not c.get("tested"):
-            carry = "not testable: fewer than 3 spins after each preceding build in every group (more spins needed)"
+            carry = ("not testable: no timed group has two preceding builds with >= 3 spins each (one build per "
+                     "job, exact counts only, or too few spins)")
         elif c.get("flagged"):
             g = self.groups
             worst = g.loc[g["carryover"].astype(bool)] if "carryover" in g.columns else g.iloc[0:0]
             detail = ""
             if len(worst):
                 r = worst.iloc[int(np.argmax(np.abs(worst["carryover_shift"].to_numpy(dtype=float))))]
-                detail = f"; worst {r['scheme']} {r['op']} {r['variant']} {float(r['carryover_shift']):+.0%} after {r['carryover_after']}"
+                detail = (f"; worst {r['scheme']} {r['op']} {r['variant']} ({r['compiler']}) "
+                          f"{float(r['carryover_shift']):+.0%} after {r['carryover_after']}")
             carry = f"found in {c['flagged']} of {c['tested']} groups{detail} (groups.csv carryover_*)"
         else:
             carry = f"none found in {c['tested']} groups (Kruskal-Wallis over the build run just before, Holm)"

@@ -127,15 +127,16 @@ def run_callgrind(driver: Path, library: Path, scheme: str, op: str, calls: int,
             raise CountError(f"{op}: unreadable callgrind output ({e})") from None
 
 
-_CALLS = re.compile(r"^calls=(\d+)", re.M)
 
 
-def parse_calls_to(text: str, suffix: str) -> int:
+def parse_calls_to(text: str, suffix: str) -> int | None:
     """Calls, inside the collected region, of every function whose name ends with `suffix` (a
-    namespaced PQClean function: <NAMESPACE>_<IMPL>_<suffix>), from a callgrind out file."""
+    namespaced PQClean function: <NAMESPACE>_<IMPL>_<suffix>), from a callgrind out file; None when
+    no call of such a function appears at all (inlined or renamed: not a count of 0)."""
     names: dict[str, str] = {}
     current = None
     total = 0
+    seen = False
     for line in text.splitlines():
         if line.startswith(("cfn=", "fn=")):
             m = re.match(r"c?fn=\((\d+)\)(?: (.*))?", line)
@@ -150,8 +151,9 @@ def parse_calls_to(text: str, suffix: str) -> int:
         elif line.startswith("calls=") and current is not None:
             if current == suffix or current.endswith("_" + suffix):
                 total += int(line.split("=", 1)[1].split()[0])
+                seen = True
             current = None
-    return total
+    return total if seen else None
 
 
 def count_instructions(driver: Path, library: Path, scheme: str, op: str, calls: int, workdir: Path | None = None,
@@ -351,7 +353,10 @@ def _write_job(sd: StudyDir, job, res: dict[str, list[Pair]], ops: list[str], st
         "n1": N1, "n2": N2, "repeats": REPEATS,
         "counts": {op: [[p.ir1, p.ir2] for p in pairs] for op, pairs in res.items()},
         "call_counts": {op: {"function": call_counter(scheme, op),
-                             "per_call": [_frac_text(p.counted) for p in res[op] if p.counted is not None]}
+                             "per_call": [_frac_text(p.counted) for p in res[op] if p.counted is not None],
+                             **({} if any(p.counted is not None for p in res[op]) else
+                                {"note": f"no call of *_{call_counter(scheme, op)} in the profile (inlined or "
+                                         "renamed in this build): not counted"})}
                         for op in ops if call_counter(scheme, op)},
         "per_call_exact": {op: [_frac_text(per_call(p, call_overhead)) for p in res[op]] for op in ops},
         "deterministic": deterministic,
