@@ -171,9 +171,9 @@ def _instruction_clause(study: Study, fam: FamilyView, op: str, stage: str, metr
     readings = d["reading"].astype(str)
     layout = readings.str.startswith("same instructions, different time")
     if readings.str.startswith("same instructions").all():
-        text += (f": {study.chain.step(stage).label} changes nothing that runs, under any compiler"
+        text += (f": {study.chain.step(stage).label} leaves the instruction count unchanged under every compiler"
                  + (f"; the time ratios beyond ±2% ({int(layout.sum())} of {len(d)} cells) come from elsewhere "
-                    "(code layout, alignment or noise)" if layout.any() else ""))
+                    "(code layout, alignment, scheduling or noise)" if layout.any() else ""))
     return text + "."
 
 
