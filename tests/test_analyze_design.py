@@ -649,6 +649,23 @@ def test_paired_job_test_matches_ttest_1samp_and_exact():
         pl.paired_job_test([np.array([1.0, 0.0])])
 
 
+
+def test_paired_ratios_pinned_at_one_by_quantized_spins_are_exact_not_refused():
+    """Quantized ticks: two builds of the same code time 134 ticks in most spins, so every job's
+    median per-spin ratio is exactly 1 while single spins differ by a TSC step. The job medians have
+    no spread but the spins pin them (median se 0): an exact ratio, 'same', never 'withheld'."""
+    rng = np.random.default_rng(5)
+    base = np.where(rng.random((4, 200)) < 0.8, 134.0, 163.0)  # a 29-tick TSC step
+    var = np.where(rng.random((4, 200)) < 0.8, 134.0, 163.0)
+    r = base / var
+    assert np.all(np.median(r, axis=1) == 1.0) and np.ptp(r) > 0
+    t = pl.paired_job_test(r, resolution=0.0)
+    assert t.method[0] == "exact" and "pinned" in t.reason[0] and t.speedup[0] == 1.0
+    # a ratio pinned at 2 in every job is exact too; spread between jobs keeps the t-test
+    assert pl.paired_job_test(r * 2.0).speedup[0] == 2.0
+    r2 = r * np.exp(rng.normal(0, 0.01, (4, 1)))
+    assert pl.paired_job_test(r2).method[0] == "welch"  # the t-test (the study labels it paired)
+
 def _paired(rng, J, kind, S=200):
     """Per-spin ratios of a paired study with ratio 27; 'regimes': half the jobs in a state that slows
     the scalar code 2x and the vector code 2x27/37 (ratio 37 there); 'equal': a state slowing both 2x;

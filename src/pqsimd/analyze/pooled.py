@@ -292,7 +292,9 @@ def pooled_test(base: Block, var: Block, priors: Priors | None = None, *, alpha:
     bad = ~np.isfinite(se2) | few
     # job medians identical within each group and, by the spins, pinned (median se 0, e.g. quantized
     # ticks): as exact as constant groups
-    pinned = ~bad & ~exact & (se2 == 0) & base.within_known & var.within_known
+    # (a constant group, like the paired test's zero group, cannot move either)
+    pinned = (~bad & ~exact & (se2 == 0) & (base.within_known | base.constant)
+              & (var.within_known | var.constant))
     lowdf = ~bad & ~exact & ~pinned & (df < min_df)
     nospread = ~bad & ~exact & ~pinned & (se2 == 0)
     method[exact] = "exact"
