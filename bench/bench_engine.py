@@ -5,8 +5,8 @@
 Reads a finished study (e.g. one made by `pqsimd run DIR --preset standard`) and prints
 - wall time of the jobs (first start to last finish) and the sum of job durations,
 - the `empty` op's per-call median per variant (the self-check: 0 ± 2 ticks),
-- per parameter set, the avx2/ref ratio of per-call medians for ntt, invntt, basemul and
-  poly_frommsg (the engine's acceptance: each below 1/20),
+- per parameter set, the avx2/ref ratio of per-call medians for its family's per-polynomial
+  kernels (the family's `cross_parameter` view; for ML-KEM the engine's acceptance: each below 1/20),
 - TSC read overhead, granularity and frequency seen by the jobs.
 Timings are measured, never asserted: numbers go to BENCHMARKS.md.
 """
@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
+
+from pqsimd import catalog
 
 
 def main(directory: Path) -> None:
@@ -39,12 +41,13 @@ def main(directory: Path) -> None:
     df = df[~df.warmup]
     spin = df.groupby(["scheme", "variant", "op", "job", "spin"]).per_call.median().reset_index()
     med = spin.groupby(["scheme", "variant", "op"]).per_call.median()
-    if "empty" in set(spin.op):
-        empty = med.xs("empty", level="op")
-        print("empty op, per-call median (ticks):", ", ".join(f"{s}/{v} {x:.2f}" for (s, v), x in empty.items()))
+    checks = {f.self_check for f in catalog.families().values() if f.self_check}
+    for check in sorted(checks & set(spin.op)):
+        empty = med.xs(check, level="op")
+        print(f"{check} op, per-call median (ticks):", ", ".join(f"{s}/{v} {x:.2f}" for (s, v), x in empty.items()))
     for scheme in sorted(set(spin.scheme)):
         row = []
-        for op in ("ntt", "invntt", "basemul", "poly_frommsg"):
+        for op in catalog.family_of(scheme).views.get("cross_parameter", []):
             try:
                 ratio = med[(scheme, "avx2", op)] / med[(scheme, "ref", op)]
                 row.append(f"{op} {ratio:.4f} (1/{1 / ratio:.1f})")

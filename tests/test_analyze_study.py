@@ -426,3 +426,35 @@ def test_same_job_in_two_files_is_one_line_error(tmp_path):
     with pytest.raises(PqsimdError) as e:
         analyze_study(d)
     assert "ref.ml-kem-512.0" in one_line(e) and "stale copy" in str(e.value)
+
+
+def test_self_check_reading_is_recorded_and_warned_outside_two_ticks(tmp_path):
+    """The empty op is the harness's self-check: at 0 +- 2 ticks per call nothing is said; when one
+    variant's empty reads ~3 ticks, summary.json records it and a warning names the size of the bias."""
+    d = study(tmp_path, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt", "empty"))
+    rng = np.random.default_rng(1)
+    offset = {"ref": 0.0, "avx2": 3.0}
+    for path in (d / "raw").glob("*.parquet"):
+        variant = path.name.split(".")[0]
+
+        def shift(df, meta, variant=variant):
+            e = df["op"] == "empty"
+            df.loc[e, "per_call"] = offset[variant] + rng.normal(0.0, 0.3, int(e.sum()))
+            return df, meta
+        rewrite(path, shift)
+    summary = json.loads((analyze_study(d) / "summary.json").read_text())
+    sc = summary["self_check"]
+    assert sc["groups"] == 2 and sc["outside"] == 1 and sc["ops"] == ["empty"]
+    assert sc["max"] == pytest.approx(3.0, abs=0.15) and abs(sc["min"]) < 0.15
+    w = [x for x in summary["warnings"] if x.startswith("self-check")]
+    assert len(w) == 1 and f"ops under {100 * abs(sc['worst']):,.0f} ticks" in w[0] and 290 <= 100 * sc["worst"] <= 310
+    # back inside the tolerance: recorded, no warning
+    for path in (d / "raw").glob("*.parquet"):
+        def zero(df, meta):
+            e = df["op"] == "empty"
+            df.loc[e, "per_call"] = rng.normal(0.0, 0.3, int(e.sum()))
+            return df, meta
+        rewrite(path, zero)
+    summary = json.loads((analyze_study(d) / "summary.json").read_text())
+    assert summary["self_check"]["outside"] == 0
+    assert not [x for x in summary["warnings"] if x.startswith("self-check")]

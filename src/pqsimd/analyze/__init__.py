@@ -160,6 +160,23 @@ def warmup_record(directory: Path, design: str) -> dict:
             "warmup_ns": st.get("warmup_ns", 0) if design == "paired" else 0}
 
 
+SELF_CHECK_TOLERANCE_TICKS = 2.0  # the engine's acceptance for the empty op: 0 +- 2 ticks per call
+
+
+def self_check_record(groups: pd.DataFrame, self_checks: set[str]) -> dict:
+    """What the families' self-check ops (empty functions) read per call in ticks: the call cost the
+    harness's loop calibration did not remove. Every timed op carries about that much, so an op of
+    T ticks is biased by about reading / T."""
+    g = groups[(groups["metric"] == "ticks") & groups["op"].isin(self_checks)] if len(groups) else groups
+    if not len(g):
+        return {"groups": 0}
+    med = g["median"].to_numpy(dtype=float)
+    worst = float(med[np.argmax(np.abs(med))])
+    return {"ops": sorted(set(g["op"])), "groups": int(len(g)), "min": float(med.min()), "max": float(med.max()),
+            "tolerance": SELF_CHECK_TOLERANCE_TICKS, "outside": int((np.abs(med) > SELF_CHECK_TOLERANCE_TICKS).sum()),
+            "worst": worst}
+
+
 def read_json_file(path: Path) -> dict:
     import json
 
@@ -300,6 +317,13 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         warnings.append(f"carry-over in {n_carry} group(s): the build run just before changes the time (worst: "
                         f"{worst['scheme']} {worst['op']} {worst['variant']} ({worst['compiler']}) {worst['carryover_shift']:+.0%} after "
                         f"{worst['carryover_after']}); lengthen the warm-up (warmup_ns) or see groups.carryover_*")
+    self_check = self_check_record(groups_df, self_checks)
+    if self_check.get("outside"):
+        w = abs(self_check["worst"])
+        warnings.append(f"self-check: the empty op reads {self_check['min']:+.2f} to {self_check['max']:+.2f} ticks per call "
+                        f"in {self_check['groups']} group(s), outside 0 +- {SELF_CHECK_TOLERANCE_TICKS:g} in {self_check['outside']}: "
+                        f"every timed call carries about that much call cost, so ops under {100 * w:,.0f} ticks are biased "
+                        "by more than 1% (ratios of two such ops partly cancel it)")
     if (data.spins["metric"] == "ticks").any():
         warnings.append("ticks are TSC ticks at the nominal TSC frequency, not core cycles")
 
@@ -390,6 +414,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
             "flagged": n_carry,
         },
         "warmup": warmup_record(directory, ctx["design"]),
+        "self_check": self_check,
         "warnings": warnings,
         "timing_s": {
             "load": round(t_load - t0, 3),
