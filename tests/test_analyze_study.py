@@ -458,3 +458,20 @@ def test_self_check_reading_is_recorded_and_warned_outside_two_ticks(tmp_path):
     summary = json.loads((analyze_study(d) / "summary.json").read_text())
     assert summary["self_check"]["outside"] == 0
     assert not [x for x in summary["warnings"] if x.startswith("self-check")]
+
+
+@pytest.mark.parametrize("batch, short", [(1, True), (20, False)])
+def test_samples_shorter_than_100_tsc_steps_are_flagged(tmp_path, batch, short):
+    """avx2 ntt at 200 ticks per call on a TSC that steps by 30: one call per sample is 6.7 steps
+    (a step is 15% of a sample), 20 calls are 133 steps. Only the former is flagged, per job, with a
+    warning; the 5,000-tick ref samples (167 steps) never are."""
+    d = study(tmp_path, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt",), jobs=4,
+              batch=batch, granularity=30)
+    res = analyze_study(d)
+    g = pd.read_parquet(res / "groups.parquet").set_index("variant")
+    assert g.loc["ref", "short_jobs"] == 0
+    assert g.loc["avx2", "short_jobs"] == (4 if short else 0)
+    warns = [w for w in json.loads((res / "summary.json").read_text())["warnings"] if w.startswith("short samples")]
+    assert len(warns) == (1 if short else 0)
+    if short:
+        assert "ml-kem-512 ntt avx2" in warns[0] and "--batch auto" in warns[0]

@@ -17,7 +17,7 @@ from .calibration import aa_check
 from .compare import COLUMNS as COMPARISON_COLUMNS
 from .compare import Chain, compare_all, resample_groups, study_blocks, study_priors
 from .decompose import decompose
-from .groups import EXACT_METRICS, build_groups, describe, flag_carryover
+from .groups import EXACT_METRICS, MIN_TSC_STEPS, build_groups, describe, flag_carryover, short_samples
 from .load import load_spins
 from .settings import Settings, read_study_toml, resolve
 from .write import write_json, write_spins, write_table
@@ -101,7 +101,9 @@ METHODS = {
               "jobs; job_cv = sd/mean of job medians, between_var = var of log job medians, within_sd = sqrt of the "
               "pooled within-job variance of log spin medians, deff = 1 + (S - 1) max(icc, 0), n_eff = J S / deff; "
               "drift = a job whose spin medians trend (Spearman, Bonferroni over jobs) by more than threshold "
-              "first-to-last quarter; noisy job = job median outside the leave-one-out t prediction interval of the other jobs' log medians (level 0.01/J) and > threshold/2 away",
+              "first-to-last quarter; noisy job = job median outside the leave-one-out t prediction interval of the other jobs' log medians (level 0.01/J) and > threshold/2 away; "
+              "short_jobs = jobs whose median sample (spin median x calls per sample) lasts fewer than 100 TSC "
+              "steps of their measured granularity (ticks; auto-batching never does)",
 }
 
 
@@ -265,6 +267,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     group_rows = [describe(g, settings.alpha, settings.threshold) for g in groups.values()]
     groups_df = pd.DataFrame(group_rows)
     groups_df["carryover"] = flag_carryover(groups_df, settings.alpha, settings.threshold)
+    groups_df["short_jobs"] = short_samples(data.spins, data.jobs, groups_df)
     t_groups = time.perf_counter()
 
     resample_groups(groups, settings)
@@ -317,6 +320,12 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         warnings.append(f"carry-over in {n_carry} group(s): the build run just before changes the time (worst: "
                         f"{worst['scheme']} {worst['op']} {worst['variant']} ({worst['compiler']}) {worst['carryover_shift']:+.0%} after "
                         f"{worst['carryover_after']}); lengthen the warm-up (warmup_ns) or see groups.carryover_*")
+    short = groups_df[(groups_df["short_jobs"] > 0) & ~groups_df["op"].isin(self_checks)]
+    if len(short):
+        warnings.append(f"short samples in {len(short)} group(s) (e.g. {short['scheme'].iloc[0]} {short['op'].iloc[0]} "
+                        f"{short['variant'].iloc[0]}): their samples last fewer than {MIN_TSC_STEPS} TSC steps, so "
+                        "quantization alone moves a ratio by about the threshold; time them with --batch auto "
+                        "(see groups.short_jobs)")
     self_check = self_check_record(groups_df, self_checks)
     if self_check.get("outside"):
         w = abs(self_check["worst"])

@@ -261,6 +261,35 @@ def noisy_jobs(group: Group, threshold: float, alpha: float = NOISY_ALPHA) -> li
     return [group.job_ids[j] for j in np.flatnonzero((p < alpha / J) & material)]
 
 
+MIN_TSC_STEPS = 100  # the harness's auto-batch floor (PQSIMD_MIN_TSC_STEPS): below it, ~1% quantization
+
+
+def short_samples(spins: pd.DataFrame, jobs: pd.DataFrame, groups_df: pd.DataFrame,
+                  min_steps: int = MIN_TSC_STEPS) -> pd.Series:
+    """Per group (rows of groups_df): how many of its jobs time samples shorter than `min_steps`
+    TSC steps (median over spins of value x batch, against the job's measured granularity). One
+    step is then more than 1/min_steps of a sample, so quantization alone moves a median ratio by
+    about the verdict threshold. Ticks only; 0 where the granularity is unknown (old raw files)."""
+    out = pd.Series(0, index=groups_df.index, dtype=np.int64)
+    if not len(groups_df) or "batch" not in spins or "granularity" not in jobs:
+        return out
+    t = spins[spins["metric"] == "ticks"]
+    if not len(t):
+        return out
+    keys = ["metric", "scheme", "op", "variant", "compiler", "job"]
+    sample = (t["value"].to_numpy(dtype=float) * t["batch"].to_numpy(dtype=float))
+    per_job = (pd.DataFrame({k: t[k].astype(str).to_numpy() for k in keys}).assign(sample=sample)
+               .groupby(keys, sort=False)["sample"].median().reset_index())
+    gran = jobs.drop_duplicates("job").set_index("job")["granularity"]
+    per_job["steps"] = per_job["sample"] / per_job["job"].map(gran).astype(float)
+    per_job = per_job[np.isfinite(per_job["steps"])]
+    short = per_job[per_job["steps"] < min_steps].groupby(keys[:-1]).size()
+    if not len(short):
+        return out
+    idx = pd.MultiIndex.from_frame(groups_df[keys[:-1]].astype(str))
+    return pd.Series(short.reindex(idx).fillna(0).astype(np.int64).to_numpy(), index=groups_df.index)
+
+
 def flag_carryover(groups_df: pd.DataFrame, alpha: float, threshold: float) -> pd.Series:
     """carryover = Holm-adjusted Kruskal-Wallis p (over the groups tested) < alpha and the worst
     predecessor shifts the median by more than threshold: significant and material."""

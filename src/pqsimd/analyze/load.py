@@ -22,8 +22,8 @@ from ..studydir import StudyDir
 
 JOB_METADATA_KEY = b"pqsimd.job"
 KEY_COLUMNS = ("metric", "scheme", "variant", "compiler", "op", "job")
-NEEDED = (*KEY_COLUMNS, "job_index", "spin", "pos", "per_call", "warmup")
-OPTIONAL = {"compiler", "pos"}  # absent from raw files of schema 1 (one compiler, separate design)
+NEEDED = (*KEY_COLUMNS, "job_index", "spin", "pos", "per_call", "warmup", "batch")
+OPTIONAL = {"compiler", "pos", "batch"}  # compiler, pos: absent from schema 1 (one compiler, separate design)
 
 
 @dataclass
@@ -128,7 +128,11 @@ def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
     first_codes = np.unravel_index(gkey[first], dims)
     out = {c: (dicts[i], first_codes[i]) for i, c in enumerate(KEY_COLUMNS)}
     pos = table.column("pos").to_numpy(zero_copy_only=False)[keep]
+    # calls per sample (constant within a job's op and build): sample length = value x batch
+    batch = (table.column("batch").to_numpy(zero_copy_only=False)[keep][first].astype(np.int64)
+             if "batch" in table.column_names else np.ones(len(first), np.int64))
     out.update(job_index=job_index[first], spin=spin[first], pos=pos[first].astype(np.int16), value=med, n_reps=counts,
+               batch=batch,
                n=len(first), dropped_bad=dropped_bad)
     return out, job_meta
 
@@ -198,6 +202,8 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
                     "metric_kind": str(meta.get("metric") or "ticks"),
                     "settings": json.dumps(meta.get("settings"), sort_keys=True) if meta.get("settings") else "",
                     "has_metadata": bool(meta),
+                    "granularity": float((meta.get("calibration") or {}).get("granularity") or "nan")
+                    if isinstance(meta.get("calibration"), dict) else float("nan"),
                 }
             )
     if not parts:
@@ -205,7 +211,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     if dropped_bad:
         warnings.append(f"{dropped_bad} samples with a non-finite per_call were ignored")
     spins = pd.DataFrame({c: _categorical(parts, c) for c in KEY_COLUMNS})
-    for c in ("job_index", "spin", "pos", "value", "n_reps"):
+    for c in ("job_index", "spin", "pos", "value", "n_reps", "batch"):
         spins[c] = np.concatenate([p[c] for p in parts])
     jobs = pd.DataFrame(job_rows)
     no_meta = int((~jobs["has_metadata"]).sum())

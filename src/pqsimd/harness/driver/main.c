@@ -43,9 +43,11 @@ static void print_calibration(FILE *out, const pqsimd_calibration *cal, int cpu,
             cal->overhead, (unsigned long long)cal->overhead_min, (unsigned long long)cal->granularity,
             cal->tsc_hz, pqsimd_call_overhead(cal->overhead), cpu, cpt, cpt_best);
     if (spec) {
-        fprintf(out, ", \"design\": \"%s\", \"warmup_ns\": %.0f, \"warmup_ticks\": %.0f, \"seed\": %llu",
+        fprintf(out, ", \"design\": \"%s\", \"warmup_ns\": %.0f, \"warmup_ticks\": %.0f, \"seed\": %llu, "
+                "\"batch_target\": %llu",
                 spec->design == PQSIMD_PAIRED ? "paired" : "separate", spec->warmup_ns,
-                spec->warmup_ns * cal->tsc_hz * 1e-9, (unsigned long long)spec->seed);
+                spec->warmup_ns * cal->tsc_hz * 1e-9, (unsigned long long)spec->seed,
+                (unsigned long long)pqsimd_batch_target(spec->target, cal->granularity));
     }
     if (counters) {
         fprintf(out, ", \"counters\": ");
@@ -148,7 +150,7 @@ static int cmd_run(int argc, char **argv, int probe) {
         .n_variants = spec.n_variants,
         .order_state = spec.seed,
         .warm_ticks = spec.warmup_ns * cal.tsc_hz * 1e-9,
-        .target = spec.target,
+        .target = pqsimd_batch_target(spec.target, cal.granularity),
         .overhead = cal.overhead,
         .counters = active,
     };

@@ -70,6 +70,11 @@ uint64_t pqsimd_auto_batch(const pqsimd_op *op, uint64_t target, double overhead
     return k;
 }
 
+uint64_t pqsimd_batch_target(uint64_t requested, uint64_t granularity) {
+    uint64_t floor = PQSIMD_MIN_TSC_STEPS * (granularity ? granularity : 1);
+    return requested > floor ? requested : floor;
+}
+
 __attribute__((noinline, aligned(64))) static void internal_empty(void) { __asm__ volatile("" ::: "memory"); }
 
 /* The read overhead as the runner sees it: the very sample loop with zero calls (k = 0), so the

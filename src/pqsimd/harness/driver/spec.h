@@ -7,7 +7,7 @@
  *   cpu 1                                   (-1: do not pin)
  *   seed 1234                               (paired: the per-spin order)
  *   warmup_ns 50000                         (paired: untimed warm-up before each variant's reps)
- *   target 1000                             (auto batching: ticks per sample)
+ *   target 1000                             (auto batching: ticks per sample; at least 100 TSC steps)
  *   counters cycles,instructions            (optional perf_event_open group)
  *   op NAME SPINS REPS WARMUP BATCH... [nowarm]   (one batch per variant: a number or "auto";
  *                                           nowarm: skip the paired warm-up, the op is longer than it)
