@@ -214,3 +214,16 @@ def test_analyze_without_study(tmp_path, cli):
 @pytest.mark.parametrize("command", ["status", "cancel"])
 def test_slurm_commands_on_a_directory_without_a_study(tmp_path, cli, command):
     one_line_error(cli("slurm", command, tmp_path / "nothing"), "holds no study")
+
+
+def test_budget_takes_a_unit(tmp_path, cli):
+    """--budget 0.5, 0.5s and 500ms are the same budget; a word is refused with the accepted forms."""
+    import tomllib
+
+    for i, text in enumerate(("0.25", "0.25s", "250ms")):
+        r = cli("run", tmp_path / f"b{i}", "--schemes", "ml-kem-512", "--variants", "ref", "--budget", text, "--no-run")
+        assert r.returncode == 0, r.stderr
+        assert tomllib.loads((tmp_path / f"b{i}" / "study.toml").read_text())["study"]["budget"] == 0.25
+    r = cli("run", tmp_path / "w", "--budget", "soon")
+    assert r.returncode == 2 and "'soon' is not a duration: give seconds, e.g. 0.5, 0.5s or 500ms" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "w").exists()

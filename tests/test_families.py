@@ -11,6 +11,7 @@ import subprocess
 import tokenize
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from pqsimd import catalog
@@ -134,3 +135,33 @@ def test_a_broken_fixture_family_is_refused_by_its_oracle(tmp_path, cli):
     assert "digest differs from Python's hashlib.shake_256" in " ".join(r.stderr.split())
     assert not list((tmp_path / "s" / "raw").glob("*.parquet")) if (tmp_path / "s" / "raw").exists() else True
     assert line
+
+
+def test_a_mixed_study_of_the_three_shipped_families_runs_end_to_end(tmp_path, cli):
+    """ML-KEM, ML-DSA and SPHINCS+ in one paired study (ref vs avx2, each scheme timing its own
+    ops): run -> analyze -> report -> show, every family with its own tables, figures and rows."""
+    schemes = ("ml-kem-768", "ml-dsa-65", "sphincs-shake-128f-simple")
+    d = tmp_path / "mixed"
+    r = cli("run", d, "--schemes", ",".join(schemes), "--variants", "ref,avx2", "--preset", "quick", "--jobs", "2",
+            "--budget", "0.005")
+    if r.returncode != 0 and "lacks" in r.stderr:
+        pytest.skip("this CPU cannot run the avx2 variants")
+    assert r.returncode == 0, r.stderr
+    r = cli("analyze", d)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((d / "results" / "summary.json").read_text())
+    assert set(summary["families"]) == {"ml-kem", "ml-dsa", "sphincs"}
+    comparisons = pd.read_csv(d / "results" / "comparisons.csv").groupby("scheme")["op"].agg(set).to_dict()
+    for scheme in schemes:
+        fam = catalog.family_of(scheme)
+        timed = set(comparisons[scheme])
+        assert timed == set(fam.ops) - {fam.self_check}, scheme  # its own ops, all of them, none of the others'
+    r = cli("report", d)
+    assert r.returncode == 0, r.stderr
+    html = (d / "report" / "index.html").read_text()
+    for fam in ("ml-kem", "ml-dsa", "sphincs"):
+        for f in ("table1_hand_simd.md", "table_full.md", "fig3_hand_simd.png"):
+            assert (d / "report" / fam / f).exists(), (fam, f)
+        assert f'id="{fam}"' in html
+    r = cli("show", d)
+    assert r.returncode == 0 and all(catalog.family_of(s).schemes[s].label in r.stdout for s in schemes)

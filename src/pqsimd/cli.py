@@ -10,6 +10,27 @@ import click
 from .errors import Interrupted, PqsimdError
 
 
+class Seconds(click.ParamType):
+    """A duration in seconds: 0.5, 0.5s or 500ms (as time budgets are usually written)."""
+
+    name = "seconds"
+    UNITS = {"ms": 1e-3, "s": 1.0}
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)):
+            return float(value)
+        text = str(value).strip().lower()
+        scale = 1.0
+        for unit in ("ms", "s"):
+            if text.endswith(unit):
+                text, scale = text[: -len(unit)].strip(), self.UNITS[unit]
+                break
+        try:
+            return float(text) * scale
+        except ValueError:
+            self.fail(f"{value!r} is not a duration: give seconds, e.g. 0.5, 0.5s or 500ms", param, ctx)
+
+
 def _csv(value: str | None) -> list[str] | None:
     if value is None:
         return None
@@ -49,7 +70,8 @@ def cli() -> None:
               help="compiler(s), comma list (default gcc), e.g. gcc-12,clang-16 or id=/path/to/cc")
 @click.option("--design", type=click.Choice(["paired", "separate"]), default=None,
               help="paired (default): all variants in one process, per-spin random order; separate: one process per variant (the paper's)")
-@click.option("--budget", type=float, default=None, help="seconds per op and job: spins/reps/batch chosen per op")
+@click.option("--budget", type=Seconds(), default=None,
+              help="time per op and job (0.5, 0.5s or 500ms): spins/reps/batch chosen per op")
 @click.option("--warmup-ns", "warmup_ns", type=int, default=None, help="paired: untimed warm-up before each variant's reps (ns, default 50000)")
 @click.option("--source", type=click.Path(path_type=Path), default=None, help="your own PQClean-layout tree")
 @click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")
