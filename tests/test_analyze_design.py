@@ -780,6 +780,48 @@ def test_aa_false_verdicts_per_study_at_most_5_percent(design, J, S, R):
     assert rate <= 0.05, (design, rate, withheld)
 
 
+
+# The paired design (quick and standard presets): one comparison = per-spin log ratios
+# mu + v_j + e_js, a job effect v_j ~ N(0, sv^2) that the shared process does not cancel
+# (sv ~ U(0.002, 0.03)) and within-job noise e ~ N(0, sw^2) (sw ~ U(0.01, 0.08)); 60 comparisons per
+# study, 40% with no true difference (A/A-like), the rest up to 40x.
+
+def paired_study(rng, J, S, n_cmp=60, aa=False):
+    mu = np.where(aa | (rng.random(n_cmp) < 0.4), 0.0, rng.uniform(0, math.log(40), n_cmp))
+    sv, sw = rng.uniform(0.002, 0.03, n_cmp), rng.uniform(0.01, 0.08, n_cmp)
+    r = np.exp(mu[:, None, None] + sv[:, None, None] * rng.normal(0, 1, (n_cmp, J, 1))
+               + sw[:, None, None] * rng.normal(0, 1, (n_cmp, J, S)))
+    ts = [pl.paired_job_test(r[k]) for k in range(n_cmp)]
+    t = pl.JobTests(*[np.concatenate([getattr(x, f) for x in ts]) for f in
+                      ("log_speedup", "se", "df", "t", "p", "ci_low", "ci_high", "method", "reason")])
+    return t, np.exp(mu)
+
+
+@pytest.mark.parametrize("J", [5, 10])
+def test_paired_ci_coverage_is_nominal_at_J5_and_J10(J):
+    rng = np.random.default_rng(300 + J)
+    hits = n = 0
+    for _ in range(400):
+        t, truth = paired_study(rng, J, 100)
+        live = t.method != "refuse"
+        hits += int(((t.ci_low <= truth) & (truth <= t.ci_high))[live].sum())
+        n += int(live.sum())
+    assert n > 0.99 * 400 * 60
+    assert 0.92 <= hits / n <= 0.98, hits / n
+
+
+@pytest.mark.parametrize("design,J,S", [("quick", 2, 50), ("standard", 10, 200)])
+def test_paired_aa_false_verdicts_per_study_at_most_5_percent(design, J, S):
+    """Studies whose comparisons have no true difference (all 60 A/A): the share of studies with any
+    faster/slower verdict (Holm over the study) stays within 5% at the paired presets."""
+    rng = np.random.default_rng(400 + J)
+    bad = 0
+    for _ in range(300):
+        t, _ = paired_study(rng, J, S, n_cmp=60, aa=True)
+        v, _, _ = verdicts(t, alpha=ALPHA, threshold=THR)
+        bad += bool(np.isin(v, ["faster", "slower"]).any())
+    assert bad / 300 <= 0.05, (design, bad / 300)
+
 # ---------------------------------------------------------------------------------------------------
 # 9. analyze_study end to end
 # ---------------------------------------------------------------------------------------------------

@@ -175,3 +175,23 @@ def test_the_separate_design_is_not_tested_for_carry_over(tmp_path):
     analyze_study(d)
     g = pd.read_parquet(d / "results" / "groups.parquet")
     assert g["carryover_p"].isna().all() and not g["carryover"].any()
+
+
+@pytest.mark.parametrize("jobs", [2, 5])
+def test_two_job_paired_study_says_its_test_has_one_df(tmp_path, jobs):
+    """A paired comparison on 2 jobs has a 1-df job-level test (no hidden df = inf floor): analyze says
+    so in one warning, and a 10x speedup is still 'faster' only where the jobs support it."""
+    import json
+
+    d = make_synthetic_study(tmp_path / f"j{jobs}", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",),
+                             jobs=jobs, spins=30, reps=3, medians={"ref": 600.0, "avx2": 60.0}, design="paired",
+                             job_sigma=0.02, analysis={"n_boot": 200, "seed": 1})
+    res = analyze_study(d)
+    c = pd.read_parquet(res / "comparisons.parquet")
+    assert (c["test"] == "paired").all()
+    warns = [w for w in json.loads((res / "summary.json").read_text())["warnings"] if "rest on 2 jobs" in w]
+    assert len(warns) == (1 if jobs == 2 else 0)
+    if jobs == 2:
+        assert "1 df" in warns[0] and "--jobs 5" in warns[0]
+    else:
+        assert (c["verdict"] == "faster").all()

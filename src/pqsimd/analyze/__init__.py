@@ -304,6 +304,11 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     if n_na:
         warnings.append(f"{n_na} comparison(s) have verdict n/a: no data on one side, or spin medians <= 0 "
                         "(below timer resolution); see column reason")
+    if len(comparisons):
+        two = comparisons[(comparisons["design"] == "paired") & (comparisons[["jobs_base", "jobs_var"]].min(axis=1) < 3)]
+        if len(two):
+            warnings.append(f"{len(two)} paired comparison(s) rest on 2 jobs: their job-level test has 1 df, so only "
+                            "very large, very consistent effects get a verdict; run 5 or more jobs (--jobs 5) to conclude")
     few = groups_df[(groups_df["n_jobs"] < settings.min_jobs_reliable) & ~groups_df["deterministic"]]
     if len(few):
         warnings.append(f"{len(few)} group(s) have fewer than {settings.min_jobs_reliable} jobs: "
