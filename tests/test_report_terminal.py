@@ -111,3 +111,28 @@ def test_compare_prints_rows_and_na(pair):
 def test_compare_needs_both_studies(pair, tmp_path):
     with pytest.raises(PqsimdError, match="no study directory"):
         compare_studies(pair[0], tmp_path / "nope", console=_console())
+
+
+@pytest.mark.parametrize("jobs, small", [(2, True), (6, False)])
+def test_show_and_report_say_when_the_study_is_too_small_to_conclude(tmp_path, jobs, small):
+    """A 1.5% difference with 2 jobs is inconclusive: show and the HTML methods name how many
+    comparisons, the speedups the study could have detected (its MDE) and that it needs more jobs.
+    Six jobs and a 10x speedup conclude everything, and nothing is said."""
+    from pqsimd.analyze import analyze_study
+    from pqsimd.report.load import load_study
+
+    med = {"ref": 600.0, "avx2": 591.0} if small else {"ref": 600.0, "avx2": 60.0}
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt", "invntt"),
+                             jobs=jobs, spins=20, reps=3, medians=med, job_sigma=0.02, design="paired",
+                             analysis={"n_boot": 200, "seed": 1})
+    analyze_study(d)
+    con = _console()
+    show_study(d, console=con)
+    out = " ".join(con.export_text().split())
+    note = load_study(d).power_note()
+    if small:
+        assert note and "2 of 2 comparisons are inconclusive" in note and "too small to conclude: run 5 or more" in note
+        assert "could detect only speedups beyond ×" in note
+        assert f"power: {' '.join(note.split())}" in out
+    else:
+        assert note is None and "power:" not in out

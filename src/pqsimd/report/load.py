@@ -236,6 +236,30 @@ class Study:
             carry = f"none found in {c['tested']} groups (Kruskal-Wallis over the build run just before, Holm)"
         return design, warm, carry
 
+    def power_note(self) -> str | None:
+        """When the study is too small to conclude: how many comparisons are inconclusive and the
+        speedups they could have detected (the mde column: the smallest true speedup a faster verdict
+        would find with 80% power at this study's size), from what analyze wrote."""
+        c = self.comparisons
+        if not len(c) or "mde" not in c.columns or "verdict" not in c.columns:
+            return None
+        live = c[c["verdict"].isin(["faster", "slower", "same", "~"])]
+        inc = live[live["verdict"] == "~"]
+        if not len(inc):
+            return None
+        m = pd.to_numeric(inc["mde"], errors="coerce")
+        m = m[np.isfinite(m)]
+        jobs = pd.to_numeric(inc[["jobs_base", "jobs_var"]].min(axis=1), errors="coerce")
+        text = f"{len(inc)} of {len(live)} comparisons are inconclusive (~)"
+        if len(m):
+            text += (f"; at this study's size they could detect only speedups beyond ×{m.median():.3g} (median; "
+                     f"×{m.min():.3g}–×{m.max():.3g}) with 80% power")
+        else:
+            text += "; no speedup is detectable at this study's size"
+        if len(jobs.dropna()) and jobs.median() < 5:
+            text += f"; with {int(jobs.median())} jobs per group the study is too small to conclude: run 5 or more"
+        return text
+
     def comparison(self, metric: str, stage: str | None = None, baseline: str | None = None,
                    variant: str | None = None, compiler: str | None = "primary", scheme: str | None = None) -> pd.DataFrame:
         """Comparison rows; compiler "primary" (default) = the study's first compiler, within-compiler rows."""

@@ -100,6 +100,9 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     pct = f"{round(100 * float(lvl))}%"
     design, warm, carry = study.design_notes()
     con.print(Text(f"design: {design}; warm-up: {warm}; carry-over: {carry}", style="dim"))
+    power = study.power_note()
+    if power:
+        con.print(Text(f"power: {power}", style="dim"))
     for fam in study.families:
         con.print(Text(fam.title, style="bold underline"))
         for comp in compilers:
