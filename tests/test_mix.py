@@ -397,3 +397,25 @@ def test_an_unknown_mca_cpu_is_refused_in_one_line(tmp_path):
     r = run_cli("run", tmp_path / "s", "--metric", "mix", "--mca-cpu", "znver99", "--no-run")
     assert r.returncode == 2 and "znver99" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("scheme, ops", [("ml-dsa-44", ("ntt", "pointwise", "empty")),
+                                         ("sphincs-shake-128f-simple", ("thash_1", "thash_x", "empty"))])
+def test_mix_works_for_the_signature_families(tmp_path, scheme, ops):
+    """ML-DSA and SPHINCS+ go through the same mix metric: every op's classes sum exactly to its
+    instructions, the empty op is all zeros, and avx2 executes 256-bit vector code where ref has none."""
+    d = tmp_path / "m"
+    r = run_cli("run", d, "--preset", "quick", "--schemes", scheme, "--ops", ",".join(ops), "--variants", "ref,avx2",
+                "--metric", "instructions,mix")
+    assert r.returncode == 0, r.stderr
+    for v in ("ref", "avx2"):
+        t = pq.read_table(StudyDir(d).raw_path(f"{v}.gcc.{scheme}.mix"))
+        df, rec = t.to_pandas(), json.loads(t.schema.metadata[store.JOB_METADATA_KEY])
+        irec = json.loads(pq.read_table(StudyDir(d).raw_path(f"{v}.gcc.{scheme}.instructions")).schema.metadata[
+            store.JOB_METADATA_KEY])
+        for op in ops:
+            cls = _classes(df, op)
+            assert sum(cls.values()) == Fraction(irec["per_call_exact"][op][0]) == Fraction(rec["per_call_exact"][op]), (v, op)
+        assert all(n == 0 for n in _classes(df, "empty").values())
+        vec = {w for (_m, w, c) in _mnemonics(df, ops[1]) if c.startswith(("vec_", "shuffle_"))}
+        assert (256 in vec) if v == "avx2" else (256 not in vec), (v, vec)
