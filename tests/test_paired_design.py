@@ -154,6 +154,21 @@ def test_carry_over_is_found_where_it_was_put_and_nowhere_else(tmp_path):
     summary = json.loads((d / "results" / "summary.json").read_text())
     assert summary["carryover"] == {"tested": 6, "flagged": 2}
     assert any("carry-over in 2 group(s)" in w for w in summary["warnings"])
+    # what a user reads: show's header and the HTML methods state the design, warm-up and carry-over
+    from rich.console import Console
+
+    from pqsimd.report.html import methods
+    from pqsimd.report.load import load_study
+    from pqsimd.report.terminal import show_study
+
+    con = Console(record=True, width=400, color_system=None)
+    show_study(d, console=con)
+    head = con.export_text().splitlines()[0]
+    assert head.startswith("design: paired (all variants in one process") and "; warm-up: " in head  # (test_run: real)
+    assert "carry-over: found in 2 of 6 groups; worst ml-kem-512" in head and "after avx2/gcc" in head
+    rows = dict(methods(load_study(d)))
+    assert rows["carry-over between builds"].startswith("found in 2 of 6 groups")
+    assert rows["design"].startswith("paired") and rows["warm-up"]
     two = make_synthetic_study(tmp_path / "two", carryover={("avx2", "ref"): 0.25}, seed=6,
                                **{**kw, "variants": ("ref", "avx2")})
     analyze_study(two)

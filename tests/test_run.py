@@ -268,3 +268,17 @@ def test_two_studies_on_one_cpu_warn(tmp_path):
             capture_output=True, text=True, timeout=60)
     assert "CPU 0 is being timed by another pqsimd study" in " ".join(child.stderr.split())
     assert str(os.getpid()) in child.stderr
+
+
+def test_show_states_the_paired_design_and_its_warm_up(paired_study):
+    """A real paired study, analysed: show's first line says what the engine did (design, warm-up
+    spins, the per-build untimed warm-up in microseconds) and what the carry-over check found."""
+    r = subprocess.run([str(PQSIMD), "analyze", paired_study], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([str(PQSIMD), "show", paired_study], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "COLUMNS": "400"})
+    assert r.returncode == 0, r.stderr
+    head = " ".join(r.stdout.split("\n\n")[0].split())
+    assert "design: paired (all variants in one process, a fresh random order every spin)" in head
+    assert "warm-up: 2 untimed warm-up spin(s) per op; each build run untimed for 50 µs before its reps" in head
+    assert "carry-over: " in head and "not recorded" not in head
