@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import math
 import matplotlib
 
 matplotlib.use("Agg")
@@ -260,7 +261,9 @@ def _hand_bars(study: Study, fam: FamilyView, metric: str, ops: list[str] | None
     if sort:
         first = df[df["scheme"] == schemes[0]].set_index("op")["speedup"]
         ops = sorted(ops, key=lambda o: -(first.get(o) if np.isfinite(first.get(o, np.nan)) else -1))
-    fig, ax = plt.subplots(figsize=(max(4.5, width_per_op * len(ops) + 1.5), 3.4))
+    many = len(schemes) > 4  # e.g. the 12 SPHINCS+ sets: wider groups, no value labels, legend above
+    per_op = max(width_per_op, min(0.22 * len(schemes), 10.5 / len(ops))) if many else width_per_op  # <= ~12 in
+    fig, ax = plt.subplots(figsize=(max(4.5, per_op * len(ops) + 1.5), 3.4 + (0.25 * math.ceil(len(schemes) / 6) if many else 0)))
     width = 0.8 / len(schemes)
     x = np.arange(len(ops))
     allv = []
@@ -274,7 +277,7 @@ def _hand_bars(study: Study, fam: FamilyView, metric: str, ops: list[str] | None
         ax.bar(xs, np.nan_to_num(s, nan=0.0), width, color=colour, hatch=hatch, edgecolor="white",
                linewidth=0.3, label=fam.scheme_label(scheme), yerr=_yerr(s, lo, hi),
                error_kw=dict(ecolor="black", elinewidth=0.8, capsize=2))
-        if values:
+        if values and not many:
             for xi, si, hi_i in zip(xs, s, hi):
                 if np.isfinite(si):
                     top = hi_i if np.isfinite(hi_i) else si
@@ -293,7 +296,11 @@ def _hand_bars(study: Study, fam: FamilyView, metric: str, ops: list[str] | None
     ax.set_xticks(x, [fam.label(o) for o in ops], rotation=40 if len(ops) > 6 else 0,
                   ha="right" if len(ops) > 6 else "center")
     ax.set_ylabel(f"speedup {h.base}→{h.variant} (×)")
-    ax.legend(frameon=False, ncol=min(len(schemes), 4), loc="upper right")
+    if many:
+        ax.legend(frameon=False, ncol=min(len(schemes), 6), loc="lower center", bbox_to_anchor=(0.5, 1.01),
+                  fontsize=7.5)
+    else:
+        ax.legend(frameon=False, ncol=min(len(schemes), 4), loc="upper right")
     fig.tight_layout()
     note = _unreliable_note(df[df["op"].isin(ops)], lo_col)
     return fig, ci_name, note, schemes

@@ -30,6 +30,8 @@ COMPILER_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h"]
 # Parameter sets: a light→dark ramp and a hatch each (distinguishable without colour).
 SCHEME_SHADES = ["#F4A582", "#D55E00", "#7F3800", OKABE_ITO["orange"], OKABE_ITO["black"], "#FDDBC7"]
 SCHEME_HATCHES = ["", "//", "xx", "..", "\\\\", "++"]
+# sets 7-12 (e.g. the six SHAKE sets after the six SHA-2 ones): the same hatches in blues
+SCHEME_SHADES_2 = ["#92C5DE", OKABE_ITO["blue"], "#053061", OKABE_ITO["sky_blue"], "#4D4D4D", "#D1E5F0"]
 
 METRIC_UNITS = {"ticks": "TSC ticks", "instructions": "instructions"}
 METRIC_TITLES = {"ticks": "time (TSC ticks)", "instructions": "instruction count"}
@@ -58,7 +60,8 @@ def scheme_style(scheme: str, schemes: list[str]) -> tuple[str, str]:
     i = schemes.index(scheme) if scheme in schemes else 0
     if len(schemes) <= 3:
         return SCHEME_SHADES[i % 3], SCHEME_HATCHES[i % 3]
-    return SCHEME_SHADES[i % len(SCHEME_SHADES)], SCHEME_HATCHES[i % len(SCHEME_HATCHES)]
+    shades = SCHEME_SHADES if (i // len(SCHEME_SHADES)) % 2 == 0 else SCHEME_SHADES_2
+    return shades[i % len(shades)], SCHEME_HATCHES[i % len(SCHEME_HATCHES)]
 
 
 def compiler_marker(compiler: str, compilers: list[str]) -> str:
