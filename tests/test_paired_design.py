@@ -210,3 +210,16 @@ def test_two_job_paired_study_says_its_test_has_one_df(tmp_path, jobs):
         assert "1 df" in warns[0] and "--jobs 5" in warns[0]
     else:
         assert (c["verdict"] == "faster").all()
+
+
+def test_the_self_check_op_is_not_tested_for_carry_over(tmp_path):
+    """The empty op reads ~0-2 ticks: a 'shift' there is a fraction of a tick, not carry-over. Even
+    when the op that follows avx2 is 25% slower for every op, only the measured op is flagged."""
+    d = make_synthetic_study(tmp_path / "e", variants=("ref", "avx2"), ops=("ntt", "empty"), jobs=4, spins=60, reps=3,
+                             medians={"ref": 6000.0, "avx2": 150.0, ("ref", "empty"): 40.0, ("avx2", "empty"): 40.0},
+                             design="paired", shuffle=True, spin_sigma=0.02, rep_sigma=0.02, seed=6,
+                             carryover={("avx2", "ref"): 0.25}, analysis={"n_boot": 100})
+    analyze_study(d)
+    g = pd.read_csv(d / "results" / "groups.csv", keep_default_na=False).set_index(["op", "variant"])
+    assert str(g.loc[("ntt", "ref"), "carryover"]) == "True"
+    assert str(g.loc[("empty", "ref"), "carryover"]) == "False" and g.loc[("empty", "ref"), "carryover_p"] == "n/a"
