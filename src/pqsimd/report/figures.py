@@ -105,9 +105,17 @@ def _log_ylim(ax, values: np.ndarray) -> None:
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda y, _: f"{y:g}×" if f"{y:.0e}"[0] in "25" else ""))
 
 
+def _compact(x: float) -> str:
+    """A tick label that stays short: 950, 12,000, 450k, 2M, 1.2G."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e5, "k")):
+        if x >= scale:
+            return f"{x / scale:.3g}{suffix}" if scale > 1e5 else f"{x / 1e3:.3g}k"
+    return f"{x:,.0f}" if x >= 1 else f"{x:g}"
+
+
 def _plain_log_x(ax) -> None:
-    """Log x without crowded minor labels: plain numbers at the major ticks only."""
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}" if x >= 1 else f"{x:g}"))
+    """Log x without crowded minor labels: short plain numbers at the major ticks only."""
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: _compact(x)))
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
