@@ -197,7 +197,7 @@ def methods(study: Study) -> list[tuple[str, str]]:
         ("design", design),
         ("warm-up", warm),
         ("carry-over between builds", carry),
-        ("power", study.power_note() or "every comparison reached a verdict"),
+        ("power", study.power_note() or "no comparison is inconclusive (~)"),
         ("jobs per group, J", span(sm.get("jobs_per_group"))),
         ("spin medians per group (J × S)", span(sm.get("spins_per_group"))),
         ("repetitions per spin, R", sm.get("reps_per_spin")),
