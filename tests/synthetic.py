@@ -61,7 +61,7 @@ def make_synthetic_study(
     drift: float = 0.0,
     batch: int = 1,
     overhead: float = 20.0,
-    granularity: int = 1,
+    granularity: int | Callable = 1,
     cpu_model: str | Callable = "Synthetic CPU @ 3.00GHz",
     hostname: str | Callable = "node001",
     analysis: Mapping[str, Any] | None = None,
@@ -147,7 +147,7 @@ def make_synthetic_study(
             "compiler": compiler, "scheme": scheme, "index": j, "job_index": j, "design": design, "metric": "ticks",
             "cpu": 1, "hostname": _per_job(hostname, variants_in[0], scheme, j),
             "cpu_model": _per_job(cpu_model, variants_in[0], scheme, j),
-            "calibration": {"overhead": overhead, "granularity": granularity, "tsc_hz": 3.0e9, "core_per_tsc": 1.0},
+            "calibration": {"overhead": overhead, "granularity": _per_job(granularity, variants_in[0], scheme, j), "tsc_hz": 3.0e9, "core_per_tsc": 1.0},
             "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:01:00Z",
         }
         table = table.replace_schema_metadata({b"pqsimd.job": json.dumps(meta).encode()})

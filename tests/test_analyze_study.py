@@ -475,3 +475,12 @@ def test_samples_shorter_than_100_tsc_steps_are_flagged(tmp_path, batch, short):
     assert len(warns) == (1 if short else 0)
     if short:
         assert "ml-kem-512 ntt avx2" in warns[0] and "--batch auto" in warns[0]
+
+
+def test_a_batch_sized_on_one_job_is_not_flagged_where_another_job_reads_a_coarser_step(tmp_path):
+    """The granularity is the smallest gap of two TSC reads: one job reads 30, another 42 on the same
+    CPU. A 3,300-tick sample (110 steps of 30) was sized on the 30: it is not short in the 42 job."""
+    d = study(tmp_path, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt",), jobs=4,
+              medians={"ref": 5000.0, "avx2": 3280.0}, granularity=lambda v, s, j: 30 if j % 2 == 0 else 42)
+    g = pd.read_parquet(analyze_study(d) / "groups.parquet")
+    assert (g["short_jobs"] == 0).all()

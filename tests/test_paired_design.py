@@ -210,6 +210,23 @@ def test_two_job_paired_study_says_its_test_has_one_df(tmp_path, jobs):
         assert "1 df" in warns[0] and "--jobs 5" in warns[0]
     else:
         assert (c["verdict"] == "faster").all()
+    # the row's interval is the paired test of the per-spin ratios (rebuilt here from the spin
+    # medians) with df = J - 1: the shared job state cancels in the ratios, so the within-job floor
+    # sets the se, and it must not also set df = inf (that interval would be far narrower at J = 2)
+    from scipy import stats
+
+    from pqsimd.analyze import pooled as pl
+
+    s = pd.read_parquet(res / "spins.parquet")
+    s = s[s["op"] == "ntt"].pivot_table(index=["job", "spin"], columns="variant", values="value", observed=True)
+    r = s["ref"] / s["avx2"]
+    t = pl.paired_job_test([r.xs(j, level="job").to_numpy() for j in r.index.unique("job")])
+    assert t.df[0] == jobs - 1
+    row = c[c["op"] == "ntt"].iloc[0]
+    assert row["test_ci_low"] == pytest.approx(t.ci_low[0], rel=1e-9)
+    assert row["test_ci_high"] == pytest.approx(t.ci_high[0], rel=1e-9)
+    half = np.log(row["test_ci_high"] / row["test_ci_low"]) / 2
+    assert half == pytest.approx(stats.t.ppf(0.975, jobs - 1) * t.se[0], rel=1e-9)
 
 
 def test_the_self_check_op_is_not_tested_for_carry_over(tmp_path):

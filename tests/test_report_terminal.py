@@ -136,3 +136,20 @@ def test_show_and_report_say_when_the_study_is_too_small_to_conclude(tmp_path, j
         assert f"power: {' '.join(note.split())}" in out
     else:
         assert note is None and "power:" not in out
+
+
+def test_power_note_says_withheld_when_nothing_was_tested(tmp_path):
+    """Separate design, 2 jobs: every comparison is withheld, which is not 'nothing inconclusive'."""
+    from pqsimd.analyze import analyze_study
+    from pqsimd.report.html import methods
+    from pqsimd.report.load import load_study
+
+    d = make_synthetic_study(tmp_path / "w", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt", "invntt"),
+                             jobs=2, spins=20, reps=3, medians={"ref": 600.0, "avx2": 60.0}, job_sigma=0.02,
+                             analysis={"n_boot": 100, "seed": 1})
+    analyze_study(d)
+    study = load_study(d)
+    assert (study.comparisons["verdict"] == "withheld").all()
+    note = study.power_note()
+    assert note.startswith("2 of 2 comparisons withheld")
+    assert dict(methods(study))["power"] == note

@@ -102,8 +102,9 @@ METHODS = {
               "pooled within-job variance of log spin medians, deff = 1 + (S - 1) max(icc, 0), n_eff = J S / deff; "
               "drift = a job whose spin medians trend (Spearman, Bonferroni over jobs) by more than threshold "
               "first-to-last quarter; noisy job = job median outside the leave-one-out t prediction interval of the other jobs' log medians (level 0.01/J) and > threshold/2 away; "
-              "short_jobs = jobs whose median sample (spin median x calls per sample) lasts fewer than 100 TSC "
-              "steps of their measured granularity (ticks; auto-batching never does)",
+              "short_jobs = jobs whose median sample ((spin median + call overhead) x calls per sample + read "
+              "overhead) lasts fewer than 90% of 100 TSC steps (the smallest granularity measured on the CPU model; "
+              "ticks; auto-batching aims above 100 steps)",
 }
 
 
@@ -310,7 +311,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         warnings.append(f"{n_na} comparison(s) have verdict n/a: no data on one side, or spin medians <= 0 "
                         "(below timer resolution); see column reason")
     if len(comparisons):
-        two = comparisons[(comparisons["design"] == "paired") & (comparisons[["jobs_base", "jobs_var"]].min(axis=1) < 3)]
+        two = comparisons[(comparisons["test"] == "paired") & (comparisons[["jobs_base", "jobs_var"]].min(axis=1) == 2)]
         if len(two):
             warnings.append(f"{len(two)} paired comparison(s) rest on 2 jobs: their job-level test has 1 df, so only "
                             "very large, very consistent effects get a verdict; run 5 or more jobs (--jobs 5) to conclude")

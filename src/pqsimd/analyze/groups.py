@@ -265,25 +265,34 @@ MIN_TSC_STEPS = 100  # the harness's auto-batch floor (PQSIMD_MIN_TSC_STEPS): be
 
 
 def short_samples(spins: pd.DataFrame, jobs: pd.DataFrame, groups_df: pd.DataFrame,
-                  min_steps: int = MIN_TSC_STEPS) -> pd.Series:
+                  min_steps: int = MIN_TSC_STEPS, slack: float = 0.9) -> pd.Series:
     """Per group (rows of groups_df): how many of its jobs time samples shorter than `min_steps`
-    TSC steps (median over spins of value x batch, against the job's measured granularity). One
-    step is then more than 1/min_steps of a sample, so quantization alone moves a median ratio by
-    about the verdict threshold. Ticks only; 0 where the granularity is unknown (old raw files)."""
+    TSC steps: one step is then more than 1/min_steps of a sample, so quantization alone moves a
+    median ratio by about the verdict threshold. A job's sample length is the raw reading the
+    driver's auto-batch floor is checked on, (spin median + call overhead) x batch + read overhead;
+    the step is the smallest granularity measured on that CPU model in the study (one job's
+    reading of the smallest gap between two TSC reads can come out a step or two high), with
+    `slack` so that a batch sized on one job is not flagged in the next. Ticks only; 0 where the
+    calibration is unknown (old raw files)."""
     out = pd.Series(0, index=groups_df.index, dtype=np.int64)
-    if not len(groups_df) or "batch" not in spins or "granularity" not in jobs:
+    need = {"granularity", "overhead", "call_overhead", "cpu_model"}
+    if not len(groups_df) or "batch" not in spins or not need <= set(jobs.columns):
         return out
     t = spins[spins["metric"] == "ticks"]
     if not len(t):
         return out
     keys = ["metric", "scheme", "op", "variant", "compiler", "job"]
-    sample = (t["value"].to_numpy(dtype=float) * t["batch"].to_numpy(dtype=float))
-    per_job = (pd.DataFrame({k: t[k].astype(str).to_numpy() for k in keys}).assign(sample=sample)
-               .groupby(keys, sort=False)["sample"].median().reset_index())
-    gran = jobs.drop_duplicates("job").set_index("job")["granularity"]
-    per_job["steps"] = per_job["sample"] / per_job["job"].map(gran).astype(float)
+    j = jobs.drop_duplicates("job").set_index("job")
+    step = j["granularity"].groupby(j["cpu_model"]).transform("min")
+    job = t["job"].astype(str).to_numpy()
+    batch = t["batch"].to_numpy(dtype=float)
+    cost = {c: np.nan_to_num(pd.Series(job).map(j[c]).to_numpy(dtype=float)) for c in ("call_overhead", "overhead")}
+    raw = (t["value"].to_numpy(dtype=float) + cost["call_overhead"]) * batch + cost["overhead"]
+    per_job = (pd.DataFrame({k: t[k].astype(str).to_numpy() for k in keys}).assign(raw=raw)
+               .groupby(keys, sort=False)["raw"].median().reset_index())
+    per_job["steps"] = per_job["raw"] / per_job["job"].map(step).astype(float)
     per_job = per_job[np.isfinite(per_job["steps"])]
-    short = per_job[per_job["steps"] < min_steps].groupby(keys[:-1]).size()
+    short = per_job[per_job["steps"] < slack * min_steps].groupby(keys[:-1]).size()
     if not len(short):
         return out
     idx = pd.MultiIndex.from_frame(groups_df[keys[:-1]].astype(str))

@@ -202,8 +202,9 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
                     "metric_kind": str(meta.get("metric") or "ticks"),
                     "settings": json.dumps(meta.get("settings"), sort_keys=True) if meta.get("settings") else "",
                     "has_metadata": bool(meta),
-                    "granularity": float((meta.get("calibration") or {}).get("granularity") or "nan")
-                    if isinstance(meta.get("calibration"), dict) else float("nan"),
+                    **{k: float((meta.get("calibration") or {}).get(k) or "nan")
+                       if isinstance(meta.get("calibration"), dict) else float("nan")
+                       for k in ("granularity", "overhead", "call_overhead")},
                 }
             )
     if not parts:

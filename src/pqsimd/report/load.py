@@ -241,10 +241,16 @@ class Study:
         speedups they could have detected (the mde column: the smallest true speedup a faster verdict
         would find with 80% power at this study's size), from what analyze wrote."""
         c = self.comparisons
-        if not len(c) or "mde" not in c.columns or "verdict" not in c.columns:
-            return None
+        if not len(c) or "verdict" not in c.columns:
+            return "no comparisons"
+        if "mde" not in c.columns:
+            return "not recorded (results from an older pqsimd: re-run pqsimd analyze)"
         live = c[c["verdict"].isin(["faster", "slower", "same", "~"])]
         inc = live[live["verdict"] == "~"]
+        withheld = int((c["verdict"] == "withheld").sum())
+        if not len(live) and withheld:
+            return (f"{withheld} of {len(c)} comparisons withheld: the design cannot support a test "
+                    "(too few jobs; see the warnings)")
         if not len(inc):
             return None
         m = pd.to_numeric(inc["mde"], errors="coerce")
