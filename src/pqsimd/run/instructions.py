@@ -246,31 +246,25 @@ def _workers() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, console: Console | None = None) -> bool:
-    """Count instructions for every (build, scheme) job not yet finished; False if a job failed."""
-    console = console or Console(stderr=True, highlight=False)
-    version = valgrind_version()
-    info: dict[str, Any] = {
-        "status": "ok", "tool": version, "method": "callgrind Ir inside pqsimd_measure, (Ir(N2) - Ir(N1)) / (N2 - N1) - empty",
-        "n1": N1, "n2": N2, "repeats": REPEATS, "skipped": {}, "failed": {},
-    }
-    if version is None:
-        reason = "valgrind not found on PATH (install it: apt-get install valgrind)"
-        console.print(f"[red]instructions unavailable[/red]: {reason}")
-        sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__(METRIC, {**info, "status": "unavailable", "reason": reason}))
-        return False
-    console.print(f"instructions ({version}): {len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")
+def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *, metric: str, label: str,
+               repeats: int, measure, write) -> bool:
+    """The callgrind runs of every job's ops (the family's self-check op first), `repeats` each, on all
+    allowed CPUs: the one runner of the instructions and mix metrics. measure(driver, library, scheme,
+    op) -> result; a build valgrind cannot run is skipped (info["skipped"]), a failed run or write fails
+    its job (info["failed"]); when a job's last run ends, write(job, {op: [results]}, started) stores it
+    and returns its path. Ctrl-C drops the queued runs (finished jobs are on disk; a rerun continues).
+    False if a job failed."""
     driver = sd.driver_path
     skipped: dict[str, str] = {}  # build id -> reason (valgrind cannot run it)
     lock = threading.Lock()
 
-    def task(job, op: str) -> Pair | None:
+    def task(job, op: str):
         b = job.info["build"]
         with lock:
             if b.id in skipped:
                 return None
         try:
-            return measure_pair(driver, sd.variant_path(b.id), job.info["scheme"], op)
+            return measure(driver, sd.variant_path(b.id), job.info["scheme"], op)
         except CountError as e:
             if e.unsupported:
                 with lock:
@@ -281,7 +275,7 @@ def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, consol
     ok = True
     started = {j.id: datetime.now(timezone.utc).isoformat() for j in todo}
     pool = ThreadPoolExecutor(max_workers=_workers())
-    progress = Progress(TextColumn("callgrind runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
     try:
         futures = {}
@@ -289,11 +283,11 @@ def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, consol
                   for j in todo}
         for j in todo:
             for op in ops_of[j.id]:
-                for r in range(REPEATS):
+                for r in range(repeats):
                     futures[pool.submit(task, j, op)] = (j, op, r)
-        results = {j.id: {op: [None] * REPEATS for op in ops_of[j.id]} for j in todo}
+        results = {j.id: {op: [None] * repeats for op in ops_of[j.id]} for j in todo}
         errors: dict[str, str] = {}
-        remaining = {j.id: len(ops_of[j.id]) * REPEATS for j in todo}
+        remaining = {j.id: len(ops_of[j.id]) * repeats for j in todo}
         progress.start()
         bar = progress.add_task("runs", total=2 * len(futures))
         for fut in as_completed(futures):
@@ -308,17 +302,19 @@ def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, consol
                 continue
             # The job's last run finished: write it (or report why not).
             b = j.info["build"]
+            res = {op: [x for x in xs if x is not None] for op, xs in results.pop(j.id).items()}
             if b.id in skipped:
                 continue
-            if j.id in errors:
+            try:
+                if j.id in errors:
+                    raise CountError(errors[j.id])
+                path = write(j, res, started[j.id])
+            except (CountError, ValueError, OSError) as e:
                 ok = False
-                info["failed"][j.id] = errors[j.id]
-                console.print(f"[red]failed[/red] {j.id}: {errors[j.id]}")
+                info["failed"][j.id] = str(e)
+                console.print(f"[red]failed[/red] {j.id}: {e}")
                 continue
-            res = {op: [p for p in pairs if p is not None] for op, pairs in results[j.id].items()}
-            ops = study.ops_for(j.info["scheme"])
-            path = _write_job(sd, j, res, ops, started[j.id], version)
-            console.print(f"instructions {b.variant} ({b.compiler.id}) {j.info['scheme']}: {path.name}")
+            console.print(f"{metric} {b.variant} ({b.compiler.id}) {j.info['scheme']}: {path.name}")
     except BaseException:
         # Ctrl-C or a crash: drop the queued runs (finished jobs are on disk; a rerun continues)
         pool.shutdown(wait=True, cancel_futures=True)
@@ -328,8 +324,28 @@ def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, consol
         pool.shutdown(wait=True)
 
     for bid, reason in skipped.items():
-        console.print(f"[yellow]skip[/yellow] {bid}: skipped for metric instructions ({reason})", soft_wrap=True)
+        console.print(f"[yellow]skip[/yellow] {bid}: skipped for metric {metric} ({reason})", soft_wrap=True)
         info["skipped"][bid] = reason
+    return ok
+
+
+def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, console: Console | None = None) -> bool:
+    """Count instructions for every (build, scheme) job not yet finished; False if a job failed."""
+    console = console or Console(stderr=True, highlight=False)
+    version = valgrind_version()
+    info: dict[str, Any] = {
+        "status": "ok", "tool": version, "method": "callgrind Ir inside pqsimd_measure, (Ir(N2) - Ir(N1)) / (N2 - N1) - empty",
+        "n1": N1, "n2": N2, "repeats": REPEATS, "skipped": {}, "failed": {},
+    }
+    if version is None:
+        reason = "valgrind not found on PATH (install it: apt-get install valgrind)"
+        console.print(f"[red]instructions unavailable[/red]: {reason}")
+        sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__(METRIC, {**info, "status": "unavailable", "reason": reason}))
+        return False
+    console.print(f"instructions ({version}): {len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")
+    ok = run_per_op(sd, study, todo, console, info, metric=METRIC, label="callgrind runs", repeats=REPEATS,
+                    measure=measure_pair,
+                    write=lambda j, res, started: _write_job(sd, j, res, study.ops_for(j.info["scheme"]), started, version))
     if info["failed"]:
         info["status"] = "partial"
     sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__(METRIC, info))

@@ -47,8 +47,7 @@ import tempfile
 import threading
 import tomllib
 from collections import Counter, defaultdict
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
 from functools import cache, lru_cache
@@ -57,7 +56,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from .. import machine, store
 from ..errors import PqsimdError
@@ -798,10 +796,6 @@ def analyse_job(build, scheme: str, ops: list[str], self_check: str | None, pair
     return per_op, {"objects": dis.shas(), "mca": mca_info}
 
 
-def _workers() -> int:
-    return max(1, len(os.sched_getaffinity(0)))
-
-
 def _set_manifest(sd: StudyDir, info: dict) -> None:
     sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__(METRIC, info))
 
@@ -829,77 +823,11 @@ def execute(sd: StudyDir, study, jobs: list, todo: list, console: Console | None
         console.print(f"[yellow]mix: no cost-model estimate[/yellow] ({mca_why}); the instruction mix goes on", soft_wrap=True)
     console.print(f"mix ({version}{', ' + info['mca']['tool'] + ' for ' + ', '.join(cpus) if mca and cpus else ''}): "
                   f"{len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")
-    driver = sd.driver_path
-    skipped: dict[str, str] = {}
-    lock = threading.Lock()
-
-    def task(job, op: str) -> ProfilePair | None:
-        b = job.info["build"]
-        with lock:
-            if b.id in skipped:
-                return None
-        try:
-            return measure_profile(driver, sd.variant_path(b.id), job.info["scheme"], op)
-        except ins.CountError as e:
-            if e.unsupported:
-                with lock:
-                    skipped.setdefault(b.id, f"{job.info['scheme']} {e}")
-                return None
-            raise
-
-    ok = True
-    started = {j.id: datetime.now(timezone.utc).isoformat() for j in todo}
-    pool = ThreadPoolExecutor(max_workers=_workers())
-    progress = Progress(TextColumn("callgrind mix runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
-    try:
-        futures = {}
-        ops_of = {j.id: list(dict.fromkeys([*ins.calibration_op(j.info["scheme"]), *study.ops_for(j.info["scheme"])]))
-                  for j in todo}
-        for j in todo:
-            for op in ops_of[j.id]:
-                futures[pool.submit(task, j, op)] = (j, op)
-        results: dict[str, dict[str, ProfilePair | None]] = {j.id: {} for j in todo}
-        errors: dict[str, str] = {}
-        remaining = {j.id: len(ops_of[j.id]) for j in todo}
-        progress.start()
-        bar = progress.add_task("runs", total=2 * len(futures))
-        for fut in as_completed(futures):
-            progress.advance(bar, 2)
-            j, op = futures[fut]
-            try:
-                results[j.id][op] = fut.result()
-            except ins.CountError as e:
-                errors.setdefault(j.id, str(e))
-            remaining[j.id] -= 1
-            if remaining[j.id]:
-                continue
-            b = j.info["build"]
-            if b.id in skipped:
-                continue
-            if j.id in errors:
-                ok = False
-                info["failed"][j.id] = errors[j.id]
-                console.print(f"[red]failed[/red] {j.id}: {errors[j.id]}")
-                continue
-            try:
-                path = _write_job(sd, study, j, results.pop(j.id), started[j.id], version, cpus, mca)
-            except (ValueError, OSError) as e:
-                ok = False
-                info["failed"][j.id] = str(e)
-                console.print(f"[red]failed[/red] {j.id}: {e}")
-                continue
-            console.print(f"mix {b.variant} ({b.compiler.id}) {j.info['scheme']}: {path.name}")
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    finally:
-        progress.stop()
-        pool.shutdown(wait=True)
-
-    for bid, reason in skipped.items():
-        console.print(f"[yellow]skip[/yellow] {bid}: skipped for metric mix ({reason})", soft_wrap=True)
-        info["skipped"][bid] = reason
+    ok = ins.run_per_op(sd, study, todo, console, info, metric=METRIC, label="callgrind mix runs", repeats=1,
+                        measure=measure_profile,
+                        write=lambda j, res, started: _write_job(sd, study, j, {op: (ps[0] if ps else None)
+                                                                                for op, ps in res.items()},
+                                                                 started, version, cpus, mca))
     if info["failed"]:
         info["status"] = "partial"
     _set_manifest(sd, info)
