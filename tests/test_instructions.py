@@ -176,3 +176,13 @@ def test_signing_rejection_iterations_are_counted(tmp_path):
     assert r.returncode == 0, r.stderr
     t = pd.read_csv(d / "results" / "call_counts.csv")
     assert set(t["variant"]) == {"ref", "avx2"} and (t["per_call"] >= 1).all()
+
+
+def test_call_counts_pool_both_runs_so_a_hedged_op_never_reads_zero():
+    """Signing draws fresh randomness per process: the N1 run may iterate as often as the N2 run (seen:
+    26 challenge calls in 2 signatures). A difference would read 0 iterations per call; the pooled
+    count reads (26 + 26) / 12, and a deterministic op gives its exact rate either way."""
+    p = ins.Pair(ir1=1000, ir2=5000, n1=2, n2=10, calls1=26, calls2=26)
+    assert p.counted == Fraction(52, 12)
+    assert ins.Pair(ir1=0, ir2=0, n1=2, n2=10, calls1=6, calls2=30).counted == 3
+    assert ins.Pair(ir1=0, ir2=0).counted is None

@@ -178,10 +178,14 @@ class Pair:
 
     @property
     def counted(self) -> Fraction | None:
-        """Calls of the counted function per call of the op (e.g. signing's rejection iterations)."""
+        """Calls of the counted function per call of the op (e.g. signing's rejection iterations),
+        pooled over both runs' N1 + N2 calls. Unlike Ir there is no fixed cost to cancel (the
+        function is only called by the op, inside the collected region), and a difference of two
+        runs of a hedged (randomised) op can come out 0 or negative: signing draws fresh randomness
+        in every process, so the two runs' iterations are independent."""
         if self.calls1 is None or self.calls2 is None:
             return None
-        return Fraction(self.calls2 - self.calls1, self.n2 - self.n1)
+        return Fraction(self.calls1 + self.calls2, self.n1 + self.n2)
 
     @property
     def raw(self) -> int:
