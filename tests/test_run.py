@@ -64,8 +64,6 @@ def test_separate_raw_schema_and_values(separate_study):
     assert (df[df.op == "empty"].batch > 10).all()
     # the batch target follows the measured granularity: at least 100 TSC steps per sample
     assert cal["batch_target"] == max(1000, 100 * cal["granularity"])
-    batched = df[(df.batch > 1) & ~df.warmup]
-    assert batched.groupby("op").raw.median().min() >= 0.5 * cal["batch_target"]
 
 
 def test_paired_jobs_hold_every_variant_in_a_seeded_order(paired_study):
