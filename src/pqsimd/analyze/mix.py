@@ -37,7 +37,6 @@ from ..run import mix as run_mix
 from ..studydir import StudyDir
 
 MIX_FILE_SUFFIX = ".mix.parquet"
-EXCLUDED_PREFIXES = (run_mix.CLASS_PREFIX.split(".")[0] + ".", run_mix.MCA_PREFIX)  # "mix.", "mca."
 TIME_METRIC = "ticks"
 INS_METRIC = "instructions"
 TABLES = ("mix", "mix_ratios", "mix_ops", "mca", "mca_mnemonics")
@@ -56,11 +55,6 @@ COLUMNS = {
     "mca_mnemonics": ["scheme", "op", "variant", "compiler", "cpu", "mnemonic", "count", "latency", "rthroughput",
                       "max_latency", "slow"],
 }
-
-
-def is_mix_metric(metric: str) -> bool:
-    """Metrics of the mix raw files, which analysis keeps out of groups and comparisons."""
-    return str(metric).startswith(EXCLUDED_PREFIXES)
 
 
 def mix_files(source: Path) -> list[Path]:
