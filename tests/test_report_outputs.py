@@ -234,7 +234,7 @@ def test_tables_and_macros_compile_with_pdflatex(study, tmp_path):
 
 def test_provenance_condenses_the_engine_manifest_and_spots_a_vm():
     from pqsimd.report.html import _virtualized, provenance
-    from pqsimd.report.load import Study
+    from pqsimd.results import Study
 
     manifest = {
         "schema_version": 2, "seed": 7, "executor": "local", "job_order": ["a"] * 500,

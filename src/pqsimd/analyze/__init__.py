@@ -16,7 +16,8 @@ from ..errors import PqsimdError
 from . import mechanism, mix
 from . import jobs as jobs_mod
 from .calibration import aa_record
-from .compare import AA_STAGE, Chain, compare_all, draw_jobs, public, study_blocks, study_priors
+from ..results import Chain
+from .compare import AA_STAGE, compare_all, draw_jobs, public, study_blocks, study_priors
 from .compare import COLUMNS as COMPARISON_COLUMNS
 from .decompose import decompose
 from .methods import methods

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .compare import AA_STAGE, Chain, compare_all, draw_jobs, public
+from ..results import Chain
+from .compare import AA_STAGE, compare_all, draw_jobs, public
 from .groups import build_groups
 from .multiplicity import FamilyLevel
 from .pooled import Priors
@@ -58,7 +59,7 @@ def halves(spins: pd.DataFrame, variants: Sequence[str], settings: Settings, ops
         draw_jobs(groups, settings)
         compilers = list(dict.fromkeys(str(c) for c in sub["compiler"]))
         pairs = [(AA_STAGE, (f"{v}[even]", c), (f"{v}[odd]", c)) for c in compilers]
-        df, _w, _f, _d = compare_all(groups, Chain((), "", {}), [], compilers, ops_order, settings, pairs=pairs,
+        df, _w, _f, _d = compare_all(groups, Chain((), ""), [], compilers, ops_order, settings, pairs=pairs,
                                      priors=priors, skip_ops=skip_ops, level=level)
         frames.append(public(df))
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), skipped

@@ -27,6 +27,7 @@ import pandas as pd
 
 from . import bootstrap as bs
 from . import drift as drift_mod
+from ..results import Chain
 from .effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
 from .groups import EXACT_METRICS, Group, GroupKey
 from .interval import Evidence, jobs_needed, verdict_of
@@ -47,35 +48,6 @@ _HIDDEN = ["_ev", "_job_ids", "_job_logs", "_drift_jobs_p"]  # _job_logs: in _jo
 POWER = 0.8  # the power at which `mde` is stated
 WELCH_MIN_JOBS = 5  # separate design: per-op Welch from this many jobs a side, else the pooled test
 AA_STAGE = "aa"
-
-
-@dataclass(frozen=True)
-class Chain:
-    """The decomposition chain as analyze reads it (catalog.Chain.to_dict())."""
-
-    steps: tuple[tuple[str, str, str], ...]  # (stage, base, variant)
-    extra_baseline: str
-    labels: dict[str, str]
-    also: tuple[tuple[str, str, str], ...] = ()  # further (stage, base, variant) when both are present
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Chain":
-        steps = tuple((s["stage"], s["from"], s["to"]) for s in d["steps"])
-        also = tuple((s["stage"], s["from"], s["to"]) for s in d.get("also", []))
-        labels = {s["stage"]: s.get("label", s["stage"]) for s in [*d["steps"], *d.get("also", [])]}
-        return cls(steps, d.get("extra_baseline", steps[-1][1]), labels, also)
-
-    @property
-    def variants(self) -> list[str]:
-        return [self.steps[0][1]] + [v for _, _, v in self.steps] if self.steps else []
-
-    @property
-    def first(self) -> str:
-        return self.steps[0][1]
-
-    @property
-    def last(self) -> str:
-        return self.steps[-1][2]
 
 
 Pair = tuple[str, tuple[str, str], tuple[str, str]]  # stage, (base variant, compiler), (variant, compiler)
@@ -321,7 +293,7 @@ def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: flo
     row["cliffs_delta"] = delta_from_u(u, n_v, n_b)
     row["mwu_p"] = p
     if base.deterministic and var.deterministic:
-        ev = Evidence.exact(math.log(base.median / var.median))
+        ev = Evidence.exact(math.log(base.median / var.median), base.median / var.median)
         row.update(design="exact", deterministic=True, delta_ci_low=row["cliffs_delta"],
                    delta_ci_high=row["cliffs_delta"], mwu_p=math.nan)
         notes.append("deterministic: the exact ratio")
@@ -403,13 +375,15 @@ def finish_family(df: pd.DataFrame, settings: Settings,
         cols["ci_low"][i] = math.exp(iv.lo) if math.isfinite(iv.lo) else math.nan
         cols["ci_high"][i] = math.exp(iv.hi) if math.isfinite(iv.hi) else math.nan
         cols["ci_level"][i] = iv.level
+        if ev.kind == "exact":
+            cols["speedup"][i] = cols["ci_low"][i] = cols["ci_high"][i] = ev.ratio
         if ev.kind == "refuse":
             v, why = "withheld", ev.reason
         elif not iv.reachable:
             v = "withheld"
             why = (f"J = {ev.n}: the widest distribution-free interval, [min, max] of the job ratios, has "
-                   f"{iv.level:.1%} confidence, below the family's {fam.level:.1%}; {jobs_needed(fam.gamma)} or "
-                   f"more jobs reach it")
+                   f"{iv.level:.1%} confidence, below the family's {fam.level:.1%}; it takes {jobs_needed(settings.alpha)} "
+                   f"or more jobs to reach {1 - settings.alpha:.0%} (more when few comparisons are clear)")
         else:
             v = verdict_of(iv.lo, iv.hi, band)
             ci = f"{iv.level:.1%} interval [{cols['ci_low'][i]:.4g}, {cols['ci_high'][i]:.4g}]"

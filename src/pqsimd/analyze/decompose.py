@@ -23,7 +23,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .compare import Chain
+from ..results import Chain
 
 
 def share_range(lo: np.ndarray, hi: np.ndarray, k: int) -> tuple[float, float]:
@@ -64,7 +64,7 @@ def decompose(comparisons: pd.DataFrame, chain: Chain, threshold: float = 0.0,
         if not any(r is not None for _, r in steps):
             continue
         missing = [f"{b}→{v}" for (stage, b, v), (_, r) in zip(chain.steps, steps) if r is None]
-        bad = [f"{s} ({r.verdict})" for s, r in steps if r is not None and not (r.speedup > 0)]
+        bad = [f"{s} ({r.reason})" for s, r in steps if r is not None and not (r.speedup > 0)]
         if missing or bad:
             row["note"] = "n/a: " + ("no comparison " + ", ".join(missing) if missing else
                                       "no estimate for " + ", ".join(bad))

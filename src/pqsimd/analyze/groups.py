@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,11 +71,11 @@ class Group:
         """The group's estimate: the median over jobs of the job medians (on the log scale, so with an
         even number of jobs the geometric mean of the middle two), as the comparisons' estimand."""
         if self._median is None:
-            jm = self.job_medians
-            if self.positive:
-                self._median = float(np.exp(np.median(np.log(jm))))
-            else:
-                self._median = float(np.median(jm))
+            jm = np.sort(self.job_medians)
+            n = jm.size
+            a, b = float(jm[(n - 1) // 2]), float(jm[n // 2])
+            # the middle value itself (no log round trip: exact counts stay exact)
+            self._median = a if a == b else (math.sqrt(a * b) if self.positive else 0.5 * (a + b))
         return self._median
 
     @property

@@ -96,6 +96,7 @@ class Evidence:
     se: float = math.nan
     df: float = math.nan
     reason: str = ""  # refuse: why
+    ratio: float = math.nan  # exact: the ratio itself (exp of its log loses the last digit)
 
     @classmethod
     def sign(cls, job_log_ratios) -> "Evidence":
@@ -109,8 +110,9 @@ class Evidence:
         return cls("t", d=float(d), se=float(se), df=float(df))
 
     @classmethod
-    def exact(cls, log_ratio: float) -> "Evidence":
-        return cls("exact", d=float(log_ratio), se=0.0, df=math.inf)
+    def exact(cls, log_ratio: float, ratio: float | None = None) -> "Evidence":
+        return cls("exact", d=float(log_ratio), se=0.0, df=math.inf,
+                   ratio=float(ratio) if ratio is not None else math.exp(log_ratio))
 
     @classmethod
     def refuse(cls, reason: str, d: float = math.nan) -> "Evidence":

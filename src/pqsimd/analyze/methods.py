@@ -41,14 +41,14 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
               "confidence. J jobs reach at most 1 - 2^(1-J) (93.75% at 5, 99.8% at 10): below the family level "
               "the interval printed is [min, max] with its own level and the verdict is withheld. Separate (t): "
               "exp(d -+ t(1 - gamma/2, df) se) of the job-level test: Welch on log job medians when both groups "
-              f"have >= 5 jobs, else the test pooled over the ops of a job (limma-style moderated job-state and "
-              f"op-specific variances, Welch-Satterthwaite df); rows whose effective df < 4, with a group of < 2 "
-              f"jobs, or (2 jobs) mostly op-specific variance are withheld",
+              "have >= 5 jobs, else the test pooled over the ops of a job (limma-style moderated job-state and "
+              "op-specific variances, Welch-Satterthwaite df); rows whose effective df < 4, with a group of < 2 "
+              "jobs, or (2 jobs) mostly op-specific variance are withheld",
         "family": f"the multiple-testing family: every comparison with a sampling interval (methods sign and t), "
                   f"excluding n/a, exact, withheld-by-design and A/A rows; {adjust}",
-        "p_decision": f"the smallest miss probability gamma at which the comparison's (1 - gamma) interval gives a "
-                      f"verdict (two-sided sign test, or t test, of the interval hypothesis it would decide); the "
-                      f"family's intervals give a verdict exactly where p_decision <= gamma",
+        "p_decision": "the smallest miss probability gamma at which the comparison's (1 - gamma) interval gives a "
+                      "verdict (two-sided sign test, or t test, of the interval hypothesis it would decide); the "
+                      "family's intervals give a verdict exactly where p_decision <= gamma",
         "verdict": f"read off the printed interval: faster if it lies above 1 + threshold, slower below "
                    f"1/(1 + threshold), same inside {thr}, ~ if it reaches into the band's edge, withheld when the "
                    f"design cannot give an interval at the family's level (reason says why), n/a if a side has no "

@@ -139,22 +139,6 @@ def _power_fn(se: float, df: float, alpha: float, m: int, thr_l: float | None,
     return power
 
 
-def power_job_test(log_effect: float, sigma2_base: float, j_base: int, sigma2_var: float | None = None,
-                   j_var: int | None = None, *, alpha: float = 0.05, m: int = 1, df: float | None = None,
-                   threshold: float = 0.0) -> float:
-    """Power of the job-level t-test (two-sided, level alpha/m = Holm's worst case over m tests) for a
-    true log speedup ``log_effect``; with threshold > 0 the power of a 'faster' verdict (p_adj < alpha
-    and the (1 - alpha) CI low > 1 + threshold, both from the same estimated se).
-
-    df None: the per-group Welch test (its df re-estimated from the sample variances, integrated over
-    their distribution, normal job medians); df given: a test with that fixed df (the pooled test)."""
-    se, dfv, jb, jv = _se_df(sigma2_base, j_base, sigma2_var, j_var, df)
-    s2v = sigma2_base if sigma2_var is None else sigma2_var
-    welch = (sigma2_base / jb, jb, s2v / jv, jv) if df is None else None
-    thr_l = math.log1p(threshold) if threshold > 0 else None
-    return _power_fn(se, dfv, alpha, m, thr_l, welch)(log_effect)
-
-
 def _solve(power_at: Callable[[float], float], se: float, power: float) -> float:
     f = lambda x: power_at(x) - power  # noqa: E731
     hi = se
