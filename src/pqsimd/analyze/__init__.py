@@ -226,7 +226,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     present = sorted(str(v) for v in data.spins["variant"].unique())
     variants = _variants(study, present, chain)
     compilers = list(dict.fromkeys([*ctx["compilers"], *sorted(str(c) for c in data.spins["compiler"].unique())]))
-    compilers = [c for c in compilers if c in set(data.spins["compiler"].astype(str))]
+    compilers = [c for c in compilers if c in {str(x) for x in data.spins["compiler"].unique()}]
     groups = _ordered(groups, study, variants, compilers, ops_order)
     group_rows = [describe(g, settings.alpha, settings.threshold) for g in groups.values()]
     groups_df = pd.DataFrame(group_rows)

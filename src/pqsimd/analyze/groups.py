@@ -226,17 +226,24 @@ def short_samples(spins: pd.DataFrame, jobs: pd.DataFrame, groups_df: pd.DataFra
     keys = ["metric", "scheme", "op", "variant", "compiler", "job"]
     j = jobs.drop_duplicates("job").set_index("job")
     step = j["granularity"].groupby(j["cpu_model"]).transform("min")
-    job = t["job"].astype(str).to_numpy()
-    batch = t["batch"].to_numpy(dtype=float)
-    cost = {c: np.nan_to_num(pd.Series(job).map(j[c]).to_numpy(dtype=float)) for c in ("call_overhead", "overhead")}
-    raw = (t["value"].to_numpy(dtype=float) + cost["call_overhead"]) * batch + cost["overhead"]
-    per_job = (pd.DataFrame({k: t[k].astype(str).to_numpy() for k in keys}).assign(raw=raw)
-               .groupby(keys, sort=False)["raw"].median().reset_index())
-    per_job["steps"] = per_job["raw"] / per_job["job"].map(step).astype(float)
-    per_job = per_job[np.isfinite(per_job["steps"])]
-    short = per_job[per_job["steps"] < slack * min_steps].groupby(keys[:-1]).size()
+    # per job (categorical codes, not strings: 10 M rows), its calibration's costs and step
+    jcat = pd.Categorical(t["job"])
+    names = pd.Index(jcat.categories.astype(str))
+    codes = jcat.codes
+
+    def per(series: pd.Series) -> np.ndarray:
+        return np.nan_to_num(series.reindex(names).to_numpy(dtype=float))[codes]
+
+    raw = (t["value"].to_numpy(dtype=float) + per(j["call_overhead"])) * t["batch"].to_numpy(dtype=float) \
+        + per(j["overhead"])
+    steps = raw / per(step.replace(0, np.nan))
+    frame = t[keys[:-1]].assign(job=codes, steps=steps)
+    med = frame.groupby([*keys[:-1], "job"], observed=True, sort=False)["steps"].median()
+    med = med[np.isfinite(med)]
+    short = med[med < slack * min_steps].groupby(level=list(range(5)), observed=True).size()
     if not len(short):
         return out
+    short.index = short.index.map(lambda k: tuple(str(x) for x in k))
     idx = pd.MultiIndex.from_frame(groups_df[keys[:-1]].astype(str))
     return pd.Series(short.reindex(idx).fillna(0).astype(np.int64).to_numpy(), index=groups_df.index)
 

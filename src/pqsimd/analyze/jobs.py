@@ -2,11 +2,12 @@
 
 A machine state lasts a whole job (process), so it shows in many of the job's numbers at once: in
 the paired design in its ratios (what the verdicts use), in the separate design in its times. For
-each job, D = the median over its comparisons (paired) or ops (separate) of |its log ratio (time)
-minus the median of the other jobs'|: the job's typical distance from the typical job. A job is
-disturbed when D exceeds both FACTOR x the median D of the study's jobs of the same scheme (it is
-unlike its peers: a single-state machine, even a noisy or skewed one, moves all jobs alike) and a
-material floor (a quarter of the verdict threshold). False-alarm rates under single-state nulls
+each job, D = the upper quartile over its comparisons (paired) or ops (separate) of |its log ratio
+(time) minus the median over jobs|: how far the job is off in a quarter of its numbers (a state may
+move only some ops: scalar code more than vector code). A job is disturbed when D exceeds both
+FACTOR x the median D of the jobs of the same scheme (it is unlike its peers: a single-state machine,
+even a noisy or skewed one, moves all jobs alike) and a material floor (a quarter of the verdict
+threshold). False-alarm rates under single-state nulls
 and the power against a two-state machine are measured in bench/bench_diagnostics.py.
 """
 
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 FACTOR = 4.0
+QUANTILE = 0.75
 MIN_UNITS = 3  # a job needs this many comparisons (ops) to be judged
 
 COLUMNS = ["metric", "scheme", "unit", "job", "units", "typical_dev", "peer_dev", "dev_ratio", "up_share",
@@ -45,7 +47,7 @@ def judge(devs: dict[str, list[float]], band: float, time_effect: dict[str, floa
     jobs = [j for j, v in devs.items() if len(v) >= MIN_UNITS]
     if len(jobs) < 3:
         return []
-    typ = {j: float(np.median(np.abs(devs[j]))) for j in jobs}
+    typ = {j: float(np.quantile(np.abs(devs[j]), QUANTILE)) for j in jobs}
     peer = float(np.median(list(typ.values())))
     floor = band / 4.0
     rows = []
@@ -68,7 +70,8 @@ def table(rows: list[dict]) -> pd.DataFrame:
 def describe_job(r: dict | pd.Series, unit: str) -> str:
     """One line for a disturbed job: how far, in which direction."""
     what = "its ratios" if unit == "comparisons" else "its times"
-    s = f"{r['job']}: {what} are typically {r['typical_dev']:.1%} off the other jobs' (theirs {r['peer_dev']:.2%})"
+    s = (f"{r['job']}: a quarter of {what} are {r['typical_dev']:.1%} or more off the median job's "
+         f"(other jobs: {r['peer_dev']:.2%})")
     up = r.get("up_share")
     if up is not None and not (isinstance(up, float) and math.isnan(up)):
         s += f", {'higher' if up >= 0.5 else 'lower'} in {max(up, 1 - up):.0%} of the large deviations"

@@ -76,10 +76,10 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
                  f"Benjamini-Hochberg over comparisons; flagged when adjusted p < {settings.alpha:g} and a job's "
                  "fitted change exceeds the threshold (drift_jobs); summary drift gives the rate of job tests "
                  f"below {settings.alpha:g} against the {settings.alpha:g} expected without drift",
-        "disturbed_jobs": "results/jobs: per job, its typical distance from the other jobs (median over its "
-                          "comparisons, or ops in the separate design, of |its log ratio (time) - the median "
-                          "over jobs|); disturbed when that exceeds 4 x the median over the scheme's jobs and a "
-                          "quarter of the threshold",
+        "disturbed_jobs": "results/jobs: per job, how far it is off in a quarter of its numbers (the upper "
+                          "quartile over its comparisons, or ops in the separate design, of |its log ratio (time) - "
+                          "the median over jobs|); disturbed when that exceeds 4 x the median over the scheme's jobs "
+                          "and a quarter of the threshold",
         "carryover": "paired design: does the build run just before in the spin change a group's time? "
                      "Kruskal-Wallis of job-centred log spin medians across predecessor builds (levels with < 3 "
                      "spins left out; too few levels: predecessors pooled by variant across compilers), Holm over "
