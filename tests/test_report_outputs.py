@@ -286,6 +286,6 @@ def test_report_names_the_design(tmp_path):
                         design="paired")
     write_report(d)
     html = (d / "report" / "index.html").read_text()
-    assert "design: paired" in html and "medians of per-spin ratios" in html
+    assert "design: paired" in html and "medians of the jobs' ratios" in html
     c = pd.read_csv(d / "results" / "comparisons.csv")
     assert set(c["design"]) == {"paired"}

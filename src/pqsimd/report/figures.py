@@ -127,7 +127,7 @@ def _save(fig, outdir: Path, name: str) -> dict[str, Path]:
 def _design_note(study: Study) -> str:
     d = study.design
     if d == "paired":
-        return " Paired design: all variants timed in each job, per-spin random order; speedups are medians of per-spin ratios."
+        return " Paired design: all variants timed in each job, per-spin random order; speedups are medians of the jobs' ratios."
     return ""
 
 

@@ -212,7 +212,6 @@ def methods(study: Study) -> list[tuple[str, str]]:
         ("disturbed jobs", study.jobs_note()),
         ("resamples (Cliff's δ interval), seed", f"{g('n_boot')}, {g('seed')}"),
     ]
-    rows += [(f"method: {k}", v) for k, v in (study.summary.get("methods") or {}).items()]
     return [(k, "n/a" if v is None or v == "" else str(v)) for k, v in rows]
 
 

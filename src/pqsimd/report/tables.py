@@ -135,7 +135,7 @@ def _ci_name(study: Study, rows: list[dict]) -> str:
 
 def _design(study: Study) -> str:
     return (" Paired design: every variant timed in each job in a per-spin random order; speedups are medians of "
-            "per-spin ratios." if study.design == "paired" else "")
+            "the jobs' ratios." if study.design == "paired" else "")
 
 
 # -- table 1 --------------------------------------------------------------------------------
