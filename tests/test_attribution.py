@@ -1,0 +1,107 @@
+"""The ablation's attribution (analyze/attribution.py) against brute force: Shapley values as the
+average marginal gain over every order of switching the groups on, interval ranges over every
+corner of the box, and the table's bookkeeping (shares sum to 1, every number inside its interval)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pqsimd.analyze.attribution import Ablation, Cell, attribute, attribution_table, check, linear_range, \
+    ratio_range, shapley_weights
+
+GROUPS = ("ntt", "keccak", "rej")
+
+
+def cells(groups=GROUPS):
+    return [Cell(s) for r in range(1, len(groups) + 1) for s in itertools.combinations(groups, r)]
+
+
+def brute_shapley(v: dict, groups) -> dict:
+    out = {g: 0.0 for g in groups}
+    perms = list(itertools.permutations(groups))
+    for order in perms:
+        on = Cell()
+        for g in order:
+            out[g] += (v.get(on | {g}, 0.0) - v.get(on, 0.0)) / len(perms)
+            on = on | {g}
+    return out
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_shapley_weights_equal_the_average_over_orders(k):
+    groups = tuple(f"g{i}" for i in range(k))
+    rng = np.random.default_rng(k)
+    v = {c: float(rng.normal()) for c in cells(groups)}
+    w = shapley_weights(list(groups))
+    brute = brute_shapley(v, groups)
+    for g in groups:
+        assert sum(c * v[s] for s, c in w[g].items()) == pytest.approx(brute[g])
+    assert sum(brute.values()) == pytest.approx(v[Cell(groups)])  # efficiency
+
+
+def test_ranges_are_the_extremes_over_every_corner():
+    rng = np.random.default_rng(3)
+    cs = cells()
+    full = Cell(GROUPS)
+    w = shapley_weights(list(GROUPS))
+    for _ in range(20):
+        pt = {c: float(rng.uniform(0.5, 2.0)) for c in cs}
+        lo = {c: pt[c] - rng.uniform(0, 0.3) for c in cs}
+        hi = {c: pt[c] + rng.uniform(0, 0.3) for c in cs}
+        for g in GROUPS:
+            corners = []
+            for pick in itertools.product((0, 1), repeat=len(cs)):
+                v = {c: (lo, hi)[b][c] for c, b in zip(cs, pick)}
+                corners.append((sum(x * v[s] for s, x in w[g].items()), sum(x * v[s] for s, x in w[g].items()) / v[full]))
+            lin, rat = [c[0] for c in corners], [c[1] for c in corners]
+            assert linear_range(w[g], lo, hi) == pytest.approx((min(lin), max(lin)))
+            assert ratio_range(w[g], full, lo, hi) == pytest.approx((min(rat), max(rat)))
+
+
+def test_attribute_sums_and_holds_its_estimates():
+    rng = np.random.default_rng(5)
+    v = {}
+    for c in cells():
+        x = 0.5 * ("ntt" in c) + 0.3 * ("keccak" in c) + 0.1 * ("rej" in c) + 0.05 * ("ntt" in c and "keccak" in c)
+        v[c] = (x, x - rng.uniform(0, 0.02), x + rng.uniform(0, 0.02))
+    rows = attribute(v, GROUPS, 0.02)
+    assert sum(r["share"] for r in rows) == pytest.approx(1.0)
+    assert sum(r["shapley"] for r in rows) == pytest.approx(v[Cell(GROUPS)][0])
+    by = {r["group"]: r for r in rows}
+    assert by["ntt"]["shapley"] == pytest.approx(0.5 + 0.025) and by["rej"]["shapley"] == pytest.approx(0.1)
+    assert by["ntt"]["leave_one_out"] == pytest.approx(0.55) and by["keccak"]["add_one_in"] == pytest.approx(0.3)
+    assert rows[0]["interaction"] == pytest.approx(0.05)
+    for r in rows:
+        for col in ("shapley", "share", "leave_one_out", "add_one_in", "interaction"):
+            assert r[f"{col}_ci_low"] <= r[col] <= r[f"{col}_ci_high"]
+
+
+def test_without_the_factorial_only_loo_and_aoi():
+    v = {c: (1.0, 0.9, 1.1) for c in cells() if len(c) in (1, 2, 3)}
+    del v[Cell({"ntt", "keccak"})]  # one pair missing: not a factorial
+    rows = attribute(v, GROUPS, 0.02)
+    assert all(math.isnan(r.get("shapley", math.nan)) for r in rows)
+    assert "no Shapley shares" in rows[0]["note"]
+    assert not math.isnan(rows[0]["add_one_in"])
+
+
+def test_table_from_comparisons_and_exact_counts():
+    """Instruction counts are exact: zero-width intervals, shares exact and summing to 1."""
+    ab = Ablation("impl", GROUPS, {f"c{i}": c for i, c in enumerate([Cell(), *cells()])})
+    rows = []
+    for var, c in ab.cells.items():
+        if not c:
+            continue
+        s = math.exp(0.6 * ("ntt" in c) + 0.4 * ("keccak" in c) + 0.05 * ("rej" in c))
+        rows.append(dict(metric="instructions", scheme="s", op="decaps", compiler="gcc", baseline_compiler="gcc",
+                         baseline="c0", variant=var, speedup=s, ci_low=s, ci_high=s, design="exact"))
+    t = attribution_table(pd.DataFrame(rows), [ab], 0.02)
+    check(t)
+    assert len(t) == 3 and t["share"].sum() == pytest.approx(1.0)
+    assert np.allclose(t["share_ci_low"], t["share"], rtol=1e-12) and t.set_index("group").loc["ntt", "share"] == pytest.approx(0.6 / 1.05)
+    assert t["total"].iloc[0] == pytest.approx(math.exp(1.05))
