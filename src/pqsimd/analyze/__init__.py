@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..errors import PqsimdError
 from . import mechanism, mix
+from . import attribution as attribution_mod
 from . import jobs as jobs_mod
 from .calibration import aa_record
 from ..results import Chain
@@ -153,6 +154,19 @@ def _ordered(groups: dict, study: dict, variants: list[str], compilers: list[str
     return {k: groups[k] for k in sorted(groups, key=key)}
 
 
+def _ablations(directory: Path) -> list[attribution_mod.Ablation]:
+    """The study's ablations as the run recorded them (manifest `ablations`: implementation, groups,
+    and the groups each cell's variant switches to native code)."""
+    out = []
+    for a in (read_json_file(StudyDir(directory).manifest_json).get("ablations") or []):
+        try:
+            out.append(attribution_mod.Ablation(str(a["implementation"]), tuple(a["groups"]),
+                                                {str(v): attribution_mod.Cell(c) for v, c in a["cells"].items()}))
+        except (KeyError, TypeError, AttributeError):
+            continue
+    return out
+
+
 def _aa_pairs(study: dict, present: list[str]) -> dict[str, str]:
     """variant -> its duplicate build's variant id, for the study's A/A duplicates with data."""
     from ..catalog import aa_variant_id
@@ -248,17 +262,22 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     if absent:
         warnings.append(f"variant(s) {', '.join(absent)} of study.toml have no raw data yet: their comparisons are n/a")
     aa_pairs = _aa_pairs(study, present)
-    comparisons, cwarn, fam, drift_rec = compare_all(groups, chain, variants, compilers, ops_order, settings,
-                                                     priors=priors, skip_ops=self_checks, aa=aa_pairs)
+    ablations = _ablations(directory)
+    comparisons, cwarn, fam, drift_rec = compare_all(
+        groups, chain, variants, compilers, ops_order, settings, priors=priors, skip_ops=self_checks, aa=aa_pairs,
+        ablation_cells=[(a.base, [v for v in a.cells if v != a.base]) for a in ablations if a.base])
     warnings += cwarn
     if len(present) < 2:
         warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")
     elif comparisons.empty:
         warnings.append("no comparisons: no pair of the study's variants forms a stage, cumulative or extra comparison")
     main = comparisons[comparisons["stage"] != AA_STAGE] if len(comparisons) else comparisons
+    # (ablation rows are comparisons like any other: in the table and the family; attribution reads them)
     decomposition = decompose(main, chain, settings.threshold,
                               keys=list(dict.fromkeys((m, s, o, c) for (m, s, o, _v, c) in groups)))
     jobs_table = _job_diagnostics(groups, comparisons, settings.threshold, self_checks)
+    attr = attribution_mod.attribution_table(comparisons, ablations, settings.threshold)
+    attribution_mod.check(attr)
     t_cmp = time.perf_counter()
     aa_table, aa_summary = aa_record(comparisons, aa_pairs, data.spins, settings, ops_order, priors, self_checks,
                                      ctx["design"], fam)
@@ -312,6 +331,11 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     write_table(public(main) if len(main) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "comparisons")
     write_table(decomposition, results, "decomposition")
     write_table(jobs_table, results, "jobs")
+    if len(attr):
+        write_table(attr, results, "attribution")
+    else:
+        for ext in ("csv", "parquet"):
+            (results / f"attribution.{ext}").unlink(missing_ok=True)
     write_spins(data.spins, results)
     cpt = mechanism.core_per_tsc(list(data.calibrations))
     ins_records = [r for r in StudyDir(directory).job_records().values() if r and r.get("metric") == "instructions"]

@@ -48,6 +48,7 @@ _HIDDEN = ["_ev", "_job_ids", "_job_logs", "_drift_jobs_p"]  # _job_logs: in _jo
 POWER = 0.8  # the power at which `mde` is stated
 WELCH_MIN_JOBS = 5  # separate design: per-op Welch from this many jobs a side, else the pooled test
 AA_STAGE = "aa"
+ABLATION_STAGE = "ablation"  # all-C cell -> another cell of an ablation (analyze/attribution.py)
 
 
 Pair = tuple[str, tuple[str, str], tuple[str, str]]  # stage, (base variant, compiler), (variant, compiler)
@@ -164,14 +165,17 @@ def separate_tests(groups: dict[GroupKey, Group], pairs: Sequence[Pair], setting
 
 
 def plan_pairs(chain: Chain, variants: Sequence[str], compilers: Sequence[str],
-               extra_baseline: str | None = None, aa: dict[str, str] | None = None) -> tuple[list[Pair], list[str]]:
+               extra_baseline: str | None = None, aa: dict[str, str] | None = None,
+               ablation_cells: Sequence[tuple[str, list[str]]] = ()) -> tuple[list[Pair], list[str]]:
     """(stage, base, variant) for the variants and compilers present, and warnings.
 
     The first chain step is also the first cumulative step; it is listed once, with its stage.
     The cumulative chain is every row whose baseline is the chain's first variant. aa: variant ->
-    its duplicate build's variant id (A/A pairs; duplicates take part in nothing else)."""
+    its duplicate build's variant id (A/A pairs; duplicates take part in nothing else).
+    ablation_cells: per ablation, (its all-C cell, its other cells): stage `ablation` pairs all-C ->
+    cell, which attribution.py reads; cells take part in nothing else."""
     aa = dict(aa or {})
-    dups = set(aa.values())
+    dups = set(aa.values()) | {c for base, cells in ablation_cells for c in (base, *cells)}
     vs = [v for v in dict.fromkeys(variants) if v not in dups]
     cs = list(dict.fromkeys(compilers))
     extra_baseline = extra_baseline or chain.extra_baseline
@@ -208,6 +212,10 @@ def plan_pairs(chain: Chain, variants: Sequence[str], compilers: Sequence[str],
     for c in cs[1:]:
         for v in vs:
             pairs.append(("cross_compiler", (v, cs[0]), (v, c)))
+    present = set(variants)
+    for base, cells in ablation_cells:
+        for c in cs:
+            pairs += [(ABLATION_STAGE, (base, c), (v, c)) for v in cells if base in present and v in present]
     return pairs, warnings
 
 
@@ -487,8 +495,8 @@ def family_warnings(df: pd.DataFrame, fam: FamilyLevel) -> list[str]:
 def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[str], compilers: Sequence[str],
                 ops_order: Sequence[str], settings: Settings, pairs: list[Pair] | None = None,
                 priors: dict[str, Priors] | None = None, skip_ops: frozenset[str] | set[str] = frozenset(),
-                aa: dict[str, str] | None = None,
-                level: FamilyLevel | None = None) -> tuple[pd.DataFrame, list[str], FamilyLevel, dict]:
+                aa: dict[str, str] | None = None, level: FamilyLevel | None = None,
+                ablation_cells: Sequence[tuple[str, list[str]]] = ()) -> tuple[pd.DataFrame, list[str], FamilyLevel, dict]:
     """Every planned comparison's row, the family's level, verdicts, warnings and the drift record.
     skip_ops: ops never compared (the families' self-check op: ~0 by design, a harness check).
     The returned frame keeps the hidden columns (_ev, _job_ids) the decomposition and the job
@@ -496,7 +504,7 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
     separate design are printed at the study's)."""
     warnings: list[str] = []
     if pairs is None:
-        pairs, warnings = plan_pairs(chain, variants, compilers, settings.extra_baseline, aa)
+        pairs, warnings = plan_pairs(chain, variants, compilers, settings.extra_baseline, aa, ablation_cells)
     rows: list = []
     metric_scheme_ops: dict[tuple[str, str], list[str]] = {}
     for (metric, scheme, op, _v, _c) in groups:
