@@ -30,6 +30,7 @@ from importlib import resources
 from pathlib import Path
 
 from . import __version__, catalog
+from .ids import build_id
 from .catalog import Family, Variant
 from .errors import PqsimdError
 from .sources import SourceTree
@@ -58,7 +59,7 @@ def compiler_id(spec: str) -> tuple[str, str]:
         cid, cmd = spec.split("=", 1)
     else:
         cid, cmd = Path(spec).name, spec
-    catalog.check_id("compiler", cid, "--cc")
+    catalog.check_id("compiler", cid, "--cc", hint=f"; name it, e.g. --cc mycc={cmd}" if "=" not in spec else "")
     return cid, cmd
 
 
@@ -241,10 +242,6 @@ class Build:
     @property
     def label(self) -> str:
         return f"{self.variant} ({self.compiler.id}, {self.family})"
-
-
-def build_id(variant: str, compiler: str, family: str) -> str:
-    return f"{variant}.{compiler}.{family}"
 
 
 def _impl_dir(tree: SourceTree, fam: Family, scheme: str, impl: str) -> Path | None:

@@ -13,8 +13,9 @@ from rich.console import Console
 
 from . import __version__, catalog, counters, energy, machine, sources, store
 from . import study as study_mod
-from .build import Build, Compiler, build_driver, build_variant, find_compiler, unavailable
+from .build import Build, Compiler, build_driver, build_variant, compiler_id, find_compiler, unavailable
 from .errors import PqsimdError, command
+from .ids import build_id
 from .run import plan as plan_mod
 from .studydir import StudyDir
 
@@ -57,6 +58,7 @@ def resolve_compilers(study: study_mod.Study) -> tuple[list[Compiler], list[str]
     """The study's compilers that exist here, and one line for each that does not."""
     found, problems, ids = [], [], {}
     for spec in study.cc:
+        compiler_id(spec)  # a bad id is the user's to fix, not a missing compiler
         try:
             c = find_compiler(spec)
         except PqsimdError as e:
@@ -64,7 +66,7 @@ def resolve_compilers(study: study_mod.Study) -> tuple[list[Compiler], list[str]
             continue
         if c.id in ids:
             raise PqsimdError(f"--cc names two compilers with the id '{c.id}' ({ids[c.id]} and {spec}); "
-                              f"give one an id of its own, e.g. --cc {c.id}b={spec}")
+                              f"give one an id of its own, e.g. --cc {c.id}b={c.command}")
         ids[c.id] = spec
         found.append(c)
     return found, problems
@@ -122,7 +124,7 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         for vid in study.variants:
             variant = study.variant(vid)
             for comp in compilers:
-                bid = f"{vid}.{comp.id}.{fam.name}"
+                bid = build_id(vid, comp.id, fam.name)
                 why = unavailable(fam, variant)
                 impl = fam.implementation(variant.sources)
                 lacking = _missing_cpu_features(tuple(variant.requires_cpu) + (impl.requires_cpu if impl else ()))

@@ -100,6 +100,8 @@ class Study:
         d: dict[str, Any] = {}
         for k in KEYS:
             v = getattr(self, k)
+            if k == "budget" and v is None:
+                v = 0  # "no budget" must be written: left out, the preset's budget would come back
             if v is not None:
                 d[k] = v
         doc: dict[str, Any] = {"study": d, "variants": {v: self.variant_defs[v].to_dict() for v in self.variants}}
@@ -278,10 +280,15 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
 
 def check_against_plan(sd: StudyDir, study: Study) -> None:
     """Once a plan exists (fixed by the first run), no measurement setting may change."""
+    from .run.plan import PLAN_VERSION
+
     plan = sd.read_plan()
-    if plan is None or "settings" not in plan:
-        return
-    before = plan["settings"]
+    if plan is None or plan.get("version") != PLAN_VERSION:
+        return  # no plan yet, or an older one (run/plan.py refuses new measurements in it)
+    before = plan.get("settings")
+    if not isinstance(before, dict):
+        raise PqsimdError(f"{sd.plan_json} has no `settings` (they fix what every job measures); restore the file, "
+                          f"or use a new directory")
     now = study.measurement_settings()
     for k in now:
         if k in before and before[k] != now[k]:

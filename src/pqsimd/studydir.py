@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from . import store
+from . import ids, store
 from .errors import PqsimdError, command
 
 
@@ -146,6 +146,11 @@ class StudyDir:
         plan = store.read_json(self.plan_json)
         if not isinstance(plan, dict) or not isinstance(plan.get("jobs"), list):
             raise PqsimdError(f"{self.plan_json} is not a pqsimd plan; restore it or use a new directory")
+        for j in plan["jobs"]:  # job ids become file names: a hand-edited plan must not name a path
+            if not isinstance(j, dict):
+                raise PqsimdError(f"{self.plan_json}: a job is {j!r}, not a table; restore it or use a new directory")
+            ids.check_composite("job", j.get("id"), str(self.plan_json))
+            ids.check_id("scheme", j.get("scheme"), str(self.plan_json))
         return plan
 
     def write_plan(self, plan: dict[str, Any]) -> None:

@@ -23,7 +23,7 @@ import pyarrow.csv as pacsv
 
 from .. import catalog, counters, machine, store
 from .. import study as study_mod
-from ..build import build_id
+from ..ids import build_id
 from ..errors import PqsimdError, command
 from ..studydir import StudyDir
 from . import spec as spec_mod

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from rich.console import Console
 
 from ..build import Build
+from ..ids import metric_job_id
 from ..studydir import StudyDir
 
 
@@ -46,7 +47,7 @@ def per_build_jobs(suffix: str):
         for b in passing:
             for scheme in study.schemes:
                 if scheme in b.schemes and scheme in (sd.read_gate(b.id) or {}).get("passed_schemes", []):
-                    out.append(Job(f"{b.variant}.{b.compiler.id}.{scheme}.{suffix}", {b.id: binaries[b.id]},
+                    out.append(Job(metric_job_id(b.variant, b.compiler.id, scheme, suffix), {b.id: binaries[b.id]},
                                    {"build": b, "scheme": scheme}))
         return out
 

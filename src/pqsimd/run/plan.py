@@ -14,15 +14,10 @@ from __future__ import annotations
 import random
 
 from ..errors import PqsimdError
+from ..ids import timing_job_id as job_id
 from ..studydir import StudyDir
 
 PLAN_VERSION = 2
-
-
-def job_id(design: str, scheme: str, index: int, variant: str | None = None, compiler: str | None = None) -> str:
-    if design == "paired":
-        return f"paired.{scheme}.{index}"
-    return f"{variant}.{compiler}.{scheme}.{index}"
 
 
 def make_plan(study, compilers: list[str]) -> dict:
