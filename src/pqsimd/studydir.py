@@ -8,6 +8,7 @@ and write of it goes through StudyDir.
     DIR/bin/<build>.so      variants (shared objects) and DIR/bin/driver
     DIR/gate/<build>.json   correctness gate result per build
     DIR/raw/<job>.parquet   one per finished job (store.write_raw: temp name, then rename)
+    DIR/superseded/         raw files of jobs that ran again (supersede): kept, never analysed
     DIR/logs/               driver stderr per job, SLURM task output
     DIR/slurm/              SLURM submissions
     DIR/results/            analyze
@@ -66,6 +67,10 @@ class StudyDir:
     @property
     def report_dir(self) -> Path:
         return self.path / "report"
+
+    @property
+    def superseded_dir(self) -> Path:
+        return self.path / "superseded"
 
     @property
     def logs_dir(self) -> Path:
@@ -169,6 +174,14 @@ class StudyDir:
         raise PqsimdError(f"job '{job_id}' is not in {self.plan_json}")
 
     def read_sizing(self) -> dict[str, Any] | None:
+        """The sizing jobs are timed with: the copy plan.json fixed when it was chosen (sizing.json
+        is its readable twin, checked against it by run/sizing.py), else sizing.json (older plans)."""
+        plan = self.read_plan() or {}
+        if isinstance(plan.get("sizing"), dict):
+            return plan["sizing"]
+        return self.read_sizing_file()
+
+    def read_sizing_file(self) -> dict[str, Any] | None:
         return store.read_json(self.sizing_json) if self.sizing_json.exists() else None
 
     def write_sizing(self, sizing: dict[str, Any]) -> None:
@@ -212,9 +225,12 @@ class StudyDir:
     def job_records(self) -> dict[Path, dict[str, Any] | None]:
         return {p: store.read_job_record(p) for p in self.raw_files()}
 
-    def finished(self, job_id: str, binaries: dict[str, str] | None = None) -> bool:
+    def finished(self, job_id: str, binaries: dict[str, str | None] | None = None) -> bool:
         """The one definition of a finished job: its raw file reads back with its own id, and
-        (when given) with the sha256 of every binary the study would time it with now."""
+        (when given) holds every build the study would time it with now, each with that binary's
+        sha256 (None: built on a SLURM node, any binary counts). A paired job that lacks a build
+        (one that passed its gate after the job ran) is not finished: its builds are only paired
+        when they share the process, so the whole job runs again (see supersede)."""
         path = self.raw_path(job_id)
         if not path.exists():
             return False
@@ -224,9 +240,20 @@ class StudyDir:
         if binaries:
             got = rec.get("binaries") or {}
             for key, sha in binaries.items():
-                if sha is not None and got.get(key) not in (None, sha):
+                if key not in got or (sha is not None and got[key] not in (None, sha)):
                     return False
         return True
+
+    def supersede(self, job_id: str) -> Path | None:
+        """Move a job's raw file out of raw/ before the job runs again (it lacked a build, or read
+        back broken): kept in DIR/superseded/, never analysed, never lost."""
+        path = self.raw_path(job_id)
+        if not path.exists():
+            return None
+        dest = self.superseded_dir / f"{job_id}.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%f')}.parquet"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, dest)
+        return dest
 
     def write_raw(self, job_id: str, table, record: dict[str, Any]) -> Path:
         self.raw_dir.mkdir(parents=True, exist_ok=True)

@@ -178,6 +178,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     parts, job_rows, warnings, calibrations = [], [], [], []
     dropped_bad = 0
     read = parallel_map(lambda f: _read_one(f, directory), files)
+    check_sizing({path.name: meta for path, (_, meta) in zip(files, read)}, raw)
     for path, (part, meta) in zip(files, read):
         dropped_bad += part.pop("dropped_bad")
         if part["n"] == 0:
@@ -267,6 +268,31 @@ def check_settings(jobs: pd.DataFrame, directory: Path) -> None:
         raise PqsimdError(f"{directory / 'raw'}: {', '.join(other[:3])}{' ...' if len(other) > 3 else ''} were measured "
                           f"with {diff}={a.get(diff)!r}, not the plan's {plan['settings'].get(diff)!r}; move them out "
                           f"of raw/ or restore the study (settings are never mixed)")
+
+
+def check_sizing(records: dict[str, dict | None], raw: Path) -> None:
+    """Every job of a group must have been timed with the same spins, reps, warm-up and calls per
+    sample (each job records its sizing): a hand-edited or re-probed sizing.json would pool
+    samples of different lengths and counts into one group."""
+    seen: dict[tuple[str, str, str], tuple[str, tuple]] = {}
+    for name, rec in sorted(records.items()):
+        sizing = (rec or {}).get("sizing")
+        if not isinstance(sizing, dict):
+            continue
+        for op, o in sizing.items():
+            if not isinstance(o, dict):
+                continue
+            for build in rec.get("builds") or []:
+                batch = (o.get("batch") or {}).get(build) if isinstance(o.get("batch"), dict) else None
+                value = (o.get("spins"), o.get("reps"), o.get("warmup"), bool(o.get("nowarm")), batch)
+                key = (str(rec.get("scheme")), op, build)
+                first = seen.setdefault(key, (name, value))
+                if first[1] != value:
+                    fields = ("spins", "reps", "warmup", "nowarm", "batch")
+                    diff = ", ".join(f"{f} {a} vs {b}" for f, a, b in zip(fields, first[1], value) if a != b)
+                    raise PqsimdError(f"{raw}: {first[0]} and {name} timed {op} of {build} with different sizing "
+                                      f"({diff}); a group's jobs are never pooled across sizes: move the jobs of one "
+                                      f"sizing out of raw/ (or restore sizing.json and re-run them)")
 
 
 def check_cpu_models(jobs: pd.DataFrame, directory: Path, pool: bool, warnings: list[str]) -> None:

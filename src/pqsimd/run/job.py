@@ -224,6 +224,7 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "slurm_array_task_id": os.environ.get("SLURM_ARRAY_TASK_ID"),
         }
+        sd.supersede(job_id)  # a run of this job without a build the study has now, or a broken file
         return sd.write_raw(job_id, table, record)
     finally:
         Path(tmp).unlink(missing_ok=True)

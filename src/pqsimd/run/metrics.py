@@ -88,8 +88,11 @@ def execute_all(sd: StudyDir, study, plan: dict, passing: list[Build], binaries:
     jobs = timing_jobs(sd, study, plan, executor)
     todo = pending(sd, jobs)
     not_run = len(plan["jobs"]) - len(jobs)
+    again = sum(sd.raw_path(j.id).exists() for j in todo)
     console.print(f"jobs: {len(todo)} to run, {len(jobs) - len(todo)} already finished"
-                  + (f", {not_run} without a build that passed the gate, not run" if not_run else ""))
+                  + (f", {not_run} without a build that passed the gate, not run" if not_run else "")
+                  + (f"; {again} of them again (they lack a build the study times now, or read back broken; "
+                     f"the old files move to {sd.superseded_dir})" if again else ""))
     if executor == "slurm":
         from .slurm import submit
 

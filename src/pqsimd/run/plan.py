@@ -50,6 +50,8 @@ def update_plan(sd: StudyDir, study, compilers: list[str]) -> dict:
     if len(fresh["jobs"]) > len(plan["jobs"]):
         if fresh["jobs"][: len(plan["jobs"])] != plan["jobs"]:
             raise PqsimdError(f"{sd.plan_json} does not match the study's seed; restore it or use a new directory")
+        if "sizing" in plan:  # fixed once (run/sizing.py): more jobs are timed with the same choices
+            fresh["sizing"] = plan["sizing"]
         sd.write_plan(fresh)
         return fresh
     return plan
