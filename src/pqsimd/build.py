@@ -244,6 +244,16 @@ class Build:
         return f"{self.variant} ({self.compiler.id}, {self.family})"
 
 
+def present_schemes(tree: SourceTree, fam: Family, impl: str) -> list[str]:
+    """The family's parameter sets the tree has this implementation of (a --source tree may hold a
+    few); one line if it has none."""
+    out = [sid for sid, s in fam.schemes.items() if s.dir is None or (tree.root / s.dir / impl).is_dir()]
+    if not out:
+        raise PqsimdError(f"the source tree {tree.root} has no '{impl}' implementation of any {fam.name} parameter set "
+                          f"(looked for e.g. {next(iter(fam.schemes.values())).dir}/{impl})")
+    return out
+
+
 def _impl_dir(tree: SourceTree, fam: Family, scheme: str, impl: str) -> Path | None:
     s = fam.schemes[scheme]
     if s.dir is None:
@@ -266,7 +276,7 @@ def _inputs_key(tree: SourceTree, fam: Family, variant: Variant, flags: list[str
     h = hashlib.sha256(json.dumps({"flags": flags, "cc": comp.to_dict(), "sources": variant.sources,
                                    "family": fam.text, "glue": driver.glue_key, "pqsimd": __version__}).encode())
     files: list[Path] = []
-    for scheme in fam.schemes:
+    for scheme in present_schemes(tree, fam, variant.sources):
         d = _impl_dir(tree, fam, scheme, variant.sources)
         if d is not None:
             files += sorted(p for p in d.rglob("*") if p.is_file())
@@ -301,7 +311,8 @@ def _compile_plan(tree: SourceTree, fam: Family, variant: Variant, flags: list[s
                    for name in impl.common}
     scheme_objs: dict[str, list[Path]] = {}
     table_objs: list[Path] = []
-    for sid, s in fam.schemes.items():
+    schemes = {sid: fam.schemes[sid] for sid in present_schemes(tree, fam, variant.sources)}
+    for sid, s in schemes.items():
         d = _impl_dir(tree, fam, sid, variant.sources)
         inc = ([f"-I{d}"] if d else []) + [f"-I{common}"]
         scheme_objs[sid] = [cc(src, out / f"{sid}.{src.name}.o", inc)
@@ -318,7 +329,7 @@ def _compile_plan(tree: SourceTree, fam: Family, variant: Variant, flags: list[s
         kat_common = {name: common_objs.get(name) or cc(common / name, out / f"katcommon.{name}.o", [f"-I{common}"])
                       for name in fam.kat.get("common", [])}
         rng = cc(tree.root / fam.kat["rng"], out / "kat.rng.o", [f"-I{common}"])
-        for sid, s in fam.schemes.items():
+        for sid, s in schemes.items():
             d = _impl_dir(tree, fam, sid, variant.sources)
             ns = f"{s.namespace}_{variant.sources.upper()}"
             inc = ([f"-I{d}"] if d else []) + [f"-I{common}"]
@@ -347,7 +358,7 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
         return Build(family=fam.name, variant=variant.id, compiler=comp, flags=flags, key=key, directory=final,
                      library=final / "variant.so",
                      kat={s: final / f"kat-{s}" for s in fam.schemes if (final / f"kat-{s}").exists()},
-                     schemes=list(fam.schemes), commands=info["commands"], cached=cached,
+                     schemes=info.get("schemes", list(fam.schemes)), commands=info["commands"], cached=cached,
                      seconds=seconds if not cached else info.get("seconds", 0.0))
 
     if record.exists():
@@ -378,7 +389,8 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
                 raise _fail(root, name, cmd, proc, f"variant {variant.id} ({fam.name}): linking {out_name} failed")
         seconds = time.monotonic() - t0
         (work / "build.json").write_text(json.dumps({
-            "family": fam.name, "variant": variant.id, "key": key, "compiler": comp.to_dict(), "flags": flags,
+            "family": fam.name, "variant": variant.id, "schemes": present_schemes(tree, fam, variant.sources),
+            "key": key, "compiler": comp.to_dict(), "flags": flags,
             "driver": driver.to_dict(), "commands": [shlex.join(c) for c in commands], "seconds": round(seconds, 2),
         }, indent=2))
         _publish(work, final)

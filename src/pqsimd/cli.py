@@ -72,6 +72,8 @@ def cli() -> None:
               help="paired (default): all variants in one process, per-spin random order; separate: one process per variant (the paper's)")
 @click.option("--budget", type=Seconds(), default=None,
               help="time per op and job (0.5, 0.5s or 500ms): spins/reps/batch chosen per op")
+@click.option("--job-timeout", "job_timeout", type=Seconds(), default=None,
+              help="time limit per timing job and probe (0: none; default: derived from the op times, run/limits.py)")
 @click.option("--warmup-ns", "warmup_ns", type=int, default=None, help="paired: untimed warm-up before each variant's reps (ns, default 50000)")
 @click.option("--source", type=click.Path(path_type=Path), default=None, help="your own PQClean-layout tree")
 @click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")
@@ -237,6 +239,9 @@ def job(directory: Path, job_id: str, build_on_node: bool) -> None:
 
 
 def main() -> None:
+    from .run.child import install_stop_handlers
+
+    install_stop_handlers()
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

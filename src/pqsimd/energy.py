@@ -191,11 +191,13 @@ def _driver_run(driver: Path, library: Path, scheme: str, op: str, spins: int, r
                 batch: str = "auto", cpu: int | None = None) -> tuple[dict, list[tuple[int, int]]]:
     """One driver process timing one op (separate design); (calibration, [(batch, raw ticks)])."""
     import json
-    import subprocess
 
-    spec = "\n".join([f"design separate", f"scheme {scheme}", f"variant {library}", f"cpu {-1 if cpu is None else cpu}",
-                      f"op {op} {spins} {reps} {warmup} {batch}"]) + "\n"
-    p = subprocess.run([str(driver), "run", "-"], input=spec, capture_output=True, text=True)
+    from .run import child
+    from .run.spec import escape
+
+    spec = "\n".join([f"design separate", f"scheme {scheme}", f"variant {escape(library)}",
+                      f"cpu {-1 if cpu is None else cpu}", f"op {op} {spins} {reps} {warmup} {batch}"]) + "\n"
+    p = child.run([str(driver), "run", "-"], input=spec)
     if p.returncode != 0:
         raise RuntimeError(f"driver run {op}: {(p.stderr.strip().splitlines() or ['failed'])[-1]}")
     lines = p.stdout.splitlines()

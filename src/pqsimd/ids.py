@@ -8,6 +8,7 @@ which no part can contain, so a composite id names exactly one thing (variant `a
     build               <variant>.<compiler>.<family>        DIR/bin/<build>.so, DIR/gate/<build>.json
     timing job          paired.<scheme>.<index>  |  <variant>.<compiler>.<scheme>.<index>
     per-build metric    <variant>.<compiler>.<scheme>.<metric>
+    exclusion           <variant>.<compiler>.<family>.<scheme>  DIR/excluded/<exclusion>.json
 """
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ def timing_job_id(design: str, scheme: str, index: int, variant: str | None = No
     if design == PAIRED:
         return _join(PAIRED, scheme, str(index))
     return _join(str(variant), str(compiler), scheme, str(index))
+
+
+def exclusion_id(build: str, scheme: str) -> str:
+    b = BuildId.parse(build)
+    return _join(b.variant, b.compiler, b.family, scheme)
 
 
 def metric_job_id(variant: str, compiler: str, scheme: str, metric: str) -> str:

@@ -167,6 +167,10 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     passing = [b for b in builds if gate_results[b.id]["passed_schemes"]]
     driver_sha = _install(sd, driver.path, sd.driver_path, None)
     binaries = {b.id: _install(sd, b.library, sd.variant_path(b.id), b.id) for b in passing}
+    for x in sd.exclusions():  # builds that crashed or hung in an earlier run: still left out
+        console.print(f"[red]excluded[/red] {x['build']} from {x['scheme']}: it {x['detail']} (job {x['job']}); "
+                      f"delete {x['file']} to try it again", soft_wrap=True)
+        ok = False
 
     plan = plan_mod.update_plan(sd, study, [c.id for c in compilers])
     sizing = None
@@ -201,6 +205,7 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         "energy": energy.status(),
         "seed": plan["seed"],
         "job_order": [j["id"] for j in plan["jobs"]],
+        "excluded": sd.exclusions(),
         "executor": executor,
     })
 
@@ -209,7 +214,9 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     from .run import metrics
 
     ok = metrics.execute_all(sd, study, plan, passing, binaries, executor, slurm_options, console) and ok
+    ok = ok and not sd.exclusions()
     record_jobs(sd)
+    sd.update_manifest({"excluded": sd.exclusions()})
     console.print(f"study: {sd.path}")
     return ok
 

@@ -7,6 +7,7 @@ and write of it goes through StudyDir.
     DIR/manifest.json       provenance (read_manifest / update_manifest: the one writer)
     DIR/bin/<build>.so      variants (shared objects) and DIR/bin/driver
     DIR/gate/<build>.json   correctness gate result per build
+    DIR/excluded/<build>.<scheme>.json   a build that crashed or hung in a timing job or probe (exclude)
     DIR/raw/<job>.parquet   one per finished job (store.write_raw: temp name, then rename)
     DIR/superseded/         raw files of jobs that ran again (supersede): kept, never analysed
     DIR/logs/               driver stderr per job, SLURM task output
@@ -214,6 +215,37 @@ class StudyDir:
     def read_gate(self, build_id: str) -> dict[str, Any] | None:
         p = self.gate_path(build_id)
         return store.read_json(p) if p.exists() else None
+
+    # --- exclusions: builds that crashed or hung while being timed ------------------------------
+    def exclusion_path(self, build_id: str, scheme: str) -> Path:
+        return self.path / "excluded" / f"{ids.exclusion_id(build_id, scheme)}.json"
+
+    def exclude(self, build_id: str, scheme: str, record: dict[str, Any]) -> Path:
+        """Leave a build out of every later job and probe of `scheme` while its binary is the same
+        (record["binary_sha256"]); one file per (build, scheme), so SLURM tasks never race."""
+        path = self.exclusion_path(build_id, scheme)
+        store.atomic_write_json(path, {"build": build_id, "scheme": scheme, **record})
+        return path
+
+    def exclusion(self, build_id: str, scheme: str) -> dict[str, Any] | None:
+        """The standing exclusion of this build for this scheme (None: none, or the binary changed)."""
+        path = self.exclusion_path(build_id, scheme)
+        if not path.exists():
+            return None
+        rec = store.read_json(path)
+        lib = self.variant_path(build_id)
+        if not isinstance(rec, dict) or not lib.exists() or rec.get("binary_sha256") != store.sha256_file(lib):
+            return None
+        return rec
+
+    def exclusions(self) -> list[dict[str, Any]]:
+        d = self.path / "excluded"
+        out = []
+        for p in sorted(d.glob("*.json")) if d.is_dir() else []:
+            rec = store.read_json(p)
+            if isinstance(rec, dict) and self.exclusion(str(rec.get("build")), str(rec.get("scheme"))):
+                out.append({**rec, "file": str(p)})
+        return out
 
     # --- raw files ---------------------------------------------------------------------------
     def raw_files(self) -> list[Path]:

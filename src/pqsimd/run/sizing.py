@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 from typing import Any
 
 from rich.console import Console
@@ -29,7 +28,9 @@ from rich.console import Console
 from .. import catalog
 from ..errors import PqsimdError
 from ..studydir import StudyDir
-from .job import job_builds, pick_cpu
+from . import child, limits
+from .job import BuildDied, build_ops, death_of, exclude, job_builds, pick_cpu
+from .spec import NOT_TIMED, escape, timed_ops
 
 
 def choose(cost_per_rep: float, fixed_per_spin: float, budget_ticks: float, s0: int, r0: int,
@@ -49,15 +50,26 @@ def choose(cost_per_rep: float, fixed_per_spin: float, budget_ticks: float, s0: 
 
 
 def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None = None) -> tuple[dict, dict[str, dict[str, tuple[int, int]]]]:
-    """Driver probe of every op of the scheme: (calibration, {op: {build: (k, median raw ticks)}})."""
+    """Driver probe of every op of the scheme: (calibration, {op: {build: (k, median raw ticks)}}).
+    A build that crashes or hangs in it: BuildDied (the caller excludes it and probes again)."""
     cpu = pick_cpu(study) if cpu is None else cpu
-    ops = study.ops_for(scheme)
-    batch = study.batch
-    lines = ["design paired", f"scheme {scheme}", *(f"variant {sd.variant_path(b)}" for b in builds), f"cpu {cpu}",
-             f"target {study.batch_target}", *(f"op {op} 1 1 0 {' '.join([batch] * len(builds))}" for op in ops)]
-    p = subprocess.run([str(sd.driver_path), "probe", "-"], input="\n".join(lines) + "\n", capture_output=True, text=True)
+    op_seconds = [build_ops(sd, b, scheme) for b in builds]
+    timed = timed_ops(study, scheme, [set(o) if o is not None else None for o in op_seconds])
+    limit = limits.probe_limit(study, scheme, list(timed), op_seconds)
+    lines = ["design paired", f"scheme {scheme}", *(f"variant {escape(sd.variant_path(b))}" for b in builds),
+             f"cpu {cpu}", f"target {study.batch_target}",
+             *(f"op {op} 1 1 0 {' '.join(study.batch if t else NOT_TIMED for t in which)}" for op, which in timed.items())]
+    what = f"sizing: the driver's probe of {scheme}"
+    try:
+        p = child.run([str(sd.driver_path), "probe", "-"], input="\n".join(lines) + "\n", timeout=limit["seconds"])
+    except child.TimedOut as e:
+        raise death_of(what, e.stderr, builds, scheme, limit) or PqsimdError(
+            f"{what} did not finish within {e.seconds:g} s ({limit['from']}); set [study] job_timeout") from None
     if p.returncode != 0:
-        raise PqsimdError(f"sizing: the driver's probe of {scheme} failed ({(p.stderr.strip().splitlines() or ['?'])[-1]})")
+        died = death_of(what, p.stderr, builds, scheme, None)
+        if died is not None:
+            raise died
+        raise PqsimdError(f"{what} failed ({(p.stderr.strip().splitlines() or ['?'])[-1]})")
     out = p.stdout.splitlines()
     cal = json.loads(out[0])
     res: dict[str, dict[str, tuple[int, int]]] = {}
@@ -176,13 +188,22 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
     def on_a_free_cpu(scheme: str, builds: list[str]):
         cpu = free.get()  # one probe per CPU at a time
         try:
-            return probe(sd, study, scheme, builds, cpu)
+            while True:
+                try:
+                    return builds, *probe(sd, study, scheme, builds, cpu)
+                except BuildDied as e:  # left out of the study; the rest is probed and timed
+                    exclude(sd, e, f"sizing.{scheme}", console.print if console else None)
+                    builds = [b for b in builds if b != e.build]
+                    if not builds:  # nothing of this scheme is timed; the other schemes are
+                        return [], None, {}
         finally:
             free.put(cpu)
 
     with ThreadPoolExecutor(max_workers=len(cpus)) as pool:
         probes = list(pool.map(lambda w: on_a_free_cpu(*w), work))
-    for (scheme, builds), (cal, probed) in zip(work, probes):
+    for (scheme, _), (builds, cal, probed) in zip(work, probes):
+        if not builds:
+            continue
         budget_ticks = study.budget * cal["tsc_hz"]
         warm = study.warmup_ns * 1e-9 * cal["tsc_hz"] if study.design == "paired" else 0.0
         ops = {}
