@@ -37,6 +37,7 @@ from .sources import SourceTree
 
 PIC_FLAGS = ("-fPIC", "-fvisibility=hidden")
 LINK_FLAGS = ("-Wl,-z,noexecstack",)
+RECIPE = 2  # how a variant is built (2: its flags reach the link); part of the cache key
 
 
 # --- compilers -------------------------------------------------------------------------------------
@@ -128,7 +129,7 @@ def _error_line(stderr: str) -> str:
     """The line that says what went wrong (an error, not a warning, not collect2's summary), else
     the last line."""
     lines = [l for l in stderr.strip().splitlines() if l.strip() and "warning" not in l.lower()]
-    for pat in (r"undefined reference", r"\bld(\.\w+)?: ", r"cannot find", r"fatal error", r"\berror\b"):
+    for pat in (r"undefined reference", r"not recognized", r"\bld(\.\w+)?: ", r"cannot find", r"fatal error", r"\berror\b"):
         hit = next((l for l in lines if re.search(pat, l, re.I) and not l.startswith("collect2")), None)
         if hit:
             return hit.strip()[:300]
@@ -273,7 +274,7 @@ def unavailable(fam: Family, variant: Variant) -> str | None:
 
 def _inputs_key(tree: SourceTree, fam: Family, variant: Variant, flags: list[str], comp: Compiler, driver: Driver) -> str:
     impl = fam.implementation(variant.sources)
-    h = hashlib.sha256(json.dumps({"flags": flags, "cc": comp.to_dict(), "sources": variant.sources,
+    h = hashlib.sha256(json.dumps({"recipe": RECIPE, "flags": flags, "cc": comp.to_dict(), "sources": variant.sources,
                                    "family": fam.text, "glue": driver.glue_key, "pqsimd": __version__}).encode())
     files: list[Path] = []
     for scheme in present_schemes(tree, fam, variant.sources):
@@ -378,20 +379,25 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
                             f"variant {variant.id} ({fam.name}): {src} does not compile with {comp.command} {' '.join(flags)}")
         commands = [cmd for cmd, _ in results]
         exports = _harness_dir() / "variant" / "exports.map"
+        # The variant's flags reach every link too (-flto needs them there, -Wl,... only acts there),
+        # after the objects as they come last in every compile.
         links = [("variant.so", [comp.path, "-shared", "-o", str(work / "variant.so"), *map(str, library),
-                                 *map(str, driver.glue), *PIC_FLAGS, f"-Wl,--version-script={exports}", *LINK_FLAGS])]
+                                 *map(str, driver.glue), *PIC_FLAGS, f"-Wl,--version-script={exports}", *LINK_FLAGS,
+                                 *flags])]
         for sid, objs in kat_links.items():
-            links.append((f"kat-{sid}", [comp.path, "-o", str(work / f"kat-{sid}"), *map(str, objs), *flags, *LINK_FLAGS]))
+            links.append((f"kat-{sid}", [comp.path, "-o", str(work / f"kat-{sid}"), *map(str, objs), *LINK_FLAGS, *flags]))
         for out_name, cmd in links:
             cmd, proc = _run(cmd, work)
             commands.append(cmd)
             if proc.returncode != 0:
                 raise _fail(root, name, cmd, proc, f"variant {variant.id} ({fam.name}): linking {out_name} failed")
         seconds = time.monotonic() - t0
+        # recorded with the folder the build ends in (the temporary one is renamed to it)
+        recorded = [shlex.join(c).replace(str(work), str(final)) for c in commands]
         (work / "build.json").write_text(json.dumps({
             "family": fam.name, "variant": variant.id, "schemes": present_schemes(tree, fam, variant.sources),
             "key": key, "compiler": comp.to_dict(), "flags": flags,
-            "driver": driver.to_dict(), "commands": [shlex.join(c) for c in commands], "seconds": round(seconds, 2),
+            "driver": driver.to_dict(), "commands": recorded, "seconds": round(seconds, 2),
         }, indent=2))
         _publish(work, final)
         return result(False, seconds)

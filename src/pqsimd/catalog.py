@@ -93,6 +93,11 @@ def variant_from_dict(vid: str, d: Any, where: str) -> Variant:
     for f in flags:
         if "\n" in f or "\0" in f:
             raise PqsimdError(f"{where}: variant '{vid}': a flag contains a newline or NUL")
+        if f.startswith("-fsanitize="):
+            raise PqsimdError(f"{where}: variant '{vid}': {f} is not supported: a sanitizer's runtime must be the first "
+                              f"library of the process, and the driver that loads every build is built once without "
+                              f"it (and its checks would be what is timed); run the sanitizer on the sources outside "
+                              f"pqsimd, e.g. PQClean's own tests")
     check_id("implementation", d["sources"], f"{where}: variant '{vid}' sources")
     return Variant(
         id=vid,
