@@ -256,6 +256,11 @@ def main() -> None:
     except PqsimdError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
+    except OSError as e:  # a full disk, a read-only study directory: the machine's problem, in one line
+        from .errors import os_problem
+
+        click.echo(f"error: {os_problem(e)}", err=True)
+        sys.exit(2)
     except KeyboardInterrupt:
         click.echo("interrupted: finished jobs are kept; run the same command again to continue", err=True)
         sys.exit(130)

@@ -26,7 +26,7 @@ import pyarrow.csv as pacsv
 from .. import catalog, counters, machine, store
 from .. import study as study_mod
 from ..ids import build_id
-from ..errors import PqsimdError, command
+from ..errors import PqsimdError, command, os_problem
 from ..studydir import StudyDir
 from . import child, limits
 from . import spec as spec_mod
@@ -240,8 +240,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
         sd.remove_stale_temporaries(job_id)
         fd, tmp = tempfile.mkstemp(prefix=f".{job_id}.", suffix=".tsv", dir=sd.raw_dir)
     except OSError as e:
-        raise PqsimdError(f"job {job_id}: cannot write in {sd.path} ({e.strerror}); free space or fix permissions, "
-                          f"then run {command('run', sd.path)} again") from None
+        raise PqsimdError(f"job {job_id}: {os_problem(e)}") from None
     spec_file = Path(tmp).with_suffix(".spec")
     cmd = [str(driver), "run", str(spec_file)]
     try:
@@ -316,8 +315,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
         sd.supersede(job_id)  # a run of this job without a build the study has now, or a broken file
         return sd.write_raw(job_id, table, record)
     except OSError as e:  # a full disk, a read-only directory: this job fails, the run goes on
-        raise PqsimdError(f"job {job_id}: cannot write {e.filename or sd.raw_dir} ({e.strerror}); free space or fix "
-                          f"permissions, then run {command('run', sd.path)} again") from None
+        raise PqsimdError(f"job {job_id}: {os_problem(e)}") from None
     finally:
         Path(tmp).unlink(missing_ok=True)
         spec_file.unlink(missing_ok=True)
