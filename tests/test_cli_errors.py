@@ -112,6 +112,7 @@ def test_bad_cache_location(tmp_path, cli, kind):
     env = {**os.environ, "PQSIMD_CACHE": str(cache)}
     one_line_error(cli("run", tmp_path / "s", "--schemes", "ml-kem-512", "--variants", "ref", env=env),
                    "build cache", "PQSIMD_CACHE")
+    assert not (tmp_path / "s").exists()  # refused after study.toml was written: the new directory is gone too
 
 
 def test_bad_source_tree_does_not_stick(tmp_path, cli):

@@ -97,6 +97,11 @@ def test_a_build_that_crashes_at_once_fails_its_gate_naming_the_op(tmp_path, cli
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert "gate FAILED crashy (gcc, shake): ops shake-256: op shake_32 crashed (SIGSEGV)" in flat(r)
     assert all(rec["variants"] == ["ref"] for rec in records(d)) and len(records(d)) == 2
+    # analyze says why the variant has no data, not that it has none "yet"
+    assert cli("analyze", d, env=env).returncode == 0
+    warnings = json.loads((d / "results" / "summary.json").read_text())["warnings"]
+    assert any("variant crashy is not timed: gcc build failed its gate" in w for w in warnings), warnings
+    assert not any("no raw data yet" in w for w in warnings), warnings
 
 
 def test_a_build_that_hangs_is_stopped_at_the_time_limit_and_excluded(tmp_path, cli, env):

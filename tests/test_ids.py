@@ -66,3 +66,10 @@ def test_a_job_id_naming_a_path_in_plan_json_is_one_line(tmp_path, cli):
     one_line(cli("run", d, env=ENV), "plan.json", "job id 'paired/../../x.0' is not a pqsimd id", "restore")
     one_line(cli("job", d, "paired/../../x.0", env=ENV), "is not a pqsimd id")
     assert not (tmp_path / "x.0.parquet").exists()
+
+
+def test_two_compilers_with_one_id_get_a_hint_in_the_right_syntax(tmp_path, cli):
+    line = one_line(cli("run", tmp_path / "s", "--schemes", "shake-256", "--cc", "a=gcc,a=clang-16", env=ENV),
+                    "--cc names two compilers with the id 'a'")
+    assert "e.g. --cc ab=clang-16" in line and "ab=a=" not in line
+    assert not (tmp_path / "s").exists()

@@ -240,7 +240,9 @@ def execute(sd, study, jobs: list, todo: list, console=None, root: Path = DEFAUL
     """Energy per call for every (build, scheme, op): DIR/raw/<variant>.<compiler>.<scheme>.energy.parquet,
     one metric per RAPL domain kind (energy_package, energy_dram, ...), raw = µJ of the difference,
     batch = its calls, per_call = µJ per call. Unavailable RAPL is recorded in the manifest
-    (`metrics.energy`) with the reason and is not a failure: the rest of the study goes on."""
+    (`metrics.energy`) with the reason and the rest of the study goes on; it returns False then, as
+    any metric the study asked for and could not measure does (`pqsimd run` exits 1, like --metric mix
+    without valgrind)."""
     import socket
     from datetime import datetime, timezone
 
@@ -288,5 +290,6 @@ def execute(sd, study, jobs: list, todo: list, console=None, root: Path = DEFAUL
             say(f"energy {b.variant} ({b.compiler.id}) {scheme}: {job.id}.parquet")
     else:
         say(f"energy: unavailable ({st['reason']}); the study goes on without it")
+        ok = False
     sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__("energy", info))
     return ok

@@ -87,11 +87,17 @@ def run_study(directory: Path, overrides: dict[str, Any], executor: str = "local
 
 
 def _forget_refused(sd: StudyDir) -> None:
-    """A new study refused before anything was decided leaves no directory: only the lock file is
-    removed, and the directory only if that leaves it empty (never anything someone else wrote)."""
-    if sd.study_toml.exists():
+    """A new study refused before anything was measured leaves no directory: what this run wrote
+    (the directory did not exist before it, and it held the lock since) is removed by name, and the
+    directory if that leaves it empty (never anything someone else wrote)."""
+    if sd.has_data():
         return
     try:
+        for f in (sd.study_toml, sd.plan_json, sd.sizing_json, sd.manifest_json):
+            f.unlink(missing_ok=True)
+        for d in (sd.bin_dir, sd.gate_dir, sd.logs_dir, sd.raw_dir, sd.excluded_dir):
+            if d.is_dir():
+                shutil.rmtree(d)
         sd.lock_file.unlink(missing_ok=True)
         sd.path.rmdir()
     except OSError:

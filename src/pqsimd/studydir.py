@@ -70,6 +70,14 @@ class StudyDir:
         return self.path / "report"
 
     @property
+    def gate_dir(self) -> Path:
+        return self.path / "gate"
+
+    @property
+    def excluded_dir(self) -> Path:
+        return self.path / "excluded"
+
+    @property
     def superseded_dir(self) -> Path:
         return self.path / "superseded"
 
@@ -100,7 +108,7 @@ class StudyDir:
         return self.bin_dir / "driver"
 
     def gate_path(self, build_id: str) -> Path:
-        return self.path / "gate" / f"{build_id}.json"
+        return self.gate_dir / f"{build_id}.json"
 
     def log_path(self, name: str) -> Path:
         return self.logs_dir / f"{name}.log"
@@ -218,7 +226,7 @@ class StudyDir:
 
     # --- exclusions: builds that crashed or hung while being timed ------------------------------
     def exclusion_path(self, build_id: str, scheme: str) -> Path:
-        return self.path / "excluded" / f"{ids.exclusion_id(build_id, scheme)}.json"
+        return self.excluded_dir / f"{ids.exclusion_id(build_id, scheme)}.json"
 
     def exclude(self, build_id: str, scheme: str, record: dict[str, Any]) -> Path:
         """Leave a build out of every later job and probe of `scheme` while its binary is the same
@@ -239,7 +247,7 @@ class StudyDir:
         return rec
 
     def exclusions(self) -> list[dict[str, Any]]:
-        d = self.path / "excluded"
+        d = self.excluded_dir
         out = []
         for p in sorted(d.glob("*.json")) if d.is_dir() else []:
             rec = store.read_json(p)

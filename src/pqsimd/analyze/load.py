@@ -270,6 +270,27 @@ def check_settings(jobs: pd.DataFrame, directory: Path) -> None:
                           f"of raw/ or restore the study (settings are never mixed)")
 
 
+def not_timed_variants(directory: Path) -> dict[str, str]:
+    """Variants none of whose builds is timed, and why (from the manifest: every build failed its
+    gate, was skipped, or was excluded after crashing or hanging)."""
+    m = StudyDir(directory).read_manifest()
+    builds = m.get("builds") if isinstance(m.get("builds"), dict) else {}
+    excluded = {x.get("build") for x in m.get("excluded") or [] if isinstance(x, dict)}
+    why: dict[str, list[str]] = defaultdict(list)
+    for bid, b in builds.items():
+        if not isinstance(b, dict) or "variant" not in b:
+            continue
+        if b.get("skipped"):
+            why[b["variant"]].append(f"skipped ({b['skipped']})")
+        elif not b.get("passed_schemes"):
+            why[b["variant"]].append(f"{b.get('compiler', '?')} build failed its gate")
+        elif bid in excluded:
+            why[b["variant"]].append(f"{b.get('compiler', '?')} build excluded (it crashed or hung)")
+        else:
+            why[b["variant"]].append("")
+    return {v: "; ".join(r) for v, r in why.items() if all(r)}
+
+
 def check_sizing(records: dict[str, dict | None], raw: Path) -> None:
     """Every job of a group must have been timed with the same spins, reps, warm-up and calls per
     sample (each job records its sizing): a hand-edited or re-probed sizing.json would pool
