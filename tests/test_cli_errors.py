@@ -8,17 +8,7 @@ import time
 
 import pytest
 
-from conftest import PQSIMD
-
-
-def one_line_error(r, *needles):
-    assert r.returncode == 2, (r.returncode, r.stderr)
-    assert "Traceback" not in r.stderr
-    errors = [l for l in r.stderr.splitlines() if l.startswith("error:")]
-    assert len(errors) == 1, r.stderr
-    for n in needles:
-        assert n in errors[0], errors[0]
-    return errors[0]
+from conftest import PQSIMD, one_line_error
 
 
 @pytest.mark.parametrize(

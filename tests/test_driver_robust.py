@@ -104,10 +104,11 @@ def test_a_build_that_crashes_at_once_fails_its_gate_naming_the_op(tmp_path, cli
     assert not any("no raw data yet" in w for w in warnings), warnings
 
 
-def test_a_build_that_hangs_is_stopped_at_the_time_limit_and_excluded(tmp_path, cli, env):
+@pytest.mark.parametrize("budget", ["0", "0.005"])  # with a budget, the sizing probe meets the hang
+def test_a_build_that_hangs_is_stopped_at_the_time_limit_and_excluded(tmp_path, cli, env, budget):
     d = study_dir(tmp_path, "hangs", ["-O2", "-DPQSIMD_HANG_AFTER=30"])
     t0 = time.monotonic()
-    r = cli("run", d, *SMALL, "--budget", "0", "--job-timeout", "3", env=env, timeout=300)
+    r = cli("run", d, *SMALL, "--budget", budget, "--job-timeout", "3", env=env, timeout=300)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert "excluded hangs.gcc.shake from shake-256: it did not finish op shake_32 within the time limit of 3 s" \
            in flat(r), r.stderr

@@ -12,16 +12,13 @@ import pytest
 from pqsimd import ids
 from pqsimd.errors import PqsimdError
 
+from conftest import one_line_error
+
 FIXTURES = Path(__file__).parent / "fixtures" / "families"
 ENV = {**os.environ, "PQSIMD_FAMILY_PATH": str(FIXTURES)}
 
 
-def one_line(r, *needles):
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    [line] = [l for l in r.stderr.splitlines() if l.startswith("error:")]
-    for n in needles:
-        assert n in line, line
-    return line
+one_line = one_line_error
 
 
 def test_the_issue_reproduction_is_refused_before_anything_is_built(tmp_path, cli):

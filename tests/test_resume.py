@@ -14,6 +14,8 @@ import pytest
 from pqsimd import store
 from pqsimd.studydir import StudyDir
 
+from conftest import one_line_error
+
 FIXTURES = Path(__file__).parent / "fixtures" / "families"
 ENV = {**os.environ, "PQSIMD_FAMILY_PATH": str(FIXTURES)}
 SMALL = ["--schemes", "shake-256", "--preset", "quick", "--spins", "3", "--reps", "2"]
@@ -23,12 +25,7 @@ def text(r) -> str:
     return " ".join(r.stderr.split())
 
 
-def one_line(r, *needles):
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    [line] = [l for l in r.stderr.splitlines() if l.startswith("error:")]
-    for n in needles:
-        assert n in line, line
-    return line
+one_line = one_line_error
 
 
 @pytest.mark.parametrize("where", ["command line", "study.toml"])

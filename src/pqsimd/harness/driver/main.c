@@ -60,6 +60,22 @@ static void print_calibration(FILE *out, const pqsimd_calibration *cal, int cpu,
     fprintf(out, "}\n");
 }
 
+/* argv[2] LIB and argv[3] SCHEME of the gate, smoke and count commands: loaded and found, or 2. */
+static int open_scheme(int argc, char **argv, int need, const char *usage, pqsimd_loaded *v,
+                       const pqsimd_scheme **s) {
+    if (argc < need) {
+        return die(usage, NULL);
+    }
+    if (pqsimd_load(v, argv[2])) {
+        return 2;
+    }
+    *s = pqsimd_find_scheme(v, argv[3]);
+    if (!*s) {
+        return die("unknown scheme ", argv[3]);
+    }
+    return 0;
+}
+
 /* An op table entry must have a plain name and a function: an n_ops larger than the op array
  * reads past its end (garbage, or a crash the guard names as "op (op table)"). */
 static int check_table(const char *path, const pqsimd_scheme *s) {
@@ -105,16 +121,10 @@ static int cmd_list(int argc, char **argv) {
 /* Every op of the scheme once (setup, one call), with its wall time: a crash or a hang is named
  * by the guard before any timing job meets it. */
 static int cmd_smoke(int argc, char **argv) {
-    if (argc < 4) {
-        return die("usage: smoke LIB SCHEME", NULL);
-    }
     pqsimd_loaded v;
-    if (pqsimd_load(&v, argv[2])) {
+    const pqsimd_scheme *s;
+    if (open_scheme(argc, argv, 4, "usage: smoke LIB SCHEME", &v, &s)) {
         return 2;
-    }
-    const pqsimd_scheme *s = pqsimd_find_scheme(&v, argv[3]);
-    if (!s) {
-        return die("unknown scheme ", argv[3]);
     }
     pqsimd_guard_at(0, argv[2], "(op table)");
     if (check_table(argv[2], s)) {
@@ -265,32 +275,20 @@ static int cmd_run(int argc, char **argv, int probe) {
 }
 
 static int cmd_gate(int argc, char **argv) {
-    if (argc < 4) {
-        return die("usage: gate LIB SCHEME", NULL);
-    }
     pqsimd_loaded v;
-    if (pqsimd_load(&v, argv[2])) {
+    const pqsimd_scheme *s;
+    if (open_scheme(argc, argv, 4, "usage: gate LIB SCHEME", &v, &s)) {
         return 2;
-    }
-    const pqsimd_scheme *s = pqsimd_find_scheme(&v, argv[3]);
-    if (!s) {
-        return die("unknown scheme ", argv[3]);
     }
     pqsimd_guard_at(0, argv[2], "(gate vectors)");
     return pqsimd_gate(&v, s, stdin, stdout);
 }
 
 static int cmd_count(int argc, char **argv) {
-    if (argc < 6) {
-        return die("usage: count LIB SCHEME OP CALLS", NULL);
-    }
     pqsimd_loaded v;
-    if (pqsimd_load(&v, argv[2])) {
+    const pqsimd_scheme *s;
+    if (open_scheme(argc, argv, 6, "usage: count LIB SCHEME OP CALLS", &v, &s)) {
         return 2;
-    }
-    const pqsimd_scheme *s = pqsimd_find_scheme(&v, argv[3]);
-    if (!s) {
-        return die("unknown scheme ", argv[3]);
     }
     const pqsimd_op *op = pqsimd_find_op(s, argv[4]);
     if (!op) {
