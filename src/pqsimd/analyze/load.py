@@ -178,7 +178,6 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     parts, job_rows, warnings, calibrations = [], [], [], []
     dropped_bad = 0
     read = parallel_map(lambda f: _read_one(f, directory), files)
-    check_sizing({path.name: meta for path, (_, meta) in zip(files, read)}, raw)
     for path, (part, meta) in zip(files, read):
         dropped_bad += part.pop("dropped_bad")
         if part["n"] == 0:
@@ -228,7 +227,8 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
                 f"remove the stale copy and re-run `pqsimd analyze {directory}`"
             )
         seen[row["job"]] = row["file"]
-    check_settings(jobs, directory)
+    check_settings(jobs, directory)  # a foreign file is named as such before its sizing is compared
+    check_sizing({path.name: meta for path, (_, meta) in zip(files, read)}, raw)
     planned = _planned_jobs(directory)
     if planned:
         missing = sorted(set(planned) - set(jobs["job"]))
