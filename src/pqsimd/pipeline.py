@@ -14,7 +14,7 @@ from rich.console import Console
 from . import __version__, catalog, counters, energy, machine, sources, store
 from . import study as study_mod
 from .build import Build, Compiler, build_driver, build_variant, compiler_id, find_compiler, unavailable
-from .errors import PqsimdError, command
+from .errors import Interrupted, PqsimdError, command
 from .ids import build_id
 from .run import plan as plan_mod
 from .studydir import StudyDir
@@ -80,6 +80,8 @@ def run_study(directory: Path, overrides: dict[str, Any], executor: str = "local
     with sd.lock("pqsimd run"):
         try:
             return _run_locked(sd, overrides, executor, slurm_options or {}, time_jobs)
+        except Interrupted:
+            raise  # stopped by the user: the study stays, to be continued
         except PqsimdError:
             if fresh:
                 _forget_refused(sd)
