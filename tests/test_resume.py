@@ -100,6 +100,7 @@ def test_a_deleted_sizing_is_restored_not_probed_again(budgeted, cli):
     assert r.returncode == 0, r.stderr
     assert "restored from" in text(r) and "probing" not in text(r)
     assert json.loads(sd.sizing_json.read_text()) == json.loads(before)
+    assert json.loads(before)["schemes"]["shake-256"]["probe_time_limit"]["seconds"] >= 60  # recorded
     recs = [store.read_job_record(p) for p in sd.raw_files()]
     assert len(recs) == 3 and all(r["sizing"] == recs[0]["sizing"] for r in recs)
     assert cli("analyze", budgeted, env=ENV).returncode == 0

@@ -71,7 +71,7 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
             raise died
         raise PqsimdError(f"{what} failed ({(p.stderr.strip().splitlines() or ['?'])[-1]})")
     out = p.stdout.splitlines()
-    cal = json.loads(out[0])
+    cal = {**json.loads(out[0]), "time_limit": limit}
     res: dict[str, dict[str, tuple[int, int]]] = {}
     for line in out[1:]:
         op, v, k, raw = line.split("\t")
@@ -225,7 +225,7 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
                        "probe_ticks": {b: raw for b, (_, raw) in per_build.items()},
                        "expected_s": (spins + warmup) * spin_cost / cal["tsc_hz"]}
         out["schemes"][scheme] = {"tsc_hz": cal["tsc_hz"], "builds": builds, "family": catalog.family_of(scheme).name,
-                                  "ops": ops}
+                                  "probe_time_limit": cal["time_limit"], "ops": ops}
     plan["sizing"] = out
     sd.write_plan(plan)  # the plan first: a sizing.json without its copy would be adopted unchecked
     sd.write_sizing(out)
