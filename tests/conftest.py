@@ -101,3 +101,14 @@ def run_cli(*args, cwd=None, timeout=900, env=None):
 @_eng_pytest.fixture
 def cli():
     return run_cli
+
+
+def one_line_error(r, *needles):
+    """A refused command: exit 2, no traceback, exactly one `error:` line holding every needle."""
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr
+    errors = [l for l in r.stderr.splitlines() if l.startswith("error:")]
+    assert len(errors) == 1, r.stderr
+    for n in needles:
+        assert n in errors[0], errors[0]
+    return errors[0]

@@ -120,3 +120,19 @@ def test_missing_compiler_names_the_package():
         find_compiler("clang-99")
     with pytest.raises(PqsimdError, match="compiler id"):
         find_compiler("bad/id=gcc")
+
+
+def test_a_source_tree_with_only_the_selected_parameter_set_builds_and_times(tree, tmp_path, cli):
+    """--source may hold one parameter set of a family: the build holds what the tree has."""
+    root = tmp_path / "pqclean"
+    for sub in ("common", "test"):
+        shutil.copytree(tree.root / sub, root / sub, symlinks=True)
+    shutil.copytree(tree.root / "crypto_kem" / "ml-kem-512", root / "crypto_kem" / "ml-kem-512", symlinks=True)
+    d = tmp_path / "s"
+    r = cli("run", d, "--source", root, "--schemes", "ml-kem-512", "--variants", "ref", "--ops", "ntt,empty",
+            "--preset", "quick", "--jobs", "1", "--spins", "2", "--reps", "2", "--budget", "0")
+    assert r.returncode == 0, r.stderr
+    assert (d / "raw" / "paired.ml-kem-512.0.parquet").exists()
+    r = cli("run", tmp_path / "t", "--source", root, "--schemes", "ml-kem-768", "--variants", "ref", "--no-run")
+    assert r.returncode == 1 and "Traceback" not in r.stderr  # the set the tree lacks: its gate says so
+    assert "the source tree has no ml-kem-768" in " ".join(r.stderr.split()), r.stderr

@@ -162,7 +162,8 @@ def test_energy_study_step_records_unavailable_and_goes_on(builds, driver, tmp_p
     jobs = [Job("ref.gcc.ml-kem-512.energy", {b.id: None}, {"build": b, "scheme": "ml-kem-512"})]
     msgs = []
     console = SimpleNamespace(print=msgs.append)
-    assert energy.execute(sd, study, jobs, jobs, console=console, root=tmp_path / "no-powercap")
+    # asked for and not measurable: the rest goes on, and the run says so in its exit code (as mix does)
+    assert not energy.execute(sd, study, jobs, jobs, console=console, root=tmp_path / "no-powercap")
     info = json.loads(sd.manifest_json.read_text())["metrics"]["energy"]
     assert info["status"] == "unavailable" and "does not exist" in info["reason"]
     assert "unavailable" in msgs[0] and not sd.raw_dir.exists()
@@ -173,3 +174,19 @@ def test_energy_study_step_records_unavailable_and_goes_on(builds, driver, tmp_p
     assert set(df.metric) == {"energy_package", "energy_core", "energy_dram"}
     pkg = df[df.metric == "energy_package"].iloc[0]
     assert pkg.per_call == pytest.approx(pkg.raw / pkg.batch) and pkg.raw > 0
+
+
+def test_energy_alone_without_rapl_exits_non_zero_as_mix_does(tmp_path):
+    """Asked for and not measurable here: the run says so in one line and in its exit code."""
+    import os
+    from pathlib import Path
+
+    from conftest import run_cli
+
+    if energy.status()["available"]:
+        pytest.skip("this host has RAPL: energy is measurable here")
+    env = {**os.environ, "PQSIMD_FAMILY_PATH": str(Path(__file__).parent / "fixtures" / "families")}
+    r = run_cli("run", tmp_path / "s", "--schemes", "shake-256", "--variants", "ref", "--metric", "energy",
+                "--preset", "quick", "--jobs", "1", env=env)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "energy: unavailable" in r.stderr

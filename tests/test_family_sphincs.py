@@ -140,7 +140,7 @@ def test_gate_passes_clean_and_avx2(tree, driver, family, spx_builds):
     for bid, res in results.items():
         failed = [f"{c.check} {c.scheme}: {c.detail}" for c in res.checks if not c.passed]
         assert res.passed, f"{bid}: {failed}"
-        assert {(c.check, c.scheme) for c in res.checks} == {(k, s) for k in ("nistkat", "vectors")
+        assert {(c.check, c.scheme) for c in res.checks} == {(k, s) for k in ("nistkat", "vectors", "ops")
                                                                for s in GATE_SCHEMES}
     for b in spx_builds.values():
         for scheme in GATE_SCHEMES:

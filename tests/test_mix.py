@@ -217,6 +217,25 @@ def test_explain_refuses_unknown_names_in_one_line(study):
     assert r.returncode == 2 and "refo0" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
+def test_explain_gives_no_likely_reason_inside_the_threshold_and_refuses_one_variant_twice(study, tmp_path):
+    _wired(study)
+    d = tmp_path / "same"
+    shutil.copytree(study / "results", d / "results")
+    o = pd.read_parquet(d / "results" / "mix_ops.parquet")
+    sel = (o.op == "gen_a") & (o.variant == "avx2")
+    ref_t = float(o[(o.op == "gen_a") & (o.variant == "ref")]["ticks"].iloc[0])
+    o.loc[sel, "ticks"] = 1.01 * ref_t  # 1% slower: inside the study's ±2%
+    o.loc[sel, "ticks_per_instruction"] = o.loc[sel, "ticks"] / o.loc[sel, "instructions"]
+    o.to_parquet(d / "results" / "mix_ops.parquet")
+    r = run_cli("explain", d, "--scheme", SCHEME, "--op", "gen_a")
+    assert r.returncode == 0, r.stderr
+    line = next(l for l in r.stdout.splitlines() if "likely reason" in l)
+    assert "none needed" in line and "within ±2%" in line and "slower" not in line, line
+    r = run_cli("explain", study, "--scheme", SCHEME, "--op", "ntt", "--variants", "ref,ref")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert "names ref twice" in r.stderr
+
+
 def test_report_has_the_mix_figure_table_and_findings(study):
     _wired(study)
     r = run_cli("report", study)

@@ -8,8 +8,9 @@
 #   chromium            the HTML report loaded in a real browser
 #   texlive-*           the report's LaTeX tables and macros.tex compiled with pdflatex
 #   binutils            objdump and nm (the mix metric, the exported-symbol check)
+#   r-base-core, r-bioc-limma   the limma cross-check of the moderated variances (tests/test_analyze_design.py)
 set -u
-PKGS="slurm-wlm munge valgrind clang clang-16 gcc-11 llvm-16 chromium texlive-latex-base texlive-latex-recommended binutils"
+PKGS="slurm-wlm munge valgrind clang clang-16 gcc-11 llvm-16 chromium texlive-latex-base texlive-latex-recommended binutils r-base-core r-bioc-limma"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

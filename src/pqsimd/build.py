@@ -30,12 +30,14 @@ from importlib import resources
 from pathlib import Path
 
 from . import __version__, catalog
+from .ids import build_id
 from .catalog import Family, Variant
 from .errors import PqsimdError
 from .sources import SourceTree
 
 PIC_FLAGS = ("-fPIC", "-fvisibility=hidden")
 LINK_FLAGS = ("-Wl,-z,noexecstack",)
+RECIPE = 2  # how a variant is built (2: its flags reach the link); part of the cache key
 
 
 # --- compilers -------------------------------------------------------------------------------------
@@ -58,7 +60,7 @@ def compiler_id(spec: str) -> tuple[str, str]:
         cid, cmd = spec.split("=", 1)
     else:
         cid, cmd = Path(spec).name, spec
-    catalog.check_id("compiler", cid, "--cc")
+    catalog.check_id("compiler", cid, "--cc", hint=f"; name it, e.g. --cc mycc={cmd}" if "=" not in spec else "")
     return cid, cmd
 
 
@@ -127,7 +129,7 @@ def _error_line(stderr: str) -> str:
     """The line that says what went wrong (an error, not a warning, not collect2's summary), else
     the last line."""
     lines = [l for l in stderr.strip().splitlines() if l.strip() and "warning" not in l.lower()]
-    for pat in (r"undefined reference", r"\bld(\.\w+)?: ", r"cannot find", r"fatal error", r"\berror\b"):
+    for pat in (r"undefined reference", r"not recognized", r"\bld(\.\w+)?: ", r"cannot find", r"fatal error", r"\berror\b"):
         hit = next((l for l in lines if re.search(pat, l, re.I) and not l.startswith("collect2")), None)
         if hit:
             return hit.strip()[:300]
@@ -243,8 +245,14 @@ class Build:
         return f"{self.variant} ({self.compiler.id}, {self.family})"
 
 
-def build_id(variant: str, compiler: str, family: str) -> str:
-    return f"{variant}.{compiler}.{family}"
+def present_schemes(tree: SourceTree, fam: Family, impl: str) -> list[str]:
+    """The family's parameter sets the tree has this implementation of (a --source tree may hold a
+    few); one line if it has none."""
+    out = [sid for sid, s in fam.schemes.items() if s.dir is None or (tree.root / s.dir / impl).is_dir()]
+    if not out:
+        raise PqsimdError(f"the source tree {tree.root} has no '{impl}' implementation of any {fam.name} parameter set "
+                          f"(looked for e.g. {next(iter(fam.schemes.values())).dir}/{impl})")
+    return out
 
 
 def _impl_dir(tree: SourceTree, fam: Family, scheme: str, impl: str) -> Path | None:
@@ -266,10 +274,10 @@ def unavailable(fam: Family, variant: Variant) -> str | None:
 
 def _inputs_key(tree: SourceTree, fam: Family, variant: Variant, flags: list[str], comp: Compiler, driver: Driver) -> str:
     impl = fam.implementation(variant.sources)
-    h = hashlib.sha256(json.dumps({"flags": flags, "cc": comp.to_dict(), "sources": variant.sources,
+    h = hashlib.sha256(json.dumps({"recipe": RECIPE, "flags": flags, "cc": comp.to_dict(), "sources": variant.sources,
                                    "family": fam.text, "glue": driver.glue_key, "pqsimd": __version__}).encode())
     files: list[Path] = []
-    for scheme in fam.schemes:
+    for scheme in present_schemes(tree, fam, variant.sources):
         d = _impl_dir(tree, fam, scheme, variant.sources)
         if d is not None:
             files += sorted(p for p in d.rglob("*") if p.is_file())
@@ -304,7 +312,8 @@ def _compile_plan(tree: SourceTree, fam: Family, variant: Variant, flags: list[s
                    for name in impl.common}
     scheme_objs: dict[str, list[Path]] = {}
     table_objs: list[Path] = []
-    for sid, s in fam.schemes.items():
+    schemes = {sid: fam.schemes[sid] for sid in present_schemes(tree, fam, variant.sources)}
+    for sid, s in schemes.items():
         d = _impl_dir(tree, fam, sid, variant.sources)
         inc = ([f"-I{d}"] if d else []) + [f"-I{common}"]
         scheme_objs[sid] = [cc(src, out / f"{sid}.{src.name}.o", inc)
@@ -321,7 +330,7 @@ def _compile_plan(tree: SourceTree, fam: Family, variant: Variant, flags: list[s
         kat_common = {name: common_objs.get(name) or cc(common / name, out / f"katcommon.{name}.o", [f"-I{common}"])
                       for name in fam.kat.get("common", [])}
         rng = cc(tree.root / fam.kat["rng"], out / "kat.rng.o", [f"-I{common}"])
-        for sid, s in fam.schemes.items():
+        for sid, s in schemes.items():
             d = _impl_dir(tree, fam, sid, variant.sources)
             ns = f"{s.namespace}_{variant.sources.upper()}"
             inc = ([f"-I{d}"] if d else []) + [f"-I{common}"]
@@ -350,7 +359,7 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
         return Build(family=fam.name, variant=variant.id, compiler=comp, flags=flags, key=key, directory=final,
                      library=final / "variant.so",
                      kat={s: final / f"kat-{s}" for s in fam.schemes if (final / f"kat-{s}").exists()},
-                     schemes=list(fam.schemes), commands=info["commands"], cached=cached,
+                     schemes=info.get("schemes", list(fam.schemes)), commands=info["commands"], cached=cached,
                      seconds=seconds if not cached else info.get("seconds", 0.0))
 
     if record.exists():
@@ -370,19 +379,25 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
                             f"variant {variant.id} ({fam.name}): {src} does not compile with {comp.command} {' '.join(flags)}")
         commands = [cmd for cmd, _ in results]
         exports = _harness_dir() / "variant" / "exports.map"
+        # The variant's flags reach every link too (-flto needs them there, -Wl,... only acts there),
+        # after the objects as they come last in every compile.
         links = [("variant.so", [comp.path, "-shared", "-o", str(work / "variant.so"), *map(str, library),
-                                 *map(str, driver.glue), *PIC_FLAGS, f"-Wl,--version-script={exports}", *LINK_FLAGS])]
+                                 *map(str, driver.glue), *PIC_FLAGS, f"-Wl,--version-script={exports}", *LINK_FLAGS,
+                                 *flags])]
         for sid, objs in kat_links.items():
-            links.append((f"kat-{sid}", [comp.path, "-o", str(work / f"kat-{sid}"), *map(str, objs), *flags, *LINK_FLAGS]))
+            links.append((f"kat-{sid}", [comp.path, "-o", str(work / f"kat-{sid}"), *map(str, objs), *LINK_FLAGS, *flags]))
         for out_name, cmd in links:
             cmd, proc = _run(cmd, work)
             commands.append(cmd)
             if proc.returncode != 0:
                 raise _fail(root, name, cmd, proc, f"variant {variant.id} ({fam.name}): linking {out_name} failed")
         seconds = time.monotonic() - t0
+        # recorded with the folder the build ends in (the temporary one is renamed to it)
+        recorded = [shlex.join(c).replace(str(work), str(final)) for c in commands]
         (work / "build.json").write_text(json.dumps({
-            "family": fam.name, "variant": variant.id, "key": key, "compiler": comp.to_dict(), "flags": flags,
-            "driver": driver.to_dict(), "commands": [shlex.join(c) for c in commands], "seconds": round(seconds, 2),
+            "family": fam.name, "variant": variant.id, "schemes": present_schemes(tree, fam, variant.sources),
+            "key": key, "compiler": comp.to_dict(), "flags": flags,
+            "driver": driver.to_dict(), "commands": recorded, "seconds": round(seconds, 2),
         }, indent=2))
         _publish(work, final)
         return result(False, seconds)

@@ -8,7 +8,6 @@ Families are found in pqsimd/data/families/*.toml and in the directories of $PQS
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -16,29 +15,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from . import familyschema, ids
 from .errors import PqsimdError
 
 KINDS = ("kem", "sign", "hash")
-# Ids become file names (raw/<job>.parquet, bin/<variant>...): letters, digits, '-', '_', '+', '.'
-# inside, never a path separator, never '.' or '..'.
-SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*(\.[A-Za-z0-9_+-]+)*$")
-
-
-AA_SUFFIX = "+aa"  # the duplicate build of an A/A check: the same variant under a second id
-
-
-def aa_variant_id(variant: str) -> str:
-    """The id of a variant's A/A duplicate (built from the same definition, timed beside it)."""
-    return f"{variant}{AA_SUFFIX}"
-
-
-def check_id(kind: str, value: Any, where: str) -> str:
-    if not isinstance(value, str) or not SAFE_ID.match(value) or len(value) > 64:
-        raise PqsimdError(
-            f"{where}: {kind} id {value!r} is not allowed; use 1-64 letters, digits, '-', '_', '+' or inner '.' "
-            f"(ids become file names)"
-        )
-    return value
+# Ids become file names and parts of composite ids (build, job): the rules are in ids.py.
+SAFE_ID = ids.SAFE_ID
+check_id = ids.check_id
+aa_variant_id = ids.aa_variant_id
 
 
 def _data_text(name: str) -> str:
@@ -110,6 +94,11 @@ def variant_from_dict(vid: str, d: Any, where: str) -> Variant:
     for f in flags:
         if "\n" in f or "\0" in f:
             raise PqsimdError(f"{where}: variant '{vid}': a flag contains a newline or NUL")
+        if f.startswith("-fsanitize="):
+            raise PqsimdError(f"{where}: variant '{vid}': {f} is not supported: a sanitizer's runtime must be the first "
+                              f"library of the process, and the driver that loads every build is built once without "
+                              f"it (and its checks would be what is timed); run the sanitizer on the sources outside "
+                              f"pqsimd, e.g. PQClean's own tests")
     check_id("implementation", d["sources"], f"{where}: variant '{vid}' sources")
     return Variant(
         id=vid,
@@ -325,6 +314,8 @@ def family_from_toml(text: str, source: str, base_dir: Path | None) -> Family:
         check_id("scheme", sid, where)
         if not isinstance(s, dict) or not isinstance(s.get("namespace"), str):
             raise PqsimdError(f"{where}: [schemes.{sid}] needs a `namespace` string")
+        if s.get("dir") is not None and (not isinstance(s["dir"], str) or not s["dir"]):
+            raise PqsimdError(f"{where}: [schemes.{sid}] dir must be a directory of the source tree, got {s['dir']!r}")
         schemes[sid] = Scheme(sid, s.get("dir"), s["namespace"], str(s.get("label", sid.upper())))
     if not schemes:
         raise PqsimdError(f"{where}: a family needs at least one [schemes.<id>]")
@@ -343,12 +334,17 @@ def family_from_toml(text: str, source: str, base_dir: Path | None) -> Family:
     for op in ops:
         check_id("op", op, where)
     labels = {k: str(v) for k, v in _table(ops_t, "labels", where).items()}
+    kat, gate, views = _table(d, "kat", where), _table(d, "gate", where), _table(d, "views", where)
+    call_counters = _table(ops_t, "call_counters", where)
+    familyschema.check_ops(ops, ops_t, where)
+    familyschema.check_kat(kat, where)
+    familyschema.check_gate(gate, kind, where)
+    familyschema.check_views(views, ops, schemes, where)
     return Family(
         name=name, title=str(d.get("title", name)), kind=kind, op_table=path, schemes=schemes,
         implementations=impls, ops=ops, labels=labels, self_check=ops_t.get("self_check"),
-        kat=_table(d, "kat", where), gate=_table(d, "gate", where), views=_table(d, "views", where),
-        default=d.get("default") is True, source=source, text=text,
-        call_counters=_table(ops_t, "call_counters", where),
+        kat=kat, gate=gate, views=views, default=d.get("default") is True, source=source, text=text,
+        call_counters=call_counters,
     )
 
 
@@ -358,12 +354,25 @@ def _family_files() -> list[tuple[str, str, Path | None]]:
     for entry in sorted(shipped.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".toml"):
             out.append((entry.read_text(), f"data/families/{entry.name}", None))
+    seen: set[Path] = set()
     for d in filter(None, os.environ.get("PQSIMD_FAMILY_PATH", "").split(":")):
         p = Path(d).expanduser().resolve()
         if not p.is_dir():
             raise PqsimdError(f"PQSIMD_FAMILY_PATH names {d}, which is not a directory; fix or unset it")
+        if p in seen:  # the same directory twice holds the same families, not duplicates
+            continue
+        seen.add(p)
         for f in sorted(p.glob("*.toml")):
-            out.append((f.read_text(), str(f), f.parent))
+            try:
+                text = f.read_text(encoding="utf-8")
+            except UnicodeDecodeError as e:
+                raise PqsimdError(f"{f}: not UTF-8 text ({e.reason} at byte {e.start}); fix it, or move it out of "
+                                  f"PQSIMD_FAMILY_PATH") from None
+            except OSError as e:
+                why = "a dangling symbolic link" if f.is_symlink() and not f.exists() else e.strerror
+                raise PqsimdError(f"{f}: cannot read a family from it ({why}); fix it, or move it out of "
+                                  f"PQSIMD_FAMILY_PATH") from None
+            out.append((text, str(f), f.parent))
     return out
 
 

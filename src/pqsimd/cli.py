@@ -72,6 +72,8 @@ def cli() -> None:
               help="paired (default): all variants in one process, per-spin random order; separate: one process per variant (the paper's)")
 @click.option("--budget", type=Seconds(), default=None,
               help="time per op and job (0.5, 0.5s or 500ms): spins/reps/batch chosen per op")
+@click.option("--job-timeout", "job_timeout", type=Seconds(), default=None,
+              help="time limit per timing job and probe (0: none; default: derived from the op times, run/limits.py)")
 @click.option("--warmup-ns", "warmup_ns", type=int, default=None, help="paired: untimed warm-up before each variant's reps (ns, default 50000)")
 @click.option("--source", type=click.Path(path_type=Path), default=None, help="your own PQClean-layout tree")
 @click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")
@@ -237,6 +239,9 @@ def job(directory: Path, job_id: str, build_on_node: bool) -> None:
 
 
 def main() -> None:
+    from .run.child import install_stop_handlers
+
+    install_stop_handlers()
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
@@ -250,6 +255,11 @@ def main() -> None:
         sys.exit(e.exit_code)
     except PqsimdError as e:
         click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except OSError as e:  # a full disk, a read-only study directory: the machine's problem, in one line
+        from .errors import os_problem
+
+        click.echo(f"error: {os_problem(e)}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         click.echo("interrupted: finished jobs are kept; run the same command again to continue", err=True)

@@ -191,11 +191,13 @@ def _driver_run(driver: Path, library: Path, scheme: str, op: str, spins: int, r
                 batch: str = "auto", cpu: int | None = None) -> tuple[dict, list[tuple[int, int]]]:
     """One driver process timing one op (separate design); (calibration, [(batch, raw ticks)])."""
     import json
-    import subprocess
 
-    spec = "\n".join([f"design separate", f"scheme {scheme}", f"variant {library}", f"cpu {-1 if cpu is None else cpu}",
-                      f"op {op} {spins} {reps} {warmup} {batch}"]) + "\n"
-    p = subprocess.run([str(driver), "run", "-"], input=spec, capture_output=True, text=True)
+    from .run import child
+    from .run.spec import escape
+
+    spec = "\n".join([f"design separate", f"scheme {scheme}", f"variant {escape(library)}",
+                      f"cpu {-1 if cpu is None else cpu}", f"op {op} {spins} {reps} {warmup} {batch}"]) + "\n"
+    p = child.run([str(driver), "run", "-"], input=spec)
     if p.returncode != 0:
         raise RuntimeError(f"driver run {op}: {(p.stderr.strip().splitlines() or ['failed'])[-1]}")
     lines = p.stdout.splitlines()
@@ -238,7 +240,9 @@ def execute(sd, study, jobs: list, todo: list, console=None, root: Path = DEFAUL
     """Energy per call for every (build, scheme, op): DIR/raw/<variant>.<compiler>.<scheme>.energy.parquet,
     one metric per RAPL domain kind (energy_package, energy_dram, ...), raw = µJ of the difference,
     batch = its calls, per_call = µJ per call. Unavailable RAPL is recorded in the manifest
-    (`metrics.energy`) with the reason and is not a failure: the rest of the study goes on."""
+    (`metrics.energy`) with the reason and the rest of the study goes on; it returns False then, as
+    any metric the study asked for and could not measure does (`pqsimd run` exits 1, like --metric mix
+    without valgrind)."""
     import socket
     from datetime import datetime, timezone
 
@@ -286,5 +290,6 @@ def execute(sd, study, jobs: list, todo: list, console=None, root: Path = DEFAUL
             say(f"energy {b.variant} ({b.compiler.id}) {scheme}: {job.id}.parquet")
     else:
         say(f"energy: unavailable ({st['reason']}); the study goes on without it")
+        ok = False
     sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__("energy", info))
     return ok

@@ -1,5 +1,6 @@
 """One exception type for bad input: the CLI prints its message on one line, no traceback."""
 
+import errno
 import shlex
 
 
@@ -14,3 +15,20 @@ def command(*args: object) -> str:
 
 class Interrupted(PqsimdError):
     """Ctrl-C during a run: what was finished is kept; the message says how to continue."""
+
+
+_FIXES = {
+    errno.ENOSPC: "free some space",
+    errno.EDQUOT: "free some space (disk quota)",
+    errno.EROFS: "the file system is read-only: work on a writable copy of the study",
+    errno.EACCES: "fix the permissions, or work on a copy of the study",
+    errno.EPERM: "fix the permissions, or work on a copy of the study",
+    errno.EFBIG: "raise the file size limit (ulimit -f)",
+}
+
+
+def os_problem(e: OSError) -> str:
+    """One line for a failed read or write (full disk, read-only directory, ...): what, where, the fix."""
+    where = f": {e.filename}" if e.filename else ""
+    fix = _FIXES.get(e.errno or 0, "check the path")
+    return f"{e.strerror or e}{where}; {fix}, then run the same command again"

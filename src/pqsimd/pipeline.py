@@ -13,8 +13,9 @@ from rich.console import Console
 
 from . import __version__, catalog, counters, energy, machine, sources, store
 from . import study as study_mod
-from .build import Build, Compiler, build_driver, build_variant, find_compiler, unavailable
-from .errors import PqsimdError, command
+from .build import Build, Compiler, build_driver, build_variant, compiler_id, find_compiler, unavailable
+from .errors import Interrupted, PqsimdError, command
+from .ids import build_id
 from .run import plan as plan_mod
 from .studydir import StudyDir
 
@@ -57,6 +58,7 @@ def resolve_compilers(study: study_mod.Study) -> tuple[list[Compiler], list[str]
     """The study's compilers that exist here, and one line for each that does not."""
     found, problems, ids = [], [], {}
     for spec in study.cc:
+        compiler_id(spec)  # a bad id is the user's to fix, not a missing compiler
         try:
             c = find_compiler(spec)
         except PqsimdError as e:
@@ -64,7 +66,7 @@ def resolve_compilers(study: study_mod.Study) -> tuple[list[Compiler], list[str]
             continue
         if c.id in ids:
             raise PqsimdError(f"--cc names two compilers with the id '{c.id}' ({ids[c.id]} and {spec}); "
-                              f"give one an id of its own, e.g. --cc {c.id}b={spec}")
+                              f"give one an id of its own, e.g. --cc {c.id}b={c.command}")
         ids[c.id] = spec
         found.append(c)
     return found, problems
@@ -78,6 +80,8 @@ def run_study(directory: Path, overrides: dict[str, Any], executor: str = "local
     with sd.lock("pqsimd run"):
         try:
             return _run_locked(sd, overrides, executor, slurm_options or {}, time_jobs)
+        except Interrupted:
+            raise  # stopped by the user: the study stays, to be continued
         except PqsimdError:
             if fresh:
                 _forget_refused(sd)
@@ -85,11 +89,17 @@ def run_study(directory: Path, overrides: dict[str, Any], executor: str = "local
 
 
 def _forget_refused(sd: StudyDir) -> None:
-    """A new study refused before anything was decided leaves no directory: only the lock file is
-    removed, and the directory only if that leaves it empty (never anything someone else wrote)."""
-    if sd.study_toml.exists():
+    """A new study refused before anything was measured leaves no directory: what this run wrote
+    (the directory did not exist before it, and it held the lock since) is removed by name, and the
+    directory if that leaves it empty (never anything someone else wrote)."""
+    if sd.has_data():
         return
     try:
+        for f in (sd.study_toml, sd.plan_json, sd.sizing_json, sd.manifest_json):
+            f.unlink(missing_ok=True)
+        for d in (sd.bin_dir, sd.gate_dir, sd.logs_dir, sd.raw_dir, sd.excluded_dir):
+            if d.is_dir():
+                shutil.rmtree(d)
         sd.lock_file.unlink(missing_ok=True)
         sd.path.rmdir()
     except OSError:
@@ -122,7 +132,7 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         for vid in study.variants:
             variant = study.variant(vid)
             for comp in compilers:
-                bid = f"{vid}.{comp.id}.{fam.name}"
+                bid = build_id(vid, comp.id, fam.name)
                 why = unavailable(fam, variant)
                 impl = fam.implementation(variant.sources)
                 lacking = _missing_cpu_features(tuple(variant.requires_cpu) + (impl.requires_cpu if impl else ()))
@@ -165,6 +175,10 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     passing = [b for b in builds if gate_results[b.id]["passed_schemes"]]
     driver_sha = _install(sd, driver.path, sd.driver_path, None)
     binaries = {b.id: _install(sd, b.library, sd.variant_path(b.id), b.id) for b in passing}
+    for x in sd.exclusions():  # builds that crashed or hung in an earlier run: still left out
+        console.print(f"[red]excluded[/red] {x['build']} from {x['scheme']}: it {x['detail']} (job {x['job']}); "
+                      f"delete {x['file']} to try it again", soft_wrap=True)
+        ok = False
 
     plan = plan_mod.update_plan(sd, study, [c.id for c in compilers])
     sizing = None
@@ -199,6 +213,7 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         "energy": energy.status(),
         "seed": plan["seed"],
         "job_order": [j["id"] for j in plan["jobs"]],
+        "excluded": sd.exclusions(),
         "executor": executor,
     })
 
@@ -207,7 +222,9 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     from .run import metrics
 
     ok = metrics.execute_all(sd, study, plan, passing, binaries, executor, slurm_options, console) and ok
+    ok = ok and not sd.exclusions()
     record_jobs(sd)
+    sd.update_manifest({"excluded": sd.exclusions()})
     console.print(f"study: {sd.path}")
     return ok
 

@@ -35,6 +35,7 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "min_reps": ((int,), True), "max_spins": ((int,), True),
     "cpu": ((int,), False), "seed": ((int,), True), "preset": ((str,), False), "source": ((str,), True),
     "mca_cpus": ((list,), False),  # --metric mix: llvm-mca CPU models (more later re-estimate; run/mix.py)
+    "job_timeout": ((float, int), False),  # seconds per timing job or probe (0: none); default run/limits.py
 }
 MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
 
@@ -63,6 +64,7 @@ class Study:
     metrics: list[str] = field(default_factory=lambda: ["ticks"])
     source: str | None = None  # None: the pinned crate
     mca_cpus: list[str] | None = None  # --metric mix: llvm-mca CPU models (None: the host's)
+    job_timeout: float | None = None  # None: derived per job (run/limits.py); 0: no limit
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
 
@@ -100,6 +102,8 @@ class Study:
         d: dict[str, Any] = {}
         for k in KEYS:
             v = getattr(self, k)
+            if k == "budget" and v is None:
+                v = 0  # "no budget" must be written: left out, the preset's budget would come back
             if v is not None:
                 d[k] = v
         doc: dict[str, Any] = {"study": d, "variants": {v: self.variant_defs[v].to_dict() for v in self.variants}}
@@ -243,6 +247,8 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         if not isinstance(b, (int, float)) or isinstance(b, bool) or not (0 <= b <= 3600):
             raise PqsimdError(f"--budget must be a time in seconds per op and job, 0 (none) to 3600, got {b!r}")
         merged["budget"] = float(b) if b > 0 else None  # 0: the fixed S x R design
+    if merged.get("job_timeout") is not None and merged["job_timeout"] < 0:
+        raise PqsimdError(f"--job-timeout must be a time in seconds (0: none), got {merged['job_timeout']!r}")
     if merged.get("design", "paired") not in DESIGNS:
         raise PqsimdError(f"--design must be one of {', '.join(DESIGNS)}, got {merged.get('design')!r}")
 
@@ -278,10 +284,15 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
 
 def check_against_plan(sd: StudyDir, study: Study) -> None:
     """Once a plan exists (fixed by the first run), no measurement setting may change."""
+    from .run.plan import PLAN_VERSION
+
     plan = sd.read_plan()
-    if plan is None or "settings" not in plan:
-        return
-    before = plan["settings"]
+    if plan is None or plan.get("version") != PLAN_VERSION:
+        return  # no plan yet, or an older one (run/plan.py refuses new measurements in it)
+    before = plan.get("settings")
+    if not isinstance(before, dict):
+        raise PqsimdError(f"{sd.plan_json} has no `settings` (they fix what every job measures); restore the file, "
+                          f"or use a new directory")
     now = study.measurement_settings()
     for k in now:
         if k in before and before[k] != now[k]:

@@ -7,7 +7,9 @@ and write of it goes through StudyDir.
     DIR/manifest.json       provenance (read_manifest / update_manifest: the one writer)
     DIR/bin/<build>.so      variants (shared objects) and DIR/bin/driver
     DIR/gate/<build>.json   correctness gate result per build
+    DIR/excluded/<build>.<scheme>.json   a build that crashed or hung in a timing job or probe (exclude)
     DIR/raw/<job>.parquet   one per finished job (store.write_raw: temp name, then rename)
+    DIR/superseded/         raw files of jobs that ran again (supersede): kept, never analysed
     DIR/logs/               driver stderr per job, SLURM task output
     DIR/slurm/              SLURM submissions
     DIR/results/            analyze
@@ -27,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from . import store
+from . import ids, store
 from .errors import PqsimdError, command
 
 
@@ -68,6 +70,18 @@ class StudyDir:
         return self.path / "report"
 
     @property
+    def gate_dir(self) -> Path:
+        return self.path / "gate"
+
+    @property
+    def excluded_dir(self) -> Path:
+        return self.path / "excluded"
+
+    @property
+    def superseded_dir(self) -> Path:
+        return self.path / "superseded"
+
+    @property
     def logs_dir(self) -> Path:
         return self.path / "logs"
 
@@ -94,7 +108,7 @@ class StudyDir:
         return self.bin_dir / "driver"
 
     def gate_path(self, build_id: str) -> Path:
-        return self.path / "gate" / f"{build_id}.json"
+        return self.gate_dir / f"{build_id}.json"
 
     def log_path(self, name: str) -> Path:
         return self.logs_dir / f"{name}.log"
@@ -146,6 +160,11 @@ class StudyDir:
         plan = store.read_json(self.plan_json)
         if not isinstance(plan, dict) or not isinstance(plan.get("jobs"), list):
             raise PqsimdError(f"{self.plan_json} is not a pqsimd plan; restore it or use a new directory")
+        for j in plan["jobs"]:  # job ids become file names: a hand-edited plan must not name a path
+            if not isinstance(j, dict):
+                raise PqsimdError(f"{self.plan_json}: a job is {j!r}, not a table; restore it or use a new directory")
+            ids.check_composite("job", j.get("id"), str(self.plan_json))
+            ids.check_id("scheme", j.get("scheme"), str(self.plan_json))
         return plan
 
     def write_plan(self, plan: dict[str, Any]) -> None:
@@ -164,6 +183,14 @@ class StudyDir:
         raise PqsimdError(f"job '{job_id}' is not in {self.plan_json}")
 
     def read_sizing(self) -> dict[str, Any] | None:
+        """The sizing jobs are timed with: the copy plan.json fixed when it was chosen (sizing.json
+        is its readable twin, checked against it by run/sizing.py), else sizing.json (older plans)."""
+        plan = self.read_plan() or {}
+        if isinstance(plan.get("sizing"), dict):
+            return plan["sizing"]
+        return self.read_sizing_file()
+
+    def read_sizing_file(self) -> dict[str, Any] | None:
         return store.read_json(self.sizing_json) if self.sizing_json.exists() else None
 
     def write_sizing(self, sizing: dict[str, Any]) -> None:
@@ -197,6 +224,37 @@ class StudyDir:
         p = self.gate_path(build_id)
         return store.read_json(p) if p.exists() else None
 
+    # --- exclusions: builds that crashed or hung while being timed ------------------------------
+    def exclusion_path(self, build_id: str, scheme: str) -> Path:
+        return self.excluded_dir / f"{ids.exclusion_id(build_id, scheme)}.json"
+
+    def exclude(self, build_id: str, scheme: str, record: dict[str, Any]) -> Path:
+        """Leave a build out of every later job and probe of `scheme` while its binary is the same
+        (record["binary_sha256"]); one file per (build, scheme), so SLURM tasks never race."""
+        path = self.exclusion_path(build_id, scheme)
+        store.atomic_write_json(path, {"build": build_id, "scheme": scheme, **record})
+        return path
+
+    def exclusion(self, build_id: str, scheme: str) -> dict[str, Any] | None:
+        """The standing exclusion of this build for this scheme (None: none, or the binary changed)."""
+        path = self.exclusion_path(build_id, scheme)
+        if not path.exists():
+            return None
+        rec = store.read_json(path)
+        lib = self.variant_path(build_id)
+        if not isinstance(rec, dict) or not lib.exists() or rec.get("binary_sha256") != store.sha256_file(lib):
+            return None
+        return rec
+
+    def exclusions(self) -> list[dict[str, Any]]:
+        d = self.excluded_dir
+        out = []
+        for p in sorted(d.glob("*.json")) if d.is_dir() else []:
+            rec = store.read_json(p)
+            if isinstance(rec, dict) and self.exclusion(str(rec.get("build")), str(rec.get("scheme"))):
+                out.append({**rec, "file": str(p)})
+        return out
+
     # --- raw files ---------------------------------------------------------------------------
     def raw_files(self) -> list[Path]:
         return sorted(self.raw_dir.glob("*.parquet")) if self.raw_dir.is_dir() else []
@@ -207,9 +265,12 @@ class StudyDir:
     def job_records(self) -> dict[Path, dict[str, Any] | None]:
         return {p: store.read_job_record(p) for p in self.raw_files()}
 
-    def finished(self, job_id: str, binaries: dict[str, str] | None = None) -> bool:
+    def finished(self, job_id: str, binaries: dict[str, str | None] | None = None) -> bool:
         """The one definition of a finished job: its raw file reads back with its own id, and
-        (when given) with the sha256 of every binary the study would time it with now."""
+        (when given) holds every build the study would time it with now, each with that binary's
+        sha256 (None: built on a SLURM node, any binary counts). A paired job that lacks a build
+        (one that passed its gate after the job ran) is not finished: its builds are only paired
+        when they share the process, so the whole job runs again (see supersede)."""
         path = self.raw_path(job_id)
         if not path.exists():
             return False
@@ -219,9 +280,20 @@ class StudyDir:
         if binaries:
             got = rec.get("binaries") or {}
             for key, sha in binaries.items():
-                if sha is not None and got.get(key) not in (None, sha):
+                if key not in got or (sha is not None and got[key] not in (None, sha)):
                     return False
         return True
+
+    def supersede(self, job_id: str) -> Path | None:
+        """Move a job's raw file out of raw/ before the job runs again (it lacked a build, or read
+        back broken): kept in DIR/superseded/, never analysed, never lost."""
+        path = self.raw_path(job_id)
+        if not path.exists():
+            return None
+        dest = self.superseded_dir / f"{job_id}.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%f')}.parquet"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, dest)
+        return dest
 
     def write_raw(self, job_id: str, table, record: dict[str, Any]) -> Path:
         self.raw_dir.mkdir(parents=True, exist_ok=True)

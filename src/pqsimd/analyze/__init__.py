@@ -23,7 +23,7 @@ from .compare import COLUMNS as COMPARISON_COLUMNS
 from .decompose import decompose
 from .methods import methods
 from .groups import EXACT_METRICS, MIN_TSC_STEPS, build_groups, describe, flag_carryover, short_samples
-from .load import load_spins
+from .load import load_spins, not_timed_variants
 from .settings import Settings, read_study_toml, resolve
 from .write import write_json, write_spins, write_table
 from ..studydir import StudyDir
@@ -259,6 +259,11 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     t_boot = time.perf_counter()
 
     absent = [v for v in variants if v not in present]
+    not_timed = not_timed_variants(directory)  # failed their gate, skipped, or excluded: never "yet"
+    for v in absent:
+        if v in not_timed:
+            warnings.append(f"variant {v} is not timed: {not_timed[v]}; its comparisons are n/a")
+    absent = [v for v in absent if v not in not_timed]
     if absent:
         warnings.append(f"variant(s) {', '.join(absent)} of study.toml have no raw data yet: their comparisons are n/a")
     aa_pairs = _aa_pairs(study, present)

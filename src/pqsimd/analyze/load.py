@@ -227,7 +227,8 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
                 f"remove the stale copy and re-run `pqsimd analyze {directory}`"
             )
         seen[row["job"]] = row["file"]
-    check_settings(jobs, directory)
+    check_settings(jobs, directory)  # a foreign file is named as such before its sizing is compared
+    check_sizing({path.name: meta for path, (_, meta) in zip(files, read)}, raw)
     planned = _planned_jobs(directory)
     if planned:
         missing = sorted(set(planned) - set(jobs["job"]))
@@ -267,6 +268,52 @@ def check_settings(jobs: pd.DataFrame, directory: Path) -> None:
         raise PqsimdError(f"{directory / 'raw'}: {', '.join(other[:3])}{' ...' if len(other) > 3 else ''} were measured "
                           f"with {diff}={a.get(diff)!r}, not the plan's {plan['settings'].get(diff)!r}; move them out "
                           f"of raw/ or restore the study (settings are never mixed)")
+
+
+def not_timed_variants(directory: Path) -> dict[str, str]:
+    """Variants none of whose builds is timed, and why (from the manifest: every build failed its
+    gate, was skipped, or was excluded after crashing or hanging)."""
+    m = StudyDir(directory).read_manifest()
+    builds = m.get("builds") if isinstance(m.get("builds"), dict) else {}
+    excluded = {x.get("build") for x in m.get("excluded") or [] if isinstance(x, dict)}
+    why: dict[str, list[str]] = defaultdict(list)
+    for bid, b in builds.items():
+        if not isinstance(b, dict) or "variant" not in b:
+            continue
+        if b.get("skipped"):
+            why[b["variant"]].append(f"skipped ({b['skipped']})")
+        elif not b.get("passed_schemes"):
+            why[b["variant"]].append(f"{b.get('compiler', '?')} build failed its gate")
+        elif bid in excluded:
+            why[b["variant"]].append(f"{b.get('compiler', '?')} build excluded (it crashed or hung)")
+        else:
+            why[b["variant"]].append("")
+    return {v: "; ".join(r) for v, r in why.items() if all(r)}
+
+
+def check_sizing(records: dict[str, dict | None], raw: Path) -> None:
+    """Every job of a group must have been timed with the same spins, reps, warm-up and calls per
+    sample (each job records its sizing): a hand-edited or re-probed sizing.json would pool
+    samples of different lengths and counts into one group."""
+    seen: dict[tuple[str, str, str], tuple[str, tuple]] = {}
+    for name, rec in sorted(records.items()):
+        sizing = (rec or {}).get("sizing")
+        if not isinstance(sizing, dict):
+            continue
+        for op, o in sizing.items():
+            if not isinstance(o, dict):
+                continue
+            for build in rec.get("builds") or []:
+                batch = (o.get("batch") or {}).get(build) if isinstance(o.get("batch"), dict) else None
+                value = (o.get("spins"), o.get("reps"), o.get("warmup"), bool(o.get("nowarm")), batch)
+                key = (str(rec.get("scheme")), op, build)
+                first = seen.setdefault(key, (name, value))
+                if first[1] != value:
+                    fields = ("spins", "reps", "warmup", "nowarm", "batch")
+                    diff = ", ".join(f"{f} {a} vs {b}" for f, a, b in zip(fields, first[1], value) if a != b)
+                    raise PqsimdError(f"{raw}: {first[0]} and {name} timed {op} of {build} with different sizing "
+                                      f"({diff}); a group's jobs are never pooled across sizes: move the jobs of one "
+                                      f"sizing out of raw/ (or restore sizing.json and re-run them)")
 
 
 def check_cpu_models(jobs: pd.DataFrame, directory: Path, pool: bool, warnings: list[str]) -> None:

@@ -110,6 +110,9 @@ def _choose(d: _Data, scheme: str, op: str, variants: list[str] | None, compiler
         if len(variants) < 2:
             raise PqsimdError(f"--variants needs two variants (the baseline first), e.g. --variants {','.join(present[:2])}")
         chosen = list(dict.fromkeys(variants))
+        if len(chosen) < 2:
+            raise PqsimdError(f"--variants names {chosen[0]} twice; name two different variants (the baseline first), "
+                              f"e.g. --variants {','.join(present[:2])}")
     else:
         pair = next(((a, b) for a, b in d.chain_pairs() if a in present and b in present), None)
         if pair:
@@ -307,8 +310,10 @@ def _reason(d: _Data, scheme, op, compiler, base, v, total, counts, labels, mn, 
     """The likely reason for a slowdown (per call, or per instruction) from the data: instructions
     the variant adds that the cost model of this host makes slow, else the shift of classes and the
     model's instructions per cycle; instructions other CPU models make slow on a line of their own."""
-    slower = timed and ticks[v] > ticks[base]
-    tpi_up = timed and not fmt.is_missing(tpi[base]) and not fmt.is_missing(tpi[v]) and tpi[v] > TPI_FLAG * tpi[base]
+    thr = float(d.summary.get("threshold") or 0.0)  # a difference inside ±threshold is no difference
+    same = timed and ticks[base] > 0 and abs(ticks[v] / ticks[base] - 1) <= thr
+    slower = timed and not same and ticks[v] > ticks[base]
+    tpi_up = timed and not same and not fmt.is_missing(tpi[base]) and not fmt.is_missing(tpi[v]) and tpi[v] > TPI_FLAG * tpi[base]
     cands = _slow_candidates(d, scheme, op, compiler, base, v, mn, mca)
     on_host = [g for g in cands if host in g["slow"]] if host else []
     elsewhere = [g for g in cands if g not in on_host]
@@ -344,6 +349,9 @@ def _reason(d: _Data, scheme, op, compiler, base, v, total, counts, labels, mn, 
             if ipc:
                 text += f"; {ipc}"
             rows.append(("likely reason", text))
+    elif same:
+        rows.append(("likely reason", f"none needed: {v} and {base} take the same time within ±{thr:.0%} "
+                     f"({fmt.num(ticks[base])} → {fmt.num(ticks[v])} ticks)"))
     elif timed:
         rows.append(("likely reason", f"no slowdown: {v} is {_ratio_words(ticks[base], ticks[v], 'faster', 'slower')} with "
                      f"{_ratio_words(total[base], total[v], 'fewer', 'more')} instructions (ticks per instruction "

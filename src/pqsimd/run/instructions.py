@@ -45,6 +45,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import machine, store
 from .. import study as study_mod
+from . import child
 from ..studydir import StudyDir
 
 METRIC = "instructions"
@@ -112,8 +113,8 @@ def run_callgrind(driver: Path, library: Path, scheme: str, op: str, calls: int,
         out_file = Path(tmp) / "callgrind.out"
         cmd = callgrind_command(driver, library, scheme, op, calls, out_file, extra)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+            proc = child.run(cmd, timeout=TIMEOUT_S)
+        except child.TimedOut:
             raise CountError(f"{op}: callgrind did not finish in {TIMEOUT_S} s") from None
         unsupported = unhandled_instruction(proc.stderr)
         if unsupported:

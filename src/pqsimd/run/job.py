@@ -11,7 +11,9 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import zlib
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,9 +25,10 @@ import pyarrow.csv as pacsv
 
 from .. import catalog, counters, machine, store
 from .. import study as study_mod
-from ..build import build_id
-from ..errors import PqsimdError, command
+from ..ids import build_id
+from ..errors import PqsimdError, command, os_problem
 from ..studydir import StudyDir
+from . import child, limits
 from . import spec as spec_mod
 
 BASE_COLUMNS = ["op", "v", "spin", "rep", "pos", "batch", "raw"]
@@ -51,18 +54,21 @@ def job_seed(study_seed: int, job_id: str) -> int:
 
 def job_builds(sd: StudyDir, study: study_mod.Study, job: dict) -> list[tuple[str, str, str]]:
     """(build id, variant, compiler) timed by this job: its one build (separate), or every build of
-    the scheme's family that passed the gate for this scheme (paired), in study order."""
+    the scheme's family that passed the gate for this scheme (paired), in study order; never a
+    build excluded for this scheme (it crashed or hung in an earlier job: StudyDir.exclude)."""
     fam = catalog.family_of(job["scheme"]).name
     plan = sd.read_plan() or {}
     compilers = plan.get("compilers") or []
     if job.get("design", study.design) == "separate":
-        return [(build_id(job["variant"], job["compiler"], fam), job["variant"], job["compiler"])]
+        bid = build_id(job["variant"], job["compiler"], fam)
+        return [] if sd.exclusion(bid, job["scheme"]) else [(bid, job["variant"], job["compiler"])]
     out = []
     for v in study.variants:
         for c in compilers:
             bid = build_id(v, c, fam)
             g = sd.read_gate(bid)
-            if g and g.get("passed_schemes") and job["scheme"] in g["passed_schemes"] and sd.variant_path(bid).exists():
+            if g and g.get("passed_schemes") and job["scheme"] in g["passed_schemes"] and sd.variant_path(bid).exists() \
+                    and not sd.exclusion(bid, job["scheme"]):
                 out.append((bid, v, c))
     return out
 
@@ -134,19 +140,74 @@ def build_here(sd: StudyDir, study: study_mod.Study, job: dict, variant: str, co
     return b.library
 
 
+class BuildDied(PqsimdError):
+    """A build crashed, or hung past the time limit, in a timing job or a probe: named by the
+    driver's last line (driver/guard.h), so it can be left out and the rest timed."""
+
+    def __init__(self, what: str, build: str, scheme: str, how: str, detail: str):
+        super().__init__(f"{what}: build {build} {detail}")
+        self.build, self.scheme, self.how, self.detail = build, scheme, how, detail
+
+
+def death_of(what: str, stderr: str, builds: list[str], scheme: str, limit: dict | None) -> BuildDied | None:
+    """The build to blame for a driver that died (None: it died outside any build)."""
+    d = child.death(stderr)
+    if d is None or d.variant is None or not 0 <= d.variant < len(builds):
+        return None
+    if d.how == "crashed":
+        return BuildDied(what, builds[d.variant], scheme, "crashed", f"crashed ({d.signal}) in op {d.op}")
+    if limit and limit.get("seconds"):
+        return BuildDied(what, builds[d.variant], scheme, "hung",
+                         f"did not finish op {d.op} within the time limit of {limit['seconds']:g} s ({limit['from']})")
+    return None
+
+
+def exclude(sd: StudyDir, e: BuildDied, job_id: str, notify: Callable[[str], None] | None) -> None:
+    """Leave the build out of the study's later jobs and probes of the scheme (one line, as a gate
+    failure), so the rest is timed."""
+    lib = sd.variant_path(e.build)
+    path = sd.exclude(e.build, e.scheme, {"how": e.how, "detail": e.detail, "job": job_id,
+                                          "binary_sha256": store.sha256_file(lib) if lib.exists() else None,
+                                          "when": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    (notify or _stderr)(f"excluded {e.build} from {e.scheme}: it {e.detail} (job {job_id}); the rest is timed "
+                        f"without it (delete {path} to try it again)")
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def build_ops(sd: StudyDir, build: str, scheme: str) -> dict[str, float] | None:
+    """The ops a build has for a scheme, with one call's seconds (the gate's op check); None if unknown."""
+    ops = ((sd.read_gate(build) or {}).get("ops") or {}).get(scheme)
+    return ops if isinstance(ops, dict) else None
+
+
 def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, int], None] | None = None,
-            build_on_node: bool = False, study: study_mod.Study | None = None) -> Path:
-    """Run one job to completion and return its raw file; PqsimdError on failure.
+            build_on_node: bool = False, study: study_mod.Study | None = None,
+            notify: Callable[[str], None] | None = None) -> Path:
+    """Run one job to completion and return its raw file; PqsimdError on failure. A build that
+    crashes or hangs is excluded (one line through `notify`) and the job runs again without it.
 
     `study`: the run's resolved study (the local executor passes it, so a study.toml edited during
     the run changes nothing); a SLURM task loads it, and an edit is refused against the plan."""
     sd = directory if isinstance(directory, StudyDir) else StudyDir(directory)
     study = study or study_mod.load(sd)
+    while True:
+        try:
+            return _run_once(sd, job_id, progress, build_on_node, study)
+        except BuildDied as e:
+            exclude(sd, e, job_id, notify)
+
+
+def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | None, build_on_node: bool,
+              study: study_mod.Study) -> Path:
     plan = sd.read_plan() or {}
     job = sd.find_job(job_id)
     builds = job_builds(sd, study, job)
     if not builds:
-        raise PqsimdError(f"job {job_id}: no build of its scheme passed the gate; run {command('run', sd.path)}")
+        raise PqsimdError(f"job {job_id}: no build of its scheme passed the gate (or all were excluded); "
+                          f"run {command('run', sd.path)}")
     libraries = []
     built_on_node = []
     for bid, variant, compiler in builds:
@@ -165,31 +226,56 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
     sizing = sd.read_sizing() if study.budget is not None else None
     events = list(counters.DEFAULT_EVENTS) if "counters" in study.metrics else None
     seed = job_seed(study.seed, job_id)
-    text = spec_mod.job_spec(study, job, [b[0] for b in builds], libraries, cpu, seed, sizing, events)
-    total = spec_mod.expected_samples(study, job, len(builds), sizing)
+    ids_ = [b[0] for b in builds]
+    op_seconds = [build_ops(sd, b, job["scheme"]) for b in ids_]
+    timed = spec_mod.timed_ops(study, job["scheme"], [set(o) if o is not None else None for o in op_seconds])
+    text = spec_mod.job_spec(study, job, ids_, libraries, cpu, seed, sizing, events, timed)
+    total = spec_mod.expected_samples(study, job, ids_, sizing, timed)
+    limit = limits.job_limit(study, job["scheme"], ids_, timed, op_seconds, sizing)
     log = sd.log_path(job_id)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    sd.raw_dir.mkdir(parents=True, exist_ok=True)
-    sd.remove_stale_temporaries(job_id)
     started = datetime.now(timezone.utc).isoformat()
-    fd, tmp = tempfile.mkstemp(prefix=f".{job_id}.", suffix=".tsv", dir=sd.raw_dir)
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        sd.raw_dir.mkdir(parents=True, exist_ok=True)
+        sd.remove_stale_temporaries(job_id)
+        fd, tmp = tempfile.mkstemp(prefix=f".{job_id}.", suffix=".tsv", dir=sd.raw_dir)
+    except OSError as e:
+        raise PqsimdError(f"job {job_id}: {os_problem(e)}") from None
     spec_file = Path(tmp).with_suffix(".spec")
     cmd = [str(driver), "run", str(spec_file)]
     try:
         spec_file.write_text(text)
-        with os.fdopen(fd, "w") as out, open(log, "w") as err:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1 << 16)
-            done = 0
-            assert proc.stdout is not None
-            for i, line in enumerate(proc.stdout):
-                out.write(line)
-                if i and progress and i % 512 == 0:
-                    progress(i, total)
-                done = i
-            rc = proc.wait()
+        timed_out = threading.Event()
+        with os.fdopen(fd, "w") as out, open(log, "w") as err, \
+                child.spawned(cmd, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1 << 16) as proc:
+            def expire() -> None:
+                timed_out.set()
+                child.stop(proc)
+
+            watchdog = threading.Timer(limit["seconds"], expire) if limit["seconds"] else None
+            if watchdog:
+                watchdog.daemon = True
+                watchdog.start()
+            try:
+                done = 0
+                assert proc.stdout is not None
+                for i, line in enumerate(proc.stdout):
+                    out.write(line)
+                    if i and progress and i % 512 == 0:
+                        progress(i, total)
+                    done = i
+                rc = proc.wait()
+            finally:
+                if watchdog:
+                    watchdog.cancel()
         if rc != 0:
-            msg = (log.read_text().strip().splitlines() or [f"exit code {rc}"])[-1]
-            raise PqsimdError(f"job {job_id}: driver failed ({msg}); log: {log}")
+            stderr = log.read_text(errors="replace")
+            died = death_of(f"job {job_id}", stderr, ids_, job["scheme"], limit if timed_out.is_set() else None)
+            if died is not None:
+                raise died
+            why = f"killed at the time limit of {limit['seconds']:g} s" if timed_out.is_set() else \
+                (stderr.strip().splitlines() or [f"exit code {rc}"])[-1]
+            raise PqsimdError(f"job {job_id}: driver failed ({why}); log: {log}")
         with open(tmp) as f:
             try:
                 calibration = json.loads(f.readline())
@@ -203,7 +289,7 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
         record = {
             **job,
             "metric": "ticks",
-            "builds": [b[0] for b in builds],
+            "builds": ids_,
             "variants": [b[1] for b in builds],
             "compilers": [b[2] for b in builds],
             "binaries": {bid: store.sha256_file(lib) for (bid, _, _), lib in zip(builds, libraries)},
@@ -215,7 +301,9 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
             "counters": counters.status(calibration, counters.read_paranoid(), machine.virtualization()),
             "built_on_node": built_on_node,
             "settings": plan.get("settings") or study.measurement_settings(),
-            "sizing": {op: sizing["schemes"][job["scheme"]]["ops"][op] for op in study.ops_for(job["scheme"])} if sizing else None,
+            "sizing": {op: sizing["schemes"][job["scheme"]]["ops"][op] for op in timed} if sizing else None,
+            "timed": {op: [b for b, t in zip(ids_, which) if t] for op, which in timed.items()},
+            "time_limit": limit,
             "seed": seed,
             "spec": text,
             "command": cmd,
@@ -224,7 +312,10 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "slurm_array_task_id": os.environ.get("SLURM_ARRAY_TASK_ID"),
         }
+        sd.supersede(job_id)  # a run of this job without a build the study has now, or a broken file
         return sd.write_raw(job_id, table, record)
+    except OSError as e:  # a full disk, a read-only directory: this job fails, the run goes on
+        raise PqsimdError(f"job {job_id}: {os_problem(e)}") from None
     finally:
         Path(tmp).unlink(missing_ok=True)
         spec_file.unlink(missing_ok=True)

@@ -67,7 +67,8 @@ def execute(directory: Path | StudyDir, jobs: list[dict], study=None, console: C
                     progress.update(task, completed=done, total=total)
 
                 try:
-                    run_job(sd, job["id"], progress=update, study=study)
+                    run_job(sd, job["id"], progress=update, study=study,
+                            notify=lambda line: console.print(f"[red]{line}[/red]", soft_wrap=True))
                 except PqsimdError as e:
                     failures.append((job["id"], str(e)))
                     console.print(f"[red]failed[/red] {e}", soft_wrap=True)

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from rich.console import Console
 
 from ..build import Build
+from ..ids import metric_job_id
 from ..studydir import StudyDir
 
 
@@ -46,7 +47,7 @@ def per_build_jobs(suffix: str):
         for b in passing:
             for scheme in study.schemes:
                 if scheme in b.schemes and scheme in (sd.read_gate(b.id) or {}).get("passed_schemes", []):
-                    out.append(Job(f"{b.variant}.{b.compiler.id}.{scheme}.{suffix}", {b.id: binaries[b.id]},
+                    out.append(Job(metric_job_id(b.variant, b.compiler.id, scheme, suffix), {b.id: binaries[b.id]},
                                    {"build": b, "scheme": scheme}))
         return out
 
@@ -87,8 +88,11 @@ def execute_all(sd: StudyDir, study, plan: dict, passing: list[Build], binaries:
     jobs = timing_jobs(sd, study, plan, executor)
     todo = pending(sd, jobs)
     not_run = len(plan["jobs"]) - len(jobs)
+    again = sum(sd.raw_path(j.id).exists() for j in todo)
     console.print(f"jobs: {len(todo)} to run, {len(jobs) - len(todo)} already finished"
-                  + (f", {not_run} without a build that passed the gate, not run" if not_run else ""))
+                  + (f", {not_run} without a build that passed the gate, not run" if not_run else "")
+                  + (f"; {again} of them again (they lack a build the study times now, or read back broken; "
+                     f"the old files move to {sd.superseded_dir})" if again else ""))
     if executor == "slurm":
         from .slurm import submit
 

@@ -14,15 +14,10 @@ from __future__ import annotations
 import random
 
 from ..errors import PqsimdError
+from ..ids import timing_job_id as job_id
 from ..studydir import StudyDir
 
 PLAN_VERSION = 2
-
-
-def job_id(design: str, scheme: str, index: int, variant: str | None = None, compiler: str | None = None) -> str:
-    if design == "paired":
-        return f"paired.{scheme}.{index}"
-    return f"{variant}.{compiler}.{scheme}.{index}"
 
 
 def make_plan(study, compilers: list[str]) -> dict:
@@ -55,6 +50,8 @@ def update_plan(sd: StudyDir, study, compilers: list[str]) -> dict:
     if len(fresh["jobs"]) > len(plan["jobs"]):
         if fresh["jobs"][: len(plan["jobs"])] != plan["jobs"]:
             raise PqsimdError(f"{sd.plan_json} does not match the study's seed; restore it or use a new directory")
+        if "sizing" in plan:  # fixed once (run/sizing.py): more jobs are timed with the same choices
+            fresh["sizing"] = plan["sizing"]
         sd.write_plan(fresh)
         return fresh
     return plan

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 from typing import Any
 
 from rich.console import Console
@@ -29,7 +28,9 @@ from rich.console import Console
 from .. import catalog
 from ..errors import PqsimdError
 from ..studydir import StudyDir
-from .job import job_builds, pick_cpu
+from . import child, limits
+from .job import BuildDied, build_ops, death_of, exclude, job_builds, pick_cpu
+from .spec import NOT_TIMED, escape, timed_ops
 
 
 def choose(cost_per_rep: float, fixed_per_spin: float, budget_ticks: float, s0: int, r0: int,
@@ -49,17 +50,28 @@ def choose(cost_per_rep: float, fixed_per_spin: float, budget_ticks: float, s0: 
 
 
 def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None = None) -> tuple[dict, dict[str, dict[str, tuple[int, int]]]]:
-    """Driver probe of every op of the scheme: (calibration, {op: {build: (k, median raw ticks)}})."""
+    """Driver probe of every op of the scheme: (calibration, {op: {build: (k, median raw ticks)}}).
+    A build that crashes or hangs in it: BuildDied (the caller excludes it and probes again)."""
     cpu = pick_cpu(study) if cpu is None else cpu
-    ops = study.ops_for(scheme)
-    batch = study.batch
-    lines = ["design paired", f"scheme {scheme}", *(f"variant {sd.variant_path(b)}" for b in builds), f"cpu {cpu}",
-             f"target {study.batch_target}", *(f"op {op} 1 1 0 {' '.join([batch] * len(builds))}" for op in ops)]
-    p = subprocess.run([str(sd.driver_path), "probe", "-"], input="\n".join(lines) + "\n", capture_output=True, text=True)
+    op_seconds = [build_ops(sd, b, scheme) for b in builds]
+    timed = timed_ops(study, scheme, [set(o) if o is not None else None for o in op_seconds])
+    limit = limits.probe_limit(study, scheme, list(timed), op_seconds)
+    lines = ["design paired", f"scheme {scheme}", *(f"variant {escape(sd.variant_path(b))}" for b in builds),
+             f"cpu {cpu}", f"target {study.batch_target}",
+             *(f"op {op} 1 1 0 {' '.join(study.batch if t else NOT_TIMED for t in which)}" for op, which in timed.items())]
+    what = f"sizing: the driver's probe of {scheme}"
+    try:
+        p = child.run([str(sd.driver_path), "probe", "-"], input="\n".join(lines) + "\n", timeout=limit["seconds"])
+    except child.TimedOut as e:
+        raise death_of(what, e.stderr, builds, scheme, limit) or PqsimdError(
+            f"{what} did not finish within {e.seconds:g} s ({limit['from']}); set [study] job_timeout") from None
     if p.returncode != 0:
-        raise PqsimdError(f"sizing: the driver's probe of {scheme} failed ({(p.stderr.strip().splitlines() or ['?'])[-1]})")
+        died = death_of(what, p.stderr, builds, scheme, None)
+        if died is not None:
+            raise died
+        raise PqsimdError(f"{what} failed ({(p.stderr.strip().splitlines() or ['?'])[-1]})")
     out = p.stdout.splitlines()
-    cal = json.loads(out[0])
+    cal = {**json.loads(out[0]), "time_limit": limit}
     res: dict[str, dict[str, tuple[int, int]]] = {}
     for line in out[1:]:
         op, v, k, raw = line.split("\t")
@@ -67,24 +79,103 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
     return cal, res
 
 
+def check_sizing(sizing: Any, study, where: str) -> None:
+    """One line if a sizing lacks an op of a scheme it sizes, or holds a value of the wrong shape."""
+    def bad(what: str) -> PqsimdError:
+        return PqsimdError(f"{where}: {what}; restore it (or delete it, and `pqsimd run` restores it from "
+                           f"plan.json or probes again)")
+
+    if not isinstance(sizing, dict) or not isinstance(sizing.get("schemes"), dict):
+        raise bad("not a pqsimd sizing (no `schemes` table)")
+    for scheme, s in sizing["schemes"].items():
+        if scheme not in study.schemes:
+            continue
+        if not isinstance(s, dict) or not isinstance(s.get("ops"), dict):
+            raise bad(f"scheme {scheme} has no `ops` table")
+        for op in study.ops_for(scheme):
+            o = s["ops"].get(op)
+            if not isinstance(o, dict):
+                raise bad(f"op {op} of {scheme} is {'missing' if o is None else repr(o)[:40]}")
+            for key in ("spins", "reps", "warmup"):
+                if not isinstance(o.get(key), int) or isinstance(o.get(key), bool) or o[key] < (key != "warmup"):
+                    raise bad(f"op {op} of {scheme}: `{key}` is {o.get(key)!r}, not a count")
+            if not isinstance(o.get("batch"), dict) or not all(
+                    isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in o["batch"].values()):
+                raise bad(f"op {op} of {scheme}: `batch` is {o.get('batch')!r}, not calls per build")
+
+
+def _recorded_sizing_differs(sd: StudyDir, sizing: dict) -> str | None:
+    """The first job whose recorded sizing differs from `sizing` (a sizing.json edited after jobs ran)."""
+    for path, rec in sd.job_records().items():
+        got = (rec or {}).get("sizing")
+        if not isinstance(got, dict):
+            continue
+        fixed = (sizing["schemes"].get(rec.get("scheme")) or {}).get("ops", {})
+        op = next((op for op, o in got.items() if fixed.get(op) != o), None)
+        if op is not None:
+            return f"job {rec.get('id')} was timed with {op} sized {_short(got[op])}, it says {_short(fixed.get(op))}"
+    return None
+
+
+def _short(o: Any) -> str:
+    if not isinstance(o, dict):
+        return repr(o)
+    return f"spins={o.get('spins')} reps={o.get('reps')} batch={o.get('batch')}"
+
+
+def fixed_sizing(sd: StudyDir, study, plan: dict, console: Console | None = None) -> dict[str, Any] | None:
+    """The sizing the study fixed, checked: plan.json holds it from the first probe on, and
+    sizing.json must equal it (restored when missing, refused when edited). A study whose plan
+    predates that copy adopts its sizing.json if every recorded job was timed with it."""
+    fixed = plan.get("sizing")
+    on_disk = sd.read_sizing_file()
+    if fixed is not None:
+        if on_disk is None:
+            sd.write_sizing(fixed)
+            if console:
+                console.print(f"sizing: {sd.sizing_json} was missing; restored from {sd.plan_json}")
+        elif on_disk != fixed:
+            check_sizing(on_disk, study, str(sd.sizing_json))
+            why = _recorded_sizing_differs(sd, on_disk) or "it differs from the copy plan.json fixed"
+            raise PqsimdError(f"{sd.sizing_json} was edited ({why}); jobs of one group must be timed alike: delete "
+                              f"it and `pqsimd run {sd.path}` restores it from plan.json, or use a new directory")
+        return fixed
+    if on_disk is None:
+        if any((rec or {}).get("sizing") for rec in sd.job_records().values()):
+            raise PqsimdError(f"{sd.sizing_json} is missing and jobs were timed with it ({sd.plan_json}, written by an "
+                              f"older pqsimd, has no copy); restore it from a backup, or use a new directory")
+        return None
+    check_sizing(on_disk, study, str(sd.sizing_json))
+    if on_disk.get("settings") != plan["settings"]:
+        raise PqsimdError(f"{sd.sizing_json} was chosen for other settings; restore it or use a new directory")
+    why = _recorded_sizing_differs(sd, on_disk)
+    if why:
+        raise PqsimdError(f"{sd.sizing_json} was edited ({why}); restore it, or use a new directory")
+    return on_disk
+
+
 def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = None) -> dict[str, Any]:
-    """The study's sizing: read back if it was chosen before (a resumed study), else probed now."""
+    """The study's sizing: the one fixed before (a resumed study), with any scheme it lacks (none of
+    its builds passed the gate then, so none of its jobs ran) probed now; fixed in plan.json."""
     settings = plan["settings"]
-    existing = sd.read_sizing()
-    if existing is not None:
-        if existing.get("settings") != settings:
-            raise PqsimdError(f"{sd.sizing_json} was chosen for other settings; restore it or use a new directory")
+    existing = fixed_sizing(sd, study, plan, console)
+    if existing is not None and all(s in existing["schemes"] for s in study.schemes):
+        if plan.get("sizing") is None:
+            plan["sizing"] = existing
+            sd.write_plan(plan)
         return existing
-    out: dict[str, Any] = {"settings": settings, "method": __doc__.strip().splitlines()[0], "schemes": {}}
+    out: dict[str, Any] = existing or {"settings": settings, "method": __doc__.strip().splitlines()[0], "schemes": {}}
     work = []
     for scheme in study.schemes:
+        if scheme in out["schemes"]:
+            continue
         job = {"id": f"sizing.{scheme}", "scheme": scheme, "design": "paired", "index": 0}
         builds = [b for b, _, _ in job_builds(sd, study, job)]
         if builds:
             work.append((scheme, builds))
     # Sizing needs estimates, not measurements: the probes run side by side on every allowed CPU.
     cpus = sorted(os.sched_getaffinity(0))
-    if console:
+    if console and work:
         console.print(f"sizing: probing the ops of {len(work)} parameter sets on {len(cpus)} CPU(s) for a budget of "
                       f"{study.budget:g} s per op and job")
     import queue
@@ -97,13 +188,22 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
     def on_a_free_cpu(scheme: str, builds: list[str]):
         cpu = free.get()  # one probe per CPU at a time
         try:
-            return probe(sd, study, scheme, builds, cpu)
+            while True:
+                try:
+                    return builds, *probe(sd, study, scheme, builds, cpu)
+                except BuildDied as e:  # left out of the study; the rest is probed and timed
+                    exclude(sd, e, f"sizing.{scheme}", console.print if console else None)
+                    builds = [b for b in builds if b != e.build]
+                    if not builds:  # nothing of this scheme is timed; the other schemes are
+                        return [], None, {}
         finally:
             free.put(cpu)
 
     with ThreadPoolExecutor(max_workers=len(cpus)) as pool:
         probes = list(pool.map(lambda w: on_a_free_cpu(*w), work))
-    for (scheme, builds), (cal, probed) in zip(work, probes):
+    for (scheme, _), (builds, cal, probed) in zip(work, probes):
+        if not builds:
+            continue
         budget_ticks = study.budget * cal["tsc_hz"]
         warm = study.warmup_ns * 1e-9 * cal["tsc_hz"] if study.design == "paired" else 0.0
         ops = {}
@@ -125,6 +225,8 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
                        "probe_ticks": {b: raw for b, (_, raw) in per_build.items()},
                        "expected_s": (spins + warmup) * spin_cost / cal["tsc_hz"]}
         out["schemes"][scheme] = {"tsc_hz": cal["tsc_hz"], "builds": builds, "family": catalog.family_of(scheme).name,
-                                  "ops": ops}
+                                  "probe_time_limit": cal["time_limit"], "ops": ops}
+    plan["sizing"] = out
+    sd.write_plan(plan)  # the plan first: a sizing.json without its copy would be adopted unchecked
     sd.write_sizing(out)
     return out

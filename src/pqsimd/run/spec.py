@@ -1,16 +1,43 @@
 """A job's spec for the driver (harness/driver/spec.h): which shared objects, which ops, how many
-spins, reps and calls per sample, in which design. The text is also kept in the job record."""
+spins, reps and calls per sample, in which design. The text is also kept in the job record.
+
+Which (build, op) pairs are timed is decided here, from the ops each build's table has (the
+gate's op check), and written into the spec ("-": not timed), so the driver and pqsimd agree on
+every job's sample count. Values are percent-encoded: a path with spaces is one word."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
+
+from ..errors import PqsimdError
+
+NOT_TIMED = "-"
+
+
+def escape(value: str | Path) -> str:
+    return quote(str(value), safe="/._+-")
+
+
+def timed_ops(study, scheme: str, build_ops: list[set[str] | None]) -> dict[str, list[bool]]:
+    """Per op of the job (family order), which builds time it (None: the build's ops are unknown,
+    i.e. all); ops no build has are left out."""
+    out = {}
+    for op in study.ops_for(scheme):
+        which = [ops is None or op in ops for ops in build_ops]
+        if any(which):
+            out[op] = which
+    return out
 
 
 def op_sizes(study, sizing: dict | None, scheme: str, op: str, builds: list[str]) -> tuple[int, int, int, list[str]]:
     """(spins, reps, warmup, batch per build) of one op: from the budget sizing when the study has
     one (run/sizing.py), else the study's fixed S × R and batch."""
     if sizing is not None:
-        s = sizing["schemes"][scheme]["ops"][op]
+        s = ((sizing.get("schemes") or {}).get(scheme) or {}).get("ops", {}).get(op)
+        if not isinstance(s, dict):
+            raise PqsimdError(f"the study's sizing has no entry for op {op} of {scheme}; delete sizing.json and "
+                              f"`pqsimd run` restores it (or probes the op)")
         return s["spins"], s["reps"], s.get("warmup", study.warmup), [str(s["batch"].get(b, "auto")) for b in builds]
     return study.spins, study.reps, study.warmup, [study.batch] * len(builds)
 
@@ -21,12 +48,14 @@ def no_warm(sizing: dict | None, scheme: str, op: str) -> bool:
 
 
 def job_spec(study, job: dict, builds: list[str], libraries: list[Path], cpu: int, seed: int,
-             sizing: dict | None = None, counters: list[str] | None = None) -> str:
+             sizing: dict | None = None, counters: list[str] | None = None,
+             timed: dict[str, list[bool]] | None = None) -> str:
+    timed = timed if timed is not None else timed_ops(study, job["scheme"], [None] * len(builds))
     lines = [
         f"# pqsimd job {job['id']}",
         f"design {study.design}",
         f"scheme {job['scheme']}",
-        *(f"variant {lib}" for lib in libraries),
+        *(f"variant {escape(lib)}" for lib in libraries),
         f"cpu {cpu}",
         f"seed {seed}",
         f"warmup_ns {study.warmup_ns if study.design == 'paired' else 0}",
@@ -34,18 +63,21 @@ def job_spec(study, job: dict, builds: list[str], libraries: list[Path], cpu: in
     ]
     if counters:
         lines.append(f"counters {','.join(counters)}")
-    for op in study.ops_for(job["scheme"]):
+    for op, which in timed.items():
         spins, reps, warmup, batch = op_sizes(study, sizing, job["scheme"], op, builds)
+        batch = [b if t else NOT_TIMED for b, t in zip(batch, which)]
         tail = " nowarm" if no_warm(sizing, job["scheme"], op) else ""
         lines.append(f"op {op} {spins} {reps} {warmup} {' '.join(batch)}{tail}")
     return "\n".join(lines) + "\n"
 
 
-def expected_samples(study, job: dict, n_builds: int, sizing: dict | None) -> int:
+def expected_samples(study, job: dict, builds: list[str], sizing: dict | None,
+                     timed: dict[str, list[bool]] | None = None) -> int:
+    timed = timed if timed is not None else timed_ops(study, job["scheme"], [None] * len(builds))
     total = 0
-    for op in study.ops_for(job["scheme"]):
-        spins, reps, warmup, _ = op_sizes(study, sizing, job["scheme"], op, ["x"] * n_builds)
-        total += (spins + warmup) * reps * n_builds
+    for op, which in timed.items():
+        spins, reps, warmup, _ = op_sizes(study, sizing, job["scheme"], op, builds)
+        total += (spins + warmup) * reps * sum(which)
     return total
 
 

@@ -7,6 +7,10 @@ Per build (variant × compiler × family) and parameter set:
   shared object that is timed. Each answer must satisfy the kind's own checks (decapsulation
   returns the key, every tampered position is rejected, FIPS 203 implicit rejection computed
   here, a digest equals Python's), and the answers must be byte-identical across builds.
+- ops: the op table lists only ops of the family, each once, and every op returns from one call
+  (`driver smoke`: a crash or a hang names the op before any timing job meets it). Which ops the
+  build has, and one call's wall time, go into the gate result: the spec times only the ops a
+  build has, and time limits are derived from those times (run/limits.py).
 
 Which answer is right is decided by agreement, never by order: among the builds that pass the
 KAT and their own checks, the largest group with identical answers is the reference. A tie
@@ -19,16 +23,17 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import catalog
 from ..build import Build, Driver
+from ..run import child
 from ..sources import SourceTree
 from .kinds import KINDS, Vector
 
 TIMEOUT_S = 1800
+SMOKE_TIMEOUT_S = 600.0  # every op of one parameter set once: the slowest (-O0 SPHINCS+-256s) take seconds
 
 
 @dataclass
@@ -50,6 +55,7 @@ class GateResult:
     family: str
     checks: list[Check] = field(default_factory=list)
     skipped: str | None = None
+    ops: dict[str, dict[str, float]] = field(default_factory=dict)  # scheme -> op -> seconds of one call
 
     @property
     def passed(self) -> bool:
@@ -63,7 +69,7 @@ class GateResult:
         schemes = list(dict.fromkeys(c.scheme for c in self.checks if c.scheme != "*"))
         d = {"build": self.build, "variant": self.variant, "compiler": self.compiler, "family": self.family,
              "passed": self.passed, "passed_schemes": [s for s in schemes if self.passed_for(s)],
-             "checks": [c.to_dict() for c in self.checks]}
+             "checks": [c.to_dict() for c in self.checks], "ops": self.ops}
         if self.skipped:
             d["skipped"] = self.skipped
         return d
@@ -85,8 +91,8 @@ def check_kat(tree: SourceTree, build: Build, scheme: str) -> Check:
     if program is None:
         return Check("nistkat", scheme, False, "no KAT program was built")
     try:
-        proc = subprocess.run([str(program)], capture_output=True, timeout=TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as e:
+        proc = child.run([str(program)], timeout=TIMEOUT_S, text=False)
+    except (OSError, child.TimedOut) as e:
         return Check("nistkat", scheme, False, f"KAT program did not run: {e}")
     if proc.returncode != 0:
         return Check("nistkat", scheme, False, f"KAT program exited {proc.returncode}")
@@ -110,8 +116,10 @@ def run_vectors(driver: Path, library: Path, scheme: str, vectors: list[Vector])
     """The driver's answers, parsed; RuntimeError with the driver's message if it fails."""
     kind = KINDS[catalog.family_of(scheme).kind]
     text = "".join(v.line + "\n" for v in vectors)
-    proc = subprocess.run([str(driver), "gate", str(library), scheme], input=text, capture_output=True, text=True,
-                          timeout=TIMEOUT_S)
+    try:
+        proc = child.run([str(driver), "gate", str(library), scheme], input=text, timeout=TIMEOUT_S)
+    except child.TimedOut as e:
+        raise RuntimeError(f"{e}: {(e.stderr.strip().splitlines() or ['?'])[-1]}") from None
     if proc.returncode != 0:
         raise RuntimeError((proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1])
     lines = proc.stdout.splitlines()
@@ -121,6 +129,33 @@ def run_vectors(driver: Path, library: Path, scheme: str, vectors: list[Vector])
         return [kind.parse(line, v) for line, v in zip(lines, vectors)]
     except ValueError as e:
         raise RuntimeError(f"unreadable gate answer ({e})") from None
+
+
+def run_smoke(driver: Path, library: Path, fam: catalog.Family, scheme: str) -> dict[str, float] | str:
+    """Every op of the scheme once through the driver: {op: seconds of the call}, or what went wrong."""
+    try:
+        proc = child.run([str(driver), "smoke", str(library), scheme], timeout=SMOKE_TIMEOUT_S)
+    except child.TimedOut as e:
+        d = child.death(e.stderr)
+        return f"op {d.op if d else '?'} did not return within {e.seconds:g} s (a hang?)"
+    except OSError as e:
+        return f"the driver did not run ({e.strerror})"
+    if proc.returncode != 0:
+        d = child.death(proc.stderr)
+        if d is not None:
+            return f"op {d.op} crashed ({d.signal})"
+        return (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1].removeprefix("driver: ")
+    ops: dict[str, float] = {}
+    for line in proc.stdout.splitlines():
+        name, _, ns = line.partition("\t")
+        if name in ops:
+            return f"the op table lists {name} twice"
+        if name not in fam.ops:
+            return f"the op table lists {name!r}, which is not in the family's [ops] order ({fam.source})"
+        ops[name] = int(ns) * 1e-9
+    if not ops:
+        return "the op table lists no ops"
+    return ops
 
 
 def own_checks(scheme: str, answers: list[dict], vectors: list[Vector]) -> str:
@@ -161,7 +196,7 @@ def _key(answers: list[dict]) -> bytes:
     return h.digest()
 
 
-GATE_CACHE_VERSION = 1
+GATE_CACHE_VERSION = 2  # 2: the ops check
 
 
 def _cache_file(b: Build, scheme: str) -> Path:
@@ -176,8 +211,9 @@ def _vectors_digest(vectors: list[Vector], expected_kat: str | None, fam: catalo
 
 
 def _checked(tree: SourceTree, driver: Driver, b: Build, scheme: str, vectors: list[Vector], fam: catalog.Family,
-             digest: str) -> tuple[Check | None, list[dict] | str | None, str, str]:
-    """(KAT check, answers (None: from the cache), own-check problem, answers' key) of one build.
+             digest: str) -> tuple[Check | None, list[dict] | str | None, str, str, dict[str, float] | str]:
+    """(KAT check, answers (None: from the cache), own-check problem, answers' key, ops (run_smoke))
+    of one build.
 
     A build's gate outcome depends only on its binaries (the cache key) and the inputs (the
     digest): it is kept beside the build, so a study that reuses a cached build skips the KAT and
@@ -188,23 +224,25 @@ def _checked(tree: SourceTree, driver: Driver, b: Build, scheme: str, vectors: l
         c = json.loads(cache.read_text())
         if c.get("digest") == digest:
             kat = Check(**c["kat"]) if c.get("kat") else None
-            return kat, None, c["own"], c["key"]
+            return kat, None, c["own"], c["key"], c["ops"]
     except (OSError, ValueError, KeyError, TypeError):
         pass
     kat = check_kat(tree, b, scheme) if fam.kat else None
+    ops = run_smoke(driver.path, b.library, fam, scheme)
     try:
         answers: list[dict] | str = run_vectors(driver.path, b.library, scheme, vectors)
         own = own_checks(scheme, answers, vectors)  # type: ignore[arg-type]
         key = _key(answers).hex()  # type: ignore[arg-type]
-    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
-        return kat, f"driver gate failed: {e}", "", ""
+    except (RuntimeError, OSError) as e:
+        return kat, f"driver gate failed: {e}", "", "", ops
     try:
         tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
-        tmp.write_text(json.dumps({"digest": digest, "kat": kat.to_dict() if kat else None, "own": own, "key": key}))
+        tmp.write_text(json.dumps({"digest": digest, "kat": kat.to_dict() if kat else None, "own": own, "key": key,
+                                   "ops": ops}))
         os.replace(tmp, cache)
     except OSError:  # a read-only cache only costs time
         pass
-    return kat, answers, own, key
+    return kat, answers, own, key, ops
 
 
 def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[str]) -> dict[str, GateResult]:
@@ -223,10 +261,22 @@ def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[st
         keys: dict[str, str] = {}
         kat_ok: dict[str, bool] = {}
         for b in mine:
-            kat, answers[b.id], own[b.id], keys[b.id] = _checked(tree, driver, b, scheme, vectors, fam, digest)
+            if scheme not in b.schemes:
+                results[b.id].checks.append(Check("build", scheme, False, f"the source tree has no {scheme} "
+                                                                          f"({fam.schemes[scheme].dir})"))
+                answers[b.id], own[b.id], keys[b.id] = "not built", "", ""
+                kat_ok[b.id] = False
+                continue
+            kat, answers[b.id], own[b.id], keys[b.id], ops = _checked(tree, driver, b, scheme, vectors, fam, digest)
             if kat is not None:
                 results[b.id].checks.append(kat)
             kat_ok[b.id] = kat.passed if kat is not None else True
+            if isinstance(ops, str):
+                results[b.id].checks.append(Check("ops", scheme, False, ops))
+                kat_ok[b.id] = False  # never the reference of the agreement
+            else:
+                results[b.id].ops[scheme] = ops
+                results[b.id].checks.append(Check("ops", scheme, True, f"{len(ops)} ops, each returns from a call"))
 
         def answers_of(bid: str) -> list[dict]:
             if answers[bid] is None:  # from the cache: run again to name the difference
@@ -245,6 +295,8 @@ def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[st
             reference = ranked[0][0]
         for b in mine:
             out = answers[b.id]
+            if out == "not built":
+                continue
             if isinstance(out, str):
                 results[b.id].checks.append(Check("vectors", scheme, False, out))
                 continue

@@ -6,6 +6,7 @@
  *   driver run SPEC|-                       calibration JSON line, then TSV samples (runner.h)
  *   driver probe SPEC|-                     per op and variant: "op variant batch median_raw"
  *   driver gate LIB SCHEME                  the kind's gate vectors (gate.h), stdin -> stdout
+ *   driver smoke LIB SCHEME                 every op once: "op ns" per op (the gate's op check)
  *   driver count LIB SCHEME OP CALLS        OP CALLS times inside pqsimd_measure (callgrind)
  */
 #define _GNU_SOURCE
@@ -14,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
 #include "gate.h"
+#include "guard.h"
 #include "loader.h"
 #include "perf.h"
 #include "runner.h"
@@ -56,13 +60,54 @@ static void print_calibration(FILE *out, const pqsimd_calibration *cal, int cpu,
     fprintf(out, "}\n");
 }
 
+/* argv[2] LIB and argv[3] SCHEME of the gate, smoke and count commands: loaded and found, or 2. */
+static int open_scheme(int argc, char **argv, int need, const char *usage, pqsimd_loaded *v,
+                       const pqsimd_scheme **s) {
+    if (argc < need) {
+        return die(usage, NULL);
+    }
+    if (pqsimd_load(v, argv[2])) {
+        return 2;
+    }
+    *s = pqsimd_find_scheme(v, argv[3]);
+    if (!*s) {
+        return die("unknown scheme ", argv[3]);
+    }
+    return 0;
+}
+
+/* An op table entry must have a plain name and a function: an n_ops larger than the op array
+ * reads past its end (garbage, or a crash the guard names as "op (op table)"). */
+static int check_table(const char *path, const pqsimd_scheme *s) {
+    for (int k = 0; k < s->n_ops; k++) {
+        const char *name = s->ops[k].name;
+        size_t len = name ? strnlen(name, 65) : 0;
+        int plain = len > 0 && len <= 64;
+        for (size_t i = 0; plain && i < len; i++) {
+            char c = name[i];
+            plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                    c == '+';
+        }
+        if (!plain || !s->ops[k].call) {
+            fprintf(stderr, "driver: %s: op table of %s: entry %d of n_ops = %d has no %s (is n_ops larger than the op "
+                    "array?)\n", path, s->name, k, s->n_ops, plain ? "function" : "plain name");
+            return 2;
+        }
+    }
+    return 0;
+}
+
 static int cmd_list(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         pqsimd_loaded v;
         if (pqsimd_load(&v, argv[i])) {
             return 2;
         }
+        pqsimd_guard_at(i - 2, argv[i], "(op table)");
         for (const pqsimd_scheme *s = v.entry->schemes(); s; s = s->next) {
+            if (check_table(argv[i], s)) {
+                return 2;
+            }
             printf("%d\t%s\t%s\t%d", i - 2, s->name, s->impl, s->kind);
             for (int k = 0; k < s->n_ops; k++) {
                 printf("\t%s", s->ops[k].name);
@@ -73,13 +118,45 @@ static int cmd_list(int argc, char **argv) {
     return 0;
 }
 
+/* Every op of the scheme once (setup, one call), with its wall time: a crash or a hang is named
+ * by the guard before any timing job meets it. */
+static int cmd_smoke(int argc, char **argv) {
+    pqsimd_loaded v;
+    const pqsimd_scheme *s;
+    if (open_scheme(argc, argv, 4, "usage: smoke LIB SCHEME", &v, &s)) {
+        return 2;
+    }
+    pqsimd_guard_at(0, argv[2], "(op table)");
+    if (check_table(argv[2], s)) {
+        return 2;
+    }
+    for (int k = 0; k < s->n_ops; k++) {
+        const pqsimd_op *op = &s->ops[k];
+        pqsimd_guard_at(0, argv[2], op->name);
+        if (op->setup) {
+            op->setup();
+        }
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        op->call();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        printf("%s\t%lld\n", op->name,
+               (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (long long)(t1.tv_nsec - t0.tv_nsec));
+        fflush(stdout);
+    }
+    return 0;
+}
+
 static FILE *open_spec(const char *path) {
     return strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
 }
 
-/* Loads the spec's variants and resolves every op in each; a variant without the op skips it. */
+/* Loads the spec's variants and resolves every op in each. The spec says which variants time
+ * an op ("-": not this one); a variant that lacks an op the spec times is an error, so pqsimd and
+ * the driver always agree on how many samples a job gives. */
 static int prepare(const pqsimd_spec *spec, pqsimd_loaded *loaded, pqsimd_job_op *ops) {
     for (int v = 0; v < spec->n_variants; v++) {
+        pqsimd_guard_at(v, spec->variants[v], "(loading)");
         if (pqsimd_load(&loaded[v], spec->variants[v])) {
             return 2;
         }
@@ -92,6 +169,11 @@ static int prepare(const pqsimd_spec *spec, pqsimd_loaded *loaded, pqsimd_job_op
         op->reps = spec->ops[i].reps;
         op->warmup = spec->ops[i].warmup;
         op->nowarm = spec->ops[i].nowarm;
+        op->batch = calloc((size_t)spec->n_variants, sizeof *op->batch);
+        op->ops = calloc((size_t)spec->n_variants, sizeof *op->ops);
+        if (!op->batch || !op->ops) {
+            return die("out of memory", NULL);
+        }
         int found = 0;
         for (int v = 0; v < spec->n_variants; v++) {
             const pqsimd_scheme *s = pqsimd_find_scheme(&loaded[v], spec->scheme);
@@ -99,9 +181,17 @@ static int prepare(const pqsimd_spec *spec, pqsimd_loaded *loaded, pqsimd_job_op
                 fprintf(stderr, "driver: variant %s has no scheme %s\n", spec->variants[v], spec->scheme);
                 return 2;
             }
+            if (spec->ops[i].batch[v] == PQSIMD_NOT_TIMED) {
+                continue;
+            }
             op->ops[v] = pqsimd_find_op(s, op->name);
+            if (!op->ops[v]) {
+                fprintf(stderr, "driver: variant %s has no op %s, which the spec times (rebuild it, or mark it \"-\")\n",
+                        spec->variants[v], op->name);
+                return 2;
+            }
             op->batch[v] = spec->ops[i].batch[v];
-            found += op->ops[v] != NULL;
+            found++;
         }
         if (!found) {
             return die("no variant has op ", op->name);
@@ -125,8 +215,11 @@ static int cmd_run(int argc, char **argv, int probe) {
     if (spec.cpu >= 0 && pin(spec.cpu) != 0) {
         return die("cannot pin to the spec's CPU", NULL);
     }
-    static pqsimd_loaded loaded[PQSIMD_MAX_VARIANTS];
-    static pqsimd_job_op ops[PQSIMD_MAX_OPS];
+    pqsimd_loaded *loaded = calloc((size_t)spec.n_variants, sizeof *loaded);
+    pqsimd_job_op *ops = calloc((size_t)spec.n_ops, sizeof *ops);
+    if (!loaded || !ops) {
+        return die("out of memory", NULL);
+    }
     if (prepare(&spec, loaded, ops)) {
         return 2;
     }
@@ -148,6 +241,7 @@ static int cmd_run(int argc, char **argv, int probe) {
     pqsimd_runner r = {
         .design = spec.design,
         .n_variants = spec.n_variants,
+        .paths = (const char *const *)spec.variants,
         .order_state = spec.seed,
         .warm_ticks = spec.warmup_ns * cal.tsc_hz * 1e-9,
         .target = pqsimd_batch_target(spec.target, cal.granularity),
@@ -161,6 +255,7 @@ static int cmd_run(int argc, char **argv, int probe) {
                 if (!op) {
                     continue;
                 }
+                pqsimd_guard_at(v, spec.variants[v], op->name);
                 if (op->setup) {
                     op->setup();
                 }
@@ -180,37 +275,27 @@ static int cmd_run(int argc, char **argv, int probe) {
 }
 
 static int cmd_gate(int argc, char **argv) {
-    if (argc < 4) {
-        return die("usage: gate LIB SCHEME", NULL);
-    }
     pqsimd_loaded v;
-    if (pqsimd_load(&v, argv[2])) {
+    const pqsimd_scheme *s;
+    if (open_scheme(argc, argv, 4, "usage: gate LIB SCHEME", &v, &s)) {
         return 2;
     }
-    const pqsimd_scheme *s = pqsimd_find_scheme(&v, argv[3]);
-    if (!s) {
-        return die("unknown scheme ", argv[3]);
-    }
+    pqsimd_guard_at(0, argv[2], "(gate vectors)");
     return pqsimd_gate(&v, s, stdin, stdout);
 }
 
 static int cmd_count(int argc, char **argv) {
-    if (argc < 6) {
-        return die("usage: count LIB SCHEME OP CALLS", NULL);
-    }
     pqsimd_loaded v;
-    if (pqsimd_load(&v, argv[2])) {
+    const pqsimd_scheme *s;
+    if (open_scheme(argc, argv, 6, "usage: count LIB SCHEME OP CALLS", &v, &s)) {
         return 2;
-    }
-    const pqsimd_scheme *s = pqsimd_find_scheme(&v, argv[3]);
-    if (!s) {
-        return die("unknown scheme ", argv[3]);
     }
     const pqsimd_op *op = pqsimd_find_op(s, argv[4]);
     if (!op) {
         return die("unknown op ", argv[4]);
     }
     uint64_t calls = strtoull(argv[5], NULL, 10);
+    pqsimd_guard_at(0, argv[2], op->name);
     if (op->setup) {
         op->setup();
     }
@@ -221,9 +306,13 @@ static int cmd_count(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        return die("usage: driver list|calibrate|run|probe|gate|count ...", NULL);
+        return die("usage: driver list|calibrate|run|probe|gate|smoke|count ...", NULL);
     }
     const char *cmd = argv[1];
+    pqsimd_guard_install();
+    if (strcmp(cmd, "smoke") == 0) {
+        return cmd_smoke(argc, argv);
+    }
     if (strcmp(cmd, "list") == 0) {
         return cmd_list(argc, argv);
     }

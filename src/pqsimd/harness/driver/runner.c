@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guard.h"
+
 __attribute__((noinline)) void pqsimd_measure(const pqsimd_op *op, uint64_t k) {
     void (*call)(void) = op->call;
     for (uint64_t i = 0; i < k; i++) {
@@ -166,11 +168,13 @@ void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op) {
     int nv = r->n_variants;
     int reps = op->reps;
     for (int v = 0; v < nv; v++) {
+        pqsimd_guard_at(v, r->paths[v], op->name);
         if (op->ops[v] && op->ops[v]->setup) {
             op->ops[v]->setup();
         }
     }
     for (int v = 0; v < nv; v++) {
+        pqsimd_guard_at(v, r->paths[v], op->name);
         if (op->ops[v] && op->batch[v] == 0) {
             op->batch[v] = pqsimd_auto_batch(op->ops[v], r->target, r->overhead, NULL);
         }
@@ -179,7 +183,7 @@ void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op) {
     uint64_t *s = malloc(sizeof(uint64_t) * (size_t)reps * (size_t)nv);
     uint64_t *cv = r->counters ? malloc(sizeof(uint64_t) * PQSIMD_MAX_COUNTERS * (size_t)reps * (size_t)nv) : NULL;
     int *valid = r->counters ? calloc((size_t)reps * (size_t)nv, sizeof(int)) : NULL;
-    int order[PQSIMD_MAX_VARIANTS];
+    int *order = malloc(sizeof(int) * (size_t)nv);
     for (int spin = -op->warmup; spin < op->spins; spin++) {
         if (r->design == PQSIMD_PAIRED) {
             shuffle(order, nv, &r->order_state);
@@ -193,6 +197,7 @@ void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op) {
             if (!op->ops[v]) {
                 continue;
             }
+            pqsimd_guard_at(v, r->paths[v], op->name);
             if (r->design == PQSIMD_PAIRED && r->warm_ticks > 0 && !op->nowarm) {
                 warm(op->ops[v], r->warm_ticks);
             }
@@ -211,4 +216,6 @@ void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op) {
     free(s);
     free(cv);
     free(valid);
+    free(order);
+    pqsimd_guard_at(-1, NULL, "(between ops)");
 }

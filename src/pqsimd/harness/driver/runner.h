@@ -14,23 +14,24 @@
 #include "perf.h"
 #include "timer.h"
 
-#define PQSIMD_MAX_VARIANTS 64
-#define PQSIMD_MAX_OPS 256
+/* A batch of "-" in the spec: the variant does not time this op (its op table lacks it). */
+#define PQSIMD_NOT_TIMED UINT64_MAX
 
 enum { PQSIMD_SEPARATE = 0, PQSIMD_PAIRED = 1 };
 
-/* One op of the job as every loaded variant provides it (ops[v] may be NULL: not in that variant). */
+/* One op of the job as every loaded variant provides it (ops[v] NULL: not timed in that variant). */
 typedef struct {
     const char *name;
     int spins, reps, warmup;
-    int nowarm;                          /* paired: skip the untimed warm-up */
-    uint64_t batch[PQSIMD_MAX_VARIANTS]; /* calls per sample; 0 = choose (auto) */
-    const pqsimd_op *ops[PQSIMD_MAX_VARIANTS];
+    int nowarm;            /* paired: skip the untimed warm-up */
+    uint64_t *batch;       /* per variant: calls per sample; 0 = choose (auto) */
+    const pqsimd_op **ops; /* per variant */
 } pqsimd_job_op;
 
 typedef struct {
     int design;
     int n_variants;
+    const char *const *paths; /* per variant: its shared object (named if the process dies) */
     uint64_t order_state;   /* paired: the per-spin order's generator (splitmix64), seeded by the job, continued across ops */
     double warm_ticks;      /* paired: untimed warm-up before each variant's samples */
     uint64_t target;        /* auto batching: ticks a sample should last at least */

@@ -19,76 +19,139 @@ static int positive(const char *s, int minimum, int *out) {
     return 0;
 }
 
+static int hexval(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* %XX -> the byte, in place; -1 on a malformed escape or a NUL byte */
+static int unescape(char *s) {
+    char *out = s;
+    for (char *in = s; *in; in++) {
+        if (*in == '%') {
+            int hi = hexval(in[1]), lo = hi < 0 ? -1 : hexval(in[2]);
+            if (lo < 0 || (hi == 0 && lo == 0)) {
+                return -1;
+            }
+            *out++ = (char)(hi * 16 + lo);
+            in += 2;
+        } else {
+            *out++ = *in;
+        }
+    }
+    *out = '\0';
+    return 0;
+}
+
+/* Splits a line into words (a growing array: no limit); returns the count, or -1 if out of memory. */
+static int split(char *line, char ***words, int *cap) {
+    int n = 0;
+    for (char *t = strtok(line, " \t\r\n"); t; t = strtok(NULL, " \t\r\n")) {
+        if (n == *cap) {
+            int grown = *cap ? 2 * *cap : 16;
+            char **w = realloc(*words, sizeof **words * (size_t)grown);
+            if (!w) {
+                return -1;
+            }
+            *words = w;
+            *cap = grown;
+        }
+        (*words)[n++] = t;
+    }
+    return n;
+}
+
+static int read_op(int no, char **tok, int n, pqsimd_spec *spec) {
+    int nv = spec->n_variants;
+    int nowarm = n == 6 + nv && strcmp(tok[n - 1], "nowarm") == 0;
+    if (n != 5 + nv + nowarm) {
+        fprintf(stderr, "driver: spec line %d: op %s has %d words for %d variants; it needs NAME SPINS REPS WARMUP, "
+                "one batch per variant (variants first), [nowarm]\n", no, n > 1 ? tok[1] : "?", n, nv);
+        return 2;
+    }
+    pqsimd_spec_op *grown = realloc(spec->ops, sizeof *spec->ops * (size_t)(spec->n_ops + 1));
+    if (!grown) {
+        return bad(no, "out of memory", NULL);
+    }
+    spec->ops = grown;
+    pqsimd_spec_op *op = &spec->ops[spec->n_ops++];
+    memset(op, 0, sizeof *op);
+    op->nowarm = nowarm;
+    op->name = strdup(tok[1]);
+    op->batch = calloc((size_t)nv, sizeof *op->batch);
+    if (!op->name || !op->batch || unescape(op->name)) {
+        return bad(no, "bad op name ", tok[1]);
+    }
+    if (positive(tok[2], 1, &op->spins) || positive(tok[3], 1, &op->reps) || positive(tok[4], 0, &op->warmup)) {
+        return bad(no, "spins and reps must be >= 1, warmup >= 0: ", tok[1]);
+    }
+    for (int v = 0; v < nv; v++) {
+        const char *b = tok[5 + v];
+        if (strcmp(b, "auto") == 0) {
+            op->batch[v] = 0;
+        } else if (strcmp(b, "-") == 0) {
+            op->batch[v] = PQSIMD_NOT_TIMED;
+        } else {
+            char *end;
+            unsigned long long k = strtoull(b, &end, 10);
+            if (*end != '\0' || k < 1 || k > (1u << 24)) {
+                return bad(no, "batch must be auto, - or 1..2^24, got ", b);
+            }
+            op->batch[v] = k;
+        }
+    }
+    return 0;
+}
+
 int pqsimd_read_spec(FILE *in, pqsimd_spec *spec) {
     memset(spec, 0, sizeof *spec);
     spec->cpu = -1;
     spec->target = 1000;
     spec->design = PQSIMD_SEPARATE;
-    char *line = NULL;
+    char *line = NULL, **tok = NULL;
     size_t cap = 0;
-    int no = 0;
-    while (getline(&line, &cap, in) > 0) {
+    int tok_cap = 0, no = 0, rc = 0;
+    while (!rc && getline(&line, &cap, in) > 0) {
         no++;
-        char *tok[4 + PQSIMD_MAX_VARIANTS];
-        int n = 0;
-        for (char *t = strtok(line, " \t\r\n"); t && n < 4 + PQSIMD_MAX_VARIANTS; t = strtok(NULL, " \t\r\n")) {
-            tok[n++] = t;
+        int n = split(line, &tok, &tok_cap);
+        if (n < 0) {
+            rc = bad(no, "out of memory", NULL);
+            break;
         }
         if (n == 0 || tok[0][0] == '#') {
             continue;
         }
         const char *key = tok[0];
         if (strcmp(key, "op") == 0) {
-            if (spec->n_ops >= PQSIMD_MAX_OPS) {
-                return bad(no, "too many ops", NULL);
-            }
-            int nowarm = n == 6 + spec->n_variants && strcmp(tok[n - 1], "nowarm") == 0;
-            if (n != 5 + spec->n_variants + nowarm) {
-                return bad(no, "op needs NAME SPINS REPS WARMUP, one batch per variant (variants first), [nowarm]", NULL);
-            }
-            pqsimd_spec_op *op = &spec->ops[spec->n_ops++];
-            op->nowarm = nowarm;
-            op->name = strdup(tok[1]);
-            if (positive(tok[2], 1, &op->spins) || positive(tok[3], 1, &op->reps) || positive(tok[4], 0, &op->warmup)) {
-                return bad(no, "spins and reps must be >= 1, warmup >= 0: ", tok[1]);
-            }
-            for (int v = 0; v < spec->n_variants; v++) {
-                const char *b = tok[5 + v];
-                if (strcmp(b, "auto") == 0) {
-                    op->batch[v] = 0;
-                } else {
-                    char *end;
-                    unsigned long long k = strtoull(b, &end, 10);
-                    if (*end != '\0' || k < 1 || k > (1u << 24)) {
-                        return bad(no, "batch must be auto or 1..2^24, got ", b);
-                    }
-                    op->batch[v] = k;
-                }
-            }
+            rc = read_op(no, tok, n, spec);
             continue;
         }
         if (n != 2) {
-            return bad(no, "expected KEY VALUE: ", key);
+            rc = bad(no, "expected KEY VALUE: ", key);
+            break;
         }
-        const char *val = tok[1];
-        if (strcmp(key, "design") == 0) {
+        char *val = tok[1];
+        if (unescape(val)) {
+            rc = bad(no, "malformed %-escape in ", key);
+        } else if (strcmp(key, "design") == 0) {
             if (strcmp(val, "paired") == 0) {
                 spec->design = PQSIMD_PAIRED;
             } else if (strcmp(val, "separate") == 0) {
                 spec->design = PQSIMD_SEPARATE;
             } else {
-                return bad(no, "design must be paired or separate, got ", val);
+                rc = bad(no, "design must be paired or separate, got ", val);
             }
         } else if (strcmp(key, "scheme") == 0) {
             spec->scheme = strdup(val);
         } else if (strcmp(key, "variant") == 0) {
+            char **grown = realloc(spec->variants, sizeof *spec->variants * (size_t)(spec->n_variants + 1));
             if (spec->n_ops) {
-                return bad(no, "variants must come before ops", NULL);
+                rc = bad(no, "variants must come before ops", NULL);
+            } else if (!grown) {
+                rc = bad(no, "out of memory", NULL);
+            } else {
+                spec->variants = grown;
+                spec->variants[spec->n_variants++] = strdup(val);
             }
-            if (spec->n_variants >= PQSIMD_MAX_VARIANTS) {
-                return bad(no, "too many variants", NULL);
-            }
-            spec->variants[spec->n_variants++] = strdup(val);
         } else if (strcmp(key, "cpu") == 0) {
             spec->cpu = atoi(val);
         } else if (strcmp(key, "seed") == 0) {
@@ -100,10 +163,14 @@ int pqsimd_read_spec(FILE *in, pqsimd_spec *spec) {
         } else if (strcmp(key, "counters") == 0) {
             spec->counters = strdup(val);
         } else {
-            return bad(no, "unknown key ", key);
+            rc = bad(no, "unknown key ", key);
         }
     }
     free(line);
+    free(tok);
+    if (rc) {
+        return rc;
+    }
     if (!spec->scheme || spec->n_variants == 0 || spec->n_ops == 0) {
         return bad(no, "a spec needs a scheme, at least one variant and one op", NULL);
     }

@@ -3,14 +3,19 @@
  *
  *   design paired|separate
  *   scheme ml-kem-512
- *   variant /study/bin/ref.gcc-12.so        (one line per variant, in index order)
+ *   variant /study/bin/ref.gcc-12.ml-kem.so (one line per variant, in index order)
  *   cpu 1                                   (-1: do not pin)
  *   seed 1234                               (paired: the per-spin order)
  *   warmup_ns 50000                         (paired: untimed warm-up before each variant's reps)
  *   target 1000                             (auto batching: ticks per sample; at least 100 TSC steps)
  *   counters cycles,instructions            (optional perf_event_open group)
- *   op NAME SPINS REPS WARMUP BATCH... [nowarm]   (one batch per variant: a number or "auto";
- *                                           nowarm: skip the paired warm-up, the op is longer than it)
+ *   op NAME SPINS REPS WARMUP BATCH... [nowarm]   (one batch per variant: a number, "auto", or
+ *                                           "-": that variant does not time this op; nowarm:
+ *                                           skip the paired warm-up, the op is longer than it)
+ *
+ * Values are percent-encoded (%XX for any byte outside letters, digits and "/._+-"), so a path
+ * with spaces, quotes or non-ASCII bytes is one word. No limit on the number of variants, ops or
+ * words per line.
  */
 #ifndef PQSIMD_SPEC_H
 #define PQSIMD_SPEC_H
@@ -22,22 +27,22 @@
 typedef struct {
     char *name;
     int spins, reps, warmup;
-    int nowarm; /* paired: no untimed warm-up (one call of the op outlasts it anyway) */
-    uint64_t batch[PQSIMD_MAX_VARIANTS]; /* 0 = auto */
+    int nowarm;      /* paired: no untimed warm-up (one call of the op outlasts it anyway) */
+    uint64_t *batch; /* one per variant: 0 = auto, PQSIMD_NOT_TIMED = "-" */
 } pqsimd_spec_op;
 
 typedef struct {
     int design;
     char *scheme;
     int n_variants;
-    char *variants[PQSIMD_MAX_VARIANTS];
+    char **variants;
     int cpu;
     uint64_t seed;
     double warmup_ns;
     uint64_t target;
     char *counters;
     int n_ops;
-    pqsimd_spec_op ops[PQSIMD_MAX_OPS];
+    pqsimd_spec_op *ops;
 } pqsimd_spec;
 
 /* Returns 0, or prints "driver: spec line N: ..." and returns 2. */

@@ -1,0 +1,145 @@
+"""What a family TOML may say in [kat], [gate], [ops] and [views], checked when the family is
+loaded (catalog.family_from_toml), so build, verify, analyze and report never meet a bad value.
+Every problem is one line naming the file, the key and what it must be."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from .errors import PqsimdError
+
+KAT_KEYS = ("program", "rng", "common")
+GATE_KEYS = ("vectors", "oracle", "implicit_rejection")
+REJECTION_KEYS = ("hash", "z_from_secret_key_tail", "length")
+OP_LIST_VIEWS = ("table1", "cross_parameter", "end_to_end")
+TEXT_VIEWS = ("cross_parameter_note", "end_to_end_title", "reference", "macro_prefix")
+GROUP_VIEWS = ("headlines", "ordering")  # lists of {label, ops}
+VIEW_KEYS = (*OP_LIST_VIEWS, *TEXT_VIEWS, *GROUP_VIEWS, "distribution", "ranges")
+
+
+def _fail(where: str, what: str) -> PqsimdError:
+    return PqsimdError(f"{where}: {what}")
+
+
+def _unknown(table: dict, known: tuple[str, ...], where: str, name: str) -> None:
+    bad = sorted(set(table) - set(known))
+    if bad:
+        raise _fail(where, f"unknown key(s) in [{name}]: {', '.join(bad)}; known: {', '.join(known)}")
+
+
+def _text(value: Any, where: str, key: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _fail(where, f"`{key}` must be a non-empty string, got {value!r}")
+    return value
+
+
+def _positive_int(value: Any, where: str, key: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise _fail(where, f"`{key}` must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _hash_name(value: Any, where: str, key: str) -> str:
+    if not isinstance(value, str) or value not in hashlib.algorithms_available:
+        raise _fail(where, f"`{key}` must name a hashlib algorithm (e.g. shake_256, sha3_256), got {value!r}")
+    return value
+
+
+def _ops(value: Any, ops: tuple[str, ...], where: str, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise _fail(where, f"`{key}` must be a list of op names, got {value!r}")
+    unknown = [x for x in value if x not in ops]
+    if unknown:
+        raise _fail(where, f"`{key}` names op '{unknown[0]}', which is not in [ops] order ({', '.join(ops)})")
+    return value
+
+
+def check_kat(kat: dict, where: str) -> None:
+    if not kat:
+        return
+    _unknown(kat, KAT_KEYS, where, "kat")
+    _text(kat.get("program"), where, "[kat] program")
+    _text(kat.get("rng"), where, "[kat] rng")
+    common = kat.get("common", [])
+    if not isinstance(common, list) or not all(isinstance(x, str) and x for x in common):
+        raise _fail(where, f"`[kat] common` must be a list of file names in common/, got {common!r}")
+
+
+def check_gate(gate: dict, kind: str, where: str) -> None:
+    _unknown(gate, GATE_KEYS, where, "gate")
+    if "vectors" in gate:
+        _positive_int(gate["vectors"], where, "[gate] vectors")
+    if "oracle" in gate:
+        if kind != "hash":
+            raise _fail(where, f"`[gate] oracle` is for families of kind hash, this one is {kind}")
+        _hash_name(gate["oracle"], where, "[gate] oracle")
+    rej = gate.get("implicit_rejection")
+    if rej is not None:
+        if kind != "kem" or not isinstance(rej, dict):
+            raise _fail(where, "[gate.implicit_rejection] must be a table, in a family of kind kem")
+        _unknown(rej, REJECTION_KEYS, where, "gate.implicit_rejection")
+        _hash_name(rej.get("hash"), where, "[gate.implicit_rejection] hash")
+        _positive_int(rej.get("z_from_secret_key_tail"), where, "[gate.implicit_rejection] z_from_secret_key_tail")
+        _positive_int(rej.get("length"), where, "[gate.implicit_rejection] length")
+
+
+def check_ops(order: tuple[str, ...], ops_t: dict, where: str) -> None:
+    dup = next((o for i, o in enumerate(order) if o in order[:i]), None)
+    if dup:
+        raise _fail(where, f"[ops] order lists '{dup}' twice; name each op once")
+    sc = ops_t.get("self_check")
+    if sc is not None and sc not in order:
+        raise _fail(where, f"[ops] self_check = {sc!r} is not in [ops] order ({', '.join(order)})")
+    labels = ops_t.get("labels", {})
+    if isinstance(labels, dict):
+        bad = next((k for k, v in labels.items() if not isinstance(v, str)), None)
+        if bad:
+            raise _fail(where, f"[ops.labels] {bad} must be a string, got {labels[bad]!r}")
+    counters = ops_t.get("call_counters", {})
+    if isinstance(counters, dict):
+        for op, fn in counters.items():
+            _ops([op], order, where, "[ops.call_counters]")
+            _text(fn, where, f"[ops.call_counters] {op}")
+
+
+def _groups(value: Any, ops: tuple[str, ...], where: str, key: str) -> None:
+    if not isinstance(value, list) or not all(isinstance(g, dict) for g in value):
+        raise _fail(where, f"`[views] {key}` must be a list of {{label, ops}} tables ([[views.{key}]]), got {value!r}")
+    for g in value:
+        _unknown(g, ("label", "ops"), where, f"views.{key}")
+        _text(g.get("label"), where, f"[[views.{key}]] label")
+        _ops(g.get("ops"), ops, where, f"[[views.{key}]] ops")
+
+
+def check_views(views: dict, ops: tuple[str, ...], schemes: dict, where: str) -> None:
+    _unknown(views, VIEW_KEYS, where, "views")
+    for key in OP_LIST_VIEWS:
+        if key in views:
+            _ops(views[key], ops, where, f"[views] {key}")
+    for key in TEXT_VIEWS:
+        if key in views:
+            _text(views[key], where, f"[views] {key}")
+    if "macro_prefix" in views and not views["macro_prefix"].isalpha():
+        raise _fail(where, f"`[views] macro_prefix` must be letters only (it starts LaTeX macro names), "
+                           f"got {views['macro_prefix']!r}")
+    for key in GROUP_VIEWS:
+        if key in views:
+            _groups(views[key], ops, where, key)
+    if "distribution" in views:
+        dist = views["distribution"]
+        if not isinstance(dist, dict):
+            raise _fail(where, f"`[views] distribution` must be a table {{ scheme = ..., ops = [...] }}, got {dist!r}")
+        _unknown(dist, ("scheme", "ops"), where, "views.distribution")
+        if dist.get("scheme") not in schemes:
+            raise _fail(where, f"`[views] distribution` scheme must be one of {', '.join(schemes)}, "
+                               f"got {dist.get('scheme')!r}")
+        _ops(dist.get("ops"), ops, where, "[views] distribution ops")
+    if "ranges" in views:
+        ranges = views["ranges"]
+        if not isinstance(ranges, dict):
+            raise _fail(where, f"`[views.ranges]` must be a table of name = [ops], got {ranges!r}")
+        for name, value in ranges.items():
+            if not name.isalpha():
+                raise _fail(where, f"[views.ranges] name {name!r} must be letters only (it ends LaTeX macro names)")
+            _ops(value, ops, where, f"[views.ranges] {name}")

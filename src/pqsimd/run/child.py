@@ -1,0 +1,116 @@
+"""The processes a run starts that run the code under test (the driver, KAT programs, valgrind):
+each in its own process group, stopped with its group when its time limit passes or pqsimd
+stops (Ctrl-C, SIGTERM, an error), before the study lock is released, so no driver is left
+pinned to the study's CPU timing beside a resumed run.
+
+Stopping sends SIGTERM first (the driver then names the build and op it was in: driver/guard.h),
+then SIGKILL after a grace period."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+GRACE_S = 2.0
+_live: set[subprocess.Popen] = set()
+_lock = threading.RLock()  # the signal handler may run while the main thread holds it
+
+
+@contextmanager
+def spawned(cmd: list[str], **kw) -> Iterator[subprocess.Popen]:
+    """Popen in a new process group; on leaving (normally or by an exception) the group is stopped."""
+    proc = subprocess.Popen(cmd, start_new_session=True, **kw)
+    with _lock:
+        _live.add(proc)
+    try:
+        yield proc
+    finally:
+        stop(proc)
+        with _lock:
+            _live.discard(proc)
+
+
+def stop(proc: subprocess.Popen, grace: float = GRACE_S) -> None:
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def stop_all(grace: float = 0.5) -> None:
+    """Every live child of this process (a signal handler calls this before the exception unwinds)."""
+    with _lock:
+        procs = list(_live)
+    for p in procs:
+        stop(p, grace)
+
+
+class TimedOut(Exception):
+    def __init__(self, seconds: float, stderr: str):
+        super().__init__(f"did not finish within {seconds:g} s")
+        self.seconds = seconds
+        self.stderr = stderr
+
+
+def run(cmd: list[str], input: str | bytes | None = None, timeout: float | None = None, text: bool = True,
+        **kw) -> subprocess.CompletedProcess:
+    """subprocess.run in a new process group; TimedOut (with what it wrote to stderr) when the
+    time limit passes, the group stopped first."""
+    with spawned(cmd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, text=text, **kw) as proc:
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stop(proc)
+            out, err = proc.communicate()
+            raise TimedOut(timeout or 0, err if isinstance(err, str) else (err or b"").decode(errors="replace")) from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+@dataclass
+class Death:
+    """The driver's last words (driver/guard.c): how it died, and where."""
+
+    how: str  # "crashed" | "stopped"
+    signal: str
+    variant: int | None
+    op: str
+
+
+_DEATH = re.compile(r"^driver: (crashed|stopped): (\S+)(?: in variant (\d+) \(.*\))? op (.*)$")
+
+
+def death(stderr: str) -> Death | None:
+    for line in reversed(stderr.splitlines()):
+        m = _DEATH.match(line.strip())
+        if m:
+            return Death(m.group(1), m.group(2), int(m.group(3)) if m.group(3) else None, m.group(4))
+    return None
+
+
+def install_stop_handlers() -> None:
+    """SIGTERM (scancel, kill, a SLURM time limit) and SIGINT stop the children first, then raise
+    KeyboardInterrupt: every `finally` (temporary files, the study lock) runs as on Ctrl-C."""
+    def handler(signum, frame):
+        stop_all()
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            signal.signal(sig, handler)
+        except ValueError:  # not the main thread (an embedding program): leave its handlers alone
+            return

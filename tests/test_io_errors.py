@@ -1,0 +1,96 @@
+"""A full disk or a read-only study directory is one line naming the file and the fix, never a
+traceback: a job that cannot write fails alone (the run goes on and resumes later), and analyze
+and report say what they could not write. Real file systems: a small tmpfs, remounted read-only
+(needs root, as `make test` runs; skipped where mounting is not allowed)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pqsimd.studydir import StudyDir
+
+FIXTURES = Path(__file__).parent / "fixtures" / "families"
+ENV = {**os.environ, "PQSIMD_FAMILY_PATH": str(FIXTURES)}
+SMALL = ["--schemes", "shake-256", "--variants", "ref", "--preset", "quick", "--budget", "0"]
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+
+    def mount(size: str, *extra: str) -> Path:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join([f"size={size}", *extra]), "tmpfs", str(mnt)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip()})")
+        return mnt
+
+    def remount(*opts: str) -> None:
+        subprocess.run(["mount", "-o", ",".join(["remount", *opts]), str(mnt)], check=True)
+
+    try:
+        yield mount, remount
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def one_line(r, *needles):
+    assert r.returncode in (1, 2) and "Traceback" not in r.stderr, r.stderr
+    errors = [l for l in r.stderr.splitlines() if l.startswith("error:") or "failed" in l]
+    assert errors, r.stderr
+    text = " ".join(r.stderr.split())
+    for n in needles:
+        assert n in text, r.stderr
+    return errors
+
+
+def test_a_full_disk_fails_the_job_not_the_run_and_the_study_resumes(small_fs, cli):
+    mount, remount = small_fs
+    d = mount("400k") / "s"
+    # the samples of one job (5,000 spins x 20 reps x 3 ops) do not fit; the study's files do
+    r = cli("run", d, *SMALL, "--jobs", "2", "--spins", "5000", "--reps", "20", env=ENV, timeout=900)
+    one_line(r, "job paired.shake-256.0: No space left on device", "free some space")
+    assert "job paired.shake-256.1: No space left on device" in " ".join(r.stderr.split())  # the run went on
+    assert not StudyDir(d).raw_files() and not list((d / "raw").glob(".*"))  # nothing half-written counts
+    remount("size=64m")
+    r = cli("run", d, env=ENV, timeout=900)
+    assert r.returncode == 0 and "2 to run, 0 already finished" in " ".join(r.stderr.split()), r.stderr
+    assert len(StudyDir(d).raw_files()) == 2
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    from conftest import run_cli
+
+    d = tmp_path_factory.mktemp("m") / "s"
+    r = run_cli("run", d, *SMALL, "--variants", "ref,avx2", "--jobs", "2", "--spins", "3", "--reps", "2", env=ENV)
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+def test_a_full_disk_during_analyze_and_report_is_one_line(small_fs, measured, cli):
+    mount, remount = small_fs
+    size = sum(p.stat().st_size for p in measured.rglob("*") if p.is_file())
+    d = mount(f"{size // 1024 + 120}k") / "s"
+    shutil.copytree(measured, d)
+    r = cli("analyze", d, env=ENV)
+    if r.returncode == 0:  # the results fitted: the report's figures do not
+        r = cli("report", d, env=ENV)
+    one_line(r, "No space left on device", str(d), "free some space")
+
+
+@pytest.mark.parametrize("command", ["analyze", "report"])
+def test_a_read_only_study_directory_is_one_line(small_fs, measured, cli, command):
+    mount, remount = small_fs
+    d = mount("64m") / "s"
+    shutil.copytree(measured, d)
+    if command == "report":
+        assert cli("analyze", d, env=ENV).returncode == 0
+    remount("ro")
+    one_line(cli(command, d, env=ENV), "Read-only file system", "work on a writable copy")
