@@ -9,6 +9,7 @@
 # deb-src twins of the configured deb entries (same URIs, suites, components and Signed-By key),
 # so the download is checked against the archive's signed Sources index as usual.
 # PQSIMD_QEMU_PLUGIN_HEADER=/path/to/qemu-plugin.h skips all this (a QEMU not from Debian).
+# --cached: only look (pqsimd's build asks this way; it never downloads behind the user's back).
 # Exit 0 with the path on stdout, or 1 with one line on stderr saying what to do.
 set -euo pipefail
 
@@ -32,6 +33,7 @@ base="${PQSIMD_CACHE:-$HOME/.cache/pqsimd}/qemu-src"
 dir="$base/${src_version//:/_}"  # no epoch colon in a path that may reach -I or CPATH
 final="$dir/qemu-plugin.h"
 [ -f "$final" ] && { echo "$final"; exit 0; }
+[ "${1:-}" = "--cached" ] && die "QEMU's plugin API header for qemu-user $src_version is not fetched yet: run \`bash $0\` (downloads that Debian source package once, keeps one header in $dir)"
 
 mkdir -p "$base" || die "cannot create $base: set PQSIMD_CACHE to a writable directory"
 exec 9>"$base/.lock"
