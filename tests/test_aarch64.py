@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -177,3 +178,26 @@ def test_plugin_header_fetch_is_cached_and_idempotent(tmp_path):
     t0 = time.monotonic()
     again = subprocess.run(["bash", script], capture_output=True, text=True, env=env)
     assert again.stdout == got.stdout and time.monotonic() - t0 < 5
+
+
+# --- llvm-mca: the model each -mcpu name really uses -----------------------------------------------------
+
+@pytest.mark.parametrize("version", ["16", "19"])
+def test_recorded_mca_models_match_the_installed_llvm_mca(version, tmp_path):
+    """data/mca_models.toml against llvm-mca itself: each recorded Arm name still shows its model's
+    resources (the resource names are the model's own: A57Unit..., CyUnit..., N1Unit...)."""
+    from pqsimd.isa import mca
+
+    mca_bin = shutil.which(f"llvm-mca-{version}")
+    assert mca_bin, f"llvm-mca-{version} is not installed (make test installs it: tools/test-deps.sh)"
+    sample = tmp_path / "s.s"
+    sample.write_text("add x0, x0, x1\nmul v0.8h, v1.8h, v2.8h\n")
+    for cpu in ("cortex-a72", "neoverse-n1", "neoverse-v1", "neoverse-v2", "cortex-a510", "apple-m1"):
+        out = subprocess.run([mca_bin, f"-mtriple={A64.mca_triple}", f"-mcpu={cpu}", str(sample)], capture_output=True,
+                             text=True, check=True).stdout
+        first = re.search(r"^Resources:\n\[[\d.]+\]\s+- (\S+)", out, re.M).group(1)
+        recorded = mca.model(f"llvm-mca {version}.0.0", A64.name, cpu)
+        assert first == recorded["resource"], (version, cpu, first, recorded)
+    assert mca.label("llvm-mca 19.1.7", A64.name, "apple-m1") == "apple-m1 (Apple Cyclone (A7, 2013) model)"
+    assert "Cortex-A57" in mca.label("llvm-mca 16.0.6", A64.name, "neoverse-n1")
+    assert "not recorded" in mca.label("llvm-mca 99.0", A64.name, "apple-m1")
