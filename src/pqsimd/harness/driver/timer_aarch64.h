@@ -5,6 +5,8 @@
  *                   kernel.perf_user_access=1); read through the perf mmap page's seqlock, so a
  *                   context switch (the kernel saves and restores the counter) is accounted for
  *   perf-read       the same cycles event read with read(2): exact, but a system call per read
+ *                   (both count this thread's user-mode cycles: time in the kernel, e.g. an
+ *                   interrupt during a sample, is not in them, unlike the TSC or cntvct)
  *   cntvct          the generic timer (cntvct_el0, always readable; cntfrq_el0 Hz: 24 MHz on
  *                   Apple M1, 54 MHz on a Raspberry Pi 4, 1 GHz from Armv8.6; 62.5 MHz in qemu)
  * PQSIMD_TIMER=pmccntr|perf-read|cntvct asks for one; PQSIMD_TIMER=pmccntr-direct reads
@@ -47,8 +49,8 @@ static inline uint64_t pqsimd_a64_pmccntr_user(void) {
         __asm__ volatile("" ::: "memory");
         count = (uint64_t)pc->offset;
         if (pc->index) {
-            unsigned shift = 64 - pc->pmc_width;
-            count += (uint64_t)(((int64_t)pqsimd_a64_pmccntr() << shift) >> shift);
+            unsigned shift = 64 - pc->pmc_width; /* sign-extend a narrower counter */
+            count += (uint64_t)((int64_t)(pqsimd_a64_pmccntr() << shift) >> shift);
         }
         __asm__ volatile("" ::: "memory");
     } while (pc->lock != seq);

@@ -29,6 +29,7 @@ for pkg in qemu-user qemu-user-static; do
 done
 [ -n "$src_version" ] || die "qemu-user is not installed (apt-get install qemu-user), or set PQSIMD_QEMU_PLUGIN_HEADER"
 
+[ -n "${PQSIMD_CACHE:-}${HOME:-}" ] || die "neither PQSIMD_CACHE nor HOME is set: set PQSIMD_CACHE to a writable directory"
 base="${PQSIMD_CACHE:-$HOME/.cache/pqsimd}/qemu-src"
 dir="$base/${src_version//:/_}"  # no epoch colon in a path that may reach -I or CPATH
 final="$dir/qemu-plugin.h"
@@ -40,7 +41,6 @@ exec 9>"$base/.lock"
 flock 9  # one fetch at a time (test setup and a study may both ask)
 [ -f "$final" ] && { echo "$final"; exit 0; }
 command -v apt-get >/dev/null || die "apt-get not found: set PQSIMD_QEMU_PLUGIN_HEADER"
-command -v dpkg-source >/dev/null || die "dpkg-source not found: apt-get install dpkg-dev"
 
 work=$(mktemp -d "$base/.work-XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -86,6 +86,7 @@ if [ "$patched" = 0 ]; then
   # Only this one file of the upstream tarball: Debian's patches leave it as it is.
   tar -xf "$orig" --wildcards '*/include/qemu/qemu-plugin.h'
 else
+  command -v dpkg-source >/dev/null || die "Debian patches change the header, and applying them needs dpkg-source: apt-get install dpkg-dev"
   dpkg-source --no-check -x "$dsc" tree > "$work/unpack.log" 2>&1 || die "dpkg-source -x $dsc failed (see apt-get source qemu)"
 fi
 found=$(find . -path '*/include/qemu/qemu-plugin.h' | head -1)
