@@ -46,6 +46,8 @@ static void print_calibration(FILE *out, const pqsimd_calibration *cal, int cpu,
             "\"call_overhead\": %.3f, \"cpu\": %d, \"core_per_tsc\": %.4f, \"core_per_tsc_best\": %.4f",
             cal->overhead, (unsigned long long)cal->overhead_min, (unsigned long long)cal->granularity,
             cal->tsc_hz, pqsimd_call_overhead(cal->overhead), cpu, cpt, cpt_best);
+    fprintf(out, ", \"timer\": ");
+    pqsimd_timer_json(out);
     if (spec) {
         fprintf(out, ", \"design\": \"%s\", \"warmup_ns\": %.0f, \"warmup_ticks\": %.0f, \"seed\": %llu, "
                 "\"batch_target\": %llu",
@@ -223,6 +225,7 @@ static int cmd_run(int argc, char **argv, int probe) {
     if (prepare(&spec, loaded, ops)) {
         return 2;
     }
+    pqsimd_timer_init(); /* before the counters' calibration reads it */
     static pqsimd_counters counters;
     pqsimd_counters *active = NULL;
     if (spec.counters) {

@@ -164,8 +164,8 @@ void pqsimd_counters_calibrate(pqsimd_counters *c) {
     int ok = 0;
     for (int i = 0; i < N; i++) {
         pqsimd_counters_start(c);
-        uint64_t t0 = pqsimd_tsc_start(); /* the same fenced reads a sample makes */
-        uint64_t t1 = pqsimd_tsc_stop();
+        uint64_t t0 = pqsimd_timer_start(); /* the same fenced reads a sample makes */
+        uint64_t t1 = pqsimd_timer_stop();
         (void)t0;
         (void)t1;
         if (pqsimd_counters_stop(c, one) == 0) {
@@ -226,16 +226,16 @@ void pqsimd_counters_tsv(FILE *out, const pqsimd_counters *c, const uint64_t *va
     }
 }
 
-/* 100 dependent register-register adds per iteration: the chain's latency is one core cycle
- * per add; the loop's own counter runs beside it. (Golden Cove folds add-immediate chains at
- * rename, so the addend is a register.) */
+/* 100 dependent register-register adds per iteration (PQSIMD_ADD_CHAIN_100, per ISA in
+ * timer_<isa>.h): the chain's latency is one core cycle per add; the loop's own counter runs
+ * beside it. */
 static uint64_t add_chain_ticks(uint64_t iters, uint64_t *sink) {
     uint64_t x = *sink, y = (uint64_t)(uintptr_t)sink | 1;
-    uint64_t t0 = pqsimd_tsc_start();
+    uint64_t t0 = pqsimd_timer_start();
     for (uint64_t i = 0; i < iters; i++) {
-        __asm__ volatile(".rept 100\n\tadd %1, %0\n\t.endr" : "+r"(x) : "r"(y));
+        PQSIMD_ADD_CHAIN_100(x, y);
     }
-    uint64_t t1 = pqsimd_tsc_stop();
+    uint64_t t1 = pqsimd_timer_stop();
     *sink = x;
     return t1 - t0;
 }

@@ -1,5 +1,7 @@
 #include "runner.h"
 
+#include "count_marker.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,20 +9,22 @@
 
 __attribute__((noinline)) void pqsimd_measure(const pqsimd_op *op, uint64_t k) {
     void (*call)(void) = op->call;
+    PQSIMD_COUNT_START(); /* aarch64: the QEMU plugin counts between the markers (x86: nothing) */
     for (uint64_t i = 0; i < k; i++) {
         call();
     }
+    PQSIMD_COUNT_STOP();
 }
 
 /* One timed sample of k back-to-back calls, raw ticks (overhead included).
  * Not inlined and cache-line aligned: calibration and every op of every variant run this loop. */
 __attribute__((noinline, aligned(64))) static uint64_t sample(const pqsimd_op *op, uint64_t k) {
     void (*call)(void) = op->call;
-    uint64_t t0 = pqsimd_tsc_start();
+    uint64_t t0 = pqsimd_timer_start();
     for (uint64_t i = 0; i < k; i++) {
         call();
     }
-    uint64_t t1 = pqsimd_tsc_stop();
+    uint64_t t1 = pqsimd_timer_stop();
     return t1 - t0;
 }
 
@@ -132,10 +136,10 @@ static void shuffle(int *order, int n, uint64_t *state) {
 /* Untimed calls of the op for at least `ticks`: caches, predictors and the vector units reach
  * the op's steady state before its samples (a long scalar op may have run just before). */
 static void warm(const pqsimd_op *op, double ticks) {
-    uint64_t t0 = pqsimd_tsc_start();
+    uint64_t t0 = pqsimd_timer_start();
     do {
         op->call();
-    } while ((double)(pqsimd_tsc_stop() - t0) < ticks);
+    } while ((double)(pqsimd_timer_stop() - t0) < ticks);
 }
 
 static void emit(FILE *out, const pqsimd_runner *r, const char *name, int variant, int spin, int pos,

@@ -39,7 +39,8 @@ typedef struct {
     pqsimd_counters *counters; /* NULL unless a counter group is open */
 } pqsimd_runner;
 
-/* Calls op k times. Not inlined, so callgrind can toggle collection on exactly this. */
+/* Calls op k times. Not inlined, so callgrind can toggle collection on exactly this; on aarch64
+ * the loop sits between the QEMU plugin's marker instructions (count_marker.h). */
 void pqsimd_measure(const pqsimd_op *op, uint64_t k);
 
 /* Timer calibration with the read overhead taken through the runner's own sample loop. */

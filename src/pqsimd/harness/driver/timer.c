@@ -9,13 +9,6 @@ static int cmp_u64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Unfenced: for the granularity only, where read cost must not hide the counter's step. */
-static inline uint64_t raw_tsc(void) {
-    uint32_t lo, hi;
-    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return ((uint64_t)hi << 32) | lo;
-}
-
 static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
@@ -26,10 +19,12 @@ void pqsimd_calibrate(pqsimd_calibration *cal) {
     enum { N = 20001 };
     static uint64_t d[N];
 
+    pqsimd_timer_init();
+
     /* Overhead: what an empty timed region costs, as the runner sees it. */
     for (int i = 0; i < N; i++) {
-        uint64_t t0 = pqsimd_tsc_start();
-        uint64_t t1 = pqsimd_tsc_stop();
+        uint64_t t0 = pqsimd_timer_start();
+        uint64_t t1 = pqsimd_timer_stop();
         d[i] = t1 - t0;
     }
     qsort(d, N, sizeof d[0], cmp_u64);
@@ -39,9 +34,9 @@ void pqsimd_calibrate(pqsimd_calibration *cal) {
     /* Granularity: the counter's step, seen as the smallest nonzero difference. */
     uint64_t g = UINT64_MAX;
     for (int i = 0; i < N; i++) {
-        uint64_t a = raw_tsc(), b = raw_tsc();
+        uint64_t a = pqsimd_timer_raw(), b = pqsimd_timer_raw();
         while (b == a) {
-            b = raw_tsc();
+            b = pqsimd_timer_raw();
         }
         if (b - a < g) {
             g = b - a;
@@ -51,10 +46,16 @@ void pqsimd_calibrate(pqsimd_calibration *cal) {
 
     /* Frequency: ticks per second of CLOCK_MONOTONIC_RAW over ~50 ms. */
     double s0 = now_seconds();
-    uint64_t t0 = pqsimd_tsc_start();
+    uint64_t t0 = pqsimd_timer_start();
     while (now_seconds() - s0 < 0.05) {
     }
     double s1 = now_seconds();
-    uint64_t t1 = pqsimd_tsc_stop();
+    uint64_t t1 = pqsimd_timer_stop();
     cal->tsc_hz = (double)(t1 - t0) / (s1 - s0);
 }
+
+#if defined(__x86_64__)
+void pqsimd_timer_json(FILE *out) {
+    fprintf(out, "{\"name\": \"%s\"}", pqsimd_timer_name());
+}
+#endif

@@ -1,0 +1,197 @@
+"""Counting guest instructions under qemu-user with our TCG plugin (harness/qemu/count.c), and a
+second, independent count from QEMU's own execution log.
+
+    plugin()                  the plugin, built once per (source, header, host compiler) in the
+                              build cache; needs QEMU's plugin API header (harness/qemu/fetch-header.sh)
+    count(isa, argv, hist)    run argv under the ISA's emulator with the plugin: instructions between
+                              the marker instructions (harness/driver/count_marker.h), and with
+                              hist=True executions per (address, instruction)
+    exec_log_count(isa, argv) the same windows counted from `-singlestep -d in_asm,exec,nochain`: one
+                              translation block per instruction and every block execution logged, so
+                              each "Trace" line between the markers is one executed instruction. Slow
+                              (one log line per instruction): a cross-check, not a metric.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from ..errors import PqsimdError
+from . import Isa
+
+TIMEOUT_S = 600
+_HARNESS = Path(str(resources.files("pqsimd").joinpath("harness")))
+PLUGIN_SOURCE = _HARNESS / "qemu" / "count.c"
+MARKER_HEADER = _HARNESS / "driver" / "count_marker.h"
+FETCH_HEADER = _HARNESS / "qemu" / "fetch-header.sh"
+
+
+class CountError(Exception):
+    """A counting run that gave no usable count (the message says why)."""
+
+
+def _marker_words() -> tuple[int, int]:
+    """The A64 words of the start and stop markers, read from count_marker.h (one definition)."""
+    text = MARKER_HEADER.read_text()
+    imm = {k: int(v, 16) for k, v in re.findall(r"#define PQSIMD_MARKER_HINT_(START|STOP) (0x[0-9a-fA-F]+)", text)}
+    return tuple(0xD503201F | (imm[k] << 5) for k in ("START", "STOP"))  # type: ignore[return-value]
+
+
+def plugin_header() -> Path:
+    """QEMU's qemu-plugin.h for the installed qemu-user, if fetched; else one line naming the command."""
+    proc = subprocess.run(["bash", str(FETCH_HEADER), "--cached"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise PqsimdError((proc.stderr.strip().splitlines() or [f"{FETCH_HEADER} failed"])[-1])
+    return Path(proc.stdout.strip())
+
+
+def plugin(cc: str = "cc") -> Path:
+    """The plugin shared object (cached by a hash of its source, the header and the compiler)."""
+    from ..build import cache_root
+
+    header = plugin_header()
+    compiler = shutil.which(cc)
+    if compiler is None:
+        raise PqsimdError(f"{cc} not found: building the QEMU counting plugin needs a C compiler (apt-get install gcc)")
+    version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
+    h = hashlib.sha256(version.encode())
+    for f in (PLUGIN_SOURCE, MARKER_HEADER, header):
+        h.update(f.read_bytes())
+    final = cache_root() / f"qemu-plugin-{h.hexdigest()[:16]}" / "count.so"
+    if final.exists():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".count-{os.getpid()}.so")
+    cmd = [compiler, "-O2", "-std=gnu11", "-Wall", "-fPIC", "-shared", "-fvisibility=hidden",
+           f"-I{header.parent}", str(PLUGIN_SOURCE), "-o", str(tmp)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        raise PqsimdError(f"the QEMU counting plugin does not compile ({tail}): {' '.join(cmd)}")
+    os.replace(tmp, final)
+    return final
+
+
+@dataclass(frozen=True)
+class HistRow:
+    pc: int
+    count: int
+    symbol: str | None  # QEMU knows the main program's symbols only
+    disas: str
+
+
+@dataclass(frozen=True)
+class PluginCount:
+    insns: int  # instructions executed inside the marker windows, summed
+    windows: int
+    hist: tuple[HistRow, ...] | None = None
+
+
+def parse_output(text: str) -> PluginCount:
+    """The plugin's outfile: a JSON line, then (hist=on) "0xPC<TAB>count<TAB>symbol<TAB>disas" lines."""
+    lines = text.splitlines()
+    if not lines:
+        raise CountError("the counting plugin wrote nothing (did the program exit normally?)")
+    try:
+        head = json.loads(lines[0])
+        insns, windows, unbalanced, vcpus = (int(head[k]) for k in ("insns", "windows", "unbalanced", "vcpus"))
+    except (ValueError, KeyError, TypeError) as e:
+        raise CountError(f"unreadable counting plugin output ({e}): {lines[0][:80]!r}") from None
+    if windows == 0:
+        raise CountError("no counting window: the program never ran a start and a stop marker")
+    if unbalanced:
+        raise CountError(f"{unbalanced} unbalanced marker(s): a start without a stop, or a stop without a start")
+    if vcpus > 1:
+        raise CountError(f"the guest started {vcpus - 1} thread(s): the plugin's counts are exact for one thread only")
+    if not head.get("hist"):
+        return PluginCount(insns, windows)
+    rows = []
+    for line in lines[1:]:
+        pc, count, symbol, disas = line.split("\t", 3)
+        rows.append(HistRow(int(pc, 16), int(count), None if symbol == "-" else symbol, disas))
+    if sum(r.count for r in rows) != insns:
+        raise CountError(f"the histogram sums to {sum(r.count for r in rows)}, not the {insns} instructions counted")
+    return PluginCount(insns, windows, tuple(rows))
+
+
+def emulator(isa: Isa) -> list[str]:
+    """The emulator command for counting: on any host, with the ISA's pinned CPU (counts follow it)."""
+    qemu = shutil.which(isa.qemu)
+    if qemu is None:
+        raise PqsimdError(f"{isa.qemu} not found: counting {isa.name} instructions needs it (apt-get install qemu-user)")
+    return [qemu, "-cpu", isa.qemu_cpu, *([] if isa.native else ["-L", isa.sysroot])]
+
+
+def count(isa: Isa, argv: list[str], hist: bool = False, env: dict | None = None, timeout: float = TIMEOUT_S) -> PluginCount:
+    so = plugin()
+    with tempfile.TemporaryDirectory(prefix="pqsimd-qemu-") as tmp:
+        out = Path(tmp) / "count.out"  # no comma: qemu splits -plugin arguments on commas
+        cmd = [*emulator(isa), "-plugin", f"{so},outfile={out}" + (",hist=on" if hist else ""), *argv]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise CountError(f"{' '.join(argv[:1])} did not finish in {timeout:.0f} s under {isa.qemu}") from None
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+            raise CountError(f"{isa.qemu} run failed ({tail})")
+        if not out.exists():
+            raise CountError("the counting plugin wrote no output")
+        return parse_output(out.read_text())
+
+
+_IN_ASM = re.compile(r"^0x([0-9a-f]+):\s+([0-9a-f]{8})\s")
+_TRACE = re.compile(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
+
+
+def exec_log_count(isa: Isa, argv: list[str], env: dict | None = None, timeout: float = TIMEOUT_S) -> list[int]:
+    """Instructions per marker window from QEMU's exec log (streamed from stderr, never stored)."""
+    start_word, stop_word = _marker_words()
+    starts: set[int] = set()
+    stops: set[int] = set()
+    windows: list[int] = []
+    inside: int | None = None
+    cmd = [*emulator(isa), "-singlestep", "-d", "in_asm,exec,nochain", *argv]
+    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env) as proc:
+        timed_out = threading.Event()
+        killer = threading.Timer(timeout, lambda: (timed_out.set(), proc.kill()))
+        killer.start()
+        try:
+            for line in proc.stderr:  # type: ignore[union-attr]
+                m = _TRACE.match(line)
+                if m:
+                    pc = int(m.group(1), 16)
+                    if pc in stops and inside is not None:
+                        windows.append(inside)
+                        inside = None
+                    elif pc in starts and inside is None:
+                        inside = 0
+                    elif inside is not None:
+                        inside += 1
+                    continue
+                m = _IN_ASM.match(line)
+                if m:
+                    word = int(m.group(2), 16)
+                    if word == start_word:
+                        starts.add(int(m.group(1), 16))
+                    elif word == stop_word:
+                        stops.add(int(m.group(1), 16))
+            proc.wait()
+        finally:
+            killer.cancel()
+    if timed_out.is_set():
+        raise CountError(f"{' '.join(argv[:1])} did not finish in {timeout:.0f} s under {isa.qemu} -singlestep")
+    if proc.returncode != 0:
+        raise CountError(f"{isa.qemu} -singlestep run failed (exit code {proc.returncode})")
+    if inside is not None or not windows:
+        raise CountError("the exec log has no complete marker window")
+    return windows
