@@ -59,6 +59,8 @@ def cli() -> None:
               help="comma list of parameter sets, family names (ml-dsa = all its sets) or all "
                    "(default: the default family's; `pqsimd list`)")
 @click.option("--variants", type=str, default=None, help="comma list of variants (default: the chain's; `pqsimd list`)")
+@click.option("--aa", type=str, default=None,
+              help="comma list of variants to build twice and time beside themselves: the A/A check of the verdicts")
 @click.option("--ops", type=str, default=None, help="comma list of op ids, filtered per family (default: all)")
 @click.option("--jobs", "jobs", type=int, default=None, help="J: jobs (processes) per (variant, scheme)")
 @click.option("--spins", type=int, default=None, help="S: spins per op per job")
@@ -92,7 +94,7 @@ def run(directory: Path, **opts) -> None:
     """Build, verify and time a study into DIRECTORY (re-running continues it)."""
     from .pipeline import run_study
 
-    for key in ("schemes", "variants", "ops"):
+    for key in ("schemes", "variants", "ops", "aa"):
         if opts[key] is not None:
             opts[key] = _csv(opts[key]) or []  # an empty list is refused by the study, with the reason
     opts["metric"] = _csv(opts["metric"])

@@ -205,7 +205,12 @@ class Study:
                 vs.update(self.comparisons[col].dropna().astype(str))
         order = list((self.summary.get("study") or {}).get("variants") or []) + self.chain.variants
         rank = {v: i for i, v in enumerate(dict.fromkeys(order))}
-        return sorted(vs, key=lambda v: (rank.get(v, len(rank)), v))
+        return sorted(vs - self.aa_duplicates, key=lambda v: (rank.get(v, len(rank)), v))
+
+    @property
+    def aa_duplicates(self) -> set[str]:
+        """The A/A duplicate builds' variant ids: reported in the A/A check, not beside the variants."""
+        return set(((self.summary.get("aa_check") or {}).get("pairs") or {}).values())
 
     @cached_property
     def compilers(self) -> list[str]:
@@ -301,8 +306,9 @@ class Study:
         if not a.get("ran"):
             return str(a.get("note") or "not run")
         fv = a.get("false_verdicts", 0)
+        counts = ", ".join(f"{n} {v}" for v, n in (a.get("verdicts") or {}).items())
         return (f"{a.get('kind', 'A/A')}: {fv} false verdict(s) (faster/slower) in {a.get('comparisons')} comparisons "
-                f"with a true speedup of 1; verdicts {a.get('verdicts')}; intervals excluding 1: "
+                f"with a true speedup of 1 ({counts}); intervals excluding 1: "
                 f"{100 * float(a.get('ci_excludes_1') or 0):.1f}%")
 
     def jobs_note(self) -> str:

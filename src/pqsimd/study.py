@@ -36,6 +36,7 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "cpu": ((int,), False), "seed": ((int,), True), "preset": ((str,), False), "source": ((str,), True),
     "mca_cpus": ((list,), False),  # --metric mix: llvm-mca CPU models (more later re-estimate; run/mix.py)
     "job_timeout": ((float, int), False),  # seconds per timing job or probe (0: none); default run/limits.py
+    "aa": ((list,), True),  # A/A: these variants built a second time (ids.aa_variant_id) and timed beside them
 }
 MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
 
@@ -65,6 +66,7 @@ class Study:
     source: str | None = None  # None: the pinned crate
     mca_cpus: list[str] | None = None  # --metric mix: llvm-mca CPU models (None: the host's)
     job_timeout: float | None = None  # None: derived per job (run/limits.py); 0: no limit
+    aa: list[str] = field(default_factory=list)
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
 
@@ -255,6 +257,7 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     merged["schemes"] = catalog.expand_schemes(merged["schemes"])
     _check_names("scheme", merged["schemes"], catalog.all_schemes(), where)
     _check_names("variant", merged["variants"], list(variant_defs), where)
+    _add_duplicates(merged, variant_defs, where)
     _check_ops(merged.get("ops"), merged["schemes"], where)
     _check_names("metric", merged.get("metrics", ["ticks"]), list(METRICS), where)
     if merged.get("mca_cpus"):
@@ -280,6 +283,28 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     study.variant_defs = {v: variant_defs[v] for v in study.variants}
     check_against_plan(sd, study)
     return study
+
+
+def _add_duplicates(merged: dict[str, Any], variant_defs: dict[str, Variant], where: str) -> None:
+    """`aa`: each listed variant gets a duplicate build (the same definition under ids.aa_variant_id),
+    a variant of the study like any other, so every paired job times both (the A/A check)."""
+    import dataclasses
+
+    from .ids import aa_variant_id
+
+    for v in merged.get("aa") or []:
+        if v not in merged["variants"]:
+            raise PqsimdError(f"--aa {v}: not a variant of this study ({', '.join(merged['variants'])}); add it to "
+                              f"--variants or name one of them")
+        dup = aa_variant_id(v)
+        want = dataclasses.replace(variant_defs[v], id=dup, default=False, description=f"A/A duplicate of {v}")
+        have = variant_defs.get(dup)
+        if have is not None and have.to_dict() != want.to_dict():
+            raise PqsimdError(f"{where}: variant '{dup}' is defined and is not the A/A duplicate of '{v}'; rename it "
+                              f"(ids ending in +aa are the A/A duplicates)")
+        variant_defs[dup] = want
+        if dup not in merged["variants"]:
+            merged["variants"].append(dup)
 
 
 def check_against_plan(sd: StudyDir, study: Study) -> None:
