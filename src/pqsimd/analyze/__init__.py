@@ -89,7 +89,7 @@ def warmup_record(directory: Path, design: str) -> dict:
             "warmup_ns": st.get("warmup_ns", 0) if design == "paired" else 0}
 
 
-SELF_CHECK_TOLERANCE_TICKS = 2.0  # the engine's acceptance for the empty op: 0 +- 2 ticks per call
+SELF_CHECK_TOLERANCE_TICKS = 1.0  # the engine's acceptance for the empty op: 0 +- 1 tick per call
 
 
 def self_check_record(groups: pd.DataFrame, self_checks: set[str]) -> dict:

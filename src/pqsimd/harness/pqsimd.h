@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PQSIMD_ABI 2
+#define PQSIMD_ABI 3
 
 typedef struct {
     const char *name;    /* canonical op id, e.g. "ntt" */
@@ -61,6 +61,10 @@ typedef struct {
     void (*random_pool)(const uint8_t *bytes, size_t n);
     size_t (*random_used)(void);
     int (*random_dry)(void);
+    /* An empty function in the variant's own shared object (built by the fixed toolchain): the
+     * runner's null samples call it, so the null pays the same cost of a call into this object
+     * that every op call pays (3 = the ABI that added it). */
+    void (*null_call)(void);
 } pqsimd_variant;
 
 /* The one symbol a variant exports (variant/registry.c). */
