@@ -403,6 +403,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
             "decomposition_rows": len(decomposition),
         },
         "aa_check": aa_summary,
+        "ablations": [{"implementation": a.implementation, "groups": list(a.groups),
+                       "cells": {v: sorted(c) for v, c in a.cells.items()}} for a in ablations],
         "jobs": {"judged": int(len(jobs_table)), "disturbed": int(len(disturbed)),
                  "disturbed_ids": [str(j) for j in disturbed["job"]] if len(disturbed) else []},
         "drift": drift_rec,
