@@ -233,6 +233,8 @@ class Build:
     commands: list[str] = field(default_factory=list)
     cached: bool = False
     seconds: float = 0.0
+    sources: str = ""  # the PQClean implementation it was built from
+    fp_exact: bool = True  # the variant's promise that its flags keep floating-point rounding (the gate reads it)
 
     @property
     def id(self) -> str:
@@ -311,7 +313,7 @@ def _compile_plan(tree: SourceTree, fam: Family, variant: Variant, flags: list[s
                             for src in (sorted(d.iterdir()) if d else []) if src.suffix in (".c", ".S")]
         ns = f"{s.namespace}_{variant.sources.upper()}"
         defs = [f"-DPQSIMD_NS={ns}", f'-DPQSIMD_SCHEME="{sid}"', f'-DPQSIMD_IMPL="{variant.sources}"',
-                *(f"-D{x}" for x in impl.defines)]
+                *(f"-D{x}" for x in (*impl.defines, *s.defines))]
         table_objs.append(cc(fam.op_table, out / f"{sid}.ops.o", [*inc, f"-I{harness}", *defs]))
 
     library = [o for objs in scheme_objs.values() for o in objs] + list(common_objs.values()) + table_objs
@@ -351,7 +353,8 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
                      library=final / "variant.so",
                      kat={s: final / f"kat-{s}" for s in fam.schemes if (final / f"kat-{s}").exists()},
                      schemes=list(fam.schemes), commands=info["commands"], cached=cached,
-                     seconds=seconds if not cached else info.get("seconds", 0.0))
+                     seconds=seconds if not cached else info.get("seconds", 0.0), sources=variant.sources,
+                     fp_exact=variant.fp_exact)
 
     if record.exists():
         return result(True, 0.0)
