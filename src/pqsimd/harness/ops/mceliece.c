@@ -1,13 +1,11 @@
 /* Classic McEliece op table (round 4, the 10 sets PQClean ships), compiled once per parameter set
  * with that set's PQClean namespace:
  *   -DPQSIMD_NS=PQCLEAN_MCELIECE348864_CLEAN -DPQSIMD_SCHEME=\"mceliece348864\" -DPQSIMD_IMPL=\"clean\"
- *   [-DMCELIECE_CLEAN_DECODER] [-DMCELIECE_SEMI_SYSTEMATIC] -I<impl dir> -I<common>
- * MCELIECE_CLEAN_DECODER comes from data/families/mceliece.toml for the clean implementation: its
- * decoder is built from support_gen (Benes network), synd, bm (Berlekamp-Massey) and root (one
- * evaluation per support element), which this table also times one by one. avx2 decodes with
- * bitsliced additive FFTs whose internals take other shapes: those four ops are absent from its
- * table (the driver skips an op a variant lacks), never replaced by something else.
+ *   [-DMCELIECE_SEMI_SYSTEMATIC] -I<impl dir> -I<common>
  * MCELIECE_SEMI_SYSTEMATIC comes from the 'f' sets' [schemes] entries: their pk_gen takes pivots.
+ * The decoder is timed whole (decrypt): clean builds it from support_gen (Benes network), synd, bm
+ * (Berlekamp-Massey) and root (one evaluation per support element), avx2 from bitsliced additive
+ * FFTs whose internals take other shapes, so no step is common to both.
  *
  * Ops follow the scheme's structure as the Classic McEliece benchmarks split it (keypair with its
  * irreducible-polynomial generation, systematic-form Gaussian elimination and control bits;
@@ -25,12 +23,6 @@
 #include "params.h"
 #include "pk_gen.h"
 #include "sk_gen.h"
-#ifdef MCELIECE_CLEAN_DECODER
-#include "benes.h"
-#include "bm.h"
-#include "root.h"
-#include "synd.h"
-#endif
 /* Last, as operations.c does: unistd.h declares another `encrypt`. */
 #include "encrypt.h"
 
@@ -61,14 +53,6 @@ static uint32_t perm[1 << GFBITS];   /* a permutation for which pk_gen succeeds 
 static int16_t kpi[1 << GFBITS];     /* its sorted form (pk_gen's output) */
 static int16_t pi[1 << GFBITS];      /* the fixed key's permutation (controlbits' input) */
 static uint8_t cbits[COND_BYTES + SLACK];
-#ifdef MCELIECE_CLEAN_DECODER
-static gf g[SYS_T + 1];              /* the Goppa polynomial, monic */
-static gf L[SYS_N];                  /* the support (support_gen's output) */
-static gf s[2 * SYS_T];              /* the syndrome of the fixed ciphertext */
-static gf locator[SYS_T + 1];
-static gf images[SYS_N];
-static uint8_t r[SYS_N / 8];         /* the fixed ciphertext as a received word */
-#endif
 static volatile int sink;
 
 static void fill(uint8_t *b, size_t n, uint8_t salt) {
@@ -136,17 +120,6 @@ static void setup_inputs(void) {
         int pos = (i * (PK_NROWS / SYS_T)) + (i % 3);
         ct[pos / 8] |= (uint8_t)(1u << (pos % 8));
     }
-#ifdef MCELIECE_CLEAN_DECODER
-    for (int i = 0; i < SYS_T; i++) {
-        g[i] = irr[i];
-    }
-    g[SYS_T] = 1;
-    support_gen(L, sk + 40 + IRR_BYTES);
-    memset(r, 0, sizeof r);
-    memcpy(r, ct, SYND_BYTES);
-    synd(s, g, L, r);
-    bm(locator, s);
-#endif
 }
 
 /* The permutation that a Benes network's control bits encode (the Classic McEliece spec): its
@@ -217,14 +190,6 @@ static void op_genpoly_gen(void) { sink = genpoly_gen(irr, f_in); }
 static void op_pk_gen(void) { sink = call_pk_gen(kpk); }
 static void op_controlbits(void) { controlbitsfrompermutation(cbits, pi, GFBITS, 1 << GFBITS); }
 
-#ifdef MCELIECE_CLEAN_DECODER
-/* The clean decoder's steps, on the fixed ciphertext. */
-static void op_support_gen(void) { support_gen(L, sk + 40 + IRR_BYTES); }
-static void op_synd(void) { synd(s, g, L, r); }
-static void op_bm(void) { bm(locator, s); }
-static void op_root(void) { root(images, locator, L); }
-#endif
-
 /* The harness's self-check: after overhead correction this must read ~0 ticks per call. */
 __attribute__((noinline, aligned(64))) static void op_empty(void) { __asm__ volatile("" ::: "memory"); }
 
@@ -238,12 +203,6 @@ static const pqsimd_op ops[] = {
     {"controlbits", setup_inputs, op_controlbits},
     {"encrypt", setup_inputs, op_encrypt},
     {"decrypt", setup_inputs, op_decrypt},
-#ifdef MCELIECE_CLEAN_DECODER
-    {"support_gen", setup_inputs, op_support_gen},
-    {"synd", setup_inputs, op_synd},
-    {"bm", setup_inputs, op_bm},
-    {"root", setup_inputs, op_root},
-#endif
     {"empty", NULL, op_empty},
 };
 
