@@ -13,7 +13,7 @@ KAT and their own checks, the largest group with identical answers is the refere
 between disagreeing groups fails them all (nothing says which is right).
 
 Verify-only builds: an implementation that computes in hardware floating point (`native_fp`,
-e.g. Falcon avx2) built by a variant whose flags may change rounding (`fp_exact = false`, e.g.
+e.g. Falcon's AVX2 code) built by a variant whose flags may change rounding (`fp_exact = false`, e.g.
 -march=native contracting multiply-adds into FMA) cannot promise the KAT bytes or byte-identical
 signatures. Such a build must pass its own checks (its signatures verify, tampering is rejected)
 and its KAT program must run; it takes no part in the agreement.
