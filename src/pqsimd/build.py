@@ -280,7 +280,8 @@ def _inputs_key(tree: SourceTree, fam: Family, variant: Variant, flags: list[str
     if fam.kat:
         files += [tree.root / fam.kat["program"], tree.root / fam.kat["rng"]]
         files += [tree.root / "common" / c for c in fam.kat.get("common", [])]
-    files += [fam.op_table, _harness_dir() / "pqsimd.h", _harness_dir() / "variant" / "exports.map"]
+    files += [fam.op_table, _harness_dir() / "pqsimd.h", _harness_dir() / "ops" / "optable.h",
+              _harness_dir() / "variant" / "exports.map"]
     if variant.node_dependent:  # -march=native means something else on every CPU model
         from . import machine
 

@@ -25,12 +25,8 @@
 #include "shake_prng.h"
 #include "vector.h"
 
-#include "pqsimd.h"
+#include "optable.h"
 
-#define PQSIMD_CAT_(a, b) a##_##b
-#define PQSIMD_CAT(a, b) PQSIMD_CAT_(a, b)
-#define NS(f) PQSIMD_CAT(PQSIMD_NS, f)
-#define STATIC_NAME(f) PQSIMD_CAT(f, PQSIMD_NS)
 
 #define SLACK 64
 
@@ -123,8 +119,7 @@ static void op_rs_decode(void) {
  * constant-time rejection and placement. */
 static void op_fixed_weight(void) { NS(vect_set_random_fixed_weight)(&expander, sampled, PARAM_OMEGA_R); }
 
-/* The harness's self-check: after overhead correction this must read ~0 ticks per call. */
-__attribute__((noinline, aligned(64))) static void op_empty(void) { __asm__ volatile("" ::: "memory"); }
+PQSIMD_EMPTY_OP
 
 /* In data/families/hqc.toml's order. */
 static const pqsimd_op ops[] = {
@@ -144,17 +139,8 @@ static const pqsimd_op ops[] = {
     {"empty", NULL, op_empty},
 };
 
-static pqsimd_scheme STATIC_NAME(scheme) = {
-    .name = PQSIMD_SCHEME,
-    .impl = PQSIMD_IMPL,
-    .ops = ops,
-    .n_ops = (int)(sizeof ops / sizeof ops[0]),
-    .kind = PQSIMD_KIND_KEM,
-    .sizes = {.public_key = PUBLIC_KEY_BYTES, .secret_key = SECRET_KEY_BYTES, .ciphertext = CIPHERTEXT_BYTES,
-              .shared_secret = SHARED_SECRET_BYTES},
-    .api = {.keypair = NS(crypto_kem_keypair), .encaps = NS(crypto_kem_enc), .decaps = NS(crypto_kem_dec)},
-};
+static const pqsimd_sizes sizes = {.public_key = PUBLIC_KEY_BYTES, .secret_key = SECRET_KEY_BYTES, .ciphertext = CIPHERTEXT_BYTES,
+                                   .shared_secret = SHARED_SECRET_BYTES};
+static const pqsimd_api api = {.keypair = NS(crypto_kem_keypair), .encaps = NS(crypto_kem_enc), .decaps = NS(crypto_kem_dec)};
 
-__attribute__((constructor)) static void STATIC_NAME(register_scheme)(void) {
-    pqsimd_register(&STATIC_NAME(scheme));
-}
+PQSIMD_REGISTER(ops, PQSIMD_KIND_KEM, sizes, api)

@@ -26,12 +26,8 @@
 /* Last, as operations.c does: unistd.h declares another `encrypt`. */
 #include "encrypt.h"
 
-#include "pqsimd.h"
+#include "optable.h"
 
-#define PQSIMD_CAT_(a, b) a##_##b
-#define PQSIMD_CAT(a, b) PQSIMD_CAT_(a, b)
-#define NS(f) PQSIMD_CAT(PQSIMD_NS, f)
-#define STATIC_NAME(f) PQSIMD_CAT(f, PQSIMD_NS)
 
 #define PK_BYTES NS(CRYPTO_PUBLICKEYBYTES)
 #define SK_BYTES NS(CRYPTO_SECRETKEYBYTES)
@@ -190,8 +186,7 @@ static void op_genpoly_gen(void) { sink = genpoly_gen(irr, f_in); }
 static void op_pk_gen(void) { sink = call_pk_gen(kpk); }
 static void op_controlbits(void) { controlbitsfrompermutation(cbits, pi, GFBITS, 1 << GFBITS); }
 
-/* The harness's self-check: after overhead correction this must read ~0 ticks per call. */
-__attribute__((noinline, aligned(64))) static void op_empty(void) { __asm__ volatile("" ::: "memory"); }
+PQSIMD_EMPTY_OP
 
 /* In data/families/mceliece.toml's order. */
 static const pqsimd_op ops[] = {
@@ -206,16 +201,7 @@ static const pqsimd_op ops[] = {
     {"empty", NULL, op_empty},
 };
 
-static pqsimd_scheme STATIC_NAME(scheme) = {
-    .name = PQSIMD_SCHEME,
-    .impl = PQSIMD_IMPL,
-    .ops = ops,
-    .n_ops = (int)(sizeof ops / sizeof ops[0]),
-    .kind = PQSIMD_KIND_KEM,
-    .sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .ciphertext = CT_BYTES, .shared_secret = SS_BYTES},
-    .api = {.keypair = NS(crypto_kem_keypair), .encaps = NS(crypto_kem_enc), .decaps = NS(crypto_kem_dec)},
-};
+static const pqsimd_sizes sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .ciphertext = CT_BYTES, .shared_secret = SS_BYTES};
+static const pqsimd_api api = {.keypair = NS(crypto_kem_keypair), .encaps = NS(crypto_kem_enc), .decaps = NS(crypto_kem_dec)};
 
-__attribute__((constructor)) static void STATIC_NAME(register_scheme)(void) {
-    pqsimd_register(&STATIC_NAME(scheme));
-}
+PQSIMD_REGISTER(ops, PQSIMD_KIND_KEM, sizes, api)
