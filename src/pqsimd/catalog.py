@@ -24,6 +24,14 @@ KINDS = ("kem", "sign", "hash")
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*(\.[A-Za-z0-9_+-]+)*$")
 
 
+AA_SUFFIX = "+aa"  # the duplicate build of an A/A check: the same variant under a second id
+
+
+def aa_variant_id(variant: str) -> str:
+    """The id of a variant's A/A duplicate (built from the same definition, timed beside it)."""
+    return f"{variant}{AA_SUFFIX}"
+
+
 def check_id(kind: str, value: Any, where: str) -> str:
     if not isinstance(value, str) or not SAFE_ID.match(value) or len(value) > 64:
         raise PqsimdError(

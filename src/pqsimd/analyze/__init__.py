@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import datetime as _dt
 import time
 import tomllib
@@ -13,10 +14,13 @@ import pandas as pd
 
 from ..errors import PqsimdError
 from . import mechanism, mix
-from .calibration import aa_check
+from . import jobs as jobs_mod
+from .calibration import aa_record
+from ..results import Chain
+from .compare import AA_STAGE, compare_all, draw_jobs, public, study_blocks, study_priors
 from .compare import COLUMNS as COMPARISON_COLUMNS
-from .compare import Chain, compare_all, resample_groups, study_blocks, study_priors
 from .decompose import decompose
+from .methods import methods
 from .groups import EXACT_METRICS, MIN_TSC_STEPS, build_groups, describe, flag_carryover, short_samples
 from .load import load_spins
 from .settings import Settings, read_study_toml, resolve
@@ -25,88 +29,9 @@ from ..studydir import StudyDir
 
 __all__ = ["analyze_study", "Settings"]
 
-RESULTS_SCHEMA_VERSION = 3  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
-# 3: job-level test columns (test, test_ci_*, p_equiv*, mde, regimes), verdicts same/withheld, variance components
-
-METHODS = {
-    "unit": "spin median = median of per_call over the R reps of one (job, spin); warmup spins excluded; "
-            "the job is the unit of independence",
-    "speedup": "separate design: median(baseline spin medians) / median(variant spin medians); paired design "
-               "(both variants in the same jobs): the median of the per-spin ratios baseline/variant",
-    "ci": "the paper's 95% percentile bootstrap: both groups' spin medians resampled independently (B replicates); "
-          "ignores jobs",
-    "hci": "95% percentile hierarchical bootstrap: jobs resampled with replacement, then spins drawn with replacement "
-           "from the chosen jobs (stage 2 pools the chosen job copies, so per-copy draw counts are multinomial "
-           "around S_j); unreliable with < min_jobs_reliable jobs. Conservative (wider than needed) when jobs "
-           "do not differ, because both stages add the within-job variance",
-    "mwu_p": "one-sided Mann-Whitney U on spin medians, H1: variant stochastically smaller "
-             "(scipy.stats.mannwhitneyu, tie-corrected normal approximation); pseudo-replicated, descriptive only; "
-             "0 means below the smallest float64 (< 1e-308)",
-    "cliffs_delta": "P(variant < baseline) - P(variant > baseline) = 1 - 2U/(n m) from the U statistic; CI by "
-                    "resampling jobs (the hierarchical bootstrap's stage 1; the within-job stage adds O(1/S) and is "
-                    "omitted for delta)",
-    "job_p": "the job-level test's two-sided p (column test): separate design: the pooled test (test = pooled): per "
-             "(metric, scheme, variant, compiler) block, the jobs x ops log job medians are split into a shared job "
-             "(machine-state) variance, var of the jobs' op-averaged log medians with J-1 df, and an op-specific "
-             "residual variance ((J-1)(O-1)/O df per op); both are moderated (limma-style, maximum-likelihood "
-             "F-prior, outlying blocks screened out and not shrunk) over all blocks of the metric; "
-             "Var(one job's log median) = a + (1 - 1/O) c, floored by the within-job sampling variance of the job "
-             "medians; d = mean log job median of baseline - of variant, se^2 = Var_b/J_b + Var_v/J_v, "
-             "Welch-Satterthwaite df; an op outside its block (missing in some job): Welch on log job medians "
-             "(test = welch); paired design: one-sample t-test of the jobs' log median per-spin ratios, df J-1 "
-             "(test = paired); n/a (not in the family) for exact and withheld rows",
-    "test": "pooled | welch | paired: the job-level test used; exact: both groups have identical spin medians "
-            "(or identical job medians whose spins pin them, median SE 0): the verdict is from the exact ratio; "
-            "refuse: the design cannot support a test, verdict withheld, reason says which rule: R1 a group has "
-            "< 2 jobs, R2 effective df < 4 (e.g. an uninformative prior, or a block with a job in another "
-            "machine state), R3 J = 2 and > 25% of the variance is op-specific (job effects not shared by a "
-            "job's ops); also when job medians have no spread and nothing is known about the spins (test "
-            "undefined); the paired test applies R1 only",
-    "test_ci": "test_ci_low/high: the (1 - alpha) t interval exp(d -+ t_{1-alpha/2, df} se) of the job-level "
-               "speedup exp(mean log job median of baseline - of variant) (paired: exp of the mean log job "
-               "ratio); the exact ratio for exact rows. It estimates the job-level speedup, not the median ratio "
-               "of column speedup; the verdict uses it",
-    "p_equiv": "TOST equivalence on the log scale within ±log(1 + threshold), with the test's own se and df: "
-               "the larger of the two one-sided t p-values; p_equiv_holm: Holm over the family",
-    "mde": "the minimum detectable speedup of the comparison: the smallest true speedup (ratio > 1; slowdowns: "
-           "1/mde) that gets a faster verdict (p < alpha/m, m = the family size, Holm's worst case, and test CI "
-           "low > 1 + threshold) with power 0.8, taking the test's se as the truth (pooled, paired: noncentral "
-           "t with the test's df; welch: integrated over both groups' variance estimates); n/a with a note when "
-           "no speedup below e^50 reaches that power",
-    "regimes": "paired design: true when the jobs' median per-spin ratios fall into two clusters (Cochran's Q "
-               "p < alpha, the best two-cluster split's share of the spread beyond one normal cluster by a "
-               "parametric bootstrap p < alpha, and cluster ratios more than threshold apart; needs >= 4 jobs): "
-               "machine states that slow the variants differently; the note gives both cluster ratios. False for "
-               "the separate design (not tested)",
-    "paired": "paired design: the naive CI resamples the per-spin ratios, the hierarchical CI resamples jobs, then "
-              "the ratios of the chosen jobs (descriptive; the verdict uses the job-level t interval)",
-    "decomposition": "factors are ratios of group medians (they multiply to the total exactly, in both designs); "
-                     "share CIs from the groups' hierarchical bootstrap replicates (share per replicate = "
-                     "log factor / log total); shares and their CIs are n/a when the total's CI reaches into "
-                     "±threshold of 1 (log(total) ~ 0: shares unbounded), as the note says",
-    "p_holm": "Holm step-down adjustment of job_p over the family",
-    "p_bh": "Benjamini-Hochberg adjustment of job_p over the family (scipy.stats.false_discovery_control)",
-    "verdict": "faster iff the adjusted job p (p_holm, or p_bh with adjust = bh) < alpha and test_ci_low > 1 + "
-               "threshold; slower iff adjusted p < alpha and test_ci_high < 1/(1 + threshold); else same iff "
-               "p_equiv_holm < alpha; else ~ (inconclusive); withheld when the test refuses (reason says why; "
-               "summary warning); exact rows: faster/slower if the exact ratio is outside ±threshold, same if "
-               "strictly inside, else ~; n/a if a side has no data",
-    "carryover": "paired design: does the build run just before in the spin change a group's time? "
-                 "Kruskal-Wallis of job-centred log spin medians across predecessor builds (first in the spin "
-                 "is its own level; levels with < 3 spins left out; too few levels: predecessors pooled by variant across compilers), Holm over the groups tested "
-                 "(carryover_p_holm); carryover = adjusted p < alpha and the worst level's median shifted by "
-                 "more than threshold (carryover_shift, carryover_after); n/a in the separate design",
-    "groups": "median, iqr, min, max, mad (unscaled) of spin medians; outliers by Tukey fences (1.5 IQR) on log "
-              "spin medians, counted never dropped; icc = one-way random-effects ICC(1) of log spin medians within "
-              "jobs; job_cv = sd/mean of job medians, between_var = var of log job medians, within_sd = sqrt of the "
-              "pooled within-job variance of log spin medians, deff = 1 + (S - 1) max(icc, 0), n_eff = J S / deff; "
-              "drift = a job whose spin medians trend (Spearman, Bonferroni over jobs) by more than threshold "
-              "first-to-last quarter; noisy job = job median outside the leave-one-out t prediction interval of the other jobs' log medians (level 0.01/J) and > threshold/2 away; "
-              "short_jobs = jobs whose median sample ((spin median + call overhead) x calls per sample + read "
-              "overhead) lasts fewer than 90% of 100 TSC steps (the smallest granularity measured on the CPU model; "
-              "ticks; auto-batching aims above 100 steps)",
-}
-
+RESULTS_SCHEMA_VERSION = 4  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
+# 3: job-level test columns, verdicts same/withheld, variance components; 4: one estimand and one
+# interval per comparison (speedup, ci_*, ci_level, method, p_decision), the family level, jobs table
 
 def study_context(directory: Path, study: dict) -> dict:
     """What the analysis needs to know beyond the raw data, from the study's own records: the chain
@@ -228,8 +153,46 @@ def _ordered(groups: dict, study: dict, variants: list[str], compilers: list[str
     return {k: groups[k] for k in sorted(groups, key=key)}
 
 
+def _aa_pairs(study: dict, present: list[str]) -> dict[str, str]:
+    """variant -> its duplicate build's variant id, for the study's A/A duplicates with data."""
+    from ..catalog import aa_variant_id
+
+    st = study.get("study", {}) or {}
+    listed = st.get("aa") or []
+    listed = [listed] if isinstance(listed, str) else listed
+    return {v: aa_variant_id(v) for v in listed if isinstance(v, str) and aa_variant_id(v) in present}
+
+
+def _job_diagnostics(groups: dict, comparisons: pd.DataFrame, threshold: float, self_checks: set[str]) -> pd.DataFrame:
+    """results/jobs: every job judged once (jobs.py): paired jobs on their ratios across the scheme's
+    comparisons, separate jobs on their times across their block's ops."""
+    band = math.log1p(threshold)
+    rows: list[dict] = []
+    live = comparisons[(comparisons["design"] == "paired") & (comparisons["stage"] != AA_STAGE)
+                       & ~comparisons["op"].isin(self_checks)] if len(comparisons) else comparisons
+    time_dev: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for (metric, scheme, op, _v, _c), g in groups.items():
+        if g.positive and op not in self_checks and not g.deterministic:
+            devs = jobs_mod.deviations([(g.job_ids, g.summary.log_median)])
+            for j, d in devs.items():
+                time_dev.setdefault((metric, scheme), {}).setdefault(j, []).extend(d)
+    for (metric, scheme), part in (live.groupby(["metric", "scheme"], sort=False) if len(live) else []):
+        vecs = [(ids, x) for ids, x in zip(part["_job_ids"], part["_job_logs"]) if isinstance(ids, list)]
+        te = {j: float(np.median(v)) for j, v in time_dev.get((metric, scheme), {}).items()}
+        rows += jobs_mod.judge(jobs_mod.deviations(vecs), band, te, metric=metric, scheme=scheme, unit="comparisons")
+    paired_schemes = set(zip(live["metric"], live["scheme"])) if len(live) else set()
+    blocks: dict[tuple, list] = {}
+    for (metric, scheme, op, v, c), g in groups.items():
+        if (metric, scheme) in paired_schemes or not g.positive or op in self_checks or g.deterministic:
+            continue
+        blocks.setdefault((metric, scheme, v, c), []).append((g.job_ids, g.summary.log_median))
+    for (metric, scheme, v, c), vecs in blocks.items():
+        rows += jobs_mod.judge(jobs_mod.deviations(vecs), band, None, metric=metric, scheme=scheme, unit="ops")
+    return jobs_mod.table(rows)
+
+
 def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None = None) -> Path:
-    """Analyse DIR/raw into DIR/results/{groups,comparisons,decomposition,aa}.{csv,parquet} + summary.json;
+    """Analyse DIR/raw into DIR/results/ (groups, comparisons, decomposition, jobs, aa, ... + summary.json);
     return DIR/results. Bad input is a one-line PqsimdError."""
     t0 = time.perf_counter()
     directory = Path(directory)
@@ -263,7 +226,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     present = sorted(str(v) for v in data.spins["variant"].unique())
     variants = _variants(study, present, chain)
     compilers = list(dict.fromkeys([*ctx["compilers"], *sorted(str(c) for c in data.spins["compiler"].unique())]))
-    compilers = [c for c in compilers if c in set(data.spins["compiler"].astype(str))]
+    compilers = [c for c in compilers if c in {str(x) for x in data.spins["compiler"].unique()}]
     groups = _ordered(groups, study, variants, compilers, ops_order)
     group_rows = [describe(g, settings.alpha, settings.threshold) for g in groups.values()]
     groups_df = pd.DataFrame(group_rows)
@@ -277,53 +240,48 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     groups_df["short_jobs"] = short_samples(data.spins, data.jobs, groups_df)
     t_groups = time.perf_counter()
 
-    resample_groups(groups, settings)
+    draw_jobs(groups, settings)
     priors = study_priors(groups, study_blocks(groups))
-    lvl = 1.0 - settings.alpha
-    ci = {k: (np.quantile(g.boot_hier, [(1 - lvl) / 2, (1 + lvl) / 2]) if g.boot_hier is not None else (np.nan, np.nan))
-          for k, g in groups.items()}
-    groups_df["median_hci_low"] = [float(ci[k][0]) for k in groups]
-    groups_df["median_hci_high"] = [float(ci[k][1]) for k in groups]
     t_boot = time.perf_counter()
 
     absent = [v for v in variants if v not in present]
     if absent:
         warnings.append(f"variant(s) {', '.join(absent)} of study.toml have no raw data yet: their comparisons are n/a")
-    comparisons, cwarn = compare_all(groups, chain, variants, compilers, ops_order, settings, priors=priors,
-                                     skip_ops=self_checks)
+    aa_pairs = _aa_pairs(study, present)
+    comparisons, cwarn, fam, drift_rec = compare_all(groups, chain, variants, compilers, ops_order, settings,
+                                                     priors=priors, skip_ops=self_checks, aa=aa_pairs)
     warnings += cwarn
     if len(present) < 2:
         warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")
     elif comparisons.empty:
         warnings.append("no comparisons: no pair of the study's variants forms a stage, cumulative or extra comparison")
-    decomposition = decompose(groups, comparisons, chain, 1.0 - settings.alpha, settings.threshold)
+    main = comparisons[comparisons["stage"] != AA_STAGE] if len(comparisons) else comparisons
+    decomposition = decompose(main, chain, settings.threshold,
+                              keys=list(dict.fromkeys((m, s, o, c) for (m, s, o, _v, c) in groups)))
+    jobs_table = _job_diagnostics(groups, comparisons, settings.threshold, self_checks)
     t_cmp = time.perf_counter()
-    aa_variants = [v for v in settings.aa_variants if v in present]
-    aa_table, aa_summary = aa_check(data.spins, aa_variants, settings, ops_order, priors=priors,
-                                       skip_ops=self_checks)
+    aa_table, aa_summary = aa_record(comparisons, aa_pairs, data.spins, settings, ops_order, priors, self_checks,
+                                     ctx["design"], fam)
     if aa_summary.get("false_verdicts"):
-        warnings.append(f"A/A check: {aa_summary['false_verdicts']} of {aa_summary['comparisons']} comparisons of "
-                        f"{', '.join(aa_variants)} with itself got a faster/slower verdict (see aa.csv)")
+        warnings.append(f"A/A check: {aa_summary['false_verdicts']} of {aa_summary['comparisons']} comparisons of a "
+                        f"build with its duplicate got a faster/slower verdict (see aa.csv)")
     t_aa = time.perf_counter()
 
-    n_na = int((comparisons["verdict"] == "n/a").sum()) if len(comparisons) else 0
+    n_na = int((main["verdict"] == "n/a").sum()) if len(main) else 0
     if n_na:
         warnings.append(f"{n_na} comparison(s) have verdict n/a: no data on one side, or spin medians <= 0 "
                         "(below timer resolution); see column reason")
-    if len(comparisons):
-        two = comparisons[(comparisons["test"] == "paired") & (comparisons[["jobs_base", "jobs_var"]].min(axis=1) == 2)]
-        if len(two):
-            warnings.append(f"{len(two)} paired comparison(s) rest on 2 jobs: their job-level test has 1 df, so only "
-                            "very large, very consistent effects get a verdict; run 5 or more jobs (--jobs 5) to conclude")
-    few = groups_df[(groups_df["n_jobs"] < settings.min_jobs_reliable) & ~groups_df["deterministic"]]
-    if len(few):
-        warnings.append(f"{len(few)} group(s) have fewer than {settings.min_jobs_reliable} jobs: "
-                        "their hierarchical CIs are unreliable (hci_reliable = false)")
-    if groups_df["noisy_jobs"].sum():
-        warnings.append(f"{int(groups_df['noisy_jobs'].sum())} noisy job(s) in "
-                        f"{int((groups_df['noisy_jobs'] > 0).sum())} group(s) (see groups.noisy_job_ids)")
-    if groups_df["drift"].any():
-        warnings.append(f"drift within jobs in {int(groups_df['drift'].sum())} group(s) (see groups.drift_jobs)")
+    disturbed = jobs_table[jobs_table["disturbed"].astype(bool)] if len(jobs_table) else jobs_table
+    if len(disturbed):
+        lines = [jobs_mod.describe_job(r, r["unit"]) for _, r in disturbed.head(4).iterrows()]
+        more = f" (+{len(disturbed) - 4} more in jobs.csv)" if len(disturbed) > 4 else ""
+        warnings.append(f"{len(disturbed)} disturbed job(s) of {len(jobs_table)}: " + "; ".join(lines) + more)
+    if drift_rec["comparisons_flagged"]:
+        top = ", ".join(list(drift_rec["jobs"])[:3])
+        warnings.append(f"drift: {drift_rec['comparisons_flagged']} of {drift_rec['comparisons_tested']} comparisons "
+                        f"trend within a job (Benjamini-Hochberg), mostly in {top}; {drift_rec['rate']:.1%} of "
+                        f"{drift_rec['job_tests']} job trend tests have p < {settings.alpha:g} "
+                        f"({settings.alpha:.0%} expected without drift)")
     n_carry = int(groups_df["carryover"].sum())
     if n_carry:
         worst = groups_df.loc[groups_df["carryover"]].iloc[
@@ -347,11 +305,13 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     if (data.spins["metric"] == "ticks").any():
         warnings.append("ticks are TSC ticks at the nominal TSC frequency, not core cycles")
 
+    check_estimates(main, decomposition)
     results = StudyDir(directory).results_dir
     results.mkdir(parents=True, exist_ok=True)
     write_table(groups_df, results, "groups")
-    write_table(comparisons if len(comparisons) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "comparisons")
+    write_table(public(main) if len(main) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "comparisons")
     write_table(decomposition, results, "decomposition")
+    write_table(jobs_table, results, "jobs")
     write_spins(data.spins, results)
     cpt = mechanism.core_per_tsc(list(data.calibrations))
     ins_records = [r for r in StudyDir(directory).job_records().values() if r and r.get("metric") == "instructions"]
@@ -367,45 +327,30 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     warnings += mix.write_mix_results(directory, results, groups=groups_df, chain=ctx["chain"], core_per_tsc=cpt,
                                       families=ctx["families"])
 
-    det_cmp = int(comparisons["deterministic"].sum()) if len(comparisons) else 0
-    family_size = int(np.isfinite(comparisons["job_p"].to_numpy(dtype=float)).sum()) if len(comparisons) else 0
     jobs = data.jobs
     summary = {
         "schema_version": RESULTS_SCHEMA_VERSION,
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "alpha": settings.alpha,
         "threshold": settings.threshold,
-        "B": settings.n_boot,
         "n_boot": settings.n_boot,
         "seed": settings.seed,
         "settings": settings.to_dict(),
-        "family": {
-            "size": family_size,
-            "definition": "every comparison in comparisons.csv (all metrics, schemes, ops, stages) with a live "
-                          "job-level test (test = pooled, welch or paired); excluded: n/a rows, exact rows (test = "
-                          "exact, deterministic ones included) and withheld rows (test = refuse); p_equiv is "
-                          "Holm-adjusted over the same family",
-            "p_adjusted": "job_p",
-            "methods": ["holm", "bh"],
-            "verdict_uses": "p_holm" if settings.adjust == "holm" else "p_bh",
-        },
-        "methods": METHODS,
+        "family": {**fam.to_dict(),
+                   "definition": "every comparison in comparisons.csv with a sampling interval (method sign or t); "
+                                 "excluded: n/a, exact, withheld-by-design and A/A rows"},
+        "ci_level": fam.level,
+        "methods": methods(settings, fam, ctx["design"]),
         "chain": ctx["chain"],
         "families": ctx["families"],
         "design": ctx["design"],
-        "ci_level": 1.0 - settings.alpha,
         "core_per_tsc": cpt,
         "deterministic": {
             "groups": int(groups_df["deterministic"].sum()),
-            "comparisons": det_cmp,
+            "comparisons": int(main["deterministic"].sum()) if len(main) else 0,
             "treatment": f"a group is deterministic iff its metric is an exact metric ({', '.join(EXACT_METRICS)}) "
-                         "and all its spin medians are identical; a comparison is deterministic iff both its "
-                         "groups are: its bootstrap replicates are all the group median (zero-width CIs), mwu_p "
-                         "and job_p are n/a (not in the family), test = exact, and the verdict comes from the "
-                         "exact ratio (faster > 1 + threshold, slower < 1/(1 + threshold), same strictly "
-                         "between, ~ on the boundary). Groups of any other metric whose spin medians are all "
-                         "identical are not deterministic (they keep their bootstrap) but their job-level test "
-                         "is exact too (methods.test)",
+                         "and all its spin medians are identical; a comparison of two deterministic groups is the "
+                         "exact ratio (method exact, zero-width interval, not in the family)",
         },
         "study": {
             "directory": str(directory),
@@ -424,11 +369,16 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         },
         "counts": {
             "groups": len(groups_df),
-            "comparisons": len(comparisons),
-            "verdicts": {k: int(v) for k, v in comparisons["verdict"].value_counts().items()} if len(comparisons) else {},
+            "comparisons": len(main),
+            "verdicts": {k: int(v) for k, v in main["verdict"].value_counts().items()} if len(main) else {},
             "decomposition_rows": len(decomposition),
         },
         "aa_check": aa_summary,
+        "jobs": {"judged": int(len(jobs_table)), "disturbed": int(len(disturbed)),
+                 "disturbed_ids": [str(j) for j in disturbed["job"]] if len(disturbed) else []},
+        "drift": drift_rec,
+        "regimes": {"tested": int(np.isfinite(main["regime_p"].to_numpy(dtype=float)).sum()) if len(main) else 0,
+                    "flagged": int(main["regimes"].astype(bool).sum()) if len(main) else 0},
         "carryover": {
             "tested": int(np.isfinite(groups_df["carryover_p"].to_numpy(dtype=float)).sum()),
             "flagged": n_carry,
@@ -439,10 +389,31 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         "timing_s": {
             "load": round(t_load - t0, 3),
             "groups": round(t_groups - t_load, 3),
-            "bootstrap": round(t_boot - t_groups, 3),
+            "jobs": round(t_boot - t_groups, 3),
             "comparisons": round(t_cmp - t_boot, 3),
             "aa_check": round(t_aa - t_cmp, 3),
         },
     }
     write_json(summary, results / "summary.json")
     return results
+
+
+def _outside(p: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> int:
+    ok = ~(np.isfinite(p) & np.isfinite(lo) & np.isfinite(hi))
+    tol = 1e-9 * np.maximum(1.0, np.abs(np.nan_to_num(p)))
+    return int((~(ok | ((lo - tol <= p) & (p <= hi + tol)))).sum())
+
+
+def check_estimates(comparisons: pd.DataFrame, decomposition: pd.DataFrame) -> None:
+    """Every printed estimate lies inside its own printed interval (the construction guarantees it;
+    this guards the construction)."""
+    def col(df, c):
+        return df[c].to_numpy(dtype=float)
+
+    n = _outside(col(comparisons, "speedup"), col(comparisons, "ci_low"), col(comparisons, "ci_high")) \
+        if len(comparisons) else 0
+    for c in decomposition.columns if len(decomposition) else []:
+        if (c == "total" or c.startswith(("factor_", "share_"))) and not c.endswith(("_low", "_high", "_level")):
+            n += _outside(col(decomposition, c), col(decomposition, f"{c}_ci_low"), col(decomposition, f"{c}_ci_high"))
+    if n:
+        raise AssertionError(f"{n} estimate(s) lie outside their own interval: a bug in pqsimd's analysis, please report it")

@@ -1,12 +1,12 @@
-"""A/A calibration: a variant compared with itself, its jobs split into two disjoint halves.
+"""A/A checks: comparisons whose true speedup is 1, analysed exactly as the study's comparisons and
+printed at the study's family level, so their verdicts show how often the published rule claims a
+difference that is not there.
 
-Even job_index jobs form `<variant>[even]`, odd ones `<variant>[odd]`; every (metric, scheme, op)
-with >= 2 jobs in each half is compared with exactly the machinery of the real comparisons (both
-bootstraps, MWU, δ, the job-level test with the study's variance priors, TOST, Holm/BH over this A/A
-family alone, verdict). There is no true difference, so any `faster`/`slower` verdict is a false
-positive (`same` is a correct one), and the share of intervals that exclude 1 shows how often each
-interval would claim a difference that is not there. With fewer than 4 jobs per group a half holds
-< 2 jobs, the job-level test has no between-job variance, and the check cannot run: its summary says so.
+Paired design: a duplicate build (`[study] aa = ["ref"]`, or --aa ref: the same variant built twice
+under two ids, both in every paired job) against the original (stage aa in compare.py). Separate
+design: a variant against itself, its jobs split into even and odd job_index halves (each half a set
+of independent processes, as the separate design's groups are). Any faster/slower verdict is false;
+same is correct; ~ and withheld are no claim.
 """
 
 from __future__ import annotations
@@ -16,75 +16,76 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .compare import Chain, compare_all, resample_groups
+from ..results import Chain
+from .compare import AA_STAGE, compare_all, draw_jobs, public
 from .groups import build_groups
+from .multiplicity import FamilyLevel
 from .pooled import Priors
 from .settings import Settings
 
 KEYS = ["metric", "scheme", "op", "compiler"]
 
 
-def aa_check(spins: pd.DataFrame, variants: Sequence[str], settings: Settings,
-             ops_order: Sequence[str], priors: dict[str, Priors] | None = None,
-             skip_ops: frozenset[str] | set[str] = frozenset()) -> tuple[pd.DataFrame, dict]:
-    """The A/A table and its summary. priors: the study's variance priors (compare.study_priors), so the
-    halves are tested exactly as the study's comparisons are."""
-    frames, done, skipped = [], [], []
+def summarize(table: pd.DataFrame, definition: str) -> dict:
+    out: dict = {"definition": definition, "comparisons": int(len(table)), "ran": bool(len(table))}
+    live = table[table["verdict"] != "n/a"] if len(table) else table
+    if len(live):
+        lo, hi = live["ci_low"].to_numpy(float), live["ci_high"].to_numpy(float)
+        out.update(verdicts={k: int(n) for k, n in live["verdict"].value_counts().items()},
+                   false_verdicts=int(live["verdict"].isin(["faster", "slower"]).sum()),
+                   withheld=int((live["verdict"] == "withheld").sum()),
+                   ci_excludes_1=round(float(((lo > 1) | (hi < 1)).mean()), 4))
+    return out
+
+
+def halves(spins: pd.DataFrame, variants: Sequence[str], settings: Settings, ops_order: Sequence[str],
+           level: FamilyLevel, priors: dict[str, Priors] | None, skip_ops) -> tuple[pd.DataFrame, list[str]]:
+    """Separate design: each variant against itself, even vs odd job_index jobs."""
+    frames, skipped = [], []
     for v in variants:
         sub = spins[spins["variant"] == v]
         if sub.empty:
             continue
         sub = sub.assign(variant=np.where(sub["job_index"].to_numpy() % 2 == 0, f"{v}[even]", f"{v}[odd]"))
-        halves = sub.groupby([*KEYS, "variant"], observed=True)["job"].nunique()
-        ok = halves[halves >= 2].reset_index().groupby(KEYS).size()
+        counts = sub.groupby([*KEYS, "variant"], observed=True)["job"].nunique()
+        ok = counts[counts >= 2].reset_index().groupby(KEYS).size()
         keep = ok[ok == 2].reset_index()[KEYS]
-        n_keys = int(sub[KEYS].drop_duplicates().shape[0])
         if keep.empty:
             jobs = int(sub.groupby(KEYS, observed=True)["job"].nunique().max())
-            per_half = halves.groupby(level="variant", observed=True).max()
-            even, odd = int(per_half.get(f"{v}[even]", 0)), int(per_half.get(f"{v}[odd]", 0))
-            skipped.append(f"{v}: {jobs} job(s) per group, so the even/odd job_index halves hold {even} and {odd} "
-                           f"job(s); the job-level test needs >= 2 jobs in each half (>= 4 jobs per group)")
+            skipped.append(f"{v}: {jobs} job(s) per group, so a half holds < 2 jobs (>= 4 jobs per group needed)")
             continue
-        if len(keep) < n_keys:
-            skipped.append(f"{v}: {n_keys - len(keep)} of {n_keys} (metric, scheme, op, compiler) left out "
-                           f"(< 2 jobs in a half)")
         sub = sub.merge(keep, on=KEYS)
         groups = build_groups(sub)
-        resample_groups(groups, settings)
+        draw_jobs(groups, settings)
         compilers = list(dict.fromkeys(str(c) for c in sub["compiler"]))
-        pairs = [("aa", (f"{v}[even]", c), (f"{v}[odd]", c)) for c in compilers]
-        df, _ = compare_all(groups, Chain((), "", {}), [], compilers, ops_order, settings, pairs=pairs, priors=priors,
-                            skip_ops=skip_ops)
-        df["stage"] = "aa"
-        frames.append(df)
-        done.append(v)
-    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    summary: dict = {
-        "definition": "each listed variant against itself: even vs odd job_index jobs, same statistics as the "
-                      "comparisons (the job-level test with the study's variance priors), Holm/BH over this A/A "
-                      "family only; any faster/slower verdict is a false positive, same is correct "
-                      "(set [analysis] aa_variants = [] to skip)",
-        "variants": done,
-        "comparisons": int(len(table)),
-        "ran": bool(len(table)),
-    }
+        pairs = [(AA_STAGE, (f"{v}[even]", c), (f"{v}[odd]", c)) for c in compilers]
+        df, _w, _f, _d = compare_all(groups, Chain((), ""), [], compilers, ops_order, settings, pairs=pairs,
+                                     priors=priors, skip_ops=skip_ops, level=level)
+        frames.append(public(df))
+    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), skipped
+
+
+def aa_record(comparisons: pd.DataFrame, aa_pairs: dict[str, str], spins: pd.DataFrame, settings: Settings,
+              ops_order: Sequence[str], priors: dict[str, Priors] | None, skip_ops, design: str,
+              level: FamilyLevel) -> tuple[pd.DataFrame, dict]:
+    """The A/A table and its summary (see the module docstring)."""
+    if aa_pairs:
+        table = public(comparisons[comparisons["stage"] == AA_STAGE]).reset_index(drop=True)
+        summary = summarize(table, "each build against its duplicate (the same variant built twice, distinct "
+                                   "ids, timed in the same paired jobs), analysed as the comparisons and printed "
+                                   "at the family's level; a faster/slower verdict is false")
+        summary["kind"] = "duplicate build"
+        summary["pairs"] = aa_pairs
+        return table, summary
+    if design == "paired":
+        return pd.DataFrame(), {"ran": False, "kind": "duplicate build",
+                                "note": "A/A check not run: a paired study checks its verdicts against a duplicate "
+                                        "build; add one with --aa VARIANT (or [study] aa = [\"VARIANT\"])"}
+    table, skipped = halves(spins, settings.aa_variants or (), settings, ops_order, level, priors, skip_ops)
+    summary = summarize(table, "each listed variant against itself: even vs odd job_index jobs (independent "
+                               "processes, as the separate design's groups), analysed as the comparisons and "
+                               "printed at the family's level; a faster/slower verdict is false")
+    summary.update(kind="job halves", variants=list(settings.aa_variants or ()))
     if skipped:
-        summary["skipped"] = skipped
-    if len(table):
-        live = table[table["verdict"] != "n/a"]
-        summary.update(
-            verdicts={k: int(n) for k, n in table["verdict"].value_counts().items()},
-            false_verdicts=int(live["verdict"].isin(["faster", "slower"]).sum()),
-            withheld=int((live["verdict"] == "withheld").sum()),
-            naive_ci_excludes_1=round(float(((live["ci_low"] > 1) | (live["ci_high"] < 1)).mean()), 4) if len(live) else None,
-            hci_excludes_1=round(float(((live["hci_low"] > 1) | (live["hci_high"] < 1)).mean()), 4) if len(live) else None,
-            test_ci_excludes_1=round(float(((live["test_ci_low"] > 1) | (live["test_ci_high"] < 1)).mean()), 4)
-            if len(live) else None,
-            job_p_below_alpha=round(float((live["job_p"] < settings.alpha).mean()), 4) if len(live) else None,
-        )
-    elif skipped:
-        summary["note"] = "A/A check not run: " + "; ".join(skipped)
-    else:
-        summary["note"] = "A/A check not run: no listed variant has data (aa_variants)"
+        summary["skipped" if len(table) else "note"] = skipped if len(table) else "A/A check not run: " + "; ".join(skipped)
     return table, summary

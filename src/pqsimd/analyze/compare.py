@@ -1,21 +1,18 @@
-"""The comparison family: chain stages, cumulative, extra and cross-compiler comparisons, their
-statistics and verdicts.
+"""The comparison family: chain stages, cumulative, extra, cross-compiler and A/A comparisons, each
+with one estimate, one interval from the same method, and a verdict read off that interval.
 
-Which comparisons exist comes from the chain (data/variants.toml [chain], carried in
-summary.json): per compiler, each step of the chain (stage), first → every other variant
-(cumulative), variants outside the chain → extra_baseline (extra); with several compilers, each
-variant under every compiler against the same variant under the study's first compiler
-(cross_compiler).
+Which comparisons exist comes from the chain (data/variants.toml [chain], carried in summary.json):
+per compiler, each step of the chain (stage), first → every other variant (cumulative), variants
+outside the chain → extra_baseline (extra); with several compilers, each variant under every compiler
+against the same variant under the study's first compiler (cross_compiler); with a duplicate build
+(`aa`), each such variant against its duplicate (stage aa: a true null, kept out of the family).
 
-Two designs: groups measured in separate processes are independent (ratio of medians, two-group
-bootstraps; the verdict from the pooled job-level test, pooled.py: each job ran every op of its
-(metric, scheme, variant, compiler) block, so its machine state is shared by those ops and, moderated
-over the study's blocks, estimated with many more df than one group's J - 1); groups measured in the
-same paired jobs are compared spin by spin (median of per-spin ratios, bootstrap of the ratios over
-jobs then spins, one-sample t-test on the jobs' log median ratios, and a regime detector). Cliff's δ
-and the Mann-Whitney U are the same for both. The speedup and the bootstrap CIs are descriptive; the
-verdict comes from the job-level test (`test`, `test_ci_*`), TOST equivalence (`same`) or the exact
-ratio, and is `withheld` when the design cannot support a test.
+Designs (interval.py): builds measured in the same jobs (paired) get the median job ratio and its
+order-statistic interval; builds measured in separate processes get the geometric-mean ratio of
+the job medians and the job-level t interval (Welch per op with >= 5 jobs a side, else the test
+pooled over the ops of a job, pooled.py); deterministic counts get the exact ratio. All intervals are
+printed at the family's level (multiplicity.py) and the verdict is read off the printed interval.
+Cliff's δ and the Mann-Whitney U are the paper's descriptive statistics of the spins.
 """
 
 from __future__ import annotations
@@ -29,78 +26,44 @@ import numpy as np
 import pandas as pd
 
 from . import bootstrap as bs
+from . import drift as drift_mod
+from ..results import Chain
 from .effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
-from .equivalence import exact_verdict, tost, withheld_warning
 from .groups import EXACT_METRICS, Group, GroupKey
-from .pooled import Block, JobTests, Priors, block_stats, fit_priors, job_test, paired_job_test, pooled_test
-from .power import mde, mde_se
+from .interval import Evidence, jobs_needed, verdict_of
+from .multiplicity import FamilyLevel, family_level
+from .pooled import MIN_DF, Block, JobTests, Priors, block_stats, fit_priors, job_test, pooled_test
+from .power import mde_se, mde_sign
 from .regime import regime_test
 from .settings import Settings, parallel_map
-from .significance import bh, holm, mwu_less_many
+from .significance import bh, mwu_less_many
 
 COLUMNS = [
     "metric", "scheme", "op", "baseline", "baseline_compiler", "variant", "compiler", "stage", "design",
-    "speedup", "ci_low", "ci_high", "hci_low", "hci_high", "hci_reliable", "mwu_p", "cliffs_delta",
-    "delta_ci_low", "delta_ci_high", "job_p", "p_holm", "p_bh", "test", "test_ci_low", "test_ci_high",
-    "p_equiv", "p_equiv_holm", "mde", "verdict", "reason", "deterministic", "regimes",
-    "n_base", "n_var", "jobs_base", "jobs_var", "median_base", "median_var", "note",
+    "speedup", "ci_low", "ci_high", "ci_level", "method", "p_decision", "verdict", "reason", "mde",
+    "cliffs_delta", "delta_ci_low", "delta_ci_high", "mwu_p", "regimes", "regime_p", "drift", "drift_p",
+    "drift_jobs", "deterministic", "n_base", "n_var", "jobs_base", "jobs_var", "median_base", "median_var", "note",
 ]
-# per-row numbers the family-level step needs (TOST, MDE), dropped before the table is written
-_HIDDEN = ["h_se", "h_df", "h_var_base", "h_var_var", "h_why"]
+_HIDDEN = ["_ev", "_job_ids", "_job_logs", "_drift_jobs_p"]  # _job_logs: in _job_ids order (_ev's are sorted)
 POWER = 0.8  # the power at which `mde` is stated
-TESTS = ("pooled", "welch", "paired")  # `test` values of rows in the multiple-testing family
-
-
-@dataclass(frozen=True)
-class Chain:
-    """The decomposition chain as analyze reads it (catalog.Chain.to_dict())."""
-
-    steps: tuple[tuple[str, str, str], ...]  # (stage, base, variant)
-    extra_baseline: str
-    labels: dict[str, str]
-    also: tuple[tuple[str, str, str], ...] = ()  # further (stage, base, variant) when both are present
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Chain":
-        steps = tuple((s["stage"], s["from"], s["to"]) for s in d["steps"])
-        also = tuple((s["stage"], s["from"], s["to"]) for s in d.get("also", []))
-        labels = {s["stage"]: s.get("label", s["stage"]) for s in [*d["steps"], *d.get("also", [])]}
-        return cls(steps, d.get("extra_baseline", steps[-1][1]), labels, also)
-
-    @property
-    def variants(self) -> list[str]:
-        return [self.steps[0][1]] + [v for _, _, v in self.steps] if self.steps else []
-
-    @property
-    def first(self) -> str:
-        return self.steps[0][1]
-
-    @property
-    def last(self) -> str:
-        return self.steps[-1][2]
+WELCH_MIN_JOBS = 5  # separate design: per-op Welch from this many jobs a side, else the pooled test
+AA_STAGE = "aa"
 
 
 Pair = tuple[str, tuple[str, str], tuple[str, str]]  # stage, (base variant, compiler), (variant, compiler)
 
 
-def resample_groups(groups: dict[GroupKey, Group], settings: Settings) -> None:
-    """Both bootstraps of every group with positive values (B replicates of its median each), and the
-    stage-1 job draws δ reuses. One generator per group (seed + group key), so neither the order nor
-    the thread changes a result."""
+def draw_jobs(groups: dict[GroupKey, Group], settings: Settings) -> None:
+    """Stage-1 job draws (B x J counts) for Cliff's δ interval. The generator is seeded by the job set,
+    so groups measured in the same jobs (the paired design) get the same draws: their δ interval
+    resamples jobs, matched."""
 
-    def one(item) -> None:
-        key, g = item
-        if not g.positive:
-            return
-        rng = bs.rng_for(settings.seed, "hierarchical", *key)
-        g.job_counts = bs.job_counts(g.n_jobs, settings.n_boot, rng)
-        if g.deterministic:  # every resample has the same median
-            g.boot_naive = g.boot_hier = np.full(settings.n_boot, g.median)
-            return
-        g.boot_naive = bs.naive_medians(g.sample, settings.n_boot, bs.rng_for(settings.seed, "naive", *key))
-        g.boot_hier = bs.hierarchical_medians(g.sample, settings.n_boot, rng, g.job_counts)
+    def one(g: Group) -> None:
+        if g.positive:
+            rng = bs.rng_for(settings.seed, "jobs", g.metric, g.scheme, *g.job_ids)
+            g.job_counts = bs.job_counts(g.n_jobs, settings.n_boot, rng)
 
-    parallel_map(one, groups.items())
+    parallel_map(one, groups.values())
 
 
 BlockKey = tuple[str, str, str, str]  # metric, scheme, variant, compiler
@@ -116,9 +79,8 @@ class StudyBlock:
 
 def study_blocks(groups: dict[GroupKey, Group]) -> dict[BlockKey, StudyBlock]:
     """The blocks of a study: per (metric, scheme, variant, compiler), the (jobs x ops) log job medians of
-    its positive groups. Rows are jobs (by job id; in the separate design the job id is the process);
-    an op whose jobs differ from the block's most common job set (it is missing in some job) is left out
-    and tested on its own."""
+    its positive groups. An op whose jobs differ from the block's most common job set (it is missing
+    in some job) is left out and tested on its own."""
     by: dict[BlockKey, list[Group]] = {}
     for (metric, scheme, _op, variant, compiler), g in groups.items():
         if g.positive:
@@ -145,20 +107,25 @@ def study_priors(groups: dict[GroupKey, Group], blocks: dict[BlockKey, StudyBloc
     return {m: fit_priors(bl) for m, bl in per.items()}
 
 
-def _row_test(t: JobTests, i: int, method: str | None = None) -> dict:
-    return {"d": float(t.log_speedup[i]), "se": float(t.se[i]), "df": float(t.df[i]), "p": float(t.p[i]),
-            "lo": float(t.ci_low[i]), "hi": float(t.ci_high[i]), "method": method or str(t.method[i]),
-            "reason": str(t.reason[i]),
-            "var_base": float(t.var_base[i]) if t.var_base is not None else math.nan,
-            "var_var": float(t.var_var[i]) if t.var_var is not None else math.nan}
+def _evidence(t: JobTests, i: int) -> tuple[Evidence, str]:
+    """A separate-design test's entry as Evidence, and its method name."""
+    m = str(t.method[i])
+    if m == "exact":
+        return Evidence.exact(float(t.log_speedup[i])), str(t.reason[i])
+    if m == "refuse":
+        return Evidence.refuse(str(t.reason[i]), float(t.log_speedup[i])), m
+    return Evidence.t(float(t.log_speedup[i]), float(t.se[i]), float(t.df[i])), m
 
 
 def separate_tests(groups: dict[GroupKey, Group], pairs: Sequence[Pair], settings: Settings,
                    priors: dict[str, Priors] | None = None,
-                   blocks: dict[BlockKey, StudyBlock] | None = None) -> dict[tuple, dict]:
+                   blocks: dict[BlockKey, StudyBlock] | None = None) -> dict[tuple, tuple[Evidence, str]]:
     """The job-level test of every separate-design comparison, keyed (metric, scheme, op, base, variant):
-    the pooled test for the ops both blocks have (one vectorised call per block pair), Welch on the job
-    medians for an op outside its block; both with the zero-variance and refusal rules of pooled_test."""
+    Welch on each op's log job medians when both sides have >= WELCH_MIN_JOBS jobs (an op's loading on
+    a job's machine state then comes from its own jobs); with fewer, the test pooled over the ops both
+    blocks have (one vectorised call per block pair: the job-state variance shared by a job's ops,
+    moderated over the study's blocks), and Welch for an op outside its block. The refusal rules of
+    pooled_test (R1-R3, effective df < 4) apply to every row."""
     blocks = study_blocks(groups) if blocks is None else blocks
     priors = dict(priors or {})
     missing = {k[0] for k in blocks} - set(priors)
@@ -168,7 +135,7 @@ def separate_tests(groups: dict[GroupKey, Group], pairs: Sequence[Pair], setting
     for (metric, scheme, op, _v, _c), g in groups.items():
         if g.positive and op not in ops.setdefault((metric, scheme), []):
             ops[(metric, scheme)].append(op)
-    out: dict[tuple, dict] = {}
+    out: dict[tuple, tuple[Evidence, str]] = {}
     seen = set()
     for (metric, scheme), op_list in ops.items():
         for _stage, b, v in pairs:
@@ -178,29 +145,34 @@ def separate_tests(groups: dict[GroupKey, Group], pairs: Sequence[Pair], setting
             B, V = blocks.get((metric, scheme, *b)), blocks.get((metric, scheme, *v))
             if B is None or V is None:
                 continue
-            common = [o for o in op_list if o in B.cols and o in V.cols]
+            pooled = min(B.block.J, V.block.J) < WELCH_MIN_JOBS
+            common = [o for o in op_list if o in B.cols and o in V.cols] if pooled else []
             if common:
                 t = pooled_test(B.block.take([B.cols[o] for o in common]), V.block.take([V.cols[o] for o in common]),
                                 priors.get(metric), alpha=settings.alpha)
                 for i, o in enumerate(common):
-                    out[(metric, scheme, o, b, v)] = _row_test(t, i)
+                    out[(metric, scheme, o, b, v)] = _evidence(t, i)
             for o in op_list:
                 if o in common:
                     continue
                 gb, gv = groups.get((metric, scheme, o, *b)), groups.get((metric, scheme, o, *v))
                 if gb is None or gv is None or not (gb.positive and gv.positive):
                     continue
-                out[(metric, scheme, o, b, v)] = _row_test(job_test(gb.summary, gv.summary, alpha=settings.alpha), 0)
+                out[(metric, scheme, o, b, v)] = _evidence(job_test(gb.summary, gv.summary, alpha=settings.alpha,
+                                                                    min_df=MIN_DF), 0)
     return out
 
 
 def plan_pairs(chain: Chain, variants: Sequence[str], compilers: Sequence[str],
-               extra_baseline: str | None = None) -> tuple[list[Pair], list[str]]:
+               extra_baseline: str | None = None, aa: dict[str, str] | None = None) -> tuple[list[Pair], list[str]]:
     """(stage, base, variant) for the variants and compilers present, and warnings.
 
     The first chain step is also the first cumulative step; it is listed once, with its stage.
-    The cumulative chain is every row whose baseline is the chain's first variant."""
-    vs = list(dict.fromkeys(variants))
+    The cumulative chain is every row whose baseline is the chain's first variant. aa: variant ->
+    its duplicate build's variant id (A/A pairs; duplicates take part in nothing else)."""
+    aa = dict(aa or {})
+    dups = set(aa.values())
+    vs = [v for v in dict.fromkeys(variants) if v not in dups]
     cs = list(dict.fromkeys(compilers))
     extra_baseline = extra_baseline or chain.extra_baseline
     pairs: list[Pair] = []
@@ -230,234 +202,301 @@ def plan_pairs(chain: Chain, variants: Sequence[str], compilers: Sequence[str],
                 f"extra variant(s) {', '.join(extras)} not compared with '{extra_baseline}': "
                 f"the study has no '{extra_baseline}' (set [analysis] extra_baseline in study.toml)"
             )
+        for v, dup in aa.items():
+            if v in vs and dup in variants:
+                pairs.append((AA_STAGE, (v, c), (dup, c)))
     for c in cs[1:]:
         for v in vs:
             pairs.append(("cross_compiler", (v, cs[0]), (v, c)))
     return pairs, warnings
 
 
-def _na_row(metric, scheme, op, stage, b, v, base, var, reason) -> dict:
+def _base_row(metric, scheme, op, stage, b, v, base: Group | None, var: Group | None) -> dict:
     row = {c: math.nan for c in COLUMNS}
     row.update(
         metric=metric, scheme=scheme, op=op, baseline=b[0], baseline_compiler=b[1], variant=v[0], compiler=v[1],
-        stage=stage, design="n/a", hci_reliable=False, verdict="n/a", reason=reason, deterministic=False,
-        test="n/a", regimes=False,
+        stage=stage, deterministic=False, regimes=False, drift=False, drift_jobs="", method="n/a",
         n_base=base.values.size if base else 0, n_var=var.values.size if var else 0,
         jobs_base=base.n_jobs if base else 0, jobs_var=var.n_jobs if var else 0,
         median_base=base.median if base else math.nan, median_var=var.median if var else math.nan,
-        note=reason,
     )
     return row
 
 
-def paired_ratios(base: Group, var: Group) -> tuple[np.ndarray, np.ndarray, list[str]] | None:
-    """Per-spin ratios base/variant for the (job, spin) pairs both groups have, with each ratio's job
-    code; None unless the groups were measured in the same jobs (the paired design)."""
-    if set(base.job_ids) != set(var.job_ids):
+def _na_row(metric, scheme, op, stage, b, v, base, var, reason) -> dict:
+    row = _base_row(metric, scheme, op, stage, b, v, base, var)
+    row.update(design="n/a", verdict="n/a", reason=reason, note=reason)
+    return row
+
+
+def job_log_ratios(base: Group, var: Group) -> tuple[list[str], np.ndarray] | None:
+    """The jobs' log ratios log(job median of base / of variant), in base's job order, when both
+    groups were measured in the same jobs (the paired design); None otherwise."""
+    if set(base.job_ids) != set(var.job_ids) or base.n_jobs < 1:
         return None
-    bj = np.array(base.job_ids)[base.job]
+    lv = dict(zip(var.job_ids, var.summary.log_median))
+    return list(base.job_ids), base.summary.log_median - np.array([lv[j] for j in base.job_ids])
+
+
+def spin_log_ratios(base: Group, var: Group) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-spin log ratios of the (job, spin) pairs both groups have, in job then spin order, with job
+    codes in base's job order (for drift); None when no spin pairs."""
+    if base.job_ids == var.job_ids and base.values.size == var.values.size \
+            and np.array_equal(base.job, var.job) and np.array_equal(base.spin, var.spin):
+        return np.log(base.values) - np.log(var.values), base.job
     vj = np.array(var.job_ids)[var.job]
+    bj = np.array(base.job_ids)[base.job]
     bkey = pd.MultiIndex.from_arrays([bj, base.spin])
     vkey = pd.MultiIndex.from_arrays([vj, var.spin])
-    common = bkey.intersection(vkey)
+    common = bkey.intersection(vkey).sort_values()
     if len(common) == 0:
         return None
-    b = pd.Series(base.values, index=bkey).reindex(common).to_numpy()
-    v = pd.Series(var.values, index=vkey).reindex(common).to_numpy()
-    jobs = common.get_level_values(0).to_numpy()
-    names, code = np.unique(jobs, return_inverse=True)
-    return b / v, code, list(names)
+    b = pd.Series(np.log(base.values), index=bkey).reindex(common).to_numpy()
+    v = pd.Series(np.log(var.values), index=vkey).reindex(common).to_numpy()
+    rank = {j: i for i, j in enumerate(base.job_ids)}
+    return b - v, np.array([rank[j] for j in common.get_level_values(0)])
 
 
-def _test_fields(row: dict, t: dict, threshold: float, notes: list[str]) -> None:
-    """The job-level test's columns of one row (t: a _row_test dict); TOST for rows with a live test."""
-    row.update(job_p=t["p"], test=t["method"], test_ci_low=t["lo"], test_ci_high=t["hi"], h_se=t["se"], h_df=t["df"],
-               h_var_base=t["var_base"], h_var_var=t["var_var"], h_why=t["reason"])
-    if t["method"] in TESTS:
-        row["p_equiv"] = float(tost(np.array([t["d"]]), np.array([t["se"]]), np.array([t["df"]]), threshold)[0])
-    elif t["method"] == "refuse":
-        notes.append(f"job test withheld: {t['reason']}")
-    elif t["method"] == "exact":
-        notes.append(t["reason"])
+def _drift(base: Group, var: Group, paired: bool, band: float) -> tuple[float, list[str], dict]:
+    """Drift of what the row's estimate uses: the per-spin log ratios of each job (paired), or each
+    group's log spin medians (separate). Returns (p, drifting job ids, per-job p)."""
+    if paired:
+        sr = spin_log_ratios(base, var)
+        if sr is None:
+            return math.nan, [], {}
+        p, ch = drift_mod.job_trends(*sr)
+        ids = list(base.job_ids)
+    else:
+        ps, chs, ids = [], [], []
+        for g in (base, var):
+            if g.deterministic:
+                continue
+            pj, cj = drift_mod.job_trends(np.log(g.values), g.job)
+            ps.append(pj), chs.append(cj), ids.extend(g.job_ids)
+        if not ps:
+            return math.nan, [], {}
+        p, ch = np.concatenate(ps), np.concatenate(chs)
+    dp, drifting = drift_mod.drift_p(p, ch, band)
+    return dp, [ids[j] for j in drifting], {ids[j]: float(p[j]) for j in range(len(ids)) if np.isfinite(p[j])}
 
 
 def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: float, p: float,
-                 test: dict | None = None) -> dict:
-    """One comparison's row; u, p: the Mann-Whitney U of the variant sample and its one-sided p;
-    test: the separate design's job-level test of this row (separate_tests), if it has one."""
+                 test: tuple[Evidence, str] | None = None) -> dict:
+    """One comparison's row before the family's level is known (finish_family prints its interval);
+    u, p: the Mann-Whitney U of the variant sample and its one-sided p; test: the separate design's
+    job-level test of this row (separate_tests), if it has one."""
     n_b, n_v = base.values.size, var.values.size
-    delta = delta_from_u(u, n_v, n_b)
-    notes = []
-    row = {
-        "metric": base.metric, "scheme": base.scheme, "op": base.op, "baseline": base.variant,
-        "baseline_compiler": base.compiler, "variant": var.variant, "compiler": var.compiler, "stage": stage,
-        "n_base": n_b, "n_var": n_v, "jobs_base": base.n_jobs, "jobs_var": var.n_jobs, "median_base": base.median,
-        "median_var": var.median, "cliffs_delta": delta, "regimes": False,
-        "hci_reliable": min(base.n_jobs, var.n_jobs) >= settings.min_jobs_reliable,
-    }
-    paired = None if (base.deterministic and var.deterministic) else paired_ratios(base, var)
+    row = _base_row(base.metric, base.scheme, base.op, stage, (base.variant, base.compiler),
+                    (var.variant, var.compiler), base, var)
+    notes: list[str] = []
+    band = math.log1p(settings.threshold)
+    row["cliffs_delta"] = delta_from_u(u, n_v, n_b)
+    row["mwu_p"] = p
     if base.deterministic and var.deterministic:
-        s = base.median / var.median
-        row.update(speedup=s, ci_low=s, ci_high=s, hci_low=s, hci_high=s, delta_ci_low=delta, delta_ci_high=delta,
-                   mwu_p=math.nan, job_p=math.nan, deterministic=True, hci_reliable=True, design="exact",
-                   test="exact", test_ci_low=s, test_ci_high=s)
-        notes.append("deterministic: zero-width CIs, p-values n/a, verdict from the exact ratio")
-    elif paired is not None:
-        ratios, job, _names = paired
-        key = (base.metric, base.scheme, base.op, base.variant, base.compiler, var.variant, var.compiler)
-        sample = bs.Sample.from_jobs(ratios, job)
-        rng = bs.rng_for(settings.seed, "paired", *key)
-        counts = bs.job_counts(sample.n_jobs, settings.n_boot, rng)
-        naive = bs.naive_medians(sample, settings.n_boot, bs.rng_for(settings.seed, "paired-naive", *key))
-        hier = bs.hierarchical_medians(sample, settings.n_boot, rng, counts)
-        bal = pair_balance(base.sample, var.sample, base.job, var.job, base.values, var.values)
-        dboot = delta_job_bootstrap(bal, base.sample.sizes, var.sample.sizes, base.job_counts, var.job_counts)
-        per_job = [ratios[job == j] for j in range(sample.n_jobs)]
-        t = paired_job_test(per_job, alpha=settings.alpha)
-        _test_fields(row, _row_test(t, 0, "paired" if t.method[0] == "welch" else None), settings.threshold, notes)
-        # one-sample test: the MDE needs its se and df only
-        row["h_var_base"] = row["h_var_var"] = math.nan
-        if sample.n_jobs >= 2:
-            reg = regime_test(per_job, threshold=settings.threshold, alpha=settings.alpha,
-                              rng=bs.rng_for(settings.seed, "regime", *key))
-            row["regimes"] = reg.flag
-            if reg.flag:
-                notes.append(f"regimes: {reg.reason}")
-            elif reg.heterogeneous:
-                notes.append(f"regime check: {reg.reason}")
-        row["_replicates"] = (naive, hier, dboot)
-        row.update(speedup=float(np.median(ratios)), mwu_p=p, deterministic=False, design="paired",
-                   hci_reliable=sample.n_jobs >= settings.min_jobs_reliable)
-        if ratios.size < min(n_b, n_v):
-            notes.append(f"{min(n_b, n_v) - ratios.size} spin(s) without a partner left out of the paired ratios")
+        ev = Evidence.exact(math.log(base.median / var.median), base.median / var.median)
+        row.update(design="exact", deterministic=True, delta_ci_low=row["cliffs_delta"],
+                   delta_ci_high=row["cliffs_delta"], mwu_p=math.nan)
+        notes.append("deterministic: the exact ratio")
+        row["_ev"] = ev
+        row["note"] = "; ".join(notes)
+        return row
+    jl = job_log_ratios(base, var)
+    if jl is not None:
+        ids, logs = jl
+        ev = Evidence.sign(logs)
+        row.update(design="paired", _job_ids=ids, _job_logs=logs)
     else:
+        if test is None:  # not planned by separate_tests (a caller's own pair): the per-group test
+            test = _evidence(job_test(base.summary, var.summary, alpha=settings.alpha, min_df=MIN_DF), 0)
+        ev, how = test
+        row["design"] = "separate"
+        if ev.kind == "exact":
+            notes.append(how)
+    row["_ev"] = ev
+    dp, drifting, per_job = _drift(base, var, row["design"] == "paired", band)
+    row.update(drift_p=dp, _drift_jobs_p=(drifting, per_job))
+    if base.job_counts is not None and var.job_counts is not None:
         bal = pair_balance(base.sample, var.sample, base.job, var.job, base.values, var.values)
         dboot = delta_job_bootstrap(bal, base.sample.sizes, var.sample.sizes, base.job_counts, var.job_counts)
-        if test is None:  # not planned by separate_tests (a caller's own pair): the per-group test
-            test = _row_test(job_test(base.summary, var.summary, alpha=settings.alpha), 0)
-        _test_fields(row, test, settings.threshold, notes)
-        # the percentile intervals of these replicates are filled in by compare_all, many rows at once
-        row["_replicates"] = (base.boot_naive / var.boot_naive, base.boot_hier / var.boot_hier, dboot)
-        row.update(speedup=base.median / var.median, mwu_p=p, deterministic=False, design="separate")
-    if not row.get("deterministic") and not np.isfinite(p):
+        a = settings.alpha / 2.0
+        row["delta_ci_low"], row["delta_ci_high"] = (float(x) for x in np.quantile(dboot, [a, 1.0 - a]))
+    if not np.isfinite(p):
         notes.append("MWU n/a: no variation in either group")
-    if not row["hci_reliable"]:
-        notes.append(f"hierarchical CI unreliable: fewer than {settings.min_jobs_reliable} jobs in a group")
     row["note"] = "; ".join(notes)
     return row
 
 
-def fill_intervals(rows: list[dict], level: float, chunk: int = 256) -> None:
-    """Percentile intervals (level, e.g. 0.95) of the rows' bootstrap replicates, one np.quantile per chunk."""
-    a = (1.0 - level) / 2.0
-    todo = [r for r in rows if "_replicates" in r]
-    for start in range(0, len(todo), chunk):
-        part = todo[start:start + chunk]
-        for k, (lo, hi) in enumerate((("ci_low", "ci_high"), ("hci_low", "hci_high"),
-                                      ("delta_ci_low", "delta_ci_high"))):
-            q = np.quantile(np.stack([r["_replicates"][k] for r in part]), [a, 1.0 - a], axis=1)
-            for i, r in enumerate(part):
-                r[lo], r[hi] = float(q[0, i]), float(q[1, i])
-        for r in part:
-            del r["_replicates"]
-
-
-def _mde(r, m: int, settings: Settings) -> float:
-    """The row's minimum detectable speedup (power POWER, Holm's worst case alpha/m, as a `faster` verdict:
-    CI low > 1 + threshold too); NaN when even e^50 is not detectable or the test has no se."""
-    kw = dict(alpha=settings.alpha, power=POWER, m=max(m, 1), threshold=settings.threshold)
+def _mde(row: dict, ev: Evidence, gamma: float, threshold: float) -> tuple[float, str]:
+    """The row's minimum detectable speedup (power POWER, a `faster` verdict at the family's level)."""
     try:
-        if r.test == "welch" and r.jobs_base >= 2 and r.jobs_var >= 2 and math.isfinite(r.h_df) \
-                and r.h_var_base > 0 and r.h_var_var > 0:
-            out = mde(r.h_var_base, int(r.jobs_base), r.h_var_var, int(r.jobs_var), **kw)
-        else:  # pooled and paired: a fixed-df test (Welch with a constant side, too: the other's df)
-            out = mde_se(r.h_se, r.h_df, **kw)
-    except ValueError:
-        return math.nan
-    return out if math.isfinite(out) else math.nan
-
-
-def verdicts(df: pd.DataFrame, settings: Settings) -> pd.DataFrame:
-    """Adjust job_p and p_equiv over the family (every comparison with a live job-level test: not n/a,
-    exact or withheld), state each row's MDE and decide verdicts."""
-    df = df.copy()
-    df["p_holm"] = holm(df["job_p"].to_numpy(dtype=float)) if len(df) else []
-    df["p_bh"] = bh(df["job_p"].to_numpy(dtype=float)) if len(df) else []
-    live = df["test"].isin(TESTS).to_numpy() if len(df) else np.zeros(0, bool)
-    peq = df["p_equiv"].to_numpy(dtype=float).copy() if len(df) else np.zeros(0)
-    peq[~live] = np.nan
-    df["p_equiv_holm"] = holm(peq) if len(df) else []
-    m = int(np.isfinite(df["job_p"].to_numpy(dtype=float)).sum()) if len(df) else 0
-    up, down = 1.0 + settings.threshold, 1.0 / (1.0 + settings.threshold)
-    padj_col = "p_holm" if settings.adjust == "holm" else "p_bh"
-    verdict, reason, mdes, notes = [], [], [], []
-    for r in df.itertuples(index=False):
-        note = r.note if isinstance(r.note, str) else ""
-        mdes.append(math.nan)
-        if r.verdict == "n/a":
-            verdict.append("n/a"); reason.append(r.reason); notes.append(note)
-            continue
-        if r.test == "exact":
-            v, why = exact_verdict(r.test_ci_low, r.test_ci_high, settings.threshold)
-            verdict.append(v); reason.append(why); notes.append(note)
-            continue
-        if r.test not in TESTS:
-            why = r.h_why if isinstance(r.h_why, str) and r.h_why else "no job-level test"
-            verdict.append("withheld"); reason.append(why); notes.append(note)
-            continue
-        mdes[-1] = _mde(r, m, settings)
-        if not math.isfinite(mdes[-1]):
-            note = "; ".join(x for x in (note, f"mde n/a: no speedup below e^50 reaches power {POWER:g} at "
-                                               f"alpha/{m} (J = {r.jobs_base}/{r.jobs_var})") if x)
-        notes.append(note)
-        padj, lo, hi, peq_adj = getattr(r, padj_col), r.test_ci_low, r.test_ci_high, r.p_equiv_holm
-        ci = f"{r.test} CI [{lo:.4g}, {hi:.4g}]"
-        if padj < settings.alpha and lo > up:
-            verdict.append("faster"); reason.append(f"{padj_col} = {padj:.3g} < alpha and {ci} > {up:g}")
-        elif padj < settings.alpha and hi < down:
-            verdict.append("slower"); reason.append(f"{padj_col} = {padj:.3g} < alpha and {ci} < {down:.4g}")
-        elif peq_adj < settings.alpha:
-            verdict.append("same")
-            reason.append(f"equivalent: TOST p_equiv_holm = {peq_adj:.3g} < alpha, within ±{settings.threshold:.0%}")
-        elif padj >= settings.alpha:
-            verdict.append("~"); reason.append(f"{padj_col} = {padj:.3g} >= alpha = {settings.alpha:g}; "
-                                               f"p_equiv_holm = {peq_adj:.3g}")
+        if ev.kind == "sign":
+            x = ev.logs
+            sigma = 1.4826 * float(np.median(np.abs(x - np.median(x))))
+            out = mde_sign(ev.n, gamma, sigma, threshold, POWER)
+        elif ev.kind == "t" and ev.se > 0:
+            out = mde_se(ev.se, ev.df, alpha=gamma, power=POWER, m=1, threshold=threshold)
         else:
-            verdict.append("~"); reason.append(f"{ci} reaches into ±{settings.threshold:.0%}")
-    df["mde"] = mdes
-    df["verdict"] = verdict
-    df["reason"] = reason
-    df["note"] = notes
-    return df
+            return math.nan, ""
+    except ValueError:
+        return math.nan, ""
+    if not math.isfinite(out):
+        return math.nan, f"mde n/a: J = {ev.n} cannot reach the family's level" if ev.kind == "sign" else \
+            f"mde n/a: no speedup below e^50 reaches power {POWER:g}"
+    return out, ""
 
 
-def family_warnings(df: pd.DataFrame) -> list[str]:
+def finish_family(df: pd.DataFrame, settings: Settings,
+                  level: FamilyLevel | None = None) -> tuple[pd.DataFrame, FamilyLevel]:
+    """The family's level from its members' decision p-values, then every row's interval at that level,
+    its verdict (read off the interval), MDE, and the BH-adjusted regime and drift flags.
+
+    The family: every comparison with a sampling interval (sign or t) outside stage aa (the A/A pairs,
+    a true null, are printed at the family's level but are not members: they must not buy verdicts for
+    the rest)."""
+    band = math.log1p(settings.threshold)
+    evs = list(df["_ev"]) if len(df) else []
+    stage = df["stage"].to_numpy(dtype=object) if len(df) else np.zeros(0, object)
+    pdec = np.full(len(df), np.nan)
+    for i, ev in enumerate(evs):
+        if isinstance(ev, Evidence) and ev.kind in ("sign", "t", "exact"):
+            pdec[i] = ev.decision_p(band)[0]
+    member = np.array([isinstance(ev, Evidence) and ev.in_family for ev in evs], dtype=bool) & (stage != AA_STAGE)
+    fam = level or family_level(np.where(member, pdec, np.nan), settings.alpha, settings.adjust)
+    out = df.copy()
+    cols = {c: out[c].tolist() for c in ("speedup", "ci_low", "ci_high", "ci_level", "method", "verdict", "reason",
+                                         "mde", "note")} if len(out) else {}
+    for i, ev in enumerate(evs):
+        if not isinstance(ev, Evidence):
+            continue
+        iv = ev.interval(fam.gamma)
+        note = cols["note"][i] if isinstance(cols["note"][i], str) else ""
+        cols["method"][i] = iv.method
+        cols["speedup"][i] = math.exp(iv.point) if math.isfinite(iv.point) else math.nan
+        cols["ci_low"][i] = math.exp(iv.lo) if math.isfinite(iv.lo) else math.nan
+        cols["ci_high"][i] = math.exp(iv.hi) if math.isfinite(iv.hi) else math.nan
+        cols["ci_level"][i] = iv.level
+        if ev.kind == "exact":
+            cols["speedup"][i] = cols["ci_low"][i] = cols["ci_high"][i] = ev.ratio
+        if ev.kind == "refuse":
+            v, why = "withheld", ev.reason
+        elif not iv.reachable:
+            v = "withheld"
+            why = (f"J = {ev.n}: the widest distribution-free interval, [min, max] of the job ratios, has "
+                   f"{iv.level:.1%} confidence, below the family's {fam.level:.1%}; it takes {jobs_needed(settings.alpha)} "
+                   f"or more jobs to reach {1 - settings.alpha:.0%} (more when few comparisons are clear)")
+        else:
+            v = verdict_of(iv.lo, iv.hi, band)
+            ci = f"{iv.level:.1%} interval [{cols['ci_low'][i]:.4g}, {cols['ci_high'][i]:.4g}]"
+            why = {"faster": f"{ci} above {1 + settings.threshold:g}",
+                   "slower": f"{ci} below {1 / (1 + settings.threshold):.4g}",
+                   "same": f"{ci} within ±{settings.threshold:.0%}",
+                   "~": f"{ci} reaches the ±{settings.threshold:.0%} band"}[v]
+            if ev.kind == "exact":
+                why = f"exact ratio: {why}"
+        cols["verdict"][i], cols["reason"][i] = v, why
+        mde, mnote = _mde(cols, ev, fam.gamma, settings.threshold)
+        cols["mde"][i] = mde
+        if mnote and v not in ("withheld",):
+            note = "; ".join(x for x in (note, mnote) if x)
+        cols["note"][i] = note
+    for c, vals in cols.items():
+        out[c] = vals
+    out["p_decision"] = pdec
+    _regimes(out, settings)
+    _drift_flags(out, settings, band)
+    return out, fam
+
+
+def _regimes(df: pd.DataFrame, settings: Settings) -> None:
+    """Dip test of each paired row's job log ratios (>= 6 jobs), BH over the rows tested; a regime
+    needs the adjusted p < alpha and the best split's two clusters (>= 2 jobs each) more than the
+    threshold apart."""
+    if not len(df):
+        return
+    band = math.log1p(settings.threshold)
+    res = {}
+    for i, (ev, r) in enumerate(zip(df["_ev"], df.itertuples(index=False))):
+        if isinstance(ev, Evidence) and ev.kind == "sign" and r.design == "paired":
+            key = (r.metric, r.scheme, r.op, r.baseline, r.baseline_compiler, r.variant, r.compiler)
+            reg = regime_test(ev.logs, band, bs.rng_for(settings.seed, "regime", *key))
+            if math.isfinite(reg.p):
+                res[i] = reg
+    if not res:
+        return
+    idx = list(res)
+    adj = bh(np.array([res[i].p for i in idx]))
+    flags, pvals, notes = df["regimes"].tolist(), df["regime_p"].tolist(), df["note"].tolist()
+    for i, a in zip(idx, adj):
+        pvals[i] = float(a)
+        reg = res[i]
+        if a < settings.alpha and reg.gap > band:
+            flags[i] = True
+            notes[i] = "; ".join(x for x in (notes[i] if isinstance(notes[i], str) else "",
+                                             f"regimes: {reg.n_low} jobs at {math.exp(reg.low):.4g}x, {reg.n_high} "
+                                             f"at {math.exp(reg.high):.4g}x (dip test, BH-adjusted p = {a:.2g})") if x)
+    df["regimes"], df["regime_p"], df["note"] = flags, pvals, notes
+
+
+def _drift_flags(df: pd.DataFrame, settings: Settings, band: float) -> None:
+    """BH over the rows' drift p-values; a row drifts when its adjusted p < alpha and some job's fitted
+    change over its spins exceeds the threshold (drift_jobs names them)."""
+    if not len(df):
+        return
+    p = df["drift_p"].to_numpy(dtype=float)
+    adj = np.full(p.shape, np.nan)
+    ok = np.isfinite(p)
+    if ok.any():
+        adj[ok] = bh(p[ok])
+    flags, jobs = [], []
+    for a, info in zip(adj, df["_drift_jobs_p"]):
+        drifting = info[0] if isinstance(info, tuple) else []
+        f = bool(np.isfinite(a) and a < settings.alpha and drifting)
+        flags.append(f)
+        jobs.append(" ".join(drifting) if f else "")
+    df["drift_p"], df["drift"], df["drift_jobs"] = adj, flags, jobs
+
+
+def drift_record(df: pd.DataFrame, alpha: float) -> dict:
+    """Study-level drift: the share of (comparison, job) trend tests with p < alpha, against alpha (what
+    no drift gives), the comparisons flagged after BH, and the jobs those flags name."""
+    per = [info[1] for info in df.get("_drift_jobs_p", []) if isinstance(info, tuple)]
+    ps = np.array([p for d in per for p in d.values()], dtype=float)
+    flagged = df[df["drift"].astype(bool)] if len(df) else df
+    jobs = Counter(j for s in (flagged["drift_jobs"] if len(flagged) else []) for j in str(s).split() if j)
+    return {"job_tests": int(ps.size), "rate": float((ps < alpha).mean()) if ps.size else None, "expected": alpha,
+            "comparisons_tested": int(np.isfinite(df["drift_p"].to_numpy(dtype=float)).sum()) if len(df) else 0,
+            "comparisons_flagged": int(len(flagged)), "jobs": dict(jobs.most_common())}
+
+
+def family_warnings(df: pd.DataFrame, fam: FamilyLevel) -> list[str]:
     """One line when verdicts were withheld, one when paired comparisons show regimes."""
     out = []
-    tested = df[df["verdict"] != "n/a"] if len(df) else df
-    if len(tested):
-        w = withheld_warning(tested["test"].to_numpy(dtype=object), tested["reason"].to_numpy(dtype=object))
-        if w:
-            out.append(w)
-        reg = tested[tested["regimes"].astype(bool)]
+    live = df[(df["verdict"] != "n/a") & (df["stage"] != AA_STAGE)] if len(df) else df
+    if len(live):
+        wh = live[live["verdict"] == "withheld"]
+        if len(wh):
+            top, k = Counter(wh["reason"]).most_common(1)[0]
+            out.append(f"{len(wh)} of {len(live)} comparisons withheld (no verdict); most common reason ({k}x): {top}")
+        reg = live[live["regimes"].astype(bool)]
         if len(reg):
             out.append(f"regimes: in {len(reg)} paired comparison(s) the jobs fall into two clusters of ratios "
-                       "(machine states that slow the variants differently; see column regimes and the note): "
-                       "one speedup describes neither")
+                       "(machine states that slow the builds differently; see the note): one speedup describes neither")
     return out
 
 
 def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[str], compilers: Sequence[str],
                 ops_order: Sequence[str], settings: Settings, pairs: list[Pair] | None = None,
-                priors: dict[str, Priors] | None = None,
-                skip_ops: frozenset[str] | set[str] = frozenset()) -> tuple[pd.DataFrame, list[str]]:
-    """Every planned comparison's row, the family's adjustment and verdicts, and warnings. priors: the
-    study's (study_priors), e.g. for the A/A check's half-groups; fitted on these groups if not given.
-    skip_ops: ops never compared (the families' self-check op: its groups are a harness check, ~0 by
-    design, and would only add noise to the multiple-testing family)."""
+                priors: dict[str, Priors] | None = None, skip_ops: frozenset[str] | set[str] = frozenset(),
+                aa: dict[str, str] | None = None,
+                level: FamilyLevel | None = None) -> tuple[pd.DataFrame, list[str], FamilyLevel, dict]:
+    """Every planned comparison's row, the family's level, verdicts, warnings and the drift record.
+    skip_ops: ops never compared (the families' self-check op: ~0 by design, a harness check).
+    The returned frame keeps the hidden columns (_ev, _job_ids) the decomposition and the job
+    diagnostics read; public() drops them. level: print at this family level (the A/A halves of the
+    separate design are printed at the study's)."""
     warnings: list[str] = []
     if pairs is None:
-        pairs, warnings = plan_pairs(chain, variants, compilers, settings.extra_baseline)
+        pairs, warnings = plan_pairs(chain, variants, compilers, settings.extra_baseline, aa)
     rows: list = []
     metric_scheme_ops: dict[tuple[str, str], list[str]] = {}
     for (metric, scheme, op, _v, _c) in groups:
@@ -501,8 +540,12 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
         return compare_pair(base, var, stage, settings, uu, pp, tests.get(key))
 
     out = parallel_map(one, rows)
-    fill_intervals(out, 1.0 - settings.alpha)
     df = pd.DataFrame(out, columns=COLUMNS + _HIDDEN)
-    df = verdicts(df, settings)
-    warnings += family_warnings(df)
-    return df.drop(columns=_HIDDEN), warnings
+    df, fam = finish_family(df, settings, level)
+    warnings += family_warnings(df, fam)
+    return df, warnings, fam, drift_record(df, settings.alpha)
+
+
+def public(df: pd.DataFrame) -> pd.DataFrame:
+    """The comparisons table as written: without the hidden working columns."""
+    return df.drop(columns=[c for c in _HIDDEN if c in df.columns])

@@ -1,7 +1,8 @@
-"""The same (metric, scheme, op, variant, compiler) across two studies: the ratio B/A of the group
-medians with a hierarchical bootstrap CI (each study's jobs and spins resampled independently), a
-Welch test on log job medians, Holm over the rows with a test, and a verdict. `pqsimd compare`
-prints this; it computes nothing itself."""
+"""The same (metric, scheme, op, variant, compiler) across two studies: two independent sets of jobs,
+so the separate design's estimand and interval (interval.py): the ratio B/A of the geometric means of
+the job medians with the Welch t interval on log job medians (withheld below 4 effective df), printed
+at the FCR family level over the rows (multiplicity.py), the verdict read off that interval.
+`pqsimd compare` prints this; it computes nothing itself."""
 
 from __future__ import annotations
 
@@ -12,98 +13,82 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PqsimdError, command
-from . import bootstrap as bs
+from .interval import Evidence, verdict_of
+from .multiplicity import family_level
+from .pooled import MIN_DF, job_test
 from .settings import read_study_toml, resolve
-from .significance import holm, job_test
-from ..studydir import StudyDir
+from ..results import load_study, read_table
 
 KEYS = ["metric", "scheme", "op", "variant", "compiler"]
 
 
-def _spins(directory: Path) -> pd.DataFrame:
-    p = StudyDir(directory).results("spins.parquet")
-    if not p.exists():
-        raise PqsimdError(f"no results/spins.parquet in {directory}; run {command('analyze', directory)} first")
-    df = pd.read_parquet(p)
-    for c in KEYS + ["job"]:
-        df[c] = df[c].astype(str)
-    return df
-
-
 def _groups(directory: Path) -> pd.DataFrame:
-    for ext in ("parquet", "csv"):
-        p = StudyDir(directory).results(f"groups.{ext}")
-        if p.exists():
-            return pd.read_parquet(p) if ext == "parquet" else pd.read_csv(p)
-    raise PqsimdError(f"no results in {directory / 'results'}; run {command('analyze', directory)} first")
+    g = read_table(directory, "groups")
+    if g.empty:
+        raise PqsimdError(f"no results in {directory / 'results'}; run {command('analyze', directory)} first")
+    return g
 
 
-def compare_studies(dir_a: Path, dir_b: Path, n_boot: int | None = None, seed: int | None = None) -> tuple[pd.DataFrame, dict]:
+def compare_studies(dir_a: Path, dir_b: Path) -> tuple[pd.DataFrame, dict]:
     dir_a, dir_b = Path(dir_a), Path(dir_b)
     for d in (dir_a, dir_b):
         if not d.is_dir():
             raise PqsimdError(f"no study directory at {d}; create one with {command('run', d)}")
     settings = resolve(dir_a, read_study_toml(dir_a))
-    n_boot = int(n_boot or min(settings.n_boot, 2000))
-    seed = settings.seed if seed is None else seed
     ga, gb = _groups(dir_a), _groups(dir_b)
     for g in (ga, gb):
         if "compiler" not in g.columns:
             raise PqsimdError("a study's results predate the compiler column; re-run `pqsimd analyze` on it")
-    sa, sb = _spins(dir_a), _spins(dir_b)
+    sa, sb = load_study(dir_a).spins(), load_study(dir_b).spins()
     ia, ib = ga.set_index(KEYS), gb.set_index(KEYS)
     keys = list(dict.fromkeys(list(ia.index) + list(ib.index)))
     by_a = {k: d for k, d in sa.groupby(KEYS, sort=False, observed=True)}
     by_b = {k: d for k, d in sb.groupby(KEYS, sort=False, observed=True)}
-    rows = []
+    band = math.log1p(settings.threshold)
+    rows, evs = [], []
     for key in keys:
         ma = float(ia.loc[key, "median"]) if key in ia.index else math.nan
         mb = float(ib.loc[key, "median"]) if key in ib.index else math.nan
         det = bool(key in ia.index and key in ib.index and bool(ia.loc[key, "deterministic"]) and bool(ib.loc[key, "deterministic"]))
-        ratio = mb / ma if ma and not (math.isnan(ma) or math.isnan(mb)) else math.nan
-        lo = hi = p = math.nan
-        note = ""
+        ev, note = None, ""
         if key not in ia.index or key not in ib.index:
             note = "only in A" if key in ia.index else "only in B"
-        elif det:
-            lo = hi = ratio
         elif not (ma > 0 and mb > 0):
-            note = "median ≤ 0: below timer resolution"
+            note = "median <= 0: below timer resolution"
+        elif det:
+            ev = Evidence.exact(math.log(mb / ma))
         elif key in by_a and key in by_b:
-            a, b = by_a[key], by_b[key]
-            sa_, sb_ = bs.Sample.from_jobs(a["value"].to_numpy(float), a["job"].to_numpy()), \
-                bs.Sample.from_jobs(b["value"].to_numpy(float), b["job"].to_numpy())
-            ra = bs.hierarchical_medians(sa_, n_boot, bs.rng_for(seed, "compare-a", *key))
-            rb = bs.hierarchical_medians(sb_, n_boot, bs.rng_for(seed, "compare-b", *key))
-            if (ra > 0).all() and (rb > 0).all():
-                lo, hi = bs.percentile_ci(rb / ra, 1.0 - settings.alpha)
-            else:
-                note = "resample ≤ 0: below timer resolution"
-            jm_a = a.groupby("job")["value"].median().to_numpy()
-            jm_b = b.groupby("job")["value"].median().to_numpy()
+            jm_a = by_a[key].groupby("job")["value"].median().to_numpy()
+            jm_b = by_b[key].groupby("job")["value"].median().to_numpy()
             if (jm_a > 0).all() and (jm_b > 0).all():
-                p, _ = job_test(jm_a, jm_b)
+                t = job_test(jm_b, jm_a, alpha=settings.alpha, min_df=MIN_DF)  # log(B) - log(A): B/A
+                m = str(t.method[0])
+                ev = (Evidence.exact(float(t.log_speedup[0])) if m == "exact" else
+                      Evidence.refuse(str(t.reason[0])) if m == "refuse" else
+                      Evidence.t(float(t.log_speedup[0]), float(t.se[0]), float(t.df[0])))
+            else:
+                note = "job median <= 0: below timer resolution"
         else:
             note = "no spin medians"
-        rows.append(dict(zip(KEYS, key)) | {"median_a": ma, "median_b": mb, "ratio": ratio, "ci_low": lo,
-                                             "ci_high": hi, "job_p": p, "deterministic": det, "note": note})
-    df = pd.DataFrame(rows, columns=KEYS + ["median_a", "median_b", "ratio", "ci_low", "ci_high", "job_p",
-                                            "deterministic", "note"])
-    df["p_holm"] = holm(df["job_p"].to_numpy(float)) if len(df) else []
-    up = 1 + settings.threshold
-
-    def verdict(r) -> str:
-        if not np.isfinite(r["ratio"]) or (not np.isfinite(r["ci_low"]) and not r["deterministic"]):
-            return "n/a"
-        sig = r["deterministic"] or (np.isfinite(r["p_holm"]) and r["p_holm"] < settings.alpha)
-        if sig and r["ci_low"] > up:
-            return "slower"
-        if sig and r["ci_high"] < 1 / up:
-            return "faster"
-        return "~"
-
-    df["verdict"] = df.apply(verdict, axis=1) if len(df) else pd.Series(dtype=str)
-    meta = {"alpha": settings.alpha, "threshold": settings.threshold, "n_boot": n_boot,
-            "family": int(np.isfinite(df["job_p"].to_numpy(float)).sum()) if len(df) else 0,
-            "ci_level": 1.0 - settings.alpha}
+        evs.append(ev)
+        rows.append(dict(zip(KEYS, key)) | {"median_a": ma, "median_b": mb, "deterministic": det, "note": note})
+    pdec = np.array([ev.decision_p(band)[0] if ev is not None and ev.in_family else np.nan for ev in evs])
+    fam = family_level(pdec, settings.alpha, settings.adjust)
+    flip = {"faster": "slower", "slower": "faster"}  # the ratio is a time ratio B/A: above 1 is slower
+    for row, ev in zip(rows, evs):
+        row.update(ratio=math.nan, ci_low=math.nan, ci_high=math.nan, ci_level=math.nan, verdict="n/a")
+        if ev is None:
+            continue
+        iv = ev.interval(fam.gamma)
+        row.update(ratio=math.exp(iv.point) if math.isfinite(iv.point) else math.nan,
+                   ci_low=math.exp(iv.lo) if math.isfinite(iv.lo) else math.nan,
+                   ci_high=math.exp(iv.hi) if math.isfinite(iv.hi) else math.nan, ci_level=iv.level)
+        if ev.kind == "refuse":
+            row.update(verdict="withheld", note=ev.reason)
+        else:
+            v = verdict_of(iv.lo, iv.hi, band)
+            row["verdict"] = flip.get(v, v)
+    df = pd.DataFrame(rows, columns=KEYS + ["median_a", "median_b", "ratio", "ci_low", "ci_high", "ci_level",
+                                            "deterministic", "verdict", "note"])
+    meta = {"alpha": settings.alpha, "threshold": settings.threshold, "family": fam.to_dict(), "ci_level": fam.level}
     return df, meta

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -9,12 +10,12 @@ import pandas as pd
 from scipy import stats
 
 from .bootstrap import Sample
+from .interval import order_level, order_rank
 from .pooled import JobSummary, job_summary
 from .significance import holm
 from .power import icc1, variance_components
 
 UNITS = {"ticks": "ticks/call", "instructions": "instructions/call"}
-NOISY_ALPHA = 0.01  # level of the leave-one-out outlying-job test (Bonferroni over the jobs of a group)
 
 
 EXACT_METRICS = ("instructions",)  # counted, not timed: the same binary gives the same count
@@ -67,8 +68,14 @@ class Group:
 
     @property
     def median(self) -> float:
+        """The group's estimate: the median over jobs of the job medians (on the log scale, so with an
+        even number of jobs the geometric mean of the middle two), as the comparisons' estimand."""
         if self._median is None:
-            self._median = float(np.median(self.values))
+            jm = np.sort(self.job_medians)
+            n = jm.size
+            a, b = float(jm[(n - 1) // 2]), float(jm[n // 2])
+            # the middle value itself (no log round trip: exact counts stay exact)
+            self._median = a if a == b else (math.sqrt(a * b) if self.positive else 0.5 * (a + b))
         return self._median
 
     @property
@@ -196,71 +203,6 @@ def per_job_medians(values: np.ndarray, job: np.ndarray, n_jobs: int) -> np.ndar
     return np.array([np.median(values[job == j]) for j in range(n_jobs)])
 
 
-def spearman_vs_order(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Spearman ρ of each row of y (J × S) against its position 0..S-1, and its two-sided p (Student t
-    approximation with S−2 df, as scipy.stats.spearmanr)."""
-    n = y.shape[1]
-    ry = stats.rankdata(y, axis=1)
-    rx = np.arange(1, n + 1, dtype=np.float64)
-    ry_c = ry - ry.mean(axis=1, keepdims=True)
-    rx_c = rx - rx.mean()
-    den = np.sqrt((ry_c**2).sum(axis=1) * (rx_c**2).sum())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rho = (ry_c @ rx_c) / den
-        t = rho * np.sqrt((n - 2) / np.maximum(1.0 - rho**2, 1e-300))
-    p = 2.0 * stats.t.sf(np.abs(t), n - 2)
-    return rho, np.where(np.isfinite(rho), p, np.nan)
-
-
-def drift(group: Group, alpha: float, threshold: float) -> tuple[bool, int, float]:
-    """Trend of spin medians over spins within each job that is significant (Spearman ρ against spin
-    order, Bonferroni over the jobs) and material (medians of the first and last quarter of the job
-    differ by more than `threshold`).
-
-    Returns (flag, number of drifting jobs, the largest |relative change| seen in any job)."""
-    if group.deterministic or not group.positive:
-        return False, 0, 0.0
-    level = alpha / max(group.n_jobs, 1)
-    sizes = np.bincount(group.job, minlength=group.n_jobs)
-    if sizes.min() < 12:
-        return False, 0, 0.0
-    if np.all(sizes == sizes[0]):  # the usual case: every job has S spins (values are in spin order)
-        y = group.values.reshape(group.n_jobs, sizes[0])
-        q = sizes[0] // 4
-        change = np.median(y[:, -q:], axis=1) / np.median(y[:, :q], axis=1) - 1.0
-        _rho, p = spearman_vs_order(y)
-    else:
-        ys = [group.values[group.job == j] for j in range(group.n_jobs)]
-        change = np.array([np.median(v[-(v.size // 4):]) / np.median(v[: v.size // 4]) - 1.0 for v in ys])
-        p = np.array([spearman_vs_order(v[None, :])[1][0] for v in ys])
-    drifting = (np.abs(change) > threshold) & (p < level)
-    return bool(drifting.any()), int(drifting.sum()), float(np.max(np.abs(change)))
-
-
-def noisy_jobs(group: Group, threshold: float, alpha: float = NOISY_ALPHA) -> list[str]:
-    """Jobs whose median lies further from the other jobs than their spread allows.
-
-    Leave-one-out prediction interval on log job medians: t = |y_j − mean(others)| /
-    (sd(others)·sqrt(1 + 1/(J−1))) against Student t with J−2 df, Bonferroni over the J jobs
-    (level alpha/J), with sd(others) floored by the standard error of one job's median (so very
-    stable jobs are not flagged for sub-noise differences); and the deviation must be material
-    (> threshold/2). Needs >= 3 jobs."""
-    if group.n_jobs < 3 or group.deterministic or not group.positive:
-        return []
-    y = np.log(group.job_medians)
-    logv = np.log(group.values)
-    within = 1.4826 * np.median(np.abs(logv - y[group.job]))
-    se = 1.2533 * within / np.sqrt(np.bincount(group.job).min())
-    J = group.n_jobs
-    others = np.where(~np.eye(J, dtype=bool))[1].reshape(J, J - 1)
-    oy = y[others]  # (J, J-1): the other jobs of each job
-    sd = np.maximum(np.maximum(np.std(oy, axis=1, ddof=1), se), 1e-12)
-    t = np.abs(y - oy.mean(axis=1)) / (sd * np.sqrt(1.0 + 1.0 / (J - 1)))
-    p = 2.0 * stats.t.sf(t, J - 2)
-    material = np.abs(y - np.median(oy, axis=1)) > np.log1p(threshold / 2)
-    return [group.job_ids[j] for j in np.flatnonzero((p < alpha / J) & material)]
-
-
 MIN_TSC_STEPS = 100  # the harness's auto-batch floor (PQSIMD_MIN_TSC_STEPS): below it, ~1% quantization
 
 
@@ -284,17 +226,24 @@ def short_samples(spins: pd.DataFrame, jobs: pd.DataFrame, groups_df: pd.DataFra
     keys = ["metric", "scheme", "op", "variant", "compiler", "job"]
     j = jobs.drop_duplicates("job").set_index("job")
     step = j["granularity"].groupby(j["cpu_model"]).transform("min")
-    job = t["job"].astype(str).to_numpy()
-    batch = t["batch"].to_numpy(dtype=float)
-    cost = {c: np.nan_to_num(pd.Series(job).map(j[c]).to_numpy(dtype=float)) for c in ("call_overhead", "overhead")}
-    raw = (t["value"].to_numpy(dtype=float) + cost["call_overhead"]) * batch + cost["overhead"]
-    per_job = (pd.DataFrame({k: t[k].astype(str).to_numpy() for k in keys}).assign(raw=raw)
-               .groupby(keys, sort=False)["raw"].median().reset_index())
-    per_job["steps"] = per_job["raw"] / per_job["job"].map(step).astype(float)
-    per_job = per_job[np.isfinite(per_job["steps"])]
-    short = per_job[per_job["steps"] < slack * min_steps].groupby(keys[:-1]).size()
+    # per job (categorical codes, not strings: 10 M rows), its calibration's costs and step
+    jcat = pd.Categorical(t["job"])
+    names = pd.Index(jcat.categories.astype(str))
+    codes = jcat.codes
+
+    def per(series: pd.Series) -> np.ndarray:
+        return np.nan_to_num(series.reindex(names).to_numpy(dtype=float))[codes]
+
+    raw = (t["value"].to_numpy(dtype=float) + per(j["call_overhead"])) * t["batch"].to_numpy(dtype=float) \
+        + per(j["overhead"])
+    steps = raw / per(step.replace(0, np.nan))
+    frame = t[keys[:-1]].assign(job=codes, steps=steps)
+    med = frame.groupby([*keys[:-1], "job"], observed=True, sort=False)["steps"].median()
+    med = med[np.isfinite(med)]
+    short = med[med < slack * min_steps].groupby(level=list(range(5)), observed=True).size()
     if not len(short):
         return out
+    short.index = short.index.map(lambda k: tuple(str(x) for x in k))
     idx = pd.MultiIndex.from_frame(groups_df[keys[:-1]].astype(str))
     return pd.Series(short.reindex(idx).fillna(0).astype(np.int64).to_numpy(), index=groups_df.index)
 
@@ -311,6 +260,18 @@ def flag_carryover(groups_df: pd.DataFrame, alpha: float, threshold: float) -> p
     shift = groups_df["carryover_shift"].to_numpy(dtype=float)
     return pd.Series(tested & (np.nan_to_num(adj, nan=1.0) < alpha) & (np.abs(np.nan_to_num(shift)) > threshold),
                      index=groups_df.index)
+
+
+def median_interval(group: Group, alpha: float) -> tuple[float, float, float]:
+    """The group median's distribution-free interval: order statistics of the job medians at the
+    widest level <= 1 - alpha that J reaches (or [min, max] with its own lower level)."""
+    if group.deterministic:
+        return group.median, group.median, 1.0
+    jm = np.sort(group.job_medians)
+    k = order_rank(jm.size, alpha)
+    if k == 0:
+        return float(jm[0]), float(jm[-1]), order_level(jm.size, 1)
+    return float(jm[k - 1]), float(jm[jm.size - k]), order_level(jm.size, k)
 
 
 def describe(group: Group, alpha: float, threshold: float) -> dict:
@@ -332,21 +293,18 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         icc = icc1(lv, group.job)
         if group.positive:
             # what the job-level test sees: job-to-job spread, within-job spread and how much the spins
-            # of one job repeat each other (deff; n_eff ~ J when job effects dominate)
+            # of one job repeat each other (deff; with many spins n_eff tends to J / icc)
             vc = variance_components(v, group.job)
             comp = dict(job_cv=vc.job_cv, between_var=vc.between_var, within_sd=vc.within_sd, deff=vc.deff,
                         n_eff=vc.n_eff)
         else:
             notes.append("spin medians <= 0 (below timer resolution): outliers and icc on the linear scale, "
-                         "no drift or noisy-job check, no ratios, no variance components")
+                         "no ratios, no variance components")
         if not np.isfinite(icc):
             notes.append("icc, deff, n_eff (and job_cv, between_var) n/a: fewer than 2 jobs" if group.n_jobs < 2
                          else "icc, deff, n_eff n/a: no variation")
-    flag, n_drift, worst = drift(group, alpha, threshold)
     co_p, co_shift, co_after = carryover(group)
-    noisy = noisy_jobs(group, threshold)
-    if group.n_jobs < 3 and not group.deterministic:
-        notes.append("noisy-job check needs >= 3 jobs")
+    lo, hi, level = median_interval(group, alpha)
     return {
         "metric": group.metric,
         "scheme": group.scheme,
@@ -356,7 +314,10 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         "n_jobs": group.n_jobs,
         "n_spins": int(v.size),
         "n_reps": group.n_reps,
-        "median": float(np.median(v)),
+        "median": group.median,
+        "median_ci_low": lo,
+        "median_ci_high": hi,
+        "median_ci_level": level,
         "iqr": float(q3 - q1),
         "min": float(v.min()),
         "max": float(v.max()),
@@ -365,14 +326,9 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         "outliers_high": out_hi,
         "icc": icc,
         **comp,
-        "drift": bool(flag),
-        "drift_jobs": n_drift,
-        "drift_max": worst,
         "carryover_p": co_p,
         "carryover_shift": co_shift,
         "carryover_after": co_after,
-        "noisy_jobs": len(noisy),
-        "noisy_job_ids": " ".join(noisy),
         "deterministic": group.deterministic,
         "positive": group.positive,
         "unit": UNITS.get(group.metric, f"{group.metric}/call"),

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .compare import Chain
+from ..results import Chain
 
 TIME_METRIC = "ticks"
 INS_METRIC = "instructions"

@@ -353,31 +353,3 @@ def job_test(base: JobSummary | np.ndarray, var: JobSummary | np.ndarray, *, alp
             raise ValueError("job medians must be finite and > 0")
         return block_stats(np.log(x)[:, None])
     return pooled_test(blk(base), blk(var), None, alpha=alpha, min_df=min_df, resolution=resolution)
-
-
-def _ratio_jobs(ratios) -> list[np.ndarray]:
-    rows = [np.asarray(r, dtype=np.float64).ravel() for r in ratios]
-    if not rows or any(r.size == 0 for r in rows):
-        raise ValueError("need >= 1 job with >= 1 ratio each")
-    if any(np.any(r <= 0) or not np.all(np.isfinite(r)) for r in rows):
-        raise ValueError("ratios must be finite and > 0")
-    return rows
-
-
-def paired_job_test(ratios, *, alpha: float = 0.05, min_df: float = 1.0, resolution: float = 0.0) -> JobTests:
-    """One-sample t-test of the jobs' log median ratios against 0 (df J-1), CI exp(mean -+ t se).
-    Zero variance: all ratios identical in every job -> 'exact'; job medians identical but spins not ->
-    se floored by the within-job sampling variance of the median log ratio (df still J-1).
-    Not moderated across comparisons: the paired job variance of real studies differs too much from
-    op to op (on machine B, J = 4: job SD of log ratios 0 to 0.03, a fitted prior df of 0.8), and a
-    prior fitted on 1-df variances (J = 2) looked tight and gave 14% A/A false verdicts per study."""
-    rows = _ratio_jobs(ratios)
-    lr = [np.log(r) for r in rows]
-    ell = np.array([math.log(np.median(r)) for r in rows])
-    w = np.array([median_se(x) ** 2 if x.size > 1 else 0.0 for x in lr])
-    w = np.where(np.isfinite(w), w, 0.0)
-    const = bool(np.ptp(np.concatenate(rows)) == 0)
-    blk = block_stats(ell[:, None], w[:, None], np.array([const]))
-    # a one-sample test is the pooled test against a constant zero group with the same jobs
-    zero = block_stats(np.zeros((1, 1)), None, np.array([True]))
-    return pooled_test(blk, zero, None, alpha=alpha, min_df=min_df, resolution=resolution)

@@ -1,7 +1,8 @@
 """Variance components of a group and the minimum detectable effect (MDE) of the job-level test.
 
 Why: with spin medians strongly clustered by job (ICC near 1), thousands of spins add almost nothing
-once the job median is known: n_eff = J S / deff is close to J, and only more jobs shrink the
+once the job median is known: n_eff = J S / deff tends to J / ICC as S grows (about J when the ICC
+is near 1), and only more jobs shrink the
 job-level standard error. The MDE says what a design can see at all (with Holm over a family).
 """
 
@@ -138,22 +139,6 @@ def _power_fn(se: float, df: float, alpha: float, m: int, thr_l: float | None,
     return power
 
 
-def power_job_test(log_effect: float, sigma2_base: float, j_base: int, sigma2_var: float | None = None,
-                   j_var: int | None = None, *, alpha: float = 0.05, m: int = 1, df: float | None = None,
-                   threshold: float = 0.0) -> float:
-    """Power of the job-level t-test (two-sided, level alpha/m = Holm's worst case over m tests) for a
-    true log speedup ``log_effect``; with threshold > 0 the power of a 'faster' verdict (p_adj < alpha
-    and the (1 - alpha) CI low > 1 + threshold, both from the same estimated se).
-
-    df None: the per-group Welch test (its df re-estimated from the sample variances, integrated over
-    their distribution, normal job medians); df given: a test with that fixed df (the pooled test)."""
-    se, dfv, jb, jv = _se_df(sigma2_base, j_base, sigma2_var, j_var, df)
-    s2v = sigma2_base if sigma2_var is None else sigma2_var
-    welch = (sigma2_base / jb, jb, s2v / jv, jv) if df is None else None
-    thr_l = math.log1p(threshold) if threshold > 0 else None
-    return _power_fn(se, dfv, alpha, m, thr_l, welch)(log_effect)
-
-
 def _solve(power_at: Callable[[float], float], se: float, power: float) -> float:
     f = lambda x: power_at(x) - power  # noqa: E731
     hi = se
@@ -193,3 +178,23 @@ def mde_se(se: float, df: float, *, alpha: float = 0.05, power: float = 0.8, m: 
         raise ValueError("se must be finite and > 0, df > 0")
     thr_l = math.log1p(threshold) if threshold > 0 else None
     return _solve(_power_fn(se, float(df), alpha, m, thr_l, None), se, power)
+
+
+def mde_sign(n_jobs: int, gamma: float, sigma: float, threshold: float, power: float = 0.8) -> float:
+    """Minimum detectable speedup of a paired comparison read off the order-statistic interval: the
+    smallest true speedup that gets a `faster` verdict (interval at miss probability gamma above
+    1 + threshold) with `power`, when the jobs' log ratios are normal with sd ``sigma`` around it.
+
+    The interval [x(k), x(J+1-k)] lies above the band iff at least J+1-k jobs do; with p = P(one job
+    above the band), that count is Bin(J, p), and P(Bin(J, p) >= n) = I_p(n, J-n+1), so the power is
+    reached at p* = Beta(n, J-n+1).ppf(power) and the speedup at log(1 + threshold) + sigma
+    Phi^-1(p*). inf when J cannot reach the level at all."""
+    from .interval import order_rank
+
+    k = order_rank(int(n_jobs), gamma)
+    if k == 0:
+        return float("inf")
+    n = int(n_jobs) + 1 - k
+    p_star = float(stats.beta.ppf(power, n, int(n_jobs) - n + 1))
+    z = float(stats.norm.ppf(p_star)) if p_star < 1 else float("inf")
+    return float(math.exp(math.log1p(threshold) + max(float(sigma), 0.0) * z))

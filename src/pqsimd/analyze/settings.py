@@ -15,14 +15,13 @@ DEFAULT_SEED = 20240
 
 @dataclass(frozen=True)
 class Settings:
-    n_boot: int = 5000
+    n_boot: int = 2000  # job resamples of Cliff's delta interval
     seed: int = DEFAULT_SEED
     alpha: float = 0.05
     threshold: float = 0.02  # a speedup must clear ±2% (on the log scale) to be a verdict
     extra_baseline: str = ""  # "": the chain's own (data/variants.toml [chain] extra_baseline)
     pool_cpu_models: bool = False
-    adjust: str = "holm"  # which adjusted p the verdict uses: holm | bh
-    min_jobs_reliable: int = 5  # fewer jobs in a group: hierarchical CI flagged unreliable
+    adjust: str = "fcr"  # the family level of the printed intervals: fcr | bonferroni | none (multiplicity.py)
     aa_variants: tuple[str, ...] | None = None  # A/A calibration: these variants against themselves
     # (None: the chain's hand-stage baseline)
 
@@ -53,8 +52,7 @@ RULES = {
     "threshold": (float, lambda v: 0 <= v < 1, "a number in [0, 1), e.g. 0.02 for ±2%"),
     "extra_baseline": (str, lambda v: bool(v), "a variant id"),
     "pool_cpu_models": (bool, lambda v: True, "true or false"),
-    "adjust": (str, lambda v: v in ("holm", "bh"), "\"holm\" or \"bh\""),
-    "min_jobs_reliable": (int, lambda v: v >= 2, "an integer >= 2"),
+    "adjust": (str, lambda v: v in ("fcr", "bonferroni", "none"), "\"fcr\", \"bonferroni\" or \"none\""),
     "aa_variants": (tuple, lambda v: all(isinstance(x, str) and x for x in v), "a list of variant ids"),
 }
 

@@ -32,55 +32,6 @@ def mwu_less_many(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarra
     return u, p
 
 
-def welch(base: np.ndarray, var: np.ndarray) -> tuple[float, float, float]:
-    """Welch's t statistic and df for var vs base; (nan, nan, nan) if undefined."""
-    nb, nv = base.size, var.size
-    if nb < 2 or nv < 2:
-        return (float("nan"),) * 3
-    sb, sv = base.var(ddof=1) / nb, var.var(ddof=1) / nv
-    se2 = sb + sv
-    if se2 == 0:
-        return (float("nan"),) * 3
-    t = (var.mean() - base.mean()) / np.sqrt(se2)
-    df = se2**2 / (sb**2 / (nb - 1) + sv**2 / (nv - 1))
-    return float(t), float(df), float(se2)
-
-
-def job_test(base_job_medians: np.ndarray, var_job_medians: np.ndarray) -> tuple[float, str]:
-    """Two-sided Welch t-test on log job medians: the job is the unit of independence.
-
-    Returns (p, note); p is NaN with a note when the test is undefined. Same p as
-    scipy.stats.ttest_ind(equal_var=False) (checked in tests), without its per-call overhead."""
-    b = np.log(np.asarray(base_job_medians, dtype=np.float64))
-    v = np.log(np.asarray(var_job_medians, dtype=np.float64))
-    if b.size < 2 or v.size < 2:
-        return float("nan"), "job test n/a: a group has fewer than 2 jobs"
-    t, df, _ = welch(b, v)
-    if not np.isfinite(t):
-        # no spread in either group: equal job medians are no evidence, different ones are exact
-        if b.var() == 0 and v.var() == 0:
-            if b[0] == v[0]:
-                return 1.0, "job medians identical in both groups"
-            return 0.0, "job medians constant within each group and different between them: the difference is exact"
-        return float("nan"), "job test n/a: job medians have no spread"
-    return float(2.0 * stats.t.sf(abs(t), df)), ""
-
-
-def paired_job_test(ratios: np.ndarray, job: np.ndarray) -> tuple[float, str]:
-    """The paired design's job-level test: two-sided one-sample t-test (scipy.stats.ttest_1samp) of
-    the jobs' log median per-spin ratios against 0, the job being the unit of independence."""
-    job = np.asarray(job)
-    n_jobs = int(job.max()) + 1 if job.size else 0
-    logs = np.array([np.log(np.median(ratios[job == j])) for j in range(n_jobs)])
-    if logs.size < 2:
-        return float("nan"), "job test n/a: fewer than 2 paired jobs"
-    if np.ptp(logs) == 0:
-        if logs[0] == 0:
-            return 1.0, "every job's median ratio is exactly 1"
-        return 0.0, "every job has the same median ratio: the difference is exact"
-    return float(stats.ttest_1samp(logs, 0.0).pvalue), ""
-
-
 def holm(p: np.ndarray) -> np.ndarray:
     """Holm's step-down adjusted p-values (FWER). NaNs stay NaN and are not counted in the family."""
     p = np.asarray(p, dtype=np.float64)

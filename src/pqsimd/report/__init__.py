@@ -48,7 +48,7 @@ def write_report(directory, reference: str | None = None) -> Path:
     """Write DIR/report/ (running the analysis first if DIR/results/ is missing); return its path."""
     from . import figures, html, macros, tables
     from .files import write_text
-    from .load import check_study_dir, load_study
+    from ..results import check_study_dir, load_study
 
     if reference not in REFERENCES:
         raise PqsimdError(f"unknown reference {reference!r}; use --reference paper or leave it out")

@@ -7,7 +7,6 @@ measured time, and the likely reason for a slowdown (per call or per instruction
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pandas as pd
 
 from ..errors import PqsimdError, command
 from . import fmt
+from ..results import read_summary, read_table
 from ..studydir import StudyDir
 
 TPI_FLAG = 1.25  # ticks per instruction this much above the baseline's: a per-instruction slowdown
@@ -24,22 +24,11 @@ LABEL_W = 20
 
 
 def _read(results: Path, name: str) -> pd.DataFrame:
-    for ext in ("parquet", "csv"):
-        p = results / f"{name}.{ext}"
-        if p.exists():
-            try:
-                return pd.read_parquet(p) if ext == "parquet" else pd.read_csv(p)
-            except Exception as e:
-                raise PqsimdError(f"cannot read {p} ({e.__class__.__name__}); re-run {command('analyze', results.parent)}") from None
-    return pd.DataFrame()
+    return read_table(results.parent, name)
 
 
 def _summary(results: Path) -> dict:
-    try:
-        d = json.loads((results / "summary.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return d if isinstance(d, dict) else {}
+    return read_summary(results.parent)
 
 
 def _q(v) -> str:

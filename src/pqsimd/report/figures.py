@@ -21,7 +21,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from . import files, fmt, style  # noqa: E402
-from .load import FamilyView, Study  # noqa: E402
+from ..results import FamilyView, Study  # noqa: E402
 
 FORMATS = ("pdf", "png", "svg")
 DPI = 150
@@ -71,15 +71,13 @@ def _variant_label(study: Study, v: str) -> str:
 
 
 def _ci_cols(df: pd.DataFrame) -> tuple[str, str, str]:
-    """Hierarchical CI columns when present (and not all missing), else the naive bootstrap's."""
-    if {"hci_low", "hci_high"} <= set(df.columns) and df[["hci_low", "hci_high"]].notna().any().all():
-        return "hci_low", "hci_high", "hierarchical bootstrap CI (jobs, then spins)"
-    return "ci_low", "ci_high", "bootstrap CI"
+    """The comparisons' one interval (results.interval's columns) and what it is."""
+    return "ci_low", "ci_high", "interval"
 
 
 def _level(study: Study) -> str:
     lvl = study.summary.get("ci_level")
-    return f"{round(100 * float(lvl))}%" if lvl else "95%"
+    return f"≥ {fmt.level(lvl)}" if lvl else "95%"
 
 
 def _yerr(s: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -89,10 +87,9 @@ def _yerr(s: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _unreliable_note(df: pd.DataFrame, lo_col: str) -> str:
-    if lo_col.startswith("hci") and "hci_reliable" in df.columns and len(df):
-        rel = df["hci_reliable"].astype("boolean").fillna(False)
-        if not rel.all():
-            return " Hierarchical CIs marked unreliable (too few jobs in a group) are drawn but should not be trusted."
+    if "verdict" in df.columns and len(df) and (df["verdict"] == "withheld").any():
+        return (" Withheld comparisons (too few jobs for the study's confidence) are drawn with [min, max] of "
+                "their job ratios, at a lower confidence.")
     return ""
 
 
@@ -130,7 +127,7 @@ def _save(fig, outdir: Path, name: str) -> dict[str, Path]:
 def _design_note(study: Study) -> str:
     d = study.design
     if d == "paired":
-        return " Paired design: all variants timed in each job, per-spin random order; speedups are medians of per-spin ratios."
+        return " Paired design: all variants timed in each job, per-spin random order; speedups are medians of the jobs' ratios."
     return ""
 
 

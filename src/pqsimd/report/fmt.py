@@ -62,6 +62,17 @@ def pval(p) -> str:
     return f"{p:.3f}"
 
 
+def level(v) -> str:
+    """A confidence level: 95%, 95.1%, 97.85% (as many decimals as it needs, up to two)."""
+    if is_missing(v):
+        return NA
+    x = 100 * float(v)
+    for d in (0, 1, 2):
+        if abs(round(x, d) - x) < 5e-3:
+            return f"{x:.{d}f}%"
+    return f"{x:.2f}%"
+
+
 def pct(v) -> str:
     if is_missing(v):
         return NA

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import re
 import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,7 @@ import pandas as pd
 from .. import __version__
 from . import files, fmt, style
 from .figures import FigureResult
-from .load import FamilyView, Study
+from ..results import FamilyView, Study, interval
 from .tables import Table, _env
 
 VERDICT_WORDS = (("faster", "faster"), ("slower", "slower"), ("same", "the same within ±threshold"), ("~", "no verdict"),
@@ -71,9 +70,7 @@ def headlines(study: Study, fam: FamilyView) -> list[str]:
     if h is not None and not df.empty and df["speedup"].notna().any():
         d = df[df["op"] != fam.self_check]
         best = d.loc[d["speedup"].idxmax()]
-        lo, hi = best.get("hci_low"), best.get("hci_high")
-        if fmt.is_missing(lo):
-            lo, hi = best.get("ci_low"), best.get("ci_high")
+        _sp, lo, hi, _lvl = interval(best)
         out.append(f"The largest {h.label} speedup ({h.base}→{h.variant}) is {fam.label(best['op'])} at "
                    f"{fam.scheme_label(best['scheme'])}: {fmt.times(best['speedup'])} {fmt.ci(lo, hi)}.")
         worst = d.loc[d["speedup"].idxmin()]
@@ -206,12 +203,14 @@ def methods(study: Study) -> list[tuple[str, str]]:
         ("variants", ", ".join(study.variants)),
         ("compilers", ", ".join(study.compilers)),
         ("metrics", ", ".join(study.metrics)),
-        ("bootstrap resamples, B", g("n_boot", "B", "bootstrap")),
-        ("bootstrap seed", g("seed")),
-        ("significance level α (CI level 1 − α)", g("alpha")),
+        ("significance level α", g("alpha")),
         ("practical threshold", fmt.pct(thr) if thr is not None else None),
-        ("multiple-testing family", f"{fam.get('size', 'n/a')} comparisons: {fam.get('definition', 'n/a')}"
+        ("multiple-testing family", f"{fam.get('m', 'n/a')} comparisons ({fam.get('selected', 'n/a')} selected); "
+                                    f"intervals printed at {fmt.level(fam.get('level'))}: {fam.get('definition', 'n/a')}"
          if fam else g("family")),
+        ("A/A check", study.aa_note()),
+        ("disturbed jobs", study.jobs_note()),
+        ("resamples (Cliff's δ interval), seed", f"{g('n_boot')}, {g('seed')}"),
     ]
     return [(k, "n/a" if v is None or v == "" else str(v)) for k, v in rows]
 
@@ -325,27 +324,9 @@ def warnings(study: Study, figures: list[FigureResult], notes: list[str]) -> lis
     for w in study.summary.get("warnings") or []:
         text = w.get("message") or w.get("text") or str(w) if isinstance(w, dict) else str(w)
         # these three get a more specific warning below (which groups; what ticks mean)
-        if not re.search(r"noisy job|drift|TSC ticks|fewer than \d+ jobs", text):
+        # the TSC-ticks warning gets a more specific one below (what ticks mean)
+        if "TSC ticks" not in text:
             out.append(Warning_("analysis", text))
-    g = study.groups
-    if not g.empty:
-        n_rel = (study.summary.get("settings") or {}).get("min_jobs_reliable", 5)
-        if "n_jobs" in g.columns:
-            few = g[(g["n_jobs"] < n_rel) & ~g.get("deterministic", pd.Series(False, index=g.index)).astype(bool)]
-            if len(few):
-                out.append(Warning_("few jobs", f"{len(few)} of {len(g)} groups have fewer than {n_rel} jobs: the "
-                                    f"hierarchical CIs (which resample jobs) are unreliable there, and job-level "
-                                    f"tests have little power. Run more jobs (--jobs)."))
-        if "noisy_jobs" in g.columns:
-            noisy = g[g["noisy_jobs"].fillna(0) > 0]
-            if len(noisy):
-                out.append(Warning_("noisy jobs", f"{len(noisy)} groups contain a job whose median is out of line "
-                                    f"with the others: {_groups_list(noisy)}."))
-        if "drift" in g.columns:
-            drift = g[g["drift"].astype("boolean").fillna(False)]
-            if len(drift):
-                out.append(Warning_("drift", f"{len(drift)} groups show a trend within jobs (drift): "
-                                    f"{_groups_list(drift)}."))
     if "ticks" in study.metrics:
         out.append(Warning_("TSC ticks ≠ core cycles", "Times are TSC ticks at the invariant TSC frequency, not "
                             "core clock cycles: under turbo or power capping (e.g. during AVX2 code) the core runs "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from . import fmt
-from .load import Study
+from ..results import Study, interval
 
 _ONES = ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten", "Eleven",
          "Twelve", "Thirteen", "Fourteen", "Fifteen", "Sixteen", "Seventeen", "Eighteen", "Nineteen"]
@@ -115,8 +115,9 @@ def build_macros(study: Study) -> MacroSet:
         if v is not None and not isinstance(v, (dict, list)):
             ms.add(macro_name(name), _tex_value(f(v)), "study design")
     fam_test = study.summary.get("family")
-    if isinstance(fam_test, dict) and fam_test.get("size") is not None:
-        ms.add(macro_name("FamilySize"), str(fam_test["size"]), "comparisons in the multiple-testing family")
+    if isinstance(fam_test, dict) and fam_test.get("m") is not None:
+        ms.add(macro_name("FamilySize"), str(fam_test["m"]), "comparisons in the multiple-testing family")
+        ms.add(macro_name("CiLevel"), f"{100 * float(fam_test['level']):.2f}", "confidence level of the printed intervals (%)")
 
     h = study.chain.hand
     for fam in study.families:
@@ -136,9 +137,7 @@ def build_macros(study: Study) -> MacroSet:
                 name = macro_name(prefix, what, key)
                 desc = f"{metric} {r['scheme']} {r['op']} {base}->{var} ({r.get('compiler')})"
                 ms.add(name, fmt.num(r.get("speedup")), desc)
-                lo, hi = r.get("hci_low"), r.get("hci_high")
-                if fmt.is_missing(lo):
-                    lo, hi = r.get("ci_low"), r.get("ci_high")
+                _sp, lo, hi, _lvl = interval(r)
                 ms.add(name + "Low", fmt.num(lo), desc + " CI low")
                 ms.add(name + "High", fmt.num(hi), desc + " CI high")
                 if what == "Speedup":

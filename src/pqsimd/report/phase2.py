@@ -8,18 +8,15 @@ data says plainly why.
 from __future__ import annotations
 
 import html
-import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .. import counters as counters_mod
 from . import files, fmt, style
-from ..studydir import StudyDir
+from ..results import read_table
 
 EXCLUDED_OPS: tuple[str, ...] = ()
 COUNTER_METRICS = {counters_mod.metric_name(e): e for e in counters_mod.EVENTS}
@@ -162,14 +159,8 @@ def ilp_figure(study, ilp: pd.DataFrame, outdir: Path, name: str = "fig_instruct
 
 
 def read_result(directory: Path, name: str) -> pd.DataFrame:
-    for ext in ("parquet", "csv"):
-        p = StudyDir(directory).results(f"{name}.{ext}")
-        if p.exists():
-            try:
-                return pd.read_parquet(p) if ext == "parquet" else pd.read_csv(p)
-            except Exception:  # a damaged optional table: the section says there is no data
-                return pd.DataFrame()
-    return pd.DataFrame()
+    """An optional table: a damaged one reads as empty (the section says there is no data)."""
+    return read_table(directory, name, strict=False)
 
 
 # -- parts of `pqsimd report` (the report's own Table / FigureResult models) -----------------

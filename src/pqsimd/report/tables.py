@@ -6,7 +6,6 @@ Jinja2 templates in templates/ render the text formats. Missing data is `n/a`, n
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,15 +14,14 @@ import numpy as np
 import pandas as pd
 
 from . import files, fmt, style
-from .load import FamilyView, Study
+from ..results import FamilyView, Study, interval
 
 UNRELIABLE = "†"
 # marks beside a speedup (faster needs none): the verdict legend of every table says what they mean
 VERDICT_MARKS = {"~": "~", "slower": "▼", "same": "≈", "withheld": "⊘"}
-VERDICT_LEGEND = ("~ : no verdict (adjusted p ≥ α, or the job-level test's CI reaches into the ±threshold band); "
-                  "▼ : slower; ≈ : the same within ±threshold (equivalence test); ⊘ : withheld, the design cannot "
-                  "support a verdict (too few jobs or degrees of freedom; comparisons.csv says why). Verdicts use the "
-                  "job-level test and its CI (test_ci_* in comparisons.csv); the CI shown is the bootstrap's.")
+VERDICT_LEGEND = ("Verdicts are read off the interval shown: ~ : it reaches into the ±threshold band; ▼ : slower "
+                  "(it lies below the band); ≈ : the same (it lies inside the band); ⊘ : withheld, too few jobs for an "
+                  "interval at the study's confidence (comparisons.csv says why).")
 
 _TEX = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -94,12 +92,9 @@ class Table:
 # -- cells ----------------------------------------------------------------------------------
 
 def _ci_pair(row: dict) -> tuple[float, float, bool]:
-    lo, hi = row.get("hci_low"), row.get("hci_high")
-    reliable = row.get("hci_reliable")
-    if fmt.is_missing(lo) or fmt.is_missing(hi):
-        lo, hi, reliable = row.get("ci_low"), row.get("ci_high"), True
-    reliable = True if reliable is None or (isinstance(reliable, float) and math.isnan(reliable)) else bool(reliable)
-    return lo, hi, reliable
+    """(ci_low, ci_high, reaches the study's level) of a comparison row."""
+    _sp, lo, hi, lvl = interval(row)
+    return lo, hi, str(row.get("verdict")) != "withheld"
 
 
 def speedup_cell(row: dict | None, with_ci: bool = True, verdict: bool = False) -> Cell:
@@ -125,23 +120,22 @@ def speedup_cell(row: dict | None, with_ci: bool = True, verdict: bool = False) 
 
 def _notes_common(study: Study, rows: list[dict]) -> list[str]:
     notes = []
-    if any(not _ci_pair(r)[2] for r in rows if r):
-        n = (study.summary.get("settings") or {}).get("min_jobs_reliable", 5)
-        notes.append(f"{UNRELIABLE} hierarchical CI unreliable: a group has fewer than {n} jobs.")
+    if any(r and not _ci_pair(r)[2] for r in rows):
+        notes.append(f"{UNRELIABLE} interval below the study's confidence (too few jobs): [min, max] of the job "
+                     "ratios at its own, lower level (comparisons.csv ci_level); no verdict.")
     return notes
 
 
 def _ci_name(study: Study, rows: list[dict]) -> str:
     lvl = study.summary.get("ci_level")
-    pct = f"{round(100 * float(lvl))}%" if lvl else "95%"
-    if any(r and not fmt.is_missing(r.get("hci_low")) for r in rows):
-        return f"{pct} hierarchical bootstrap CI (jobs, then spins within jobs)"
-    return f"{pct} bootstrap CI"
+    what = ("order-statistic interval of the jobs' ratios" if study.design == "paired"
+            else "job-level t interval")
+    return f"{what} at a confidence of at least {fmt.level(lvl) if lvl else 'n/a'} (multiplicity-adjusted)"
 
 
 def _design(study: Study) -> str:
     return (" Paired design: every variant timed in each job in a per-spin random order; speedups are medians of "
-            "per-spin ratios." if study.design == "paired" else "")
+            "the jobs' ratios." if study.design == "paired" else "")
 
 
 # -- table 1 --------------------------------------------------------------------------------
@@ -198,7 +192,6 @@ def table1_hand_simd(study: Study, fam: FamilyView, metric: str, reference: str 
         data.append(rec)
     got = [r for r in seen if r]
     deltas = [r.get("cliffs_delta") for r in got if not fmt.is_missing(r.get("cliffs_delta"))]
-    ps = [r.get("p_holm") for r in got if not fmt.is_missing(r.get("p_holm"))]
     mwu = [r.get("mwu_p") for r in got if not fmt.is_missing(r.get("mwu_p"))]
     notes = _notes_common(study, got)
     stat = []
@@ -206,13 +199,9 @@ def table1_hand_simd(study: Study, fam: FamilyView, metric: str, reference: str 
         lo, hi = min(deltas), max(deltas)
         stat.append(f"Cliff's δ {fmt.delta(lo)}" + (f" to {fmt.delta(hi)}" if hi != lo else " in every cell"))
     if mwu:
-        stat.append(f"one-sided MWU p ≤ {fmt.pval(max(mwu))} (spin medians)")
-    if ps:
-        alpha = float(study.summary.get("alpha", 0.05))
-        below = sum(p < alpha for p in ps)
-        stat.append(f"job-level Holm-adjusted p < {alpha:g} in {below} of {len(ps)} cells (largest {fmt.pval(max(ps))})")
+        stat.append(f"one-sided MWU p ≤ {fmt.pval(max(mwu))} (spin medians, descriptive)")
     caption = (f"{fam.title}: {h.label} speedup ({h.base} → {h.variant}, {style.metric_title(metric)}), "
-               f"median ratio with {_ci_name(study, got)}." + (" " + "; ".join(stat) + "." if stat else "")
+               f"{'median job ratio' if study.design == 'paired' else 'ratio'} with the {_ci_name(study, got)}." + (" " + "; ".join(stat) + "." if stat else "")
                + _design(study))
     if paper is not None:
         caption += f" paper: {about or 'the published table'}; ratio = ours / paper."
@@ -295,9 +284,10 @@ def table_decomposition(study: Study, fam: FamilyView, metric: str) -> Table:
         rows.append(fam.scheme_label(scheme))
         for op in fam.sort_ops(d["op"].unique()):
             r = d[d["op"] == op].iloc[0].to_dict()
-            cells = [Cell(fam.label(op)), Cell(fmt.times(r.get("total")),
-                                              rf"${fmt.num(r.get('total'))}\times$" if not fmt.is_missing(r.get("total")) else None)]
-            rec = {"scheme": scheme, "op": op, "total": r.get("total", np.nan)}
+            cells = [Cell(fam.label(op)), speedup_cell({"speedup": r.get("total"), "ci_low": r.get("total_ci_low"),
+                                                        "ci_high": r.get("total_ci_high")})]
+            rec = {"scheme": scheme, "op": op, "total": r.get("total", np.nan),
+                   "total_ci_low": r.get("total_ci_low", np.nan), "total_ci_high": r.get("total_ci_high", np.nan)}
             for s in ch.steps:
                 v, share = r.get(f"factor_{s.stage}"), r.get(f"share_{s.stage}")
                 lo, hi = r.get(f"share_{s.stage}_ci_low"), r.get(f"share_{s.stage}_ci_high")
@@ -310,10 +300,11 @@ def table_decomposition(study: Study, fam: FamilyView, metric: str) -> Table:
             rows.append(cells)
             data.append(rec)
     lvl = study.summary.get("ci_level")
-    caption = (f"{fam.title}: decomposition of the cumulative speedup {ch.first}→{ch.last} "
-               f"({style.metric_title(metric)}) into {' × '.join(s.label for s in ch.steps)} factors; in "
-               f"parentheses each factor's share of log(total) with its {round(100 * float(lvl)) if lvl else 95}% "
-               f"bootstrap interval. A negative share is a factor below 1× (a slowdown).")
+    caption = (f"{fam.title}: the speedup {ch.first}→{ch.last} ({style.metric_title(metric)}) as the product of the "
+               f"stages {' × '.join(s.label for s in ch.steps)} (each the stage comparison); in parentheses each "
+               f"factor's share of log(total) with its interval: the range over the stages' intervals (printed at "
+               f"{fmt.level(lvl) if lvl else 'n/a'}), so it covers whenever they all do. A negative share is a factor "
+               f"below 1× (a slowdown).")
     return Table(name="table_decomposition", title=f"{fam.title}: speedup decomposition", caption=caption,
                  header=header, rows=rows, data=pd.DataFrame(data), align="l" + "c" * (len(ch.steps) + 1))
 
@@ -363,8 +354,8 @@ def table_compilers(study: Study, fam: FamilyView, metric: str) -> Table | None:
                 r = d[(d["op"] == op) & (d["compiler"] == comp)].iloc[0].to_dict()
                 cells = [Cell(fam.label(op) if i == 0 else ""), Cell(comp)]
                 for st in stages:
-                    cells.append(speedup_cell({"speedup": r.get(f"{st}_speedup"), "hci_low": r.get(f"{st}_ci_low"),
-                                               "hci_high": r.get(f"{st}_ci_high"), "verdict": r.get(f"{st}_verdict")},
+                    cells.append(speedup_cell({"speedup": r.get(f"{st}_speedup"), "ci_low": r.get(f"{st}_ci_low"),
+                                               "ci_high": r.get(f"{st}_ci_high"), "verdict": r.get(f"{st}_verdict")},
                                               verdict=True))
                 rows.append(cells)
     versions = (study.manifest.get("compilers") or {})

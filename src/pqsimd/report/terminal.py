@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..errors import PqsimdError
 from . import fmt, style
-from .load import Study, load_study
+from ..results import Study, interval, load_study
 
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "~": "dim", "same": "cyan", "withheld": "magenta",
                  fmt.NA: "yellow"}
@@ -33,9 +33,7 @@ def _verdict(v) -> Text:
 
 
 def _ci_of(row: dict) -> tuple:
-    lo, hi = row.get("hci_low"), row.get("hci_high")
-    if fmt.is_missing(lo) or fmt.is_missing(hi):
-        lo, hi = row.get("ci_low"), row.get("ci_high")
+    _sp, lo, hi, _lvl = interval(row)
     return lo, hi
 
 
@@ -50,16 +48,15 @@ class _Footnotes:
         return MARKS[i] if i < len(MARKS) else f"[{i + 1}]"
 
 
-def _group_marks(g: dict | None, notes: _Footnotes, reliable_jobs: int) -> str:
-    if not g:
+def _row_marks(row: dict | None, notes: _Footnotes) -> str:
+    """Footnote marks of a comparison row: its diagnostics and an interval below the family's level."""
+    if not row:
         return ""
     marks = []
-    if not fmt.is_missing(g.get("n_jobs")) and int(g["n_jobs"]) < reliable_jobs and not g.get("deterministic"):
-        marks.append(notes.mark(f"fewer than {reliable_jobs} jobs: hierarchical CI unreliable"))
-    if str(g.get("drift")).lower() == "true":
-        marks.append(notes.mark("drift: a job's spin medians trend"))
-    if not fmt.is_missing(g.get("noisy_jobs")) and int(g["noisy_jobs"]) > 0:
-        marks.append(notes.mark("noisy job: a job's median is out of line with the others"))
+    if str(row.get("regimes")).lower() == "true":
+        marks.append(notes.mark("regimes: the jobs' ratios form two clusters (comparisons.csv note)"))
+    if str(row.get("drift")).lower() == "true":
+        marks.append(notes.mark("drift: the ratio trends within a job (comparisons.csv drift_jobs)"))
     return "".join(marks)
 
 
@@ -93,11 +90,8 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     compilers = [compiler] if compiler else study.compilers
     notes = _Footnotes()
     unit = style.metric_unit(metric)
-    threshold = study.get("threshold")
-    n_rel = int((study.summary.get("settings") or {}).get("min_jobs_reliable", 5))
     colours = style.variant_colours(study.chain.variants, study.variants)
-    lvl = study.summary.get("ci_level") or 0.95
-    pct = f"{round(100 * float(lvl))}%"
+    pct = fmt.level(study.summary.get("ci_level") or 0.95)
     design, warm, carry = study.design_notes()
     con.print(Text(f"design: {design}; warm-up: {warm}; carry-over: {carry}", style="dim"))
     power = study.power_note()
@@ -113,9 +107,9 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
                 if stage:
                     title += f" · stage {study.chain.stage_label(stage)}"
                 t = Table(title=title, title_justify="left", header_style="bold", box=None, pad_edge=False)
-                for col, just in (("op", "left"), ("variant", "left"), (f"median ± {pct} CI ({unit}/call)", "right"),
-                                  ("vs", "left"), (f"speedup [{pct} CI]", "right"), ("δ", "right"),
-                                  ("p (Holm)", "right"), ("verdict", "left")):
+                for col, just in (("op", "left"), ("variant", "left"), (f"median ± CI ({unit}/call)", "right"),
+                                  ("vs", "left"), (f"speedup [CI ≥ {pct}]", "right"), ("δ", "right"),
+                                  ("verdict", "left")):
                     t.add_column(col, justify=just, no_wrap=True)
                 comp_df = study.comparison(metric, compiler=comp, scheme=scheme)
                 ops = fam.sort_ops(comp_df["op"].unique()) if not comp_df.empty else []
@@ -144,26 +138,28 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
                         if g:
                             m = g.get("median")
                             med = fmt.quantity(m)
-                            lo, hi = g.get("median_hci_low"), g.get("median_hci_high")
+                            lo, hi = g.get("median_ci_low"), g.get("median_ci_high")
                             if not (fmt.is_missing(lo) or fmt.is_missing(m)) and m:
                                 half = max(hi - m, m - lo)
                                 # near zero (the self-check op) a relative spread means nothing: give the unit
                                 med += f" ± {fmt.quantity(half)}" if abs(m) < 1 else f" ± {100 * half / abs(m):.1f}%"
                         name = Text(fam.label(op) if first_row else "")
                         first_row = False
-                        var_text = Text(variant + _group_marks(g, notes, n_rel),
+                        var_text = Text(variant + _row_marks(row, notes),
                                         style=f"bold {style.variant_colour(variant, colours)}")
                         if not row:
-                            t.add_row(name, var_text, med, "", "", "", "", "")
+                            t.add_row(name, var_text, med, "", "", "", "")
                             continue
                         lo, hi = _ci_of(row)
                         sp = fmt.times(row.get("speedup"))
                         ci = fmt.ci(lo, hi)
-                        if str(row.get("hci_reliable")).lower() == "false":
-                            ci += notes.mark(f"fewer than {n_rel} jobs: hierarchical CI unreliable")
+                        lvl = row.get("ci_level")
+                        if not fmt.is_missing(lvl) and float(lvl) < float(study.summary.get("ci_level") or 0):
+                            ci += notes.mark("interval below the family's level: too few jobs for it (the row's "
+                                             "ci_level; verdict withheld)")
                         t.add_row(name, var_text, med, row.get("baseline", "") or "",
                                   sp if sp == fmt.NA else f"{sp} {ci}", fmt.delta(row.get("cliffs_delta")),
-                                  fmt.pval(row.get("p_holm")), _verdict(row.get("verdict")))
+                                  _verdict(row.get("verdict")))
                     if i < len(ops) - 1 and not stage:
                         t.add_row()
                 con.print(t)
@@ -173,15 +169,7 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     for i, n in enumerate(notes.items):
         mark = MARKS[i] if i < len(MARKS) else f"[{i + 1}]"
         con.print(f"{mark} {n}", style="dim")
-    fam_t = study.summary.get("family") if isinstance(study.summary.get("family"), dict) else {}
-    what = ("median of per-spin ratios baseline/variant (paired jobs)" if study.design == "paired"
-            else "median(baseline)/median(variant) of spin medians")
-    con.print(Text(
-        f"speedup = {what}; CI = hierarchical bootstrap where available; δ = Cliff's delta; p = the job-level test, "
-        f"Holm-adjusted over {fam_t.get('size', 'n/a')} comparisons; faster/slower needs p < "
-        f"{study.get('alpha', default='α')} and the job-level test's CI outside "
-        f"±{fmt.pct(threshold) if threshold is not None else 'n/a'}; same = equivalent within that band; "
-        f"withheld = the design cannot support a verdict (comparisons.csv says why).", style="dim"))
+    con.print(Text(study.reading_note(), style="dim"))
     return study
 
 
@@ -206,7 +194,7 @@ def compare_studies(dir_a, dir_b, console: Console | None = None) -> pd.DataFram
         con.print("the studies have no groups in common or otherwise: n/a")
         return df
     colours = style.variant_colours(a.chain.variants, sorted(set(df["variant"])))
-    pct = f"{round(100 * meta['ci_level'])}%"
+    pct = fmt.level(meta["ci_level"])
     for (metric, scheme, comp), d in df.groupby(["metric", "scheme", "compiler"], sort=False):
         fam = a.family_of(scheme) or b.family_of(scheme)
         label = fam.scheme_label(scheme) if fam else scheme
@@ -214,7 +202,7 @@ def compare_studies(dir_a, dir_b, console: Console | None = None) -> pd.DataFram
         t = Table(title=f"{label} · {style.metric_title(metric)} · {comp}", title_justify="left", header_style="bold",
                   box=None, pad_edge=False)
         for col, just in (("op", "left"), ("variant", "left"), (f"A median ({unit}/call)", "right"),
-                          (f"B median ({unit}/call)", "right"), (f"B/A [{pct} CI]", "right"), ("p (Holm)", "right"),
+                          (f"B median ({unit}/call)", "right"), (f"B/A [CI ≥ {pct}]", "right"),
                           ("verdict (B vs A)", "left"), ("", "left")):
             t.add_column(col, justify=just, no_wrap=True)
         prev = None
@@ -224,21 +212,23 @@ def compare_studies(dir_a, dir_b, console: Console | None = None) -> pd.DataFram
             if len(dop) > 1 and note in ("only in A", "only in B") and (dop["note"] == note).all():
                 # a whole op missing from one study: one explicit n/a row, not one per variant
                 t.add_row(oplabel, Text("all", style="dim"), "" if note == "only in A" else fmt.NA,
-                          fmt.NA if note == "only in A" else "", fmt.NA, fmt.NA, _verdict(fmt.NA), Text(note, style="dim"))
+                          fmt.NA if note == "only in A" else "", fmt.NA, _verdict(fmt.NA), Text(note, style="dim"))
                 continue
             for _, r in dop.iterrows():
                 ratio = fmt.num(r["ratio"])
                 cell = ratio if ratio == fmt.NA else f"{ratio} {fmt.ci(r['ci_low'], r['ci_high'])}"
                 t.add_row(oplabel if op != prev else "",
                           Text(r["variant"], style=f"bold {style.variant_colour(r['variant'], colours)}"),
-                          fmt.quantity(r["median_a"]), fmt.quantity(r["median_b"]), cell, fmt.pval(r["p_holm"]),
+                          fmt.quantity(r["median_a"]), fmt.quantity(r["median_b"]), cell,
                           _verdict(r["verdict"]), Text(r["note"], style="dim"))
                 prev = op
         con.print(t)
         con.print()
+    fam = meta["family"]
     con.print(Text(
-        f"B/A = median(B)/median(A) of spin medians (> 1: B takes longer); {pct} CI: hierarchical bootstrap "
-        f"(jobs, then spins; each study resampled independently, B = {meta['n_boot']}); p = Welch t on log job "
-        f"medians, Holm-adjusted over {meta['family']} rows; verdict needs p < {meta['alpha']} and the CI outside "
-        f"±{fmt.pct(meta['threshold'])}; deterministic metrics compare exactly.", style="dim"))
+        f"B/A = ratio of the geometric means of the job medians (> 1: B takes longer; medians: the median of "
+        f"the job medians); CI = Welch t on log job medians (two independent studies), printed at "
+        f"{pct}: FCR over the {fam['m']} rows with an interval ({fam['selected']} selected); the verdict is read "
+        f"off the interval against ±{fmt.pct(meta['threshold'])}; deterministic metrics compare exactly; "
+        f"withheld below 4 effective df.", style="dim"))
     return df

@@ -1,5 +1,11 @@
-"""Reading a study for the report: results/ (tables, summary.json, spins.parquet) and the manifest.
-The report never reads data/ or raw/: families, their views and the chain come from summary.json."""
+"""The results model: the one reader of DIR/results/ (tables, summary.json, spins.parquet) and the
+manifest, and the chain and family types analyze and the report share. analyze writes results/;
+report, show, explain and compare read them only through this module (never data/ or raw/):
+families, their views and the chain come from summary.json.
+
+Every comparison row carries one estimate (`speedup`) and one interval from the same method
+(`ci_low`, `ci_high`, its guaranteed confidence `ci_level`, `method`); `interval(row)` is how every
+reader gets them."""
 
 from __future__ import annotations
 
@@ -12,29 +18,45 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import PqsimdError, command
-from ..studydir import StudyDir
+from .errors import PqsimdError, command
+from .studydir import StudyDir
 
-RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa")
+RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa", "jobs")
+SCHEMA_VERSION = 4  # what this reader understands (analyze writes the same)
+
+
+class Step(tuple):
+    """One step of the chain: (stage, base, variant), with its label."""
+
+    def __new__(cls, stage: str, base: str, variant: str, label: str = ""):
+        t = super().__new__(cls, (stage, base, variant))
+        t.label = label or stage
+        return t
+
+    @property
+    def stage(self) -> str:
+        return self[0]
+
+    @property
+    def base(self) -> str:
+        return self[1]
+
+    @property
+    def variant(self) -> str:
+        return self[2]
 
 
 @dataclass(frozen=True)
-class Step:
-    stage: str
-    base: str
-    variant: str
-    label: str
+class Chain:
+    """The decomposition chain as results carry it (catalog's [chain], through summary.json)."""
 
-
-@dataclass(frozen=True)
-class ChainView:
     steps: tuple[Step, ...]
     extra_baseline: str
     also: tuple[Step, ...] = ()
     compiler_view: tuple[str, ...] = ()
 
     @classmethod
-    def from_dict(cls, d: dict | None) -> "ChainView":
+    def from_dict(cls, d: dict | None) -> "Chain":
         d = d or {}
 
         def steps(key):
@@ -43,6 +65,10 @@ class ChainView:
         st = steps("steps")
         return cls(st, d.get("extra_baseline", st[-1].base if st else ""), steps("also"),
                    tuple(d.get("compiler_view", [])))
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {s.stage: s.label for s in (*self.steps, *self.also)}
 
     @property
     def variants(self) -> list[str]:
@@ -116,6 +142,7 @@ class Study:
     study: dict = field(default_factory=dict)
     manifest: dict = field(default_factory=dict)
     aa: pd.DataFrame = field(default_factory=pd.DataFrame)
+    jobs: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     # -- what the study holds ------------------------------------------------------------
     @property
@@ -132,8 +159,8 @@ class Study:
         return ms[0] if ms else "ticks"
 
     @cached_property
-    def chain(self) -> ChainView:
-        return ChainView.from_dict(self.summary.get("chain"))
+    def chain(self) -> Chain:
+        return Chain.from_dict(self.summary.get("chain"))
 
     @cached_property
     def families(self) -> list[FamilyView]:
@@ -249,8 +276,9 @@ class Study:
         inc = live[live["verdict"] == "~"]
         withheld = int((c["verdict"] == "withheld").sum())
         if not len(live) and withheld:
-            return (f"{withheld} of {len(c)} comparisons withheld: the design cannot support a test "
-                    "(too few jobs; see the warnings)")
+            reasons = c.loc[c["verdict"] == "withheld", "reason"].dropna().astype(str)
+            top = reasons.value_counts().index[0] if len(reasons) else "too few jobs; see the warnings"
+            return f"{withheld} of {len(c)} comparisons withheld: {top}"
         if not len(inc):
             return None
         m = pd.to_numeric(inc["mde"], errors="coerce")
@@ -262,9 +290,46 @@ class Study:
                      f"×{m.min():.3g}–×{m.max():.3g}) with 80% power")
         else:
             text += "; no speedup is detectable at this study's size"
-        if len(jobs.dropna()) and jobs.median() < 5:
-            text += f"; with {int(jobs.median())} jobs per group the study is too small to conclude: run 5 or more"
+        need = 6 if self.design == "paired" else 5
+        if len(jobs.dropna()) and jobs.median() < need:
+            text += f"; with {int(jobs.median())} jobs per group the study is too small to conclude: run {need} or more"
         return text
+
+    def aa_note(self) -> str:
+        """What the A/A check found (summary aa_check), in one line."""
+        a = self.summary.get("aa_check") or {}
+        if not a.get("ran"):
+            return str(a.get("note") or "not run")
+        fv = a.get("false_verdicts", 0)
+        return (f"{a.get('kind', 'A/A')}: {fv} false verdict(s) (faster/slower) in {a.get('comparisons')} comparisons "
+                f"with a true speedup of 1; verdicts {a.get('verdicts')}; intervals excluding 1: "
+                f"{100 * float(a.get('ci_excludes_1') or 0):.1f}%")
+
+    def jobs_note(self) -> str:
+        j = self.summary.get("jobs") or {}
+        if not j.get("judged"):
+            return "not judged (fewer than 3 jobs, or results from an older pqsimd)"
+        ids = j.get("disturbed_ids") or []
+        return (f"{len(ids)} of {j['judged']} jobs" + (f": {', '.join(ids)} (results/jobs.csv)" if ids else
+                                                         " (none unlike its peers)"))
+
+    def reading_note(self) -> str:
+        """How to read a comparison's numbers, in one paragraph, from what analyze recorded (the full
+        methods are summary.json `methods`, printed verbatim in the HTML report)."""
+        fam = self.summary.get("family") if isinstance(self.summary.get("family"), dict) else {}
+        if "gamma" not in fam:
+            return "methods not recorded (results from an older pqsimd: re-run pqsimd analyze)"
+        alpha, thr = self.summary.get("alpha"), self.summary.get("threshold")
+        how = {"fcr": f"FCR-adjusted: {fam.get('selected')} of {fam.get('m')} comparisons selected at alpha = {alpha}",
+               "bonferroni": f"Bonferroni over {fam.get('m')} comparisons",
+               "none": "no multiplicity adjustment"}.get(fam.get("adjust"), str(fam.get("adjust")))
+        est = ("median over jobs of the job ratio (job median of the baseline / of the variant), with its "
+               "distribution-free order-statistic interval" if self.design == "paired" else
+               "ratio of the geometric means of the job medians, with the job-level t interval")
+        return (f"speedup = {est}; every interval is printed at a confidence of at least {100 * fam['level']:.2f}% "
+                f"({how}); verdict: faster/slower when the interval lies beyond ±{100 * float(thr):.0f}%, same "
+                f"inside it, ~ otherwise, withheld when the design cannot reach that confidence; δ = Cliff's delta "
+                f"(descriptive). Methods in full: results/summary.json, report/index.html.")
 
     def comparison(self, metric: str, stage: str | None = None, baseline: str | None = None,
                    variant: str | None = None, compiler: str | None = "primary", scheme: str | None = None) -> pd.DataFrame:
@@ -344,6 +409,28 @@ def find_key(d: dict, *names):
     return None
 
 
+def interval(row) -> tuple[float, float, float, float]:
+    """(estimate, ci_low, ci_high, ci_level) of a comparison row (dict or Series)."""
+    g = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
+    return tuple(float(g(k)) if g(k) is not None else float("nan")
+                 for k in ("speedup", "ci_low", "ci_high", "ci_level"))  # type: ignore[return-value]
+
+
+def read_table(directory: Path, name: str, *, strict: bool = True) -> pd.DataFrame:
+    """results/<name>.parquet (else .csv) of a study; empty if absent. strict: a damaged file is a
+    one-line error naming it; otherwise an empty table (an optional part says it has no data)."""
+    try:
+        return _read_table(StudyDir(directory).results_dir, name)
+    except PqsimdError:
+        if strict:
+            raise
+        return pd.DataFrame()
+
+
+def read_summary(directory: Path) -> dict:
+    return read_json(StudyDir(directory).results("summary.json"))
+
+
 def _read_table(results: Path, name: str) -> pd.DataFrame:
     pq, csv = results / f"{name}.parquet", results / f"{name}.csv"
     try:
@@ -391,11 +478,11 @@ def load_study(directory: Path) -> Study:
     if not results.is_dir() or not any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv")):
         raise PqsimdError(f"no results in {results}; run {command('analyze', directory)} first")
     summary = read_json(results / "summary.json")
-    if summary.get("schema_version", 1) < 2:
+    if summary.get("schema_version", 1) < SCHEMA_VERSION:
         raise PqsimdError(f"{results} was written by an older pqsimd; re-run {command('analyze', directory)}")
     tables = {name: _read_table(results, name) for name in RESULT_TABLES}
     return Study(
         directory=directory, groups=tables["groups"], comparisons=tables["comparisons"],
-        decomposition=tables["decomposition"], aa=tables["aa"], summary=summary,
+        decomposition=tables["decomposition"], aa=tables["aa"], jobs=tables["jobs"], summary=summary,
         study=read_toml(sd.study_toml), manifest=read_json(sd.manifest_json),
     )

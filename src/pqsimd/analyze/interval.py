@@ -1,0 +1,177 @@
+"""One estimand and one interval per comparison, and the three-way verdict read off that interval.
+
+Every number is on the log scale here (log speedup = log baseline - log variant; > 0: the variant
+is faster). A comparison's `Evidence` is what its estimate and interval are computed from; the
+interval's level is only known once the whole multiple-testing family is (multiplicity.py), so the
+evidence first gives a decision p-value, then the interval at the family's level.
+
+- `sign` (paired design: both builds in the same jobs). Estimand: the median over jobs of the job's
+  log ratio log(job median of the baseline / job median of the variant). Interval: the
+  distribution-free order-statistic (sign-test) interval [x(k), x(J+1-k)] of the J job log ratios;
+  its confidence 1 - 2 P(Bin(J, 1/2) <= k - 1) holds whatever the distribution of job effects
+  (skewed, a few disturbed jobs, ties). J jobs reach at most 1 - 2^(1-J) (93.75% at J = 5,
+  99.8% at J = 10); a level J cannot reach is `unreachable` and the verdict is withheld.
+- `t` (separate design: independent groups). Estimand: the ratio of geometric means of the job
+  medians (difference of mean log job medians); interval: the job-level t interval of pooled.py
+  (Welch, or the study-pooled test).
+- `exact` (deterministic counts): the exact ratio, a zero-width interval.
+- `refuse`: the design cannot support an interval (pooled.py's refusal rules, or no job pairs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats
+
+VERDICTS = ("faster", "slower", "same", "~", "withheld", "n/a")
+
+
+@lru_cache(maxsize=4096)
+def _two_sided_tail(j: int, k: int) -> float:
+    """2 P(Bin(j, 1/2) <= k - 1): the miss probability of [x(k), x(j+1-k)] (k >= 1)."""
+    return min(1.0, 2.0 * float(stats.binom.cdf(k - 1, j, 0.5)))
+
+
+def order_rank(j: int, gamma: float) -> int:
+    """The largest k <= (j+1)//2 whose order-statistic interval [x(k), x(j+1-k)] misses the median
+    with probability <= gamma; 0 when even [min, max] cannot (j too small for that level)."""
+    best = 0
+    for k in range(1, (j + 1) // 2 + 1):
+        if _two_sided_tail(j, k) <= gamma * (1 + 1e-12):
+            best = k
+        else:
+            break
+    return best
+
+
+def order_level(j: int, k: int) -> float:
+    """Confidence of [x(k), x(j+1-k)]: at least this for any continuous or discrete distribution."""
+    return 1.0 - _two_sided_tail(j, k) if k >= 1 else 0.0
+
+
+def jobs_needed(gamma: float) -> int:
+    """The fewest jobs whose [min, max] reaches confidence 1 - gamma (2^(1-J) <= gamma)."""
+    return max(2, int(math.ceil(1.0 - math.log2(gamma) - 1e-12)))
+
+
+def verdict_of(lo: float, hi: float, band: float) -> str:
+    """faster if the interval lies above +band, slower below -band, same inside (-band, +band),
+    else ~ (log scale; band = log(1 + threshold))."""
+    if lo > band:
+        return "faster"
+    if hi < -band:
+        return "slower"
+    if lo > -band and hi < band:
+        return "same"
+    return "~"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A published number: point, interval, the interval's guaranteed level, and how it was made."""
+
+    point: float  # log scale
+    lo: float
+    hi: float
+    level: float  # the confidence this interval is guaranteed to have (>= the family's when reachable)
+    method: str  # sign | t | exact | refuse
+    reachable: bool = True  # False: no interval of this kind reaches the family's level (sign, J too small)
+
+    @property
+    def ratio(self) -> tuple[float, float, float]:
+        return math.exp(self.point), math.exp(self.lo), math.exp(self.hi)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one comparison's estimate and interval come from (log scale)."""
+
+    kind: str  # sign | t | exact | refuse
+    logs: np.ndarray = field(default_factory=lambda: np.zeros(0))  # sign: the J job log ratios, sorted
+    d: float = math.nan  # t: estimate
+    se: float = math.nan
+    df: float = math.nan
+    reason: str = ""  # refuse: why
+    ratio: float = math.nan  # exact: the ratio itself (exp of its log loses the last digit)
+
+    @classmethod
+    def sign(cls, job_log_ratios) -> "Evidence":
+        x = np.sort(np.asarray(job_log_ratios, dtype=np.float64))
+        if x.size == 0 or not np.all(np.isfinite(x)):
+            return cls("refuse", reason="no finite job ratios")
+        return cls("sign", logs=x)
+
+    @classmethod
+    def t(cls, d: float, se: float, df: float) -> "Evidence":
+        return cls("t", d=float(d), se=float(se), df=float(df))
+
+    @classmethod
+    def exact(cls, log_ratio: float, ratio: float | None = None) -> "Evidence":
+        return cls("exact", d=float(log_ratio), se=0.0, df=math.inf,
+                   ratio=float(ratio) if ratio is not None else math.exp(log_ratio))
+
+    @classmethod
+    def refuse(cls, reason: str, d: float = math.nan) -> "Evidence":
+        return cls("refuse", d=float(d), reason=reason)
+
+    @property
+    def n(self) -> int:
+        return int(self.logs.size)
+
+    @property
+    def point(self) -> float:
+        if self.kind == "sign":
+            return float(np.median(self.logs))
+        return self.d
+
+    @property
+    def in_family(self) -> bool:
+        """Tested with a sampling interval (sign or t): one member of the multiple-testing family."""
+        return self.kind in ("sign", "t")
+
+    def decision_p(self, band: float) -> tuple[float, str]:
+        """The smallest gamma at which this comparison's (1 - gamma) interval gives a verdict, and
+        which verdict: for the sign interval from the counts of jobs beyond the band (the two-sided
+        sign test of each interval hypothesis), for t from the t distribution. A family's intervals at
+        level 1 - gamma give a verdict exactly for the rows with decision p <= gamma."""
+        if self.kind == "exact":
+            v = verdict_of(self.d, self.d, band)
+            return (0.0, v) if v != "~" else (1.0, "~")
+        if self.kind == "sign":
+            j, x = self.n, self.logs
+            cands = {"faster": int((x > band).sum()), "slower": int((x < -band).sum()),
+                     "same": min(int((x > -band).sum()), int((x < band).sum()))}
+            out = (1.0, "~")
+            for v, n_ok in cands.items():
+                k = j + 1 - n_ok  # the widest interval whose ends clear the band
+                if 1 <= k <= (j + 1) // 2 and (v != "same" or x[k - 1] > -band and x[j - k] < band):
+                    p = _two_sided_tail(j, k)
+                    if p < out[0]:
+                        out = (p, v)
+            return out
+        if self.kind == "t" and self.se > 0 and math.isfinite(self.se):
+            d, se, df = self.d, self.se, self.df
+            ps = {"faster": 2 * stats.t.sf((d - band) / se, df), "slower": 2 * stats.t.sf((-band - d) / se, df),
+                  "same": 2 * stats.t.sf(min((d + band) / se, (band - d) / se), df) if band > 0 else 1.0}
+            v = min(ps, key=ps.get)
+            return min(1.0, float(ps[v])), v
+        return math.nan, "withheld"
+
+    def interval(self, gamma: float) -> Interval:
+        """The (1 - gamma) interval (log scale)."""
+        if self.kind == "exact":
+            return Interval(self.d, self.d, self.d, 1.0, "exact")
+        if self.kind == "sign":
+            j, x = self.n, self.logs
+            k = order_rank(j, gamma)
+            if k == 0:  # J too small: the widest interval there is, with its own (lower) level
+                return Interval(self.point, float(x[0]), float(x[-1]), order_level(j, 1), "sign", reachable=False)
+            return Interval(self.point, float(x[k - 1]), float(x[j - k]), order_level(j, k), "sign")
+        if self.kind == "t" and math.isfinite(self.se) and math.isfinite(self.df):
+            h = float(stats.t.ppf(1.0 - gamma / 2.0, self.df)) * self.se
+            return Interval(self.d, self.d - h, self.d + h, 1.0 - gamma, "t")
+        return Interval(self.point, math.nan, math.nan, math.nan, "refuse", reachable=False)

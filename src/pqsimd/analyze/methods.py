@@ -1,0 +1,95 @@
+"""The methods text of a study: one sentence per statistic, with this study's settings and family
+level filled in. summary.json carries it and the report prints it verbatim (a test compares them),
+so what a reader sees is what the code did."""
+
+from __future__ import annotations
+
+from .multiplicity import FamilyLevel
+from .settings import Settings
+
+
+def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[str, str]:
+    thr = f"±{settings.threshold:.0%}"
+    level = f"{fam.level:.2%}" if fam else f"{1 - settings.alpha:.0%}"
+    adjust = {
+        "fcr": (f"false coverage-statement rate control (Benjamini & Yekutieli 2005): the Benjamini-Hochberg "
+                f"step-up at alpha = {settings.alpha:g} over the comparisons' decision p-values selects R"
+                + (f" = {fam.selected} of m = {fam.m}" if fam else "") + f"; every interval is printed at level "
+                f"1 - R alpha / m ({level}); the expected share of verdicts whose interval misses the true speedup "
+                f"is at most {settings.alpha:g}"),
+        "bonferroni": (f"Bonferroni: every interval at level 1 - alpha / m ({level}"
+                       + (f", m = {fam.m}" if fam else "") + f"): the chance that any interval misses is at most "
+                       f"{settings.alpha:g}"),
+        "none": f"no multiplicity control: every interval at level 1 - alpha ({level})",
+    }[settings.adjust]
+    return {
+        "unit": "spin median = median of per_call over the R reps of one (job, spin); warmup spins excluded; "
+                "job median = median of a job's spin medians; the job (one process) is the unit of independence",
+        "per_call": "per_call = (sample ticks - the job's measured read overhead) / calls per sample - the job's "
+                    "measured loop cost per call: what remains is the op's own time plus the indirect call into "
+                    "the build's op table; the empty op measures that remainder (summary self_check)",
+        "group": "a group's estimate (groups.median) is the median of its job medians (with an even number of jobs "
+                 "the geometric mean of the middle two); median_ci_* the order-statistic interval of the job "
+                 f"medians at the widest level up to {1 - settings.alpha:.0%} its J reaches (median_ci_level)",
+        "speedup": "paired design (both builds in the same jobs): the median over jobs of the job ratio (job "
+                   "median of the baseline / job median of the variant), method sign; separate design: the ratio "
+                   "of the geometric means of the two groups' job medians, method t; deterministic counts: the "
+                   "exact ratio, method exact",
+        "ci": "paired (sign): the distribution-free order-statistic interval [x(k), x(J+1-k)] of the J job ratios, "
+              "k the largest whose confidence 1 - 2 P(Bin(J, 1/2) <= k-1) is at least the family level; it holds "
+              "for any distribution of job effects (skewed, a few disturbed jobs, ties); ci_level is that "
+              "confidence. J jobs reach at most 1 - 2^(1-J) (93.75% at 5, 99.8% at 10): below the family level "
+              "the interval printed is [min, max] with its own level and the verdict is withheld. Separate (t): "
+              "exp(d -+ t(1 - gamma/2, df) se) of the job-level test: Welch on log job medians when both groups "
+              "have >= 5 jobs, else the test pooled over the ops of a job (limma-style moderated job-state and "
+              "op-specific variances, Welch-Satterthwaite df); rows whose effective df < 4, with a group of < 2 "
+              "jobs, or (2 jobs) mostly op-specific variance are withheld",
+        "family": f"the multiple-testing family: every comparison with a sampling interval (methods sign and t), "
+                  f"excluding n/a, exact, withheld-by-design and A/A rows; {adjust}",
+        "p_decision": "the smallest miss probability gamma at which the comparison's (1 - gamma) interval gives a "
+                      "verdict (two-sided sign test, or t test, of the interval hypothesis it would decide); the "
+                      "family's intervals give a verdict exactly where p_decision <= gamma",
+        "verdict": f"read off the printed interval: faster if it lies above 1 + threshold, slower below "
+                   f"1/(1 + threshold), same inside {thr}, ~ if it reaches into the band's edge, withheld when the "
+                   f"design cannot give an interval at the family's level (reason says why), n/a if a side has no "
+                   f"data; exact rows from the exact ratio",
+        "mde": "the smallest true speedup that gets a faster verdict with power 0.8 at the family's level: paired, "
+               "from the sign interval's rule (>= J+1-k jobs above the band: Bin(J, p), jobs' log ratios normal "
+               "with the robust SD 1.4826 MAD of this comparison's job ratios); separate, the noncentral t of the "
+               "row's se and df",
+        "cliffs_delta": "P(variant < baseline) - P(variant > baseline) over spin medians (from the Mann-Whitney U); "
+                        f"delta_ci_* its {1 - settings.alpha:.0%} percentile interval over job resamples (jobs "
+                        "matched in the paired design); descriptive, like mwu_p (one-sided Mann-Whitney U on spin "
+                        "medians, the paper's, pseudo-replicated)",
+        "decomposition": "factor_<stage> is the stage comparison (estimate and interval as in comparisons); total is "
+                         "the product of the factors, share_<stage> = log factor / log total; every derived interval "
+                         "is the range over the box of the stage intervals, so it contains its estimate and covers "
+                         "whenever all stage intervals do (total_ci_level = 1 - the stages' summed miss "
+                         "probabilities, Bonferroni); shares n/a when the total's interval reaches the threshold band",
+        "regimes": "paired design, >= 6 jobs: Hartigan's dip test of unimodality of the job log ratios (smoothed "
+                   "by uniform noise of the threshold's width), Benjamini-Hochberg over the comparisons tested; flagged when the "
+                   f"adjusted p < {settings.alpha:g} and the best split's two clusters (>= 2 jobs each) differ by more "
+                   "than the threshold",
+        "drift": "per job, the least-squares slope of 8 block medians of consecutive spins (t test, 6 df: robust "
+                 "to the spins' autocorrelation) of what the estimate uses: per-spin log ratios (paired) or log spin "
+                 "medians (separate); a comparison's p is the smallest job p times its jobs (Bonferroni), "
+                 f"Benjamini-Hochberg over comparisons; flagged when adjusted p < {settings.alpha:g} and a job's "
+                 "fitted change exceeds the threshold (drift_jobs); summary drift gives the rate of job tests "
+                 f"below {settings.alpha:g} against the {settings.alpha:g} expected without drift",
+        "disturbed_jobs": "results/jobs: per job, how far it is off in a quarter of its numbers (the upper "
+                          "quartile over its comparisons, or ops in the separate design, of |its log ratio (time) - "
+                          "the median over jobs|); disturbed when that exceeds 4 x the median over the scheme's jobs "
+                          "and a quarter of the threshold",
+        "carryover": "paired design: does the build run just before in the spin change a group's time? "
+                     "Kruskal-Wallis of job-centred log spin medians across predecessor builds (levels with < 3 "
+                     "spins left out; too few levels: predecessors pooled by variant across compilers), Holm over "
+                     "the groups tested; carryover = adjusted p < alpha and the worst level's median shifted by "
+                     "more than the threshold",
+        "groups": "iqr, min, max, mad (unscaled) of spin medians; outliers by Tukey fences (1.5 IQR) on log spin "
+                  "medians, counted never dropped; icc = one-way random-effects ICC(1) of log spin medians within "
+                  "jobs; job_cv = sd/mean of job medians, between_var = var of log job medians, within_sd = sqrt of "
+                  "the pooled within-job variance of log spin medians, deff = 1 + (S - 1) max(icc, 0), n_eff = J S "
+                  "/ deff (tends to J / icc as S grows); short_jobs = jobs whose median sample lasts fewer than 90% "
+                  "of 100 TSC steps",
+        "design": design,
+    }
