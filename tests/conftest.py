@@ -101,3 +101,28 @@ def run_cli(*args, cwd=None, timeout=900, env=None):
 @_eng_pytest.fixture
 def cli():
     return run_cli
+
+
+# --- the families of issue 21: a family's ref and avx2 builds, a test-only family file ----------------
+
+def ref_and_avx2(tree, family, driver):
+    """A family's ref and, where this CPU has what avx2 needs, avx2 (gcc), from the build cache when warm."""
+    from pqsimd import catalog, machine
+    from pqsimd.build import build_variant
+
+    variants = catalog.builtin_variants()
+    out = {"ref": build_variant(tree, family, variants["ref"], "gcc", driver)}
+    if set(variants["avx2"].requires_cpu) <= machine.cpu_flags():
+        out["avx2"] = build_variant(tree, family, variants["avx2"], "gcc", driver)
+    return out
+
+
+def fixture_family(tmp, monkeypatch, name, text):
+    """The family file `text` (its op table one of harness/ops/), found through PQSIMD_FAMILY_PATH."""
+    from pqsimd import catalog
+
+    d = _SlurmPath(tmp) / "families"
+    d.mkdir()
+    (d / f"{name}.toml").write_text(text)
+    monkeypatch.setenv("PQSIMD_FAMILY_PATH", str(d))
+    return catalog.families()[name]

@@ -7,6 +7,7 @@ passes on its own checks, and one whose signatures do not verify is refused."""
 import shutil
 
 import pytest
+from conftest import fixture_family, ref_and_avx2
 
 from pqsimd import catalog, machine, verify
 from pqsimd.build import build_variant
@@ -25,11 +26,7 @@ def family():
 
 @pytest.fixture(scope="module")
 def falcon_builds(tree, family, driver):
-    variants = catalog.builtin_variants()
-    out = {"ref": build_variant(tree, family, variants["ref"], "gcc", driver)}
-    if {"avx2", "bmi2", "popcnt"} <= machine.cpu_flags():
-        out["avx2"] = build_variant(tree, family, variants["avx2"], "gcc", driver)
-    return out
+    return ref_and_avx2(tree, family, driver)
 
 
 def test_family_data(family, tree):
@@ -125,11 +122,7 @@ def _tree(good, dest) -> SourceTree:
 def test_verify_only_gate(tree, driver, tmp_path, monkeypatch):
     if not {"avx2", "bmi2", "popcnt"} <= machine.cpu_flags():
         pytest.skip("this CPU cannot run the avx2 builds")
-    fam_dir = tmp_path / "families"
-    fam_dir.mkdir()
-    (fam_dir / "falcon-fixture.toml").write_text(FIXTURE)
-    monkeypatch.setenv("PQSIMD_FAMILY_PATH", str(fam_dir))
-    fam = catalog.families()["falcon-fixture"]
+    fam = fixture_family(tmp_path, monkeypatch, "falcon-fixture", FIXTURE)
     bad_tree = _tree(tree, tmp_path)
 
     def build(vid, sources, flags, fp_exact=True):

@@ -6,6 +6,7 @@ the gate refuses."""
 import shutil
 
 import pytest
+from conftest import fixture_family
 
 from pqsimd import catalog, verify
 from pqsimd.build import build_variant
@@ -91,11 +92,7 @@ def test_a_sabotaged_rejection_path_is_refused(tree, driver, tmp_path, monkeypat
     old = "mc[i] = (m[i] & result) ^ (sigma[i] & ~result);"
     assert text.count(old) == 1
     kem.write_text(text.replace(old, "mc[i] = (m[i] & result) ^ ((sigma[i] ^ 1) & ~result);"))
-    fam_dir = tmp_path / "families"
-    fam_dir.mkdir()
-    (fam_dir / "hqc-fixture.toml").write_text(FIXTURE)
-    monkeypatch.setenv("PQSIMD_FAMILY_PATH", str(fam_dir))
-    fam = catalog.families()["hqc-fixture"]
+    fam = fixture_family(tmp_path, monkeypatch, "hqc-fixture", FIXTURE)
     bad = SourceTree(root=root, origin="path")
     b = build_variant(bad, fam, Variant(id="sabotaged", sources="clean", flags=("-O1",)), "gcc", driver)
     res = verify.gate(bad, driver, [b], ["hqc-128-fixture"])[b.id]

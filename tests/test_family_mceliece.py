@@ -6,9 +6,9 @@ must decapsulate PQClean's ciphertexts under PQClean's keys to the same keys, re
 import importlib
 
 import pytest
+from conftest import ref_and_avx2
 
-from pqsimd import catalog, machine, verify
-from pqsimd.build import build_variant
+from pqsimd import catalog, verify
 from pqsimd.verify.kinds import position
 
 SETS = ["348864", "460896", "6688128", "6960119", "8192128"]
@@ -22,11 +22,7 @@ def family():
 
 @pytest.fixture(scope="module")
 def mceliece_builds(tree, family, driver):
-    variants = catalog.builtin_variants()
-    out = {"ref": build_variant(tree, family, variants["ref"], "gcc", driver)}
-    if {"avx2", "bmi2", "popcnt"} <= machine.cpu_flags():
-        out["avx2"] = build_variant(tree, family, variants["avx2"], "gcc", driver)
-    return out
+    return ref_and_avx2(tree, family, driver)
 
 
 def test_family_data(family, tree):
