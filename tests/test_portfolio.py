@@ -88,6 +88,11 @@ def test_quick_study_of_the_new_families(tmp_path, cli):
     assert hand[hand.scheme == "hqc-128"].speedup.isna().all()  # no avx2 data: n/a, not invented
     stages = comp[(comp.scheme == "hqc-128") & (comp.stage.isin(["compiler", "autovec"]))]
     assert len(stages) == 2 * (len(catalog.families()["hqc"].ops) - 1) and stages.speedup.notna().all()
+    dec = pd.read_parquet(res / "decomposition.parquet")
+    dec = dec[(dec.metric == "ticks") & (dec.scheme == "hqc-128") & (dec.op != "empty")]
+    assert dec.factor_compiler.notna().all() and dec.factor_autovec.notna().all() and dec.factor_hand_simd.isna().all()
+    assert (abs(dec.total / (dec.factor_compiler * dec.factor_autovec) - 1) < 1e-9).all()  # the chain up to ref
+    assert dec.note.str.startswith("decomposed up to ref: no data for ref→avx2").all()
     groups = pd.read_parquet(res / "groups.parquet")
     assert not ((groups.scheme == "hqc-128") & (groups.variant == "avx2")).any()
     summary = json.loads((res / "summary.json").read_text())
