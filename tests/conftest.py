@@ -126,3 +126,15 @@ def fixture_family(tmp, monkeypatch, name, text):
     (d / f"{name}.toml").write_text(text)
     monkeypatch.setenv("PQSIMD_FAMILY_PATH", str(d))
     return catalog.families()[name]
+
+
+def tree_subset(tree, tmp, dirs):
+    """A copy of common/ and `dirs` of the PQClean tree (e.g. one scheme and its KAT program), to edit."""
+    import shutil
+
+    from pqsimd.sources import SourceTree
+
+    root = _SlurmPath(tmp) / "pqclean"
+    for d in ("common", *dirs):
+        shutil.copytree(tree.root / d, root / d)
+    return SourceTree(root=root, origin="path")

@@ -3,15 +3,12 @@
 hashing and 32-byte keys), and a sabotaged rejection path that PQClean's own KAT cannot see but
 the gate refuses."""
 
-import shutil
-
 import pytest
-from conftest import fixture_family
+from conftest import fixture_family, tree_subset
 
 from pqsimd import catalog, verify
 from pqsimd.build import build_variant
 from pqsimd.catalog import Variant
-from pqsimd.sources import SourceTree
 from pqsimd.verify.kinds import rejection_key
 
 
@@ -83,17 +80,13 @@ self_check = "empty"
 def test_a_sabotaged_rejection_path_is_refused(tree, driver, tmp_path, monkeypatch):
     """Rejected ciphertexts hash sigma with one bit flipped: valid decapsulation and PQClean's KAT
     are unchanged, so only the Python rejection key can tell."""
-    root = tmp_path / "pqclean"
-    shutil.copytree(tree.root / "common", root / "common")
-    for d in ("test/common", "test/crypto_kem", "crypto_kem/hqc-128"):
-        shutil.copytree(tree.root / d, root / d)
-    kem = root / "crypto_kem/hqc-128/clean/kem.c"
+    bad = tree_subset(tree, tmp_path, ("test/common", "test/crypto_kem", "crypto_kem/hqc-128"))
+    kem = bad.root / "crypto_kem/hqc-128/clean/kem.c"
     text = kem.read_text()
     old = "mc[i] = (m[i] & result) ^ (sigma[i] & ~result);"
     assert text.count(old) == 1
     kem.write_text(text.replace(old, "mc[i] = (m[i] & result) ^ ((sigma[i] ^ 1) & ~result);"))
     fam = fixture_family(tmp_path, monkeypatch, "hqc-fixture", FIXTURE)
-    bad = SourceTree(root=root, origin="path")
     b = build_variant(bad, fam, Variant(id="sabotaged", sources="clean", flags=("-O1",)), "gcc", driver)
     res = verify.gate(bad, driver, [b], ["hqc-128-fixture"])[b.id]
     by = {c.check: c for c in res.checks}

@@ -82,6 +82,17 @@ static void shake_from(inner_shake256_context *sc, const uint8_t *seed, size_t n
     inner_shake256_flip(sc);
 }
 
+/* SHAKE-256 of nonce || message to a point mod q (constant-time variant, as signing uses). */
+static void op_hash_to_point(void) {
+    inner_shake256_context sc;
+    inner_shake256_init(&sc);
+    inner_shake256_inject(&sc, nonce, sizeof nonce);
+    inner_shake256_inject(&sc, msg, sizeof msg);
+    inner_shake256_flip(&sc);
+    NS(hash_to_point_ct)(&sc, hm, LOGN, tmp.b);
+    inner_shake256_ctx_release(&sc);
+}
+
 /* Everything deterministic, made once per process: keygen at -O0 takes tenths of a second and
  * every op's setup (and the probe) would redo it. */
 static void setup_inputs(void) {
@@ -100,13 +111,7 @@ static void setup_inputs(void) {
 
     fill(msg, sizeof msg, 2);
     fill(nonce, sizeof nonce, 3);
-    inner_shake256_context hsc;
-    inner_shake256_init(&hsc);
-    inner_shake256_inject(&hsc, nonce, sizeof nonce);
-    inner_shake256_inject(&hsc, msg, sizeof msg);
-    inner_shake256_flip(&hsc);
-    NS(hash_to_point_ct)(&hsc, hm, LOGN, tmp.b);
-    inner_shake256_ctx_release(&hsc);
+    op_hash_to_point(); /* hm */
 
     for (unsigned i = 0; i < N; i++) {
         fsrc[i] = fpr_of((int64_t)kf[i]); /* f and g: the polynomials expand_privkey transforms */
@@ -174,17 +179,6 @@ static void op_ntt(void) { NS(to_ntt_monty)(ntt_buf, LOGN); }
 /* One draw of SamplerZ (base half-Gaussian plus rejection), the inner step of ffSampling. */
 static volatile int sink;
 static void op_sampler(void) { sink = NS(sampler)(&samp, mu, isigma); }
-
-/* SHAKE-256 of nonce || message to a point mod q (constant-time variant, as signing uses). */
-static void op_hash_to_point(void) {
-    inner_shake256_context sc;
-    inner_shake256_init(&sc);
-    inner_shake256_inject(&sc, nonce, sizeof nonce);
-    inner_shake256_inject(&sc, msg, sizeof msg);
-    inner_shake256_flip(&sc);
-    NS(hash_to_point_ct)(&sc, hm, LOGN, tmp.b);
-    inner_shake256_ctx_release(&sc);
-}
 
 PQSIMD_EMPTY_OP
 
