@@ -65,8 +65,11 @@ def decompose(comparisons: pd.DataFrame, chain: Chain, threshold: float = 0.0,
             continue
         # Trailing steps whose variant has no data at all (a family without that implementation,
         # e.g. HQC has no avx2): decompose the chain up to the last variant measured.
+        def no_data(r) -> bool:
+            return r is None or not (getattr(r, "n_var", 1) > 0)
+
         last = len(steps)
-        while last > 1 and (steps[last - 1][1] is None or not (steps[last - 1][1].n_var > 0)):
+        while last > 1 and no_data(steps[last - 1][1]):
             last -= 1
         cut = [f"{b}→{v}" for _, b, v in chain.steps[last:]]
         steps, end = steps[:last], chain.steps[last - 1][2]
