@@ -235,6 +235,8 @@ class Build:
     commands: list[str] = field(default_factory=list)
     cached: bool = False
     seconds: float = 0.0
+    sources: str = ""  # the PQClean implementation it was built from
+    fp_exact: bool = True  # the variant's promise that its flags keep floating-point rounding (the gate reads it)
 
     @property
     def id(self) -> str:
@@ -286,7 +288,8 @@ def _inputs_key(tree: SourceTree, fam: Family, variant: Variant, flags: list[str
     if fam.kat:
         files += [tree.root / fam.kat["program"], tree.root / fam.kat["rng"]]
         files += [tree.root / "common" / c for c in fam.kat.get("common", [])]
-    files += [fam.op_table, _harness_dir() / "pqsimd.h", _harness_dir() / "variant" / "exports.map"]
+    files += [fam.op_table, _harness_dir() / "pqsimd.h", _harness_dir() / "ops" / "optable.h",
+              _harness_dir() / "variant" / "exports.map"]
     if variant.node_dependent:  # -march=native means something else on every CPU model
         from . import machine
 
@@ -320,7 +323,7 @@ def _compile_plan(tree: SourceTree, fam: Family, variant: Variant, flags: list[s
                             for src in (sorted(d.iterdir()) if d else []) if src.suffix in (".c", ".S")]
         ns = f"{s.namespace}_{variant.sources.upper()}"
         defs = [f"-DPQSIMD_NS={ns}", f'-DPQSIMD_SCHEME="{sid}"', f'-DPQSIMD_IMPL="{variant.sources}"',
-                *(f"-D{x}" for x in impl.defines)]
+                *(f"-D{x}" for x in (*impl.defines, *s.defines))]
         table_objs.append(cc(fam.op_table, out / f"{sid}.ops.o", [*inc, f"-I{harness}", *defs]))
 
     library = [o for objs in scheme_objs.values() for o in objs] + list(common_objs.values()) + table_objs
@@ -360,7 +363,8 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
                      library=final / "variant.so",
                      kat={s: final / f"kat-{s}" for s in fam.schemes if (final / f"kat-{s}").exists()},
                      schemes=info.get("schemes", list(fam.schemes)), commands=info["commands"], cached=cached,
-                     seconds=seconds if not cached else info.get("seconds", 0.0))
+                     seconds=seconds if not cached else info.get("seconds", 0.0), sources=variant.sources,
+                     fp_exact=variant.fp_exact)
 
     if record.exists():
         return result(True, 0.0)
