@@ -46,7 +46,7 @@ def test_gate_on_the_compiler_stages(tree, driver, family):
     results = verify.gate(tree, driver, builds, ["hqc-128"])
     for b in builds:
         assert results[b.id].passed, results[b.id].to_dict()
-        assert [c.check for c in results[b.id].checks] == ["nistkat", "vectors"]
+        assert [c.check for c in results[b.id].checks] == ["nistkat", "ops", "vectors"]
 
 
 FIXTURE = """

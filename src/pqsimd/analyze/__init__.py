@@ -154,6 +154,22 @@ def _ordered(groups: dict, study: dict, variants: list[str], compilers: list[str
     return {k: groups[k] for k in sorted(groups, key=key)}
 
 
+def _not_timed(directory: Path) -> dict[tuple, str]:
+    """(variant, compiler, scheme, op) -> why the run did not time it: one call (the gate's op check)
+    takes longer than the study's cap (max_call_s), from the manifest's builds and the plan."""
+    cap = ((read_json_file(StudyDir(directory).plan_json).get("settings") or {}).get("max_call_s"))
+    if not cap:
+        return {}
+    out = {}
+    for b in (read_json_file(StudyDir(directory).manifest_json).get("builds") or {}).values():
+        for scheme, ops in ((b or {}).get("ops") or {}).items():
+            for op, secs in (ops or {}).items() if isinstance(ops, dict) else []:
+                if isinstance(secs, (int, float)) and secs > cap:
+                    out[(b.get("variant"), b.get("compiler"), scheme, op)] = (
+                        f"one call takes {secs:.3g} s, over the study's cap of {cap:g} s per call (max_call_s)")
+    return out
+
+
 def _ablations(directory: Path) -> list[attribution_mod.Ablation]:
     """The study's ablations as the run recorded them (manifest `ablations`: implementation, groups,
     and the groups each cell's variant switches to native code)."""
@@ -270,7 +286,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     ablations = _ablations(directory)
     comparisons, cwarn, fam, drift_rec = compare_all(
         groups, chain, variants, compilers, ops_order, settings, priors=priors, skip_ops=self_checks, aa=aa_pairs,
-        ablation_cells=[(a.base, [v for v in a.cells if v != a.base]) for a in ablations if a.base])
+        ablation_cells=[(a.base, [v for v in a.cells if v != a.base]) for a in ablations if a.base],
+        not_timed=_not_timed(directory))
     warnings += cwarn
     if len(present) < 2:
         warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")

@@ -232,7 +232,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
     seed = job_seed(study.seed, job_id)
     ids_ = [b[0] for b in builds]
     op_seconds = [build_ops(sd, b, job["scheme"]) for b in ids_]
-    timed = spec_mod.timed_ops(study, job["scheme"], [set(o) if o is not None else None for o in op_seconds])
+    timed = spec_mod.timed_ops(study, job["scheme"], op_seconds)
     text = spec_mod.job_spec(study, job, ids_, libraries, cpu, seed, sizing, events, timed)
     total = spec_mod.expected_samples(study, job, ids_, sizing, timed)
     limit = limits.job_limit(study, job["scheme"], ids_, timed, op_seconds, sizing)
