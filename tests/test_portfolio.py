@@ -105,3 +105,32 @@ def test_quick_study_of_the_new_families(tmp_path, cli):
     assert all(t in html for t in NEW.values())
     assert "Skipped: no ref→avx2 (ticks) comparisons" in html
     assert all(t in show for t in NEW.values())
+
+
+def test_the_portfolio_view_in_the_report_and_show(tmp_path):
+    """Two families: the report draws the portfolio figure and table (the hand-SIMD comparisons of each
+    family's end-to-end ops and kernels, grouped by kind of mathematics) and show prints it."""
+    from rich.console import Console
+    from synthetic import make_synthetic_study
+
+    from pqsimd.analyze import analyze_study
+    from pqsimd.report import write_report
+    from pqsimd.report.terminal import show_study
+
+    d = make_synthetic_study(tmp_path / "p", schemes=("ml-kem-512", "ml-dsa-44"), variants=("ref", "avx2"),
+                             ops=("kem_decaps", "ntt", "verify"), jobs=6, spins=10, reps=3, design="paired",
+                             medians={"ref": 5000.0, "avx2": 500.0, ("avx2", "ntt"): 100.0},
+                             analysis={"n_boot": 100, "seed": 1})
+    analyze_study(d)
+    out = write_report(d)
+    assert (out / "portfolio" / "fig_portfolio.png").exists()
+    csv = pd.read_csv(out / "portfolio" / "table_portfolio.csv")
+    ntt = csv[(csv["op"] == "ntt")]
+    assert set(ntt["kind"]) == {"lattice"} and set(ntt["family"]) == {"ml-kem", "ml-dsa"}
+    assert ntt["speedup"].to_numpy() == pytest.approx(50.0, rel=0.05)
+    assert set(csv.loc[csv["op"] == "kem_decaps", "role"]) == {"end-to-end"}
+    html = (out / "index.html").read_text()
+    assert 'id="portfolio"' in html and "lattice arithmetic" in html
+    con = Console(record=True, width=200, color_system=None)
+    show_study(d, console=con)
+    assert "Across the portfolio" in con.export_text()

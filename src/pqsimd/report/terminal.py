@@ -167,6 +167,8 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
                 con.print(t)
                 con.print()
     _attribution(study, metric, compiler or study.primary_compiler, con)
+    if sum(bool(f.views.get("portfolio")) for f in study.families) >= 2:
+        _portfolio(study, metric, con)
     for w in study.summary.get("warnings") or []:
         notes.mark(str(w.get("message", w)) if isinstance(w, dict) else str(w))
     for i, n in enumerate(notes.items):
@@ -209,6 +211,32 @@ def _attribution(study: Study, metric: str, compiler: str | None, con: Console) 
                 prev = op
         con.print(t)
         con.print()
+
+
+def _portfolio(study: Study, metric: str, con: Console) -> None:
+    """Across the study's families: the hand-SIMD factor of end-to-end ops and dominant kernels,
+    grouped by the kind of mathematics (report/portfolio.py selects them from the comparisons)."""
+    from .portfolio import _order, rows
+
+    df = rows(study, metric)
+    if df.empty:
+        return
+    h = study.chain.hand
+    t = Table(title=f"Across the portfolio · hand-SIMD factor ({h.base}→{h.variant}) by kind of mathematics",
+              title_justify="left", header_style="bold", box=None, pad_edge=False)
+    for col in ("kind", "family", "op", "per parameter set [interval]"):
+        t.add_column(col, no_wrap=col != "per parameter set [interval]")
+    prev = None
+    for kind, fam, op in _order(df):
+        d = df[(df["family"] == fam) & (df["op"] == op) & (df["kind"] == kind)]
+        r0 = d.iloc[0]
+        cells = "; ".join(f"{r.scheme_label} {fmt.times(r.speedup)} {fmt.ci(r.ci_low, r.ci_high)}"
+                          if isinstance(r.speedup, float) and r.speedup > 0 else f"{r.scheme_label} n/a"
+                          for r in d.itertuples(index=False))
+        t.add_row(r0["kind_label"] if kind != prev else "", r0["family_title"].split(" (")[0], r0["op_label"], cells)
+        prev = kind
+    con.print(t)
+    con.print()
 
 
 # -- compare ---------------------------------------------------------------------------------
