@@ -222,7 +222,7 @@ def test_seventy_builds_in_one_paired_job(tmp_path, tree, driver, env, monkeypat
     ids = [f"b{i}" for i in range(70)]
     sizing = {"schemes": {"shake-256": {"ops": {op: {"spins": 2, "reps": 2, "warmup": 1, "nowarm": op == "shake_1k",
                                                       "batch": {i: 3 for i in ids}} for op in fam.ops}}}}
-    timed = spec_mod.timed_ops(st, "shake-256", [set(fam.ops)] * 69 + [{"empty"}])
+    timed = spec_mod.timed_ops(st, "shake-256", [dict.fromkeys(fam.ops, 1e-6)] * 69 + [{"empty": 1e-6}])
     job = {"id": "paired.shake-256.0", "scheme": "shake-256", "index": 0}
     text = spec_mod.job_spec(st, job, ids, libs, -1, 7, sizing, None, timed)
     assert any(line.endswith(" nowarm") and len(line.split()) == 76 for line in text.splitlines())
