@@ -84,6 +84,20 @@ def check_gate(gate: dict, kind: str, where: str) -> None:
         _positive_int(rej.get("length"), where, "[gate.implicit_rejection] length")
 
 
+def check_absent(impl: str, absent: dict, notes: dict, ops: tuple[str, ...], where: str) -> None:
+    for op in absent:
+        _ops([op], ops, where, f"[implementations.{impl}.absent]")
+    for op in notes:
+        _ops([op], ops, where, f"[implementations.{impl}.notes]")
+
+
+def check_ablation(ablation: dict, where: str) -> None:
+    if not ablation:
+        return
+    _unknown(ablation, ("variant",), where, "ablation")
+    _text(ablation.get("variant"), where, "[ablation] variant")
+
+
 def check_ops(order: tuple[str, ...], ops_t: dict, where: str) -> None:
     dup = next((o for i, o in enumerate(order) if o in order[:i]), None)
     if dup:
