@@ -23,12 +23,13 @@ PQClean tree) and `{harness}` may start any path or define):
                        renamed_when_off ({switch: [identifiers]}: upstream's definitions that clash
                        with the portable C's when the switch is off), tied (switches only legal together)
   groups.<name>        label, and switches (of the backend) and/or defines, units, shared_units
-                       (used only when the group is on)
+                       (used only when the group is on); a backend switch in no group is always off
 """
 
 from __future__ import annotations
 
 import glob
+import re
 from pathlib import Path
 
 from ..errors import PqsimdError
@@ -177,6 +178,20 @@ def _obj(prefix: str, src: Path, *roots: Path) -> str:
     return f"{prefix}.{str(rel).replace('/', '_')}.o"
 
 
+def upstream_switches(ctx: Context, paths: _Paths) -> list[str]:
+    """Every switch the upstream backend header defines, and those the groups name: a switch in no
+    group is always off (C), so a library version with a new switch cannot leave it on unnoticed."""
+    nat = ctx.impl.table["native"]
+    header = paths.root / nat.get("impl", nat["meta"])
+    try:
+        text = header.read_text()
+    except OSError as e:
+        raise PqsimdError(f"{header}: cannot read the backend's switches ({e.strerror})") from None
+    found = re.findall(rf"^\s*#\s*define\s+{re.escape(nat['switch_prefix'])}(\w+)", text, re.M)
+    named = [s for g in ctx.impl.table.get("groups", {}).values() for s in g.get("switches", [])]
+    return list(dict.fromkeys([*found, *named]))
+
+
 def profile(ctx: Context, paths: _Paths, switches_off: list[str]) -> dict[str, str]:
     """The generated headers that select the backend with some switches off: only #include of
     the upstream header, #undef, #define of a rename, #if/#error (our code, nothing derived)."""
@@ -250,11 +265,10 @@ def plan(ctx: Context) -> Plan:
     groups_t = t.get("groups", {})
     on = [g for g in groups_t if g in ctx.native]
     switches_on = {s for g in on for s in groups_t[g].get("switches", [])}
-    all_switches = [s for g in groups_t.values() for s in g.get("switches", [])]
     p = Plan()
     defines = [*t.get("defines", []), *(d for g in on for d in groups_t[g].get("defines", []))]
     if switches_on:
-        p.generated.update(profile(ctx, paths, [s for s in all_switches if s not in switches_on]))
+        p.generated.update(profile(ctx, paths, [s for s in upstream_switches(ctx, paths) if s not in switches_on]))
         defines += nat.get("defines", [])
     pre = [f"-I{BUILD_DIR}", *(f"-I{paths.text(i)}" for i in t.get("includes", []))]
     if on:
