@@ -225,3 +225,59 @@ def test_an_unknown_group_is_one_line_at_the_build(tree, driver, mlkem, cli, tmp
                                   'flags = ["-O3", "-mavx2", "-mbmi2", "-mpopcnt"]\n')
     r = cli("run", d, "--schemes", KEM, "--variants", "odd,ref", "--no-run")
     assert "skip odd (gcc, ml-kem): implementation mlkem-native has no kernel group 'nope'" in r.stderr, r.stderr
+
+
+# --- the mechanism view works for the new variants ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def mechanism_study(native, tmp_path_factory):
+    from conftest import run_cli
+
+    from pqsimd.run import instructions as ins
+
+    if ins.valgrind_path() is None:
+        pytest.fail("valgrind is not installed (make test installs it as root: tools/test-deps.sh)", pytrace=False)
+    d = tmp_path_factory.mktemp("native-mix") / "s"
+    r = run_cli("run", d, "--preset", "quick", "--schemes", f"{KEM},{SIGN}", "--variants",
+                "mlkem-native-c,mlkem-native,mldsa-native", "--ops", "ntt,keypair_derand,sign_derand,empty",
+                "--metric", "instructions,mix")
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+def _record(d, build_metric):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from pqsimd import store
+
+    t = pq.read_table(d / "raw" / f"{build_metric}.parquet")
+    return t.to_pandas(), json.loads(t.schema.metadata[store.JOB_METADATA_KEY])
+
+
+def test_instructions_and_mix_of_the_native_builds(mechanism_study):
+    from fractions import Fraction
+
+    from pqsimd.run import mix
+
+    counts = {}
+    for vid in ("mlkem-native-c", "mlkem-native"):
+        df, rec = _record(mechanism_study, f"{vid}.gcc.{KEM}.mix")
+        _, irec = _record(mechanism_study, f"{vid}.gcc.{KEM}.instructions")
+        counts[vid] = Fraction(irec["per_call_exact"]["ntt"][0])
+        cls = {m[len(mix.CLASS_PREFIX):]: Fraction(int(r), int(b)) for m, r, b, op in
+               zip(df.metric, df.raw, df.batch, df.op) if op == "ntt" and m.startswith(mix.CLASS_PREFIX)}
+        assert sum(cls.values()) == counts[vid]  # the mix splits the exact count
+        if vid == "mlkem-native":
+            assert cls["vec_mul"] > 100 and cls["scalar_mul"] == 0
+    assert counts["mlkem-native"] * 10 < counts["mlkem-native-c"]  # ~600 vs ~11,000 instructions
+
+
+def test_the_fixed_seed_ml_dsa_ops_count_exactly(mechanism_study):
+    """keypair_derand and sign_derand draw xi and rnd from a fixed pool every call: the same
+    rejection-loop iterations in every call, so the count is one integer across repeats."""
+    _, rec = _record(mechanism_study, f"mldsa-native.gcc.{SIGN}.instructions")
+    for op in ("keypair_derand", "sign_derand"):
+        reps = rec["per_call_exact"][op]
+        assert len(reps) >= 2 and len(set(reps)) == 1 and "/" not in str(reps[0]), (op, reps)
