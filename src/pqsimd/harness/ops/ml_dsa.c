@@ -26,7 +26,6 @@
 #define PQSIMD_CAT_(a, b) a##_##b
 #define PQSIMD_CAT(a, b) PQSIMD_CAT_(a, b)
 #define NS(f) PQSIMD_CAT(PQSIMD_NS, f)
-#define STATIC_NAME(f) PQSIMD_CAT(f, PQSIMD_NS)
 
 #define PK_BYTES NS(CRYPTO_PUBLICKEYBYTES)
 #define SK_BYTES NS(CRYPTO_SECRETKEYBYTES)
@@ -221,16 +220,6 @@ static int api_verify(const uint8_t *s, size_t slen, const uint8_t *m, size_t ml
     return NS(crypto_sign_verify_ctx)(s, slen, m, mlen, NULL, 0, key);
 }
 
-static pqsimd_scheme STATIC_NAME(scheme) = {
-    .name = PQSIMD_SCHEME,
-    .impl = PQSIMD_IMPL,
-    .ops = ops,
-    .n_ops = (int)(sizeof ops / sizeof ops[0]),
-    .kind = PQSIMD_KIND_SIGN,
-    .sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .signature = SIG_BYTES},
-    .api = {.keypair = NS(crypto_sign_keypair), .sign = api_sign, .verify = api_verify},
-};
-
-__attribute__((constructor)) static void STATIC_NAME(register_scheme)(void) {
-    pqsimd_register(&STATIC_NAME(scheme));
-}
+PQSIMD_REGISTER_SCHEME(PQSIMD_NS, PQSIMD_KIND_SIGN,
+                       .sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .signature = SIG_BYTES},
+                       .api = {.keypair = NS(crypto_sign_keypair), .sign = api_sign, .verify = api_verify})

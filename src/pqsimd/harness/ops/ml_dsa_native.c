@@ -21,7 +21,6 @@
 #include "pqsimd.h"
 
 #define API(f) MLD_NAMESPACE_KL(f)
-#define STATIC_NAME(f) MLD_CONCAT(f, MLD_CONFIG_NAMESPACE_PREFIX)
 
 #define SLACK 64
 #define MSG_BYTES 64 /* as ops/ml_dsa.c */
@@ -176,17 +175,7 @@ static int api_verify(const uint8_t *s, size_t slen, const uint8_t *m, size_t ml
     return API(verify)(s, slen, m, mlen, NULL, 0, k);
 }
 
-static pqsimd_scheme STATIC_NAME(scheme) = {
-    .name = PQSIMD_SCHEME,
-    .impl = PQSIMD_IMPL,
-    .ops = ops,
-    .n_ops = (int)(sizeof ops / sizeof ops[0]),
-    .kind = PQSIMD_KIND_SIGN,
-    .sizes = {.public_key = MLDSA_CRYPTO_PUBLICKEYBYTES, .secret_key = MLDSA_CRYPTO_SECRETKEYBYTES,
-              .signature = MLDSA_CRYPTO_BYTES},
-    .api = {.keypair = api_keypair, .sign = api_sign, .verify = api_verify},
-};
-
-__attribute__((constructor)) static void STATIC_NAME(register_scheme)(void) {
-    pqsimd_register(&STATIC_NAME(scheme));
-}
+PQSIMD_REGISTER_SCHEME(MLD_CONFIG_NAMESPACE_PREFIX, PQSIMD_KIND_SIGN,
+                       .sizes = {.public_key = MLDSA_CRYPTO_PUBLICKEYBYTES, .secret_key = MLDSA_CRYPTO_SECRETKEYBYTES,
+                               .signature = MLDSA_CRYPTO_BYTES},
+                       .api = {.keypair = api_keypair, .sign = api_sign, .verify = api_verify})

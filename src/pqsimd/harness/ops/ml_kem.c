@@ -19,7 +19,6 @@
 #define PQSIMD_CAT_(a, b) a##_##b
 #define PQSIMD_CAT(a, b) PQSIMD_CAT_(a, b)
 #define NS(f) PQSIMD_CAT(PQSIMD_NS, f)
-#define STATIC_NAME(f) PQSIMD_CAT(f, PQSIMD_NS)
 
 /* avx2 polyvec_compress writes 2 bytes past the ciphertext and polyvec_decompress reads 12:
  * every byte buffer carries slack. */
@@ -118,17 +117,7 @@ static const pqsimd_op ops[] = {
     {"empty", NULL, op_empty},
 };
 
-static pqsimd_scheme STATIC_NAME(scheme) = {
-    .name = PQSIMD_SCHEME,
-    .impl = PQSIMD_IMPL,
-    .ops = ops,
-    .n_ops = (int)(sizeof ops / sizeof ops[0]),
-    .kind = PQSIMD_KIND_KEM,
-    .sizes = {.public_key = KYBER_PUBLICKEYBYTES, .secret_key = KYBER_SECRETKEYBYTES,
-              .ciphertext = KYBER_CIPHERTEXTBYTES, .shared_secret = KYBER_SSBYTES},
-    .api = {.keypair = NS(crypto_kem_keypair), .encaps = NS(crypto_kem_enc), .decaps = NS(crypto_kem_dec)},
-};
-
-__attribute__((constructor)) static void STATIC_NAME(register_scheme)(void) {
-    pqsimd_register(&STATIC_NAME(scheme));
-}
+PQSIMD_REGISTER_SCHEME(PQSIMD_NS, PQSIMD_KIND_KEM,
+                       .sizes = {.public_key = KYBER_PUBLICKEYBYTES, .secret_key = KYBER_SECRETKEYBYTES,
+                               .ciphertext = KYBER_CIPHERTEXTBYTES, .shared_secret = KYBER_SSBYTES},
+                       .api = {.keypair = NS(crypto_kem_keypair), .encaps = NS(crypto_kem_enc), .decaps = NS(crypto_kem_dec)})

@@ -17,7 +17,6 @@
 #include "pqsimd.h"
 
 #define KEM(f) MLK_NAMESPACE_K(f)
-#define STATIC_NAME(f) MLK_CONCAT(f, MLK_NAMESPACE_PREFIX)
 
 /* Byte buffers carry slack, as in ops/ml_kem.c. */
 #define SLACK 64
@@ -121,17 +120,7 @@ static const pqsimd_op ops[] = {
     {"empty", NULL, op_empty},
 };
 
-static pqsimd_scheme STATIC_NAME(scheme) = {
-    .name = PQSIMD_SCHEME,
-    .impl = PQSIMD_IMPL,
-    .ops = ops,
-    .n_ops = (int)(sizeof ops / sizeof ops[0]),
-    .kind = PQSIMD_KIND_KEM,
-    .sizes = {.public_key = MLKEM_INDCCA_PUBLICKEYBYTES, .secret_key = MLKEM_INDCCA_SECRETKEYBYTES,
-              .ciphertext = MLKEM_INDCCA_CIPHERTEXTBYTES, .shared_secret = MLKEM_SSBYTES},
-    .api = {.keypair = KEM(keypair), .encaps = KEM(enc), .decaps = KEM(dec)},
-};
-
-__attribute__((constructor)) static void STATIC_NAME(register_scheme)(void) {
-    pqsimd_register(&STATIC_NAME(scheme));
-}
+PQSIMD_REGISTER_SCHEME(MLK_NAMESPACE_PREFIX, PQSIMD_KIND_KEM,
+                       .sizes = {.public_key = MLKEM_INDCCA_PUBLICKEYBYTES, .secret_key = MLKEM_INDCCA_SECRETKEYBYTES,
+                               .ciphertext = MLKEM_INDCCA_CIPHERTEXTBYTES, .shared_secret = MLKEM_SSBYTES},
+                       .api = {.keypair = KEM(keypair), .encaps = KEM(enc), .decaps = KEM(dec)})

@@ -48,7 +48,6 @@
 #define PQSIMD_CAT_(a, b) a##_##b
 #define PQSIMD_CAT(a, b) PQSIMD_CAT_(a, b)
 #define NS(f) PQSIMD_CAT(PQSIMD_NS, f)
-#define STATIC_NAME(f) PQSIMD_CAT(f, PQSIMD_NS)
 
 #define PK_BYTES NS(CRYPTO_PUBLICKEYBYTES)
 #define SK_BYTES NS(CRYPTO_SECRETKEYBYTES)
@@ -264,17 +263,7 @@ static const pqsimd_op ops[] = {
     {"empty", NULL, op_empty},
 };
 
-static pqsimd_scheme STATIC_NAME(scheme) = {
-    .name = PQSIMD_SCHEME,
-    .impl = PQSIMD_IMPL,
-    .ops = ops,
-    .n_ops = (int)(sizeof ops / sizeof ops[0]),
-    .kind = PQSIMD_KIND_SIGN,
-    .sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .signature = SIG_BYTES},
-    /* crypto_sign_signature / crypto_sign_verify already have the gate's signatures. */
-    .api = {.keypair = NS(crypto_sign_keypair), .sign = NS(crypto_sign_signature), .verify = NS(crypto_sign_verify)},
-};
-
-__attribute__((constructor)) static void STATIC_NAME(register_scheme)(void) {
-    pqsimd_register(&STATIC_NAME(scheme));
-}
+PQSIMD_REGISTER_SCHEME(PQSIMD_NS, PQSIMD_KIND_SIGN,
+                       .sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .signature = SIG_BYTES},
+                       /* crypto_sign_signature / crypto_sign_verify already have the gate's signatures. */
+                       .api = {.keypair = NS(crypto_sign_keypair), .sign = NS(crypto_sign_signature), .verify = NS(crypto_sign_verify)})
