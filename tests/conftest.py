@@ -112,3 +112,40 @@ def one_line_error(r, *needles):
     for n in needles:
         assert n in errors[0], errors[0]
     return errors[0]
+
+
+# --- the families of issue 21: a family's ref and avx2 builds, a test-only family file ----------------
+
+def ref_and_avx2(tree, family, driver):
+    """A family's ref and, where this CPU has what avx2 needs, avx2 (gcc), from the build cache when warm."""
+    from pqsimd import catalog, machine
+    from pqsimd.build import build_variant
+
+    variants = catalog.builtin_variants()
+    out = {"ref": build_variant(tree, family, variants["ref"], "gcc", driver)}
+    if set(variants["avx2"].requires_cpu) <= machine.cpu_flags():
+        out["avx2"] = build_variant(tree, family, variants["avx2"], "gcc", driver)
+    return out
+
+
+def fixture_family(tmp, monkeypatch, name, text):
+    """The family file `text` (its op table one of harness/ops/), found through PQSIMD_FAMILY_PATH."""
+    from pqsimd import catalog
+
+    d = _SlurmPath(tmp) / "families"
+    d.mkdir()
+    (d / f"{name}.toml").write_text(text)
+    monkeypatch.setenv("PQSIMD_FAMILY_PATH", str(d))
+    return catalog.families()[name]
+
+
+def tree_subset(tree, tmp, dirs):
+    """A copy of common/ and `dirs` of the PQClean tree (e.g. one scheme and its KAT program), to edit."""
+    import shutil
+
+    from pqsimd.sources import SourceTree
+
+    root = _SlurmPath(tmp) / "pqclean"
+    for d in ("common", *dirs):
+        shutil.copytree(tree.root / d, root / d)
+    return SourceTree(root=root, origin="path")

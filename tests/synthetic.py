@@ -136,6 +136,9 @@ def make_synthetic_study(
                 cols["batch"].append(np.full(n, batch, dtype=np.int32))
                 cols["raw"].append(raw.ravel())
                 cols["ticks"].append(raw.ravel() if m == "ticks" else np.full(n, None, dtype=object))
+                # the driver's null sample: the read overhead (the synthetic calls cost nothing)
+                cols["null_raw"].append(np.full(n, round(overhead), dtype=np.int64) if m == "ticks"
+                                        else np.full(n, None, dtype=object))
                 cols["per_call"].append(per_call.ravel())
                 cols["warmup"].append(np.repeat(spin_ids < 0, reps))
 

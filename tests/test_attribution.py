@@ -138,3 +138,36 @@ def test_an_ablation_study_end_to_end(tmp_path):
         assert g["interaction"].iloc[0] == pytest.approx(1.0, abs=0.02)
         for col in ("shapley", "share", "leave_one_out", "add_one_in"):
             assert ((g[f"{col}_ci_low"] <= g[col]) & (g[col] <= g[f"{col}_ci_high"])).all()
+
+
+def test_the_report_and_show_present_the_attribution(tmp_path):
+    """The report's attribution part: a figure and table per family, macros of every share, an HTML
+    section, and `pqsimd show` prints the shares; partial cells stay out of the variant views."""
+    import json
+
+    from rich.console import Console
+    from synthetic import make_synthetic_study
+
+    from pqsimd.analyze import analyze_study
+    from pqsimd.report import write_report
+    from pqsimd.report.terminal import show_study
+
+    med = {"impl-c": 1000.0, "impl-ntt": 250.0, "impl-keccak": 500.0, "impl-full": 125.0}
+    d = make_synthetic_study(tmp_path / "r", variants=tuple(med), ops=("kem_keypair", "kem_decaps"), jobs=6,
+                             spins=20, reps=3, medians=med, design="paired", analysis={"n_boot": 100, "seed": 1})
+    (d / "manifest.json").write_text(json.dumps({"ablations": [{
+        "implementation": "impl", "groups": ["ntt", "keccak"],
+        "cells": {"impl-c": [], "impl-ntt": ["ntt"], "impl-keccak": ["keccak"], "impl-full": ["ntt", "keccak"]}}]}))
+    analyze_study(d)
+    out = write_report(d)
+    assert (out / "attribution" / "fig_attribution_ml-kem.png").stat().st_size > 10000
+    md = (out / "attribution" / "table_attribution_ml-kem.md").read_text()
+    assert "ntt share" in md and "keccak share" in md and "67%" in md
+    html = (out / "index.html").read_text()
+    assert 'id="attribution"' in html and "Shapley share" in html and 'data-attribution="ml-kem"' in html
+    macros = (out / "macros.tex").read_text()
+    assert r"\pqsimdKemShareNttKemDecapsMlkemFiveTwelve}{" in macros
+    con = Console(record=True, width=220, color_system=None)
+    show_study(d, console=con)
+    text = con.export_text()
+    assert "where impl's speedup over its C comes from" in text and "impl-ntt " not in text

@@ -43,11 +43,11 @@ def test_counters_requested_the_run_goes_on_and_says_why(builds, driver, tmp_pat
     assert ok == c["available"]  # the harness and doctor's probe agree on this machine
     if c["available"]:
         assert c["events"] == EVENTS and len(c["overhead"]) == 4
-        assert all(len(s.split("\t")) == 7 + 4 for s in samples)
+        assert all(len(s.split("\t")) == 8 + 4 for s in samples)
         assert st["available"] and st["events"] == EVENTS
     else:
         assert c["errno"] == err != 0 and c["error"] == errno.errorcode[err] and c["failed_event"] == "cycles"
-        assert all(len(s.split("\t")) == 7 for s in samples)  # timing rows unchanged
+        assert all(len(s.split("\t")) == 8 for s in samples)  # timing rows (with their null) unchanged
         assert not st["available"] and st["errno"] == err and "perf_event_open" in st["reason"]
         # the engine's own parser takes the output as is: the study proceeds
         tsv = tmp_path / "out.tsv"
@@ -85,9 +85,9 @@ def test_paranoid_reader(tmp_path):
 
 # Recorded from a machine with a PMU (values per sample of batch 4, two reps, one NA), in the driver's columns.
 RECORDED = [
-    "ntt\t0\t0\t0\t0\t4\t23000\t66000\t82900\t40\t12",
-    "ntt\t0\t0\t1\t0\t4\t23100\tNA\tNA\tNA\tNA",
-    "empty\t0\t0\t0\t0\t64\t300\t400\t990\t1\t0",
+    "ntt\t0\t0\t0\t0\t4\t23000\t52\t66000\t82900\t40\t12",
+    "ntt\t0\t0\t1\t0\t4\t23100\t52\tNA\tNA\tNA\tNA",
+    "empty\t0\t0\t0\t0\t64\t300\t296\t400\t990\t1\t0",
 ]
 
 
@@ -100,6 +100,8 @@ def test_counter_rows_and_ratios_from_recorded_values(tmp_path):
     table, n = job_mod.parse_samples(tsv, JOB, BUILDS, cal)
     df = table.to_pandas()
     assert n == 3 and (df.metric == "ticks").sum() == 3
+    ticks = df[df.metric == "ticks"]
+    assert ticks.per_call.tolist() == [(23000 - 52) / 4, (23100 - 52) / 4, (300 - 296) / 64]  # minus the null
     assert df.groupby("metric").size().to_dict() == {"ticks": 3, "cycles": 2, "retired_instructions": 2,
                                                      "branch_misses": 2, "l1d_misses": 2}
     cyc = df[df.metric == "cycles"]
@@ -156,7 +158,7 @@ def test_counting_path_for_real_with_software_events(builds, driver, tmp_path):
     c = cal["counters"]
     assert c["available"] and c["events"] == ev and c["scope"] == "user" and len(c["overhead"]) == 2
     lines = r.stdout.splitlines()[1:]
-    assert len(lines) == 2 * 3 * 2 and all(len(l.split("\t")) == 9 for l in lines)
+    assert len(lines) == 2 * 3 * 2 and all(len(l.split("\t")) == 10 for l in lines)
     tsv = tmp_path / "out.tsv"
     tsv.write_text(r.stdout)
     table, n = job_mod.parse_samples(tsv, JOB, BUILDS, cal)

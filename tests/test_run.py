@@ -56,9 +56,13 @@ def test_separate_raw_schema_and_values(separate_study):
     assert rec["binaries"] == {"avx2.gcc.ml-kem": store.sha256_file(sd.variant_path("avx2.gcc.ml-kem"))}
     assert rec["driver_sha256"] == store.sha256_file(sd.driver_path)
     assert rec["settings"] == sd.read_plan()["settings"]
-    # per_call = (raw - read overhead) / batch - the batch loop's own cost per call
-    expect = (df.raw - cal["overhead"]) / df.batch - cal["call_overhead"]
+    # per_call = (raw - the same moment's null sample of as many empty calls) / batch
+    expect = (df.raw - df.null_raw) / df.batch
     assert (abs(df.per_call - expect) < 1e-9).all()
+    # the null is a sample of `batch` empty calls: at least the read overhead's minimum, about a call per call
+    assert (df.null_raw >= cal["overhead_min"]).all()
+    # and the empty op, an empty function, reads about nothing after it (the self-check)
+    assert abs(df[(df.op == "empty") & ~df.warmup].per_call.median()) < 1.0
     # auto-batching: the short avx2 NTT is batched, the long gen_a is not; k is constant per op
     assert df[df.op == "ntt"].batch.nunique() == 1 and df[df.op == "ntt"].batch.iloc[0] > 1
     assert (df[df.op == "empty"].batch > 10).all()

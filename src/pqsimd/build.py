@@ -235,6 +235,8 @@ class Build:
     commands: list[str] = field(default_factory=list)
     cached: bool = False
     seconds: float = 0.0
+    sources: str = ""  # the PQClean implementation it was built from
+    fp_exact: bool = True  # the variant's promise that its flags keep floating-point rounding (the gate reads it)
 
     @property
     def id(self) -> str:
@@ -308,7 +310,8 @@ def _inputs_key(fam: Family, variant: Variant, flags: list[str], comp: Compiler,
                                    "family": fam.text, "glue": driver.glue_key, "pqsimd": __version__}).encode())
     h.update(json.dumps({"native": native, "schemes": schemes, "generated": plan.generated,
                          "units": [[str(u.src), list(u.pre)] for u in plan.units()]}).encode())
-    files = [*plan.inputs, _harness_dir() / "pqsimd.h", _harness_dir() / "variant" / "exports.map"]
+    files = [*plan.inputs, _harness_dir() / "pqsimd.h", _harness_dir() / "ops" / "optable.h",
+             _harness_dir() / "variant" / "exports.map"]
     h.update(_node_salt(variant).encode())
     files += [Path(f) for f in flags if os.path.isfile(f)]  # files named by flags (-include x.h)
     _hash_files(h, files)
@@ -353,7 +356,8 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
                      library=final / "variant.so",
                      kat={s: final / f"kat-{s}" for s in fam.schemes if (final / f"kat-{s}").exists()},
                      schemes=info.get("schemes", list(fam.schemes)), commands=info["commands"], cached=cached,
-                     seconds=seconds if not cached else info.get("seconds", 0.0))
+                     seconds=seconds if not cached else info.get("seconds", 0.0), sources=variant.sources,
+                     fp_exact=variant.fp_exact)
 
     if record.exists():
         return result(True, 0.0)

@@ -62,9 +62,13 @@ class Variant:
     requires_cpu: tuple[str, ...] = ()
     node_dependent: bool = False
     native: tuple[str, ...] | None = None  # the implementation's kernel groups on native code (None: all)
+    # False: the flags may change floating-point rounding (-march=native contracts a*b+c into FMA,
+    # -ffast-math), so builds of implementations that compute in hardware floating point
+    # (`native_fp`) cannot promise byte-identical outputs and are gated verify-only.
+    fp_exact: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        d = {
+        out = {
             "sources": self.sources,
             "flags": list(self.flags),
             "description": self.description,
@@ -73,12 +77,14 @@ class Variant:
             "node_dependent": self.node_dependent,
         }
         if self.native is not None:  # (absent from the variants without switches, as before it existed)
-            d["native"] = list(self.native)
-        return d
+            out["native"] = list(self.native)
+        if not self.fp_exact:  # only then: the plans of studies made before the key existed stay equal
+            out["fp_exact"] = False
+        return out
 
 
 VARIANT_KEYS = {"sources": str, "flags": list, "description": str, "default": bool, "requires_cpu": list,
-                "node_dependent": bool, "native": list}
+                "node_dependent": bool, "native": list, "fp_exact": bool}
 
 
 def variant_from_dict(vid: str, d: Any, where: str) -> Variant:
@@ -116,6 +122,7 @@ def variant_from_dict(vid: str, d: Any, where: str) -> Variant:
         requires_cpu=_str_list(d, "requires_cpu", f"{where}: variant '{vid}'"),
         node_dependent=bool(d.get("node_dependent", False)),
         native=native,
+        fp_exact=bool(d.get("fp_exact", True)),
     )
 
 
@@ -231,7 +238,7 @@ def translate_flags(flags: tuple[str, ...] | list[str], family: str, variant: st
 
 # --- scheme families ------------------------------------------------------------------------------
 
-IMPLEMENTATION_KEYS = ("layout", "op_table", "requires_cpu", "label", "absent", "notes")
+IMPLEMENTATION_KEYS = ("layout", "op_table", "requires_cpu", "label", "absent", "notes", "native_fp")
 
 
 @dataclass(frozen=True)
@@ -244,6 +251,7 @@ class Implementation:
     requires_cpu: tuple[str, ...] = ()
     op_table: Path | None = None  # None: the family's
     label: str = ""
+    native_fp: bool = False  # computes in the CPU's floating point: outputs depend on the build's rounding
     groups: dict[str, str] = field(default_factory=dict)  # kernel groups a variant switches (name -> label)
     absent: dict[str, Any] = field(default_factory=dict)  # op -> why it has none (or {scheme: why})
     notes: dict[str, str] = field(default_factory=dict)  # op -> how its function differs from other implementations'
@@ -260,6 +268,8 @@ class Scheme:
     dir: str | None  # PQClean directory of the scheme (None: only common/ code)
     namespace: str
     label: str
+    defines: tuple[str, ...] = ()  # for this set's op table only (e.g. an API that differs between sets)
+    gate: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)  # overrides [gate] for this set
 
 
 @dataclass(frozen=True)
@@ -288,6 +298,10 @@ class Family:
     def implementation(self, name: str) -> Implementation | None:
         return self.implementations.get(name)
 
+    def gate_for(self, scheme: str) -> dict[str, Any]:
+        """The family's [gate] table with the set's own overrides ([schemes.<id>.gate]) merged in."""
+        return _merged(self.gate, self.schemes[scheme].gate)
+
     def to_results(self) -> dict[str, Any]:
         """What analyze carries into results/summary.json for the report (which reads no data/)."""
         out = {
@@ -296,6 +310,10 @@ class Family:
             "ops": list(self.ops), "labels": dict(self.labels), "self_check": self.self_check,
             "views": self.views,
         }
+        kinds = math_kinds()
+        used = sorted(set((self.views.get("portfolio") or {}).get("kernels", {}).values()))
+        if used:
+            out["math"] = {k: kinds[k] for k in used}
         ref = self.views.get("reference")
         if isinstance(ref, str) and ref:
             out["reference"] = reference_table(ref)
@@ -335,6 +353,8 @@ def _implementation(name: str, i: dict, where: str, base_dir: Path | None, schem
         raise PqsimdError(f"{where}: unknown key(s) {', '.join(unknown)}; known: "
                           f"{', '.join((*IMPLEMENTATION_KEYS, *lay.KEYS))}")
     lay.check(i, where)
+    if not isinstance(i.get("native_fp", False), bool):
+        raise PqsimdError(f"{where}: `native_fp` must be true or false, got {i['native_fp']!r}")
     table = i.get("op_table")
     if table is not None and (not isinstance(table, str) or not table):
         raise PqsimdError(f"{where}: op_table must name an op table C file, got {table!r}")
@@ -348,8 +368,52 @@ def _implementation(name: str, i: dict, where: str, base_dir: Path | None, schem
     return Implementation(name=name, layout=i.get("layout", "pqclean"),
                           requires_cpu=_str_list(i, "requires_cpu", where),
                           op_table=_op_table(table, base_dir, where) if table else None,
-                          label=str(i.get("label", "")), groups=lay.groups(i), absent=absent,
+                          label=str(i.get("label", "")), native_fp=bool(i.get("native_fp", False)),
+                          groups=lay.groups(i), absent=absent,
                           notes={str(k): str(v) for k, v in _table(i, "notes", where).items()}, table=i)
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+@cache
+def math_kinds() -> dict[str, dict[str, str]]:
+    """The kinds of mathematics a portfolio kernel is tagged with (data/math.toml): id -> label, about."""
+    doc = _toml(_data_text("math.toml"), "math.toml")
+    return {k: {"label": str(v.get("label", k)), "about": str(v.get("about", ""))} for k, v in doc["math"].items()}
+
+
+def _check_portfolio(views: dict[str, Any], ops: tuple[str, ...], self_check: Any, where: str) -> None:
+    """[views.portfolio]: end_to_end (ops) and kernels ({op = math kind}) name the family's own ops,
+    never the self-check, and every kind is one of data/math.toml."""
+    p = views.get("portfolio")
+    if p is None:
+        return
+    w = f"{where}: [views.portfolio]"
+    if not isinstance(p, dict) or set(p) - {"end_to_end", "kernels"}:
+        raise PqsimdError(f"{w} must be a table with `end_to_end` (a list of ops) and `kernels` ({{op = kind}}), got {p!r}")
+    e2e = _str_list(p, "end_to_end", w, default=[])
+    kernels = p.get("kernels", {})
+    if not isinstance(kernels, dict) or not all(isinstance(v, str) for v in kernels.values()):
+        raise PqsimdError(f"{w}: `kernels` must map each kernel op to its kind of mathematics, got {kernels!r}")
+    if not e2e and not kernels:
+        raise PqsimdError(f"{w} names no op; list `end_to_end` ops and/or `kernels`")
+    for op in [*e2e, *kernels]:
+        if op not in ops or op == self_check:
+            raise PqsimdError(f"{w}: '{op}' is not a timed op of this family (its ops: "
+                              f"{', '.join(o for o in ops if o != self_check)})")
+    overlap = sorted(set(e2e) & set(kernels))
+    if overlap:
+        raise PqsimdError(f"{w}: {', '.join(overlap)} is both end-to-end and a kernel; name it once")
+    kinds = math_kinds()
+    for op, kind in kernels.items():
+        if kind not in kinds:
+            raise PqsimdError(f"{w}: kernel '{op}' has kind '{kind}', which data/math.toml does not define "
+                              f"(known: {', '.join(kinds)})")
 
 
 def family_from_toml(text: str, source: str, base_dir: Path | None) -> Family:
@@ -371,7 +435,9 @@ def family_from_toml(text: str, source: str, base_dir: Path | None) -> Family:
             raise PqsimdError(f"{where}: [schemes.{sid}] needs a `namespace` string")
         if s.get("dir") is not None and (not isinstance(s["dir"], str) or not s["dir"]):
             raise PqsimdError(f"{where}: [schemes.{sid}] dir must be a directory of the source tree, got {s['dir']!r}")
-        schemes[sid] = Scheme(sid, s.get("dir"), s["namespace"], str(s.get("label", sid.upper())))
+        w = f"{where}: schemes.{sid}"
+        schemes[sid] = Scheme(sid, s.get("dir"), s["namespace"], str(s.get("label", sid.upper())),
+                              _str_list(s, "defines", w), _table(s, "gate", w))
     if not schemes:
         raise PqsimdError(f"{where}: a family needs at least one [schemes.<id>]")
     impls = {}
@@ -392,11 +458,14 @@ def family_from_toml(text: str, source: str, base_dir: Path | None) -> Family:
     familyschema.check_ops(ops, ops_t, where)
     familyschema.check_kat(kat, where)
     familyschema.check_gate(gate, kind, where)
+    for sid, sch in schemes.items():
+        familyschema.check_gate(_merged(gate, sch.gate), kind, f"{where}: schemes.{sid}", complete=True)
     familyschema.check_views(views, ops, schemes, where)
     for impl in impls.values():
         familyschema.check_absent(impl.name, impl.absent, impl.notes, ops, where)
     ablation = _table(d, "ablation", where)
     familyschema.check_ablation(ablation, where)
+    _check_portfolio(views, ops, ops_t.get("self_check"), where)
     return Family(
         name=name, title=str(d.get("title", name)), kind=kind, op_table=path, schemes=schemes,
         implementations=impls, ops=ops, labels=labels, self_check=ops_t.get("self_check"),

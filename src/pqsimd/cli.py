@@ -59,6 +59,8 @@ def cli() -> None:
               help="comma list of parameter sets, family names (ml-dsa = all its sets) or all "
                    "(default: the default family's; `pqsimd list`)")
 @click.option("--variants", type=str, default=None, help="comma list of variants (default: the chain's; `pqsimd list`)")
+@click.option("--aa", type=str, default=None,
+              help="comma list of variants to build twice and time beside themselves: the A/A check of the verdicts")
 @click.option("--ops", type=str, default=None, help="comma list of op ids, filtered per family (default: all)")
 @click.option("--jobs", "jobs", type=int, default=None, help="J: jobs (processes) per (variant, scheme)")
 @click.option("--spins", type=int, default=None, help="S: spins per op per job")
@@ -74,6 +76,8 @@ def cli() -> None:
               help="time per op and job (0.5, 0.5s or 500ms): spins/reps/batch chosen per op")
 @click.option("--job-timeout", "job_timeout", type=Seconds(), default=None,
               help="time limit per timing job and probe (0: none; default: derived from the op times, run/limits.py)")
+@click.option("--max-call", "max_call_s", type=Seconds(), default=None,
+              help="an op whose one call takes longer is not timed for that build (0: no cap; quick 0.2 s, standard 2 s)")
 @click.option("--warmup-ns", "warmup_ns", type=int, default=None, help="paired: untimed warm-up before each variant's reps (ns, default 50000)")
 @click.option("--source", type=click.Path(path_type=Path), default=None, help="your own PQClean-layout tree")
 @click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")
@@ -94,7 +98,7 @@ def run(directory: Path, **opts) -> None:
     """Build, verify and time a study into DIRECTORY (re-running continues it)."""
     from .pipeline import run_study
 
-    for key in ("schemes", "variants", "ops"):
+    for key in ("schemes", "variants", "ops", "aa"):
         if opts[key] is not None:
             opts[key] = _csv(opts[key]) or []  # an empty list is refused by the study, with the reason
     opts["metric"] = _csv(opts["metric"])

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
-import pyarrow as pa
 
 DEFAULT_EVENTS = ("cycles", "instructions", "branches", "branch-misses", "cache-references", "cache-misses", "l1d-loads", "l1d-misses")
 EVENTS = DEFAULT_EVENTS + ("ref-cycles", "page-faults", "context-switches")  # the last two: software events

@@ -195,7 +195,7 @@ def _driver_run(driver: Path, library: Path, scheme: str, op: str, spins: int, r
     from .run import child
     from .run.spec import escape
 
-    spec = "\n".join([f"design separate", f"scheme {scheme}", f"variant {escape(library)}",
+    spec = "\n".join(["design separate", f"scheme {scheme}", f"variant {escape(library)}",
                       f"cpu {-1 if cpu is None else cpu}", f"op {op} {spins} {reps} {warmup} {batch}"]) + "\n"
     p = child.run([str(driver), "run", "-"], input=spec)
     if p.returncode != 0:

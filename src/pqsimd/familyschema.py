@@ -10,12 +10,13 @@ from typing import Any
 from .errors import PqsimdError
 
 KAT_KEYS = ("program", "rng", "common")
-GATE_KEYS = ("vectors", "oracle", "implicit_rejection")
-REJECTION_KEYS = ("hash", "z_from_secret_key_tail", "length")
+GATE_KEYS = ("vectors", "oracle", "implicit_rejection", "pool_bytes")
+REJECTION_KEYS = ("hash", "z_from_secret_key_tail", "z_from_secret_key", "length", "prefix", "suffix",
+                  "ciphertext_bytes")
 OP_LIST_VIEWS = ("table1", "cross_parameter", "end_to_end")
 TEXT_VIEWS = ("cross_parameter_note", "end_to_end_title", "reference", "macro_prefix")
 GROUP_VIEWS = ("headlines", "ordering")  # lists of {label, ops}
-VIEW_KEYS = (*OP_LIST_VIEWS, *TEXT_VIEWS, *GROUP_VIEWS, "distribution", "ranges")
+VIEW_KEYS = (*OP_LIST_VIEWS, *TEXT_VIEWS, *GROUP_VIEWS, "distribution", "ranges", "portfolio")  # portfolio: catalog
 
 
 def _fail(where: str, what: str) -> PqsimdError:
@@ -66,10 +67,21 @@ def check_kat(kat: dict, where: str) -> None:
         raise _fail(where, f"`[kat] common` must be a list of file names in common/, got {common!r}")
 
 
-def check_gate(gate: dict, kind: str, where: str) -> None:
+def _hex(value: Any, where: str, key: str) -> None:
+    try:
+        bytes.fromhex(value)
+    except (TypeError, ValueError):
+        raise _fail(where, f"`{key}` must be bytes in hex, e.g. \"00\", got {value!r}") from None
+
+
+def check_gate(gate: dict, kind: str, where: str, complete: bool = False) -> None:
+    """A family's [gate] (complete=False: a parameter set may add what its implicit rejection needs,
+    e.g. where z sits in its secret key) or a parameter set's gate merged over it (complete=True)."""
     _unknown(gate, GATE_KEYS, where, "gate")
     if "vectors" in gate:
         _positive_int(gate["vectors"], where, "[gate] vectors")
+    if "pool_bytes" in gate:
+        _positive_int(gate["pool_bytes"], where, "[gate] pool_bytes")
     if "oracle" in gate:
         if kind != "hash":
             raise _fail(where, f"`[gate] oracle` is for families of kind hash, this one is {kind}")
@@ -80,8 +92,22 @@ def check_gate(gate: dict, kind: str, where: str) -> None:
             raise _fail(where, "[gate.implicit_rejection] must be a table, in a family of kind kem")
         _unknown(rej, REJECTION_KEYS, where, "gate.implicit_rejection")
         _hash_name(rej.get("hash"), where, "[gate.implicit_rejection] hash")
-        _positive_int(rej.get("z_from_secret_key_tail"), where, "[gate.implicit_rejection] z_from_secret_key_tail")
         _positive_int(rej.get("length"), where, "[gate.implicit_rejection] length")
+        for key in ("z_from_secret_key_tail", "ciphertext_bytes"):
+            if key in rej:
+                _positive_int(rej[key], where, f"[gate.implicit_rejection] {key}")
+        for key in ("prefix", "suffix"):
+            if key in rej:
+                _hex(rej[key], where, f"[gate.implicit_rejection] {key}")
+        span = rej.get("z_from_secret_key")
+        if span is not None and not (isinstance(span, list) and len(span) == 2
+                                     and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in span)
+                                     and span[0] < span[1]):
+            raise _fail(where, f"`[gate.implicit_rejection] z_from_secret_key` must be [start, end] byte offsets, "
+                               f"got {span!r}")
+        if complete and "z_from_secret_key_tail" not in rej and span is None:
+            raise _fail(where, "[gate.implicit_rejection] needs z_from_secret_key_tail or z_from_secret_key (where z "
+                               "sits in the secret key), for the family or per parameter set")
 
 
 def check_absent(impl: str, absent: dict, notes: dict, ops: tuple[str, ...], where: str) -> None:

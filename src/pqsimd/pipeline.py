@@ -186,6 +186,15 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         sd.write_gate(bid, g)
 
     passing = [b for b in builds if gate_results[b.id]["passed_schemes"]]
+    if study.max_call_s:
+        for b in passing:
+            slow = [f"{op} of {sc} ({secs:.2g} s)" for sc, ops in (gate_results[b.id].get("ops") or {}).items()
+                    if sc in study.schemes for op, secs in (ops or {}).items()
+                    if op in study.ops_for(sc) and isinstance(secs, (int, float)) and secs > study.max_call_s]
+            if slow:
+                console.print(f"[yellow]not timed[/yellow] {b.label}: one call takes longer than the cap of "
+                              f"{study.max_call_s:g} s (max_call_s; --max-call 0 lifts it): " + ", ".join(slow[:6])
+                              + (f" and {len(slow) - 6} more" if len(slow) > 6 else ""), soft_wrap=True)
     driver_sha = _install(sd, driver.path, sd.driver_path, None)
     binaries = {b.id: _install(sd, b.library, sd.variant_path(b.id), b.id) for b in passing}
     for x in sd.exclusions():  # builds that crashed or hung in an earlier run: still left out

@@ -21,7 +21,7 @@ import pandas as pd
 from .errors import PqsimdError, command
 from .studydir import StudyDir
 
-RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa", "jobs")
+RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa", "jobs", "attribution")
 SCHEMA_VERSION = 4  # what this reader understands (analyze writes the same)
 
 
@@ -143,6 +143,7 @@ class Study:
     manifest: dict = field(default_factory=dict)
     aa: pd.DataFrame = field(default_factory=pd.DataFrame)
     jobs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    attribution: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     # -- what the study holds ------------------------------------------------------------
     @property
@@ -205,7 +206,22 @@ class Study:
                 vs.update(self.comparisons[col].dropna().astype(str))
         order = list((self.summary.get("study") or {}).get("variants") or []) + self.chain.variants
         rank = {v: i for i, v in enumerate(dict.fromkeys(order))}
-        return sorted(vs, key=lambda v: (rank.get(v, len(rank)), v))
+        return sorted(vs - self.aa_duplicates - self.ablation_cells, key=lambda v: (rank.get(v, len(rank)), v))
+
+    @property
+    def ablation_cells(self) -> set[str]:
+        """An ablation's partial builds (neither all-C nor full native): reported in the attribution, not
+        beside the variants."""
+        out = set()
+        for a in self.summary.get("ablations") or []:
+            groups = set(a.get("groups") or [])
+            out |= {v for v, c in (a.get("cells") or {}).items() if c and set(c) != groups}
+        return out
+
+    @property
+    def aa_duplicates(self) -> set[str]:
+        """The A/A duplicate builds' variant ids: reported in the A/A check, not beside the variants."""
+        return set(((self.summary.get("aa_check") or {}).get("pairs") or {}).values())
 
     @cached_property
     def compilers(self) -> list[str]:
@@ -301,8 +317,9 @@ class Study:
         if not a.get("ran"):
             return str(a.get("note") or "not run")
         fv = a.get("false_verdicts", 0)
+        counts = ", ".join(f"{n} {v}" for v, n in (a.get("verdicts") or {}).items())
         return (f"{a.get('kind', 'A/A')}: {fv} false verdict(s) (faster/slower) in {a.get('comparisons')} comparisons "
-                f"with a true speedup of 1; verdicts {a.get('verdicts')}; intervals excluding 1: "
+                f"with a true speedup of 1 ({counts}); intervals excluding 1: "
                 f"{100 * float(a.get('ci_excludes_1') or 0):.1f}%")
 
     def jobs_note(self) -> str:
@@ -483,6 +500,7 @@ def load_study(directory: Path) -> Study:
     tables = {name: _read_table(results, name) for name in RESULT_TABLES}
     return Study(
         directory=directory, groups=tables["groups"], comparisons=tables["comparisons"],
-        decomposition=tables["decomposition"], aa=tables["aa"], jobs=tables["jobs"], summary=summary,
+        decomposition=tables["decomposition"], aa=tables["aa"], jobs=tables["jobs"],
+        attribution=tables["attribution"], summary=summary,
         study=read_toml(sd.study_toml), manifest=read_json(sd.manifest_json),
     )

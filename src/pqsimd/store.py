@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 from .errors import PqsimdError
 
 MANIFEST_SCHEMA_VERSION = 2
-RAW_SCHEMA_VERSION = 2  # 2: compiler and pos columns (paired design); job records carry `settings`
+RAW_SCHEMA_VERSION = 3  # 2: compiler and pos columns (paired design); job records carry `settings`;
+# 3: null_raw, the contemporaneous null sample that per_call subtracts
 JOB_METADATA_KEY = b"pqsimd.job"
 
 RAW_SCHEMA = pa.schema(
@@ -33,6 +34,7 @@ RAW_SCHEMA = pa.schema(
         ("batch", pa.int32()),
         ("raw", pa.int64()),
         ("ticks", pa.int64()),
+        ("null_raw", pa.int64()),
         ("per_call", pa.float64()),
         ("warmup", pa.bool_()),
     ]

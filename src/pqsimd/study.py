@@ -36,6 +36,8 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "cpu": ((int,), False), "seed": ((int,), True), "preset": ((str,), False), "source": ((str,), True),
     "mca_cpus": ((list,), False),  # --metric mix: llvm-mca CPU models (more later re-estimate; run/mix.py)
     "job_timeout": ((float, int), False),  # seconds per timing job or probe (0: none); default run/limits.py
+    "aa": ((list,), True),
+    "max_call_s": ((float, int), True),  # an op whose one call (the gate's op check) takes longer is not timed  # A/A: these variants built a second time (ids.aa_variant_id) and timed beside them
     "ablation": ((bool,), False),  # the families' ablation cells are the study's variants (ablation.py)
 }
 MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
@@ -66,6 +68,8 @@ class Study:
     source: str | None = None  # None: the pinned crate
     mca_cpus: list[str] | None = None  # --metric mix: llvm-mca CPU models (None: the host's)
     job_timeout: float | None = None  # None: derived per job (run/limits.py); 0: no limit
+    aa: list[str] = field(default_factory=list)
+    max_call_s: float | None = None  # None or 0: no cap
     ablation: bool = False
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
@@ -106,7 +110,7 @@ class Study:
             "spins": self.spins, "reps": self.reps, "warmup": self.warmup, "batch": self.batch,
             "batch_target": self.batch_target, "design": self.design, "warmup_ns": self.warmup_ns,
             "budget": self.budget, "min_spins": self.min_spins, "min_reps": self.min_reps,
-            "max_spins": self.max_spins, "seed": self.seed, "source": self.source,
+            "max_spins": self.max_spins, "seed": self.seed, "source": self.source, "max_call_s": self.max_call_s,
             "variant_defs": {v: self.variant_defs[v].to_dict() for v in self.variants if v in self.variant_defs},
         }
 
@@ -261,6 +265,11 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         if not isinstance(b, (int, float)) or isinstance(b, bool) or not (0 <= b <= 3600):
             raise PqsimdError(f"--budget must be a time in seconds per op and job, 0 (none) to 3600, got {b!r}")
         merged["budget"] = float(b) if b > 0 else None  # 0: the fixed S x R design
+    if merged.get("max_call_s") is not None:
+        cap = merged["max_call_s"]
+        if isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap < 0:
+            raise PqsimdError(f"--max-call must be a time in seconds (0: no cap), got {cap!r}")
+        merged["max_call_s"] = float(cap) if cap > 0 else None
     if merged.get("job_timeout") is not None and merged["job_timeout"] < 0:
         raise PqsimdError(f"--job-timeout must be a time in seconds (0: none), got {merged['job_timeout']!r}")
     if merged.get("design", "paired") not in DESIGNS:
@@ -271,6 +280,7 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     if merged.get("ablation"):
         merged["variants"] = _with_ablation_cells(merged, variant_defs, explicit="variants" in cli or "variants" in stored_study)
     _check_names("variant", merged["variants"], list(variant_defs), where)
+    _add_duplicates(merged, variant_defs, where)
     _check_ops(merged.get("ops"), merged["schemes"], where)
     _check_names("metric", merged.get("metrics", ["ticks"]), list(METRICS), where)
     if merged.get("mca_cpus"):
@@ -315,6 +325,28 @@ def _with_ablation_cells(merged: dict[str, Any], variant_defs: dict[str, Variant
         variant_defs[vid] = v
     given = list(merged["variants"]) if explicit else []
     return given + [v for v in cells if v not in given]
+
+
+def _add_duplicates(merged: dict[str, Any], variant_defs: dict[str, Variant], where: str) -> None:
+    """`aa`: each listed variant gets a duplicate build (the same definition under ids.aa_variant_id),
+    a variant of the study like any other, so every paired job times both (the A/A check)."""
+    import dataclasses
+
+    from .ids import aa_variant_id
+
+    for v in merged.get("aa") or []:
+        if v not in merged["variants"]:
+            raise PqsimdError(f"--aa {v}: not a variant of this study ({', '.join(merged['variants'])}); add it to "
+                              f"--variants or name one of them")
+        dup = aa_variant_id(v)
+        want = dataclasses.replace(variant_defs[v], id=dup, default=False, description=f"A/A duplicate of {v}")
+        have = variant_defs.get(dup)
+        if have is not None and have.to_dict() != want.to_dict():
+            raise PqsimdError(f"{where}: variant '{dup}' is defined and is not the A/A duplicate of '{v}'; rename it "
+                              f"(ids ending in +aa are the A/A duplicates)")
+        variant_defs[dup] = want
+        if dup not in merged["variants"]:
+            merged["variants"].append(dup)
 
 
 def check_against_plan(sd: StudyDir, study: Study) -> None:

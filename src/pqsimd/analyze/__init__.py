@@ -89,7 +89,7 @@ def warmup_record(directory: Path, design: str) -> dict:
             "warmup_ns": st.get("warmup_ns", 0) if design == "paired" else 0}
 
 
-SELF_CHECK_TOLERANCE_TICKS = 2.0  # the engine's acceptance for the empty op: 0 +- 2 ticks per call
+SELF_CHECK_TOLERANCE_TICKS = 1.0  # the engine's acceptance for the empty op: 0 +- 1 tick per call
 
 
 def self_check_record(groups: pd.DataFrame, self_checks: set[str]) -> dict:
@@ -152,6 +152,22 @@ def _ordered(groups: dict, study: dict, variants: list[str], compilers: list[str
                 (v_rank.get(variant, len(v_rank)), variant))
 
     return {k: groups[k] for k in sorted(groups, key=key)}
+
+
+def _not_timed(directory: Path) -> dict[tuple, str]:
+    """(variant, compiler, scheme, op) -> why the run did not time it: one call (the gate's op check)
+    takes longer than the study's cap (max_call_s), from the manifest's builds and the plan."""
+    cap = ((read_json_file(StudyDir(directory).plan_json).get("settings") or {}).get("max_call_s"))
+    if not cap:
+        return {}
+    out = {}
+    for b in (read_json_file(StudyDir(directory).manifest_json).get("builds") or {}).values():
+        for scheme, ops in ((b or {}).get("ops") or {}).items():
+            for op, secs in (ops or {}).items() if isinstance(ops, dict) else []:
+                if isinstance(secs, (int, float)) and secs > cap:
+                    out[(b.get("variant"), b.get("compiler"), scheme, op)] = (
+                        f"one call takes {secs:.3g} s, over the study's cap of {cap:g} s per call (max_call_s)")
+    return out
 
 
 def _ablations(directory: Path) -> list[attribution_mod.Ablation]:
@@ -270,7 +286,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     ablations = _ablations(directory)
     comparisons, cwarn, fam, drift_rec = compare_all(
         groups, chain, variants, compilers, ops_order, settings, priors=priors, skip_ops=self_checks, aa=aa_pairs,
-        ablation_cells=[(a.base, [v for v in a.cells if v != a.base]) for a in ablations if a.base])
+        ablation_cells=[(a.base, [v for v in a.cells if v != a.base]) for a in ablations if a.base],
+        not_timed=_not_timed(directory))
     warnings += cwarn
     if len(present) < 2:
         warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")
@@ -403,6 +420,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
             "decomposition_rows": len(decomposition),
         },
         "aa_check": aa_summary,
+        "ablations": [{"implementation": a.implementation, "groups": list(a.groups),
+                       "cells": {v: sorted(c) for v, c in a.cells.items()}} for a in ablations],
         "jobs": {"judged": int(len(jobs_table)), "disturbed": int(len(disturbed)),
                  "disturbed_ids": [str(j) for j in disturbed["job"]] if len(disturbed) else []},
         "drift": drift_rec,

@@ -496,9 +496,11 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
                 ops_order: Sequence[str], settings: Settings, pairs: list[Pair] | None = None,
                 priors: dict[str, Priors] | None = None, skip_ops: frozenset[str] | set[str] = frozenset(),
                 aa: dict[str, str] | None = None, level: FamilyLevel | None = None,
-                ablation_cells: Sequence[tuple[str, list[str]]] = ()) -> tuple[pd.DataFrame, list[str], FamilyLevel, dict]:
+                ablation_cells: Sequence[tuple[str, list[str]]] = (),
+                not_timed: dict[tuple, str] | None = None) -> tuple[pd.DataFrame, list[str], FamilyLevel, dict]:
     """Every planned comparison's row, the family's level, verdicts, warnings and the drift record.
     skip_ops: ops never compared (the families' self-check op: ~0 by design, a harness check).
+    not_timed: (variant, compiler, scheme, op) -> why the run did not time it (the n/a row's reason).
     The returned frame keeps the hidden columns (_ev, _job_ids) the decomposition and the job
     diagnostics read; public() drops them. level: print at this family level (the A/A halves of the
     separate design are printed at the study's)."""
@@ -522,7 +524,9 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
                     continue
                 if base is None or var is None:
                     missing = b if base is None else v
+                    why = (not_timed or {}).get((*missing, scheme, op))
                     rows.append(_na_row(metric, scheme, op, stage, b, v, base, var,
+                                        f"{missing[0]} ({missing[1]}) did not time {op} of {scheme}: {why}" if why else
                                         f"no data for variant {missing[0]} ({missing[1]}; {metric}, {scheme}, {op})"))
                     continue
                 if not (base.positive and var.positive):

@@ -63,6 +63,16 @@ def decompose(comparisons: pd.DataFrame, chain: Chain, threshold: float = 0.0,
         steps = [(stage, by.get((metric, scheme, op, comp, b, v))) for stage, b, v in chain.steps]
         if not any(r is not None for _, r in steps):
             continue
+        # Trailing steps whose variant has no data at all (a family without that implementation,
+        # e.g. HQC has no avx2): decompose the chain up to the last variant measured.
+        def no_data(r) -> bool:
+            return r is None or not (getattr(r, "n_var", 1) > 0)
+
+        last = len(steps)
+        while last > 1 and no_data(steps[last - 1][1]):
+            last -= 1
+        cut = [f"{b}→{v}" for _, b, v in chain.steps[last:]]
+        steps, end = steps[:last], chain.steps[last - 1][2]
         missing = [f"{b}→{v}" for (stage, b, v), (_, r) in zip(chain.steps, steps) if r is None]
         bad = [f"{s} ({r.reason})" for s, r in steps if r is not None and not (r.speedup > 0)]
         if missing or bad:
@@ -78,7 +88,7 @@ def decompose(comparisons: pd.DataFrame, chain: Chain, threshold: float = 0.0,
             row[f"factor_{stage}_ci_low"], row[f"factor_{stage}_ci_high"] = r.ci_low, r.ci_high
         total = float(pt.sum())
         row["total"] = math.exp(total)
-        notes = []
+        notes = [f"decomposed up to {end}: no data for {', '.join(cut)}"] if cut else []
         have_ci = bool(np.all(np.isfinite(lo) & np.isfinite(hi)))
         if have_ci:
             row["total_ci_low"], row["total_ci_high"] = math.exp(lo.sum()), math.exp(hi.sum())
@@ -87,7 +97,7 @@ def decompose(comparisons: pd.DataFrame, chain: Chain, threshold: float = 0.0,
         else:
             notes.append("total interval n/a: a stage has no interval ("
                          + ", ".join(f"{s}: {r.verdict}" for s, r in steps if not (r.ci_low > 0 and r.ci_high > 0)) + ")")
-        cum = by.get((metric, scheme, op, comp, chain.first, chain.last))
+        cum = by.get((metric, scheme, op, comp, chain.first, end))
         if cum is not None and cum.speedup > 0 and abs(math.log(cum.speedup) - total) > band / 4:
             notes.append(f"the product of the stages ({math.exp(total):.4g}x) and the median of the jobs' total "
                          f"ratios ({cum.speedup:.4g}x, comparison cumulative) differ by "

@@ -25,9 +25,11 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
     return {
         "unit": "spin median = median of per_call over the R reps of one (job, spin); warmup spins excluded; "
                 "job median = median of a job's spin medians; the job (one process) is the unit of independence",
-        "per_call": "per_call = (sample ticks - the job's measured read overhead) / calls per sample - the job's "
-                    "measured loop cost per call: what remains is the op's own time plus the indirect call into "
-                    "the build's op table; the empty op measures that remainder (summary self_check)",
+        "per_call": "per_call = (sample ticks - null) / calls per sample, null being the median of 3 samples of as "
+                    "many calls of an empty function through the same loop, taken right after the op's samples in "
+                    "the same spin (raw column null_raw): what remains is the op's own time, as the core's clock "
+                    "ran at that moment (ticks are not cycles); the family's empty op reads it as ~0 (summary "
+                    "self_check, tolerance +-1 tick)",
         "group": "a group's estimate (groups.median) is the median of its job medians (with an even number of jobs "
                  "the geometric mean of the middle two); median_ci_* the order-statistic interval of the job "
                  f"medians at the widest level up to {1 - settings.alpha:.0%} its J reaches (median_ci_level)",

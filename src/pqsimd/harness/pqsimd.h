@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PQSIMD_ABI 2
+#define PQSIMD_ABI 3
 
 typedef struct {
     const char *name;    /* canonical op id, e.g. "ntt" */
@@ -61,6 +61,10 @@ typedef struct {
     void (*random_pool)(const uint8_t *bytes, size_t n);
     size_t (*random_used)(void);
     int (*random_dry)(void);
+    /* An empty function in the variant's own shared object (built by the fixed toolchain): the
+     * runner's null samples call it, so the null pays the same cost of a call into this object
+     * that every op call pays (3 = the ABI that added it). */
+    void (*null_call)(void);
 } pqsimd_variant;
 
 /* The one symbol a variant exports (variant/registry.c). */
@@ -68,22 +72,6 @@ const pqsimd_variant *pqsimd_variant_entry(void);
 
 /* Called by each op table's constructor (variant/registry.c). */
 void pqsimd_register(pqsimd_scheme *scheme);
-
-/* An op table's scheme, registered when the variant is loaded: the table defines `ops[]`, its
- * PQSIMD_SCHEME and PQSIMD_IMPL, and passes its kind and the designated initializers of .sizes and
- * .api. TAG (the set's namespace) names the statics apart: one op table is compiled per set. */
-#define PQSIMD_TAG_(a, b) a##_##b
-#define PQSIMD_TAG(a, b) PQSIMD_TAG_(a, b)
-#define PQSIMD_REGISTER_SCHEME(TAG, KIND, ...)                                                         \
-    static pqsimd_scheme PQSIMD_TAG(scheme, TAG) = {.name = PQSIMD_SCHEME,                             \
-                                                   .impl = PQSIMD_IMPL,                                \
-                                                   .ops = ops,                                         \
-                                                   .n_ops = (int)(sizeof ops / sizeof ops[0]),         \
-                                                   .kind = (KIND),                                     \
-                                                   __VA_ARGS__};                                       \
-    __attribute__((constructor)) static void PQSIMD_TAG(register_scheme, TAG)(void) {                 \
-        pqsimd_register(&PQSIMD_TAG(scheme, TAG));                                                     \
-    }
 
 /* Op tables and glue code mark the registry functions visible only inside the variant. */
 #define PQSIMD_EXPORT __attribute__((visibility("default")))

@@ -44,6 +44,28 @@ def _mechanism(study, outdir: Path, notes: list[str]) -> tuple[list, list, dict]
         return [], [], {}
 
 
+def _attribution(study, outdir: Path, notes: list[str]) -> tuple[list, list, dict]:
+    """Where inside an implementation the speedup comes from (report/attribution.py), if ablated."""
+    try:
+        from .attribution import attribution_parts
+
+        return attribution_parts(study, outdir)
+    except Exception as e:  # an optional part must never cost the whole report
+        notes.append(f"attribution parts skipped: {e.__class__.__name__}: {e}")
+        return [], [], {}
+
+
+def _portfolio(study, outdir: Path, notes: list[str]) -> tuple[list, list]:
+    """Where SIMD helps across the study's families (report/portfolio.py)."""
+    try:
+        from .portfolio import portfolio_parts
+
+        return portfolio_parts(study, outdir)
+    except Exception as e:  # an optional part must never cost the whole report
+        notes.append(f"portfolio view skipped: {e.__class__.__name__}: {e}")
+        return [], []
+
+
 def write_report(directory, reference: str | None = None) -> Path:
     """Write DIR/report/ (running the analysis first if DIR/results/ is missing); return its path."""
     from . import figures, html, macros, tables
@@ -66,6 +88,8 @@ def write_report(directory, reference: str | None = None) -> Path:
     write_text(outdir / "macros.tex", macros.build_macros(study).render())
     p2_figs, p2_tabs = _phase2(study, outdir, notes)  # instructions vs time, counters, energy
     mix_figs, mix_tabs, findings = _mechanism(study, outdir, notes)  # instruction mix, cost model
+    attr = _attribution(study, outdir, notes)  # kernel groups' shares of an ablated implementation
+    port = _portfolio(study, outdir, notes)  # the hand-SIMD factor across families, by kind of mathematics
     html.write_html(study, outdir, figs, tabs, notes, reference=reference, extra_figures=p2_figs + mix_figs,
-                    extra_tables=p2_tabs + mix_tabs, findings=findings)
+                    extra_tables=p2_tabs + mix_tabs, findings=findings, attribution=attr, portfolio=port)
     return outdir

@@ -251,7 +251,7 @@ def _hand_bars(study: Study, fam: FamilyView, metric: str, ops: list[str] | None
     h = _hand(study)
     df = study.comparison(metric, baseline=h.base, variant=h.variant)
     df = df[df["scheme"].isin(fam.schemes)] if not df.empty else df
-    if df.empty:
+    if df.empty or not np.isfinite(df["speedup"].to_numpy(float)).any():  # e.g. a family without avx2 code
         raise Skip(f"no {h.base}→{h.variant} ({metric}) comparisons")
     df = df.drop_duplicates(["scheme", "op"])
     if ops is not None:

@@ -359,7 +359,9 @@ def _data_uri(path: Path) -> str:
 
 def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: list[Table],
                notes: list[str], reference: str | None = None, extra_figures: list[FigureResult] | None = None,
-               extra_tables: list[Table] | None = None, findings: dict[str, list[str]] | None = None) -> Path:
+               extra_tables: list[Table] | None = None, findings: dict[str, list[str]] | None = None,
+               attribution: tuple[list, list, dict] | None = None,
+               portfolio: tuple[list, list] | None = None) -> Path:
     def fig(f: FigureResult) -> dict:
         return {"name": f.name.replace("/", "-"), "title": f.title, "caption": f.caption, "skipped": f.skipped,
                 "file": f.name, "src": _data_uri(f.png) if f.png else None,
@@ -389,11 +391,15 @@ def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: 
         extra_figures=[fig(f) for f in (extra_figures or [])],
         findings=[{"id": fam.name, "title": fam.title, "lines": (findings or {}).get(fam.name) or []}
                   for fam in study.families if (findings or {}).get(fam.name)],
+        attribution={"figures": [fig(f) for f in attribution[0]], "tables": attribution[1],
+                     "findings": [{"id": fam.name, "title": fam.title, "lines": attribution[2].get(fam.name) or []}
+                                  for fam in study.families if attribution[2].get(fam.name)]} if attribution else None,
+        portfolio={"figures": [fig(f) for f in portfolio[0]], "tables": portfolio[1]} if portfolio else None,
         methods=methods(study),
         stat_methods=[(k, str(v)) for k, v in (study.summary.get("methods") or {}).items()]
         if isinstance(study.summary.get("methods"), dict) else [],
         provenance=provenance(study),
-        warnings=warnings(study, figures + (extra_figures or []), notes),
+        warnings=warnings(study, figures + (extra_figures or []) + (attribution[0] if attribution else []), notes),
         reference=reference,
         colours={v: colours.get(v) for v in study.variants},
     )

@@ -120,6 +120,19 @@ def build_macros(study: Study) -> MacroSet:
         ms.add(macro_name("CiLevel"), f"{100 * float(fam_test['level']):.2f}", "confidence level of the printed intervals (%)")
 
     h = study.chain.hand
+    att = study.attribution
+    for fam in study.families:
+        rows = att[att["scheme"].isin(fam.schemes) & (att["compiler"] == study.primary_compiler)] if len(att) else att
+        for r in rows.itertuples(index=False) if len(rows) else []:
+            if fmt.is_missing(r.share):
+                continue
+            prefix = fam.macro_prefix + ("" if r.metric == study.primary_metric else camel(str(r.metric)))
+            key = camel(str(r.op)) + camel(str(r.scheme), join_alpha=True)
+            name = macro_name(prefix, "Share", camel(str(r.group)), key)
+            desc = f"{r.metric} {r.scheme} {r.op}: {r.group}'s Shapley share of C -> native ({r.implementation})"
+            ms.add(name, fmt.num(100 * r.share), desc + ", %")
+            ms.add(name + "Low", fmt.num(100 * r.share_ci_low), desc + ", interval low %")
+            ms.add(name + "High", fmt.num(100 * r.share_ci_high), desc + ", interval high %")
     for fam in study.families:
         fp = fam.macro_prefix
         for metric in study.metrics:

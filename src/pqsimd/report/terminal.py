@@ -97,6 +97,8 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     power = study.power_note()
     if power:
         con.print(Text(f"power: {power}", style="dim"))
+    if (study.summary.get("aa_check") or {}).get("ran"):
+        con.print(Text(f"A/A: {study.aa_note()}", style="dim"))
     for fam in study.families:
         con.print(Text(fam.title, style="bold underline"))
         for comp in compilers:
@@ -164,6 +166,9 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
                         t.add_row()
                 con.print(t)
                 con.print()
+    _attribution(study, metric, compiler or study.primary_compiler, con)
+    if sum(bool(f.views.get("portfolio")) for f in study.families) >= 2:
+        _portfolio(study, metric, con)
     for w in study.summary.get("warnings") or []:
         notes.mark(str(w.get("message", w)) if isinstance(w, dict) else str(w))
     for i, n in enumerate(notes.items):
@@ -171,6 +176,67 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
         con.print(f"{mark} {n}", style="dim")
     con.print(Text(study.reading_note(), style="dim"))
     return study
+
+
+def _attribution(study: Study, metric: str, compiler: str | None, con: Console) -> None:
+    """Where inside an ablated implementation the speedup comes from: each kernel group's Shapley
+    share of C -> native with its interval, per op and parameter set (results/attribution)."""
+    att = study.attribution
+    if not len(att):
+        return
+    att = att[(att["metric"] == metric) & ((att["compiler"] == compiler) if compiler else True)]
+    for fam in study.families:
+        rows = att[att["scheme"].isin(fam.schemes)]
+        if rows.empty:
+            continue
+        groups = list(dict.fromkeys(rows["group"]))
+        impl = ", ".join(dict.fromkeys(rows["implementation"]))
+        t = Table(title=f"{fam.title} · where {impl}'s speedup over its C comes from (Shapley share of log speedup)",
+                  title_justify="left", header_style="bold", box=None, pad_edge=False)
+        for col in ("op", "set", "C → native", *groups, "interaction"):
+            t.add_column(col, justify="left" if col in ("op", "set") else "right", no_wrap=True)
+        prev = None
+        for op in fam.sort_ops(set(rows["op"])):
+            for s in fam.schemes:
+                d = rows[(rows["op"] == op) & (rows["scheme"] == s)].set_index("group")
+                if d.empty:
+                    continue
+                r0 = d.iloc[0]
+                shares = [f"{fmt.pct(d.loc[g, 'share'])} [{fmt.pct(d.loc[g, 'share_ci_low'])}, "
+                          f"{fmt.pct(d.loc[g, 'share_ci_high'])}]" if g in d.index and not fmt.is_missing(d.loc[g, "share"])
+                          else fmt.NA for g in groups]
+                t.add_row(fam.label(op) if op != prev else "", fam.scheme_label(s),
+                          f"{fmt.times(r0['total'])} {fmt.ci(r0['total_ci_low'], r0['total_ci_high'])}", *shares,
+                          fmt.times(r0["interaction"]))
+                prev = op
+        con.print(t)
+        con.print()
+
+
+def _portfolio(study: Study, metric: str, con: Console) -> None:
+    """Across the study's families: the hand-SIMD factor of end-to-end ops and dominant kernels,
+    grouped by the kind of mathematics (report/portfolio.py selects them from the comparisons)."""
+    from .portfolio import _order, rows
+
+    df = rows(study, metric)
+    if df.empty:
+        return
+    h = study.chain.hand
+    t = Table(title=f"Across the portfolio · hand-SIMD factor ({h.base}→{h.variant}) by kind of mathematics",
+              title_justify="left", header_style="bold", box=None, pad_edge=False)
+    for col in ("kind", "family", "op", "per parameter set [interval]"):
+        t.add_column(col, no_wrap=col != "per parameter set [interval]")
+    prev = None
+    for kind, fam, op in _order(df):
+        d = df[(df["family"] == fam) & (df["op"] == op) & (df["kind"] == kind)]
+        r0 = d.iloc[0]
+        cells = "; ".join(f"{r.scheme_label} {fmt.times(r.speedup)} {fmt.ci(r.ci_low, r.ci_high)}"
+                          if isinstance(r.speedup, float) and r.speedup > 0 else f"{r.scheme_label} n/a"
+                          for r in d.itertuples(index=False))
+        t.add_row(r0["kind_label"] if kind != prev else "", r0["family_title"].split(" (")[0], r0["op_label"], cells)
+        prev = kind
+    con.print(t)
+    con.print()
 
 
 # -- compare ---------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from ..studydir import StudyDir
 from . import child, limits
 from . import spec as spec_mod
 
-BASE_COLUMNS = ["op", "v", "spin", "rep", "pos", "batch", "raw"]
+BASE_COLUMNS = ["op", "v", "spin", "rep", "pos", "batch", "raw", "null"]
 
 
 def default_cpu() -> int:
@@ -90,7 +90,8 @@ def parse_samples(tsv: Path, job: dict, builds: list[tuple[str, str, str]], cali
     events = list(c.get("events", [])) if c.get("available") else []
     names = BASE_COLUMNS + [f"ev{i}" for i in range(len(events))]
     types = {"op": pa.string(), "v": pa.int32(), "spin": pa.int32(), "rep": pa.int32(), "pos": pa.int16(),
-             "batch": pa.int32(), "raw": pa.int64(), **{f"ev{i}": pa.string() for i in range(len(events))}}
+             "batch": pa.int32(), "raw": pa.int64(), "null": pa.int64(),
+             **{f"ev{i}": pa.string() for i in range(len(events))}}
     try:
         t = pacsv.read_csv(tsv, read_options=pacsv.ReadOptions(column_names=names, skip_rows=1),
                            parse_options=pacsv.ParseOptions(delimiter="\t"),
@@ -105,11 +106,14 @@ def parse_samples(tsv: Path, job: dict, builds: list[tuple[str, str, str]], cali
     raw = t["raw"].to_numpy()
     batch = t["batch"].to_numpy()
     spin = t["spin"].to_numpy()
-    per_call = (raw - calibration["overhead"]) / batch - calibration.get("call_overhead", 0.0)
+    null = t["null"].to_numpy()
+    # the op's sample minus the same moment's sample of as many empty calls (driver/runner.c null_sample)
+    per_call = (raw - null) / batch
     constants = {"scheme": job["scheme"], "job": job["id"], "job_index": job["index"]}
     rows = {"op": t["op"], "variant": variant, "compiler": compiler, "spin": t["spin"], "rep": t["rep"],
             "pos": t["pos"], "batch": t["batch"], "warmup": spin < 0}
-    tables = [store.raw_table({**rows, "raw": raw, "ticks": raw, "per_call": per_call}, {**constants, "metric": "ticks"})]
+    tables = [store.raw_table({**rows, "raw": raw, "ticks": raw, "null_raw": null, "per_call": per_call},
+                              {**constants, "metric": "ticks"})]
     overhead = [float(x) for x in c.get("overhead", [0] * len(events))]
     for i, (event, ov) in enumerate(zip(events, overhead)):
         col = t[f"ev{i}"].to_numpy(zero_copy_only=False)
@@ -229,7 +233,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
     seed = job_seed(study.seed, job_id)
     ids_ = [b[0] for b in builds]
     op_seconds = [build_ops(sd, b, job["scheme"]) for b in ids_]
-    timed = spec_mod.timed_ops(study, job["scheme"], [set(o) if o is not None else None for o in op_seconds])
+    timed = spec_mod.timed_ops(study, job["scheme"], op_seconds)
     text = spec_mod.job_spec(study, job, ids_, libraries, cpu, seed, sizing, events, timed)
     total = spec_mod.expected_samples(study, job, ids_, sizing, timed)
     limit = limits.job_limit(study, job["scheme"], ids_, timed, op_seconds, sizing)

@@ -54,7 +54,7 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
     A build that crashes or hangs in it: BuildDied (the caller excludes it and probes again)."""
     cpu = pick_cpu(study) if cpu is None else cpu
     op_seconds = [build_ops(sd, b, scheme) for b in builds]
-    timed = timed_ops(study, scheme, [set(o) if o is not None else None for o in op_seconds])
+    timed = timed_ops(study, scheme, op_seconds)
     limit = limits.probe_limit(study, scheme, list(timed), op_seconds)
     lines = ["design paired", f"scheme {scheme}", *(f"variant {escape(sd.variant_path(b))}" for b in builds),
              f"cpu {cpu}", f"target {study.batch_target}",

@@ -19,12 +19,19 @@ def escape(value: str | Path) -> str:
     return quote(str(value), safe="/._+-")
 
 
-def timed_ops(study, scheme: str, build_ops: list[set[str] | None]) -> dict[str, list[bool]]:
-    """Per op of the job (family order), which builds time it (None: the build's ops are unknown,
-    i.e. all); ops no build has are left out."""
+def capped(study, seconds: float | None) -> bool:
+    """One call of the op takes longer than the study's cap (max_call_s): the build does not time it."""
+    cap = getattr(study, "max_call_s", None)
+    return bool(cap) and seconds is not None and seconds > cap
+
+
+def timed_ops(study, scheme: str, build_ops: list[dict[str, float] | None]) -> dict[str, list[bool]]:
+    """Per op of the job (family order), which builds time it: those that have it (the gate's op
+    check; None: unknown, i.e. all) and whose one call stays within the study's cap; ops no build
+    times are left out."""
     out = {}
     for op in study.ops_for(scheme):
-        which = [ops is None or op in ops for ops in build_ops]
+        which = [ops is None or (op in ops and not capped(study, ops[op])) for ops in build_ops]
         if any(which):
             out[op] = which
     return out

@@ -285,7 +285,8 @@ def plan(ctx: Context) -> Plan:
         level = (*pre, f"-D{t['level_define']}={t['levels'][sid]}", f"-D{t['namespace']}={ns}")
         p.schemes[sid] = [Unit(f, _obj(sid, f, paths.root, ctx.tree.root), level) for f in units]
         p.tables[sid] = Unit(ctx.impl.op_table or fam.op_table, f"{sid}.ops.o",
-                             (*level, f"-I{ctx.harness}", f'-DPQSIMD_SCHEME="{sid}"', f'-DPQSIMD_IMPL="{ctx.impl.name}"'))
+                             (*level, f"-I{ctx.harness}", f"-DPQSIMD_NS={ns}", f'-DPQSIMD_SCHEME="{sid}"',
+                              f'-DPQSIMD_IMPL="{ctx.impl.name}"'))
         if fam.kat and t.get("kat"):
             api_dir = f"kat-api-{sid}"
             p.generated[f"{api_dir}/api.h"] = _kat_api(ctx, sid, ns)

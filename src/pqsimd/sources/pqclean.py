@@ -55,7 +55,7 @@ def plan(ctx: Context) -> Plan:
                           for src in (sorted(d.iterdir()) if d else []) if src.suffix in (".c", ".S")]
         ns = namespace(ctx, sid)
         defs = (f"-DPQSIMD_NS={ns}", f'-DPQSIMD_SCHEME="{sid}"', f'-DPQSIMD_IMPL="{impl.name}"',
-                *(f"-D{x}" for x in impl.table.get("defines", [])))
+                *(f"-D{x}" for x in (*impl.table.get("defines", []), *fam.schemes[sid].defines)))
         p.tables[sid] = Unit(impl.op_table or fam.op_table, f"{sid}.ops.o", (*inc, f"-I{ctx.harness}", *defs))
         if d is not None:
             p.inputs += sorted(f for f in d.rglob("*") if f.is_file())

@@ -15,7 +15,7 @@ from typing import Any
 # Tamper positions as fractions of a length: first, middle and last byte, then seeded others.
 FIXED_FRACTIONS = (0.0, 0.5, 1.0)
 EXTRA_FRACTIONS = 2
-POOL_BYTES = 256  # randomness served to key generation + encapsulation / signing
+POOL_BYTES = 256  # randomness served to key generation + encapsulation / signing ([gate] pool_bytes overrides)
 
 
 def _shake(label: str, n: int) -> bytes:
@@ -45,10 +45,10 @@ class Vector:
 
 # --- kem ------------------------------------------------------------------------------------------
 
-def kem_vectors(scheme: str, n: int) -> list[Vector]:
+def kem_vectors(scheme: str, n: int, pool_bytes: int = POOL_BYTES) -> list[Vector]:
     out = []
     for i in range(n):
-        pool = _shake(f"pqsimd-gate/{scheme}/{i}", POOL_BYTES)
+        pool = _shake(f"pqsimd-gate/{scheme}/{i}", pool_bytes)
         fr = fractions(scheme, i)
         out.append(Vector(f"{pool.hex()} {','.join(repr(f) for f in fr)}", pool=pool, fractions=tuple(fr)))
     return out
@@ -68,6 +68,22 @@ def kem_parse(line: str, v: Vector) -> dict[str, Any]:
     return d
 
 
+def rejection_key(rej: dict[str, Any], sk: bytes, ct: bytes) -> bytes:
+    """The key an implicitly rejecting KEM returns for a ciphertext it rejects, computed here:
+    hash(prefix || z || leading ciphertext bytes || suffix), z a slice of the secret key.
+    ML-KEM (FIPS 203): SHAKE256(z || c) with z the last 32 bytes of sk; Classic McEliece:
+    SHAKE256(0x00 || s || C), s the last n/8 bytes; HQC: SHAKE256(sigma || u || v || 0x04)."""
+    if "z_from_secret_key_tail" in rej:
+        z = sk[-int(rej["z_from_secret_key_tail"]):]
+    else:
+        start, end = rej["z_from_secret_key"]
+        z = sk[int(start):int(end)]
+    data = bytes.fromhex(rej.get("prefix", "")) + z + ct[: int(rej.get("ciphertext_bytes", len(ct)))] \
+        + bytes.fromhex(rej.get("suffix", ""))
+    h = hashlib.new(rej["hash"], data)
+    return h.digest(int(rej["length"])) if rej["hash"].startswith("shake") else h.digest()[: int(rej["length"])]
+
+
 def kem_check(i: int, d: dict[str, Any], v: Vector, gate: dict[str, Any]) -> str:
     if d["rc"]:
         return f"vector {i}: a KEM call returned {d['rc']}"
@@ -83,10 +99,7 @@ def kem_check(i: int, d: dict[str, Any], v: Vector, gate: dict[str, Any]) -> str
         if rej:
             ct = bytearray(d["ct"])
             ct[p] ^= 1
-            z = d["sk"][-int(rej["z_from_secret_key_tail"]):]
-            want = hashlib.new(rej["hash"], z + bytes(ct)).digest(int(rej["length"])) if rej["hash"].startswith("shake") \
-                else hashlib.new(rej["hash"], z + bytes(ct)).digest()[: int(rej["length"])]
-            if got != want:
+            if got != rejection_key(rej, d["sk"], bytes(ct)):
                 return f"vector {i}: ciphertext byte {p} changed: decapsulation does not give the implicit-rejection key"
     return ""
 
@@ -96,10 +109,10 @@ def kem_check(i: int, d: dict[str, Any], v: Vector, gate: dict[str, Any]) -> str
 MESSAGE_LENGTHS = (1, 33, 64, 100, 1000, 3300, 17, 5)
 
 
-def sign_vectors(scheme: str, n: int) -> list[Vector]:
+def sign_vectors(scheme: str, n: int, pool_bytes: int = POOL_BYTES) -> list[Vector]:
     out = []
     for i in range(n):
-        pool = _shake(f"pqsimd-gate/{scheme}/{i}", POOL_BYTES)
+        pool = _shake(f"pqsimd-gate/{scheme}/{i}", pool_bytes)
         msg = _shake(f"pqsimd-gate/{scheme}/{i}/message", MESSAGE_LENGTHS[i % len(MESSAGE_LENGTHS)])
         fr = fractions(scheme, i)
         out.append(Vector(f"{pool.hex()} {msg.hex() or '-'} {','.join(repr(f) for f in fr)}", pool=pool, message=msg,
@@ -151,7 +164,7 @@ HASH_LENGTHS = (0, 1, 135, 136, 137, 1000, 168, 64)
 HASH_OUT = (32, 64, 200, 1)
 
 
-def hash_vectors(scheme: str, n: int) -> list[Vector]:
+def hash_vectors(scheme: str, n: int, pool_bytes: int = 0) -> list[Vector]:  # a digest draws no randomness
     out = []
     for i in range(n):
         msg = _shake(f"pqsimd-gate/{scheme}/{i}/message", HASH_LENGTHS[i % len(HASH_LENGTHS)])

@@ -70,10 +70,12 @@ static int kem_line(const pqsimd_loaded *v, const pqsimd_scheme *s, char **tok, 
     int dry = v->entry->random_dry();
     v->entry->random_pool(NULL, 0);
     rc = first_error(rc, s->api.decaps(ss_dec, ct, sk));
+    /* A tampered ciphertext's return code is not checked: a KEM may report the rejection there
+     * (HQC returns -1) besides returning its implicit-rejection key, which is what the gate checks. */
     for (int i = 0; i < nf; i++) {
         size_t p = position(f[i], z->ciphertext);
         ct[p] ^= 1;
-        rc = first_error(rc, s->api.decaps(ss_t + (size_t)i * z->shared_secret, ct, sk));
+        (void)s->api.decaps(ss_t + (size_t)i * z->shared_secret, ct, sk);
         ct[p] ^= 1;
     }
     fprintf(out, "%d %zu %d ", rc, used, dry);

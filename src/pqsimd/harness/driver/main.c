@@ -241,10 +241,15 @@ static int cmd_run(int argc, char **argv, int probe) {
     pqsimd_calibration cal;
     pqsimd_calibrate_runner(&cal);
     print_calibration(stdout, &cal, spec.cpu, spec.counters ? &counters : NULL, &spec);
+    void (**null_calls)(void) = calloc((size_t)spec.n_variants, sizeof *null_calls);
+    for (int v = 0; v < spec.n_variants && null_calls; v++) {
+        null_calls[v] = loaded[v].entry->null_call;
+    }
     pqsimd_runner r = {
         .design = spec.design,
         .n_variants = spec.n_variants,
         .paths = (const char *const *)spec.variants,
+        .null_calls = (void (*const *)(void))null_calls,
         .order_state = spec.seed,
         .warm_ticks = spec.warmup_ns * cal.tsc_hz * 1e-9,
         .target = pqsimd_batch_target(spec.target, cal.granularity),

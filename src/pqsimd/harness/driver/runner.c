@@ -28,6 +28,8 @@ __attribute__((noinline, aligned(64))) static uint64_t sample(const pqsimd_op *o
     return t1 - t0;
 }
 
+__attribute__((noinline, aligned(64))) static void internal_empty(void) { __asm__ volatile("" ::: "memory"); }
+
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
@@ -81,7 +83,6 @@ uint64_t pqsimd_batch_target(uint64_t requested, uint64_t granularity) {
     return requested > floor ? requested : floor;
 }
 
-__attribute__((noinline, aligned(64))) static void internal_empty(void) { __asm__ volatile("" ::: "memory"); }
 
 /* The read overhead as the runner sees it: the very sample loop with zero calls (k = 0), so the
  * subtraction removes exactly what every sample carries besides its calls. */
@@ -143,15 +144,33 @@ static void warm(const pqsimd_op *op, double ticks) {
 }
 
 static void emit(FILE *out, const pqsimd_runner *r, const char *name, int variant, int spin, int pos,
-                 uint64_t k, const uint64_t *s, const uint64_t *cv, const int *valid, int reps) {
+                 uint64_t k, const uint64_t *s, uint64_t null_raw, const uint64_t *cv, const int *valid, int reps) {
     for (int rep = 0; rep < reps; rep++) {
-        fprintf(out, "%s\t%d\t%d\t%d\t%d\t%llu\t%llu", name, variant, spin, rep, pos, (unsigned long long)k,
-                (unsigned long long)s[rep]);
+        fprintf(out, "%s\t%d\t%d\t%d\t%d\t%llu\t%llu\t%llu", name, variant, spin, rep, pos, (unsigned long long)k,
+                (unsigned long long)s[rep], (unsigned long long)null_raw);
         if (r->counters) {
             pqsimd_counters_tsv(out, r->counters, cv + PQSIMD_MAX_COUNTERS * rep, valid[rep]);
         }
         fputc('\n', out);
     }
+}
+
+/* The null: the median of NULL_SAMPLES samples of k calls of an empty function in the variant's own
+ * shared object, through the very same loop, taken right after an op's reps. On machine B an empty
+ * call costs 3.5-3.8 TSC ticks into the driver's own code but 5.6-5.8 into a variant's object, and
+ * either moves with the core clock (the TSC does not), so a call cost measured once per job on the
+ * driver's function left ~2 ticks per call in every op; a null of the same object, the same k and
+ * the same moment leaves the op's own time. */
+enum { NULL_SAMPLES = 3 };
+
+static uint64_t null_sample(void (*call)(void), uint64_t k) {
+    const pqsimd_op op = {"null", NULL, call ? call : internal_empty};
+    uint64_t s[NULL_SAMPLES];
+    for (int i = 0; i < NULL_SAMPLES; i++) {
+        s[i] = sample(&op, k);
+    }
+    qsort(s, NULL_SAMPLES, sizeof s[0], cmp_u64);
+    return s[NULL_SAMPLES / 2];
 }
 
 static void reps_of(const pqsimd_runner *r, const pqsimd_op *op, uint64_t k, int reps, uint64_t *s, uint64_t *cv,
@@ -185,6 +204,7 @@ void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op) {
     }
     /* all samples of a spin are kept in memory and printed after it: no I/O between samples */
     uint64_t *s = malloc(sizeof(uint64_t) * (size_t)reps * (size_t)nv);
+    uint64_t *nulls = malloc(sizeof(uint64_t) * (size_t)nv);
     uint64_t *cv = r->counters ? malloc(sizeof(uint64_t) * PQSIMD_MAX_COUNTERS * (size_t)reps * (size_t)nv) : NULL;
     int *valid = r->counters ? calloc((size_t)reps * (size_t)nv, sizeof(int)) : NULL;
     int *order = malloc(sizeof(int) * (size_t)nv);
@@ -207,17 +227,19 @@ void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op) {
             }
             reps_of(r, op->ops[v], op->batch[v], reps, s + (size_t)v * reps,
                     cv ? cv + (size_t)v * reps * PQSIMD_MAX_COUNTERS : NULL, valid ? valid + (size_t)v * reps : NULL);
+            nulls[v] = null_sample(r->null_calls ? r->null_calls[v] : NULL, op->batch[v]);
         }
         for (int pos = 0; pos < nv; pos++) {
             int v = order[pos];
             if (!op->ops[v]) {
                 continue;
             }
-            emit(out, r, op->name, v, spin, pos, op->batch[v], s + (size_t)v * reps,
+            emit(out, r, op->name, v, spin, pos, op->batch[v], s + (size_t)v * reps, nulls[v],
                  cv ? cv + (size_t)v * reps * PQSIMD_MAX_COUNTERS : NULL, valid ? valid + (size_t)v * reps : NULL, reps);
         }
     }
     free(s);
+    free(nulls);
     free(cv);
     free(valid);
     free(order);

@@ -32,6 +32,7 @@ typedef struct {
     int design;
     int n_variants;
     const char *const *paths; /* per variant: its shared object (named if the process dies) */
+    void (*const *null_calls)(void); /* per variant: its empty function (null samples; NULL: the driver's own) */
     uint64_t order_state;   /* paired: the per-spin order's generator (splitmix64), seeded by the job, continued across ops */
     double warm_ticks;      /* paired: untimed warm-up before each variant's samples */
     uint64_t target;        /* auto batching: ticks a sample should last at least */
@@ -58,7 +59,8 @@ uint64_t pqsimd_batch_target(uint64_t requested, uint64_t granularity);
 /* Median raw ticks of 9 samples of k calls. */
 uint64_t pqsimd_median_sample(const pqsimd_op *op, uint64_t k);
 
-/* Times one op in the runner's design; TSV rows "op variant spin rep pos batch raw [counters]". */
+/* Times one op in the runner's design; TSV rows "op variant spin rep pos batch raw null [counters]",
+ * null being the same moment's sample of `batch` calls of the variant's empty function. */
 void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op);
 
 #endif

@@ -21,11 +21,8 @@
 #include "polyvec.h"
 #include "sign.h"
 
-#include "pqsimd.h"
+#include "optable.h"
 
-#define PQSIMD_CAT_(a, b) a##_##b
-#define PQSIMD_CAT(a, b) PQSIMD_CAT_(a, b)
-#define NS(f) PQSIMD_CAT(PQSIMD_NS, f)
 
 #define PK_BYTES NS(CRYPTO_PUBLICKEYBYTES)
 #define SK_BYTES NS(CRYPTO_SECRETKEYBYTES)
@@ -185,8 +182,7 @@ static void op_uniform_x4(void) {
 #endif
 }
 
-/* The harness's self-check: after overhead correction this must read ~0 ticks per call. */
-__attribute__((noinline, aligned(64))) static void op_empty(void) { __asm__ volatile("" ::: "memory"); }
+PQSIMD_EMPTY_OP
 
 static const pqsimd_op ops[] = {
     {"expand_a", setup_inputs, op_expand_a},
@@ -220,6 +216,7 @@ static int api_verify(const uint8_t *s, size_t slen, const uint8_t *m, size_t ml
     return NS(crypto_sign_verify_ctx)(s, slen, m, mlen, NULL, 0, key);
 }
 
-PQSIMD_REGISTER_SCHEME(PQSIMD_NS, PQSIMD_KIND_SIGN,
-                       .sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .signature = SIG_BYTES},
-                       .api = {.keypair = NS(crypto_sign_keypair), .sign = api_sign, .verify = api_verify})
+static const pqsimd_sizes sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .signature = SIG_BYTES};
+static const pqsimd_api api = {.keypair = NS(crypto_sign_keypair), .sign = api_sign, .verify = api_verify};
+
+PQSIMD_REGISTER(ops, PQSIMD_KIND_SIGN, sizes, api)

@@ -18,7 +18,7 @@
 #include "src/polyvec_lazy.h"
 #include "src/sign.h"
 
-#include "pqsimd.h"
+#include "optable.h"
 
 #define API(f) MLD_NAMESPACE_KL(f)
 
@@ -139,8 +139,7 @@ static void op_uniform_gamma1_x4(void) {
 }
 static void op_uniform_x4(void) { mld_poly_uniform_4x(&out0, &out1, &out2, &out3, seeds4); }
 
-/* The harness's self-check: after overhead correction this must read ~0 ticks per call. */
-__attribute__((noinline, aligned(64))) static void op_empty(void) { __asm__ volatile("" ::: "memory"); }
+PQSIMD_EMPTY_OP
 
 static const pqsimd_op ops[] = {
     {"expand_a", setup_inputs, op_expand_a},
@@ -175,7 +174,8 @@ static int api_verify(const uint8_t *s, size_t slen, const uint8_t *m, size_t ml
     return API(verify)(s, slen, m, mlen, NULL, 0, k);
 }
 
-PQSIMD_REGISTER_SCHEME(MLD_CONFIG_NAMESPACE_PREFIX, PQSIMD_KIND_SIGN,
-                       .sizes = {.public_key = MLDSA_CRYPTO_PUBLICKEYBYTES, .secret_key = MLDSA_CRYPTO_SECRETKEYBYTES,
-                               .signature = MLDSA_CRYPTO_BYTES},
-                       .api = {.keypair = api_keypair, .sign = api_sign, .verify = api_verify})
+static const pqsimd_sizes sizes = {.public_key = MLDSA_CRYPTO_PUBLICKEYBYTES, .secret_key = MLDSA_CRYPTO_SECRETKEYBYTES,
+                                   .signature = MLDSA_CRYPTO_BYTES};
+static const pqsimd_api api = {.keypair = api_keypair, .sign = api_sign, .verify = api_verify};
+
+PQSIMD_REGISTER(ops, PQSIMD_KIND_SIGN, sizes, api)

@@ -14,11 +14,8 @@
 #include "polyvec.h"
 
 #include "api.h"
-#include "pqsimd.h"
+#include "optable.h"
 
-#define PQSIMD_CAT_(a, b) a##_##b
-#define PQSIMD_CAT(a, b) PQSIMD_CAT_(a, b)
-#define NS(f) PQSIMD_CAT(PQSIMD_NS, f)
 
 /* avx2 polyvec_compress writes 2 bytes past the ciphertext and polyvec_decompress reads 12:
  * every byte buffer carries slack. */
@@ -89,8 +86,7 @@ static void op_noise_x4(void) {
 #endif
 }
 
-/* The harness's self-check: after overhead correction this must read ~0 ticks per call. */
-__attribute__((noinline, aligned(64))) static void op_empty(void) { __asm__ volatile("" ::: "memory"); }
+PQSIMD_EMPTY_OP
 
 static const pqsimd_op ops[] = {
     {"gen_a", setup_inputs, op_gen_a},
@@ -117,7 +113,8 @@ static const pqsimd_op ops[] = {
     {"empty", NULL, op_empty},
 };
 
-PQSIMD_REGISTER_SCHEME(PQSIMD_NS, PQSIMD_KIND_KEM,
-                       .sizes = {.public_key = KYBER_PUBLICKEYBYTES, .secret_key = KYBER_SECRETKEYBYTES,
-                               .ciphertext = KYBER_CIPHERTEXTBYTES, .shared_secret = KYBER_SSBYTES},
-                       .api = {.keypair = NS(crypto_kem_keypair), .encaps = NS(crypto_kem_enc), .decaps = NS(crypto_kem_dec)})
+static const pqsimd_sizes sizes = {.public_key = KYBER_PUBLICKEYBYTES, .secret_key = KYBER_SECRETKEYBYTES,
+                                   .ciphertext = KYBER_CIPHERTEXTBYTES, .shared_secret = KYBER_SSBYTES};
+static const pqsimd_api api = {.keypair = NS(crypto_kem_keypair), .encaps = NS(crypto_kem_enc), .decaps = NS(crypto_kem_dec)};
+
+PQSIMD_REGISTER(ops, PQSIMD_KIND_KEM, sizes, api)

@@ -5,7 +5,8 @@
  * The op ids are ops/ml_kem.c's, and each op calls mlkem-native's own function for the same work
  * on the same inputs (test_speed's fixed seeds, buffers updated in place). An op mlkem-native has
  * no function for is left out of the table, never imitated: the gate records which ops a build
- * has, the family TOML says why one is absent ([implementations.mlkem-native.absent]). */
+ * has, the family TOML says why one is absent ([implementations.mlkem-native.absent]).
+ * (PQSIMD_NS is the set's mlkem-native namespace, for optable.h's STATIC_NAME; NS() is unused.) */
 #include <stdint.h>
 #include <string.h>
 
@@ -14,7 +15,7 @@
 #include "poly.h"
 #include "poly_k.h"
 
-#include "pqsimd.h"
+#include "optable.h"
 
 #define KEM(f) MLK_NAMESPACE_K(f)
 
@@ -90,8 +91,7 @@ static void op_encaps(void) { rc |= KEM(enc)(ct, key, pk); }
 static void op_decaps(void) { rc |= KEM(dec)(key, ct, sk); }
 static void op_noise_x4(void) { mlk_poly_getnoise_eta1_4x(&ap, &bp, &cp, &dp, seed, 0, 1, 2, 3); }
 
-/* The harness's self-check: after overhead correction this must read ~0 ticks per call. */
-__attribute__((noinline, aligned(64))) static void op_empty(void) { __asm__ volatile("" ::: "memory"); }
+PQSIMD_EMPTY_OP
 
 static const pqsimd_op ops[] = {
     {"gen_a", setup_inputs, op_gen_a},
@@ -120,7 +120,8 @@ static const pqsimd_op ops[] = {
     {"empty", NULL, op_empty},
 };
 
-PQSIMD_REGISTER_SCHEME(MLK_NAMESPACE_PREFIX, PQSIMD_KIND_KEM,
-                       .sizes = {.public_key = MLKEM_INDCCA_PUBLICKEYBYTES, .secret_key = MLKEM_INDCCA_SECRETKEYBYTES,
-                               .ciphertext = MLKEM_INDCCA_CIPHERTEXTBYTES, .shared_secret = MLKEM_SSBYTES},
-                       .api = {.keypair = KEM(keypair), .encaps = KEM(enc), .decaps = KEM(dec)})
+static const pqsimd_sizes sizes = {.public_key = MLKEM_INDCCA_PUBLICKEYBYTES, .secret_key = MLKEM_INDCCA_SECRETKEYBYTES,
+                                   .ciphertext = MLKEM_INDCCA_CIPHERTEXTBYTES, .shared_secret = MLKEM_SSBYTES};
+static const pqsimd_api api = {.keypair = KEM(keypair), .encaps = KEM(enc), .decaps = KEM(dec)};
+
+PQSIMD_REGISTER(ops, PQSIMD_KIND_KEM, sizes, api)

@@ -43,11 +43,8 @@
 #endif
 
 #include "api.h"
-#include "pqsimd.h"
+#include "optable.h"
 
-#define PQSIMD_CAT_(a, b) a##_##b
-#define PQSIMD_CAT(a, b) PQSIMD_CAT_(a, b)
-#define NS(f) PQSIMD_CAT(PQSIMD_NS, f)
 
 #define PK_BYTES NS(CRYPTO_PUBLICKEYBYTES)
 #define SK_BYTES NS(CRYPTO_SECRETKEYBYTES)
@@ -245,8 +242,7 @@ static void op_hash_message(void) {
     hash_message(digest, &digest_tree, &digest_leaf, R, pk, msg, MSG_BYTES, &ctx);
 }
 
-/* The harness's self-check: after overhead correction this must read ~0 ticks per call. */
-__attribute__((noinline, aligned(64))) static void op_empty(void) { __asm__ volatile("" ::: "memory"); }
+PQSIMD_EMPTY_OP
 
 /* In data/families/sphincs.toml's order: benchmark.c's, then the extras. */
 static const pqsimd_op ops[] = {
@@ -263,7 +259,8 @@ static const pqsimd_op ops[] = {
     {"empty", NULL, op_empty},
 };
 
-PQSIMD_REGISTER_SCHEME(PQSIMD_NS, PQSIMD_KIND_SIGN,
-                       .sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .signature = SIG_BYTES},
-                       /* crypto_sign_signature / crypto_sign_verify already have the gate's signatures. */
-                       .api = {.keypair = NS(crypto_sign_keypair), .sign = NS(crypto_sign_signature), .verify = NS(crypto_sign_verify)})
+static const pqsimd_sizes sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .signature = SIG_BYTES};
+/* crypto_sign_signature / crypto_sign_verify already have the gate's signatures. */
+static const pqsimd_api api = {.keypair = NS(crypto_sign_keypair), .sign = NS(crypto_sign_signature), .verify = NS(crypto_sign_verify)};
+
+PQSIMD_REGISTER(ops, PQSIMD_KIND_SIGN, sizes, api)
