@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from . import __version__, catalog
+from . import __version__, catalog, objcache
 from .ids import build_id
 from .catalog import Family, Variant
 from .errors import PqsimdError
@@ -37,7 +37,7 @@ from .sources import SourceTree
 
 PIC_FLAGS = ("-fPIC", "-fvisibility=hidden")
 LINK_FLAGS = ("-Wl,-z,noexecstack",)
-RECIPE = 2  # how a variant is built (2: its flags reach the link); part of the cache key
+RECIPE = 3  # how a variant is built (2: its flags reach the link; 3: source layouts); part of the cache key
 
 
 # --- compilers -------------------------------------------------------------------------------------
@@ -247,112 +247,105 @@ class Build:
         return f"{self.variant} ({self.compiler.id}, {self.family})"
 
 
-def present_schemes(tree: SourceTree, fam: Family, impl: str) -> list[str]:
-    """The family's parameter sets the tree has this implementation of (a --source tree may hold a
-    few); one line if it has none."""
-    out = [sid for sid, s in fam.schemes.items() if s.dir is None or (tree.root / s.dir / impl).is_dir()]
+def _context(tree: SourceTree, fam: Family, variant: Variant, schemes: list[str] | None = None):
+    """The layout of the variant's implementation and what it builds (its kernel groups as the
+    variant switches them)."""
+    from .sources import find_layout
+    from .sources.layout import Context
+
+    impl = fam.implementation(variant.sources)
+    lay = find_layout(impl.layout)
+    native = frozenset(impl.groups if variant.native is None else variant.native)
+    ctx = Context(tree=tree, family=fam, impl=impl, schemes=tuple(schemes or fam.schemes), native=native,
+                  harness=_harness_dir())
+    return lay, ctx
+
+
+def present_schemes(tree: SourceTree, fam: Family, impl: str, schemes: list[str] | None = None) -> list[str]:
+    """The family's parameter sets (of `schemes`, default all) the trees have this implementation
+    of (a --source tree may hold a few); one line if none."""
+    from .sources import find_layout
+    from .sources.layout import Context
+
+    im = fam.implementation(impl)
+    ctx = Context(tree=tree, family=fam, impl=im, schemes=tuple(schemes or fam.schemes), native=frozenset(),
+                  harness=_harness_dir())
+    out = find_layout(im.layout).schemes(ctx)
     if not out:
+        first = next(iter(fam.schemes.values()))
+        where = f"looked for e.g. {first.dir}/{impl}" if im.layout == "pqclean" else f"layout {im.layout}"
         raise PqsimdError(f"the source tree {tree.root} has no '{impl}' implementation of any {fam.name} parameter set "
-                          f"(looked for e.g. {next(iter(fam.schemes.values())).dir}/{impl})")
+                          f"({where})")
     return out
 
 
-def _impl_dir(tree: SourceTree, fam: Family, scheme: str, impl: str) -> Path | None:
-    s = fam.schemes[scheme]
-    if s.dir is None:
-        return None
-    d = tree.root / s.dir / impl
-    if not d.is_dir():
-        raise PqsimdError(f"{d} does not exist: the source tree has no '{impl}' implementation of {scheme}")
-    return d
-
-
-def unavailable(fam: Family, variant: Variant) -> str | None:
+def unavailable(fam: Family, variant: Variant, tree: SourceTree | None = None) -> str | None:
     """Why this family cannot be built as this variant (None if it can)."""
-    if fam.implementation(variant.sources) is None:
+    impl = fam.implementation(variant.sources)
+    if impl is None:
         return f"family {fam.name} has no '{variant.sources}' implementation (it has {', '.join(fam.implementations)})"
+    unknown = [g for g in (variant.native or ()) if g not in impl.groups]
+    if unknown:
+        known = f"its groups: {', '.join(impl.groups)}" if impl.groups else "it has no switchable groups"
+        return f"implementation {impl.name} has no kernel group '{unknown[0]}' ({known})"
+    if tree is not None and impl.table.get("crate") and not any(c.name == impl.table["crate"] for c in tree.crates):
+        try:
+            tree.crate_root(impl.table["crate"], f"implementation {impl.name}")
+        except PqsimdError as e:
+            return str(e)
     return None
 
 
-def _inputs_key(tree: SourceTree, fam: Family, variant: Variant, flags: list[str], comp: Compiler, driver: Driver) -> str:
-    impl = fam.implementation(variant.sources)
+def _node_salt(variant: Variant) -> str:
+    if not variant.node_dependent:  # -march=native means something else on every CPU model
+        return ""
+    from . import machine
+
+    return machine.cpu_model() + " ".join(sorted(machine.cpu_flags()))
+
+
+def _inputs_key(fam: Family, variant: Variant, flags: list[str], comp: Compiler, driver: Driver, plan,
+                schemes: list[str], native: list[str]) -> str:
     h = hashlib.sha256(json.dumps({"recipe": RECIPE, "flags": flags, "cc": comp.to_dict(), "sources": variant.sources,
                                    "family": fam.text, "glue": driver.glue_key, "pqsimd": __version__}).encode())
-    files: list[Path] = []
-    for scheme in present_schemes(tree, fam, variant.sources):
-        d = _impl_dir(tree, fam, scheme, variant.sources)
-        if d is not None:
-            files += sorted(p for p in d.rglob("*") if p.is_file())
-    files += [tree.root / "common" / c for c in impl.common]
-    files += sorted((tree.root / "common").glob("*.h"))
-    if fam.kat:
-        files += [tree.root / fam.kat["program"], tree.root / fam.kat["rng"]]
-        files += [tree.root / "common" / c for c in fam.kat.get("common", [])]
-    files += [fam.op_table, _harness_dir() / "pqsimd.h", _harness_dir() / "ops" / "optable.h",
-              _harness_dir() / "variant" / "exports.map"]
-    if variant.node_dependent:  # -march=native means something else on every CPU model
-        from . import machine
-
-        h.update(machine.cpu_model().encode())
-        h.update(" ".join(sorted(machine.cpu_flags())).encode())
+    h.update(json.dumps({"native": native, "schemes": schemes, "generated": plan.generated,
+                         "units": [[str(u.src), list(u.pre)] for u in plan.units()]}).encode())
+    files = [*plan.inputs, _harness_dir() / "pqsimd.h", _harness_dir() / "ops" / "optable.h",
+             _harness_dir() / "variant" / "exports.map"]
+    h.update(_node_salt(variant).encode())
     files += [Path(f) for f in flags if os.path.isfile(f)]  # files named by flags (-include x.h)
     _hash_files(h, files)
     return h.hexdigest()
 
 
-def _compile_plan(tree: SourceTree, fam: Family, variant: Variant, flags: list[str], comp: Compiler, out: Path):
-    """Every compile as (object, command); the objects of the library and of each KAT link."""
-    common = tree.root / "common"
-    impl = fam.implementation(variant.sources)
-    harness = _harness_dir()
-    steps: list[tuple[Path, list[str]]] = []
+def _commands(plan, flags: list[str], comp: Compiler, work: Path) -> tuple[list[list[str]], dict[str, Path]]:
+    """Every compile command of the plan, and each unit's object."""
+    from .sources.layout import BUILD_DIR
 
-    def cc(src: Path, obj: Path, pre: list[str]) -> Path:
-        steps.append((obj, [comp.path, *PIC_FLAGS, *pre, "-c", str(src), "-o", str(obj), *flags]))
-        return obj
-
-    common_objs = {name: cc(common / name, out / f"common.{name.replace('/', '_')}.o", [f"-I{common}"])
-                   for name in impl.common}
-    scheme_objs: dict[str, list[Path]] = {}
-    table_objs: list[Path] = []
-    schemes = {sid: fam.schemes[sid] for sid in present_schemes(tree, fam, variant.sources)}
-    for sid, s in schemes.items():
-        d = _impl_dir(tree, fam, sid, variant.sources)
-        inc = ([f"-I{d}"] if d else []) + [f"-I{common}"]
-        scheme_objs[sid] = [cc(src, out / f"{sid}.{src.name}.o", inc)
-                            for src in (sorted(d.iterdir()) if d else []) if src.suffix in (".c", ".S")]
-        ns = f"{s.namespace}_{variant.sources.upper()}"
-        defs = [f"-DPQSIMD_NS={ns}", f'-DPQSIMD_SCHEME="{sid}"', f'-DPQSIMD_IMPL="{variant.sources}"',
-                *(f"-D{x}" for x in (*impl.defines, *s.defines))]
-        table_objs.append(cc(fam.op_table, out / f"{sid}.ops.o", [*inc, f"-I{harness}", *defs]))
-
-    library = [o for objs in scheme_objs.values() for o in objs] + list(common_objs.values()) + table_objs
-
-    kat_links: dict[str, list[Path]] = {}
-    if fam.kat:
-        kat_common = {name: common_objs.get(name) or cc(common / name, out / f"katcommon.{name}.o", [f"-I{common}"])
-                      for name in fam.kat.get("common", [])}
-        rng = cc(tree.root / fam.kat["rng"], out / "kat.rng.o", [f"-I{common}"])
-        for sid, s in schemes.items():
-            d = _impl_dir(tree, fam, sid, variant.sources)
-            ns = f"{s.namespace}_{variant.sources.upper()}"
-            inc = ([f"-I{d}"] if d else []) + [f"-I{common}"]
-            kat = cc(tree.root / fam.kat["program"], out / f"{sid}.nistkat.o", [f"-DPQCLEAN_NAMESPACE={ns}", *inc])
-            extra = [o for n, o in common_objs.items() if n not in kat_common]
-            kat_links[sid] = [*scheme_objs[sid], *extra, *kat_common.values(), rng, kat]
-    return steps, library, kat_links
+    cmds, objs = [], {}
+    for u in plan.units():
+        obj = work / u.obj
+        pre = [x.replace(BUILD_DIR, str(work)) for x in u.pre]
+        cmds.append([comp.path, *PIC_FLAGS, *pre, "-c", str(u.src), "-o", str(obj), *flags])
+        objs[u.obj] = obj
+    return cmds, objs
 
 
 def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Compiler | str,
-                  driver: Driver | None = None, jobs: int | None = None) -> Build:
-    """Build (or fetch from the cache) one variant of one family by one compiler."""
+                  driver: Driver | None = None, jobs: int | None = None, schemes: list[str] | None = None) -> Build:
+    """Build (or fetch from the cache) one variant of one family by one compiler: every parameter
+    set of the family the trees hold, or those of `schemes`."""
     comp = compiler if isinstance(compiler, Compiler) else find_compiler(compiler)
     driver = driver or build_driver()
-    why = unavailable(fam, variant)
+    why = unavailable(fam, variant, tree)
     if why:
         raise PqsimdError(f"variant {variant.id}: {why}")
     flags = catalog.translate_flags(variant.flags, comp.family, variant.id)
-    key = _inputs_key(tree, fam, variant, flags, comp, driver)
+    wanted = [s for s in fam.schemes if schemes is None or s in schemes]
+    present = present_schemes(tree, fam, variant.sources, wanted)
+    lay, ctx = _context(tree, fam, variant, present)
+    plan = lay.plan(ctx)
+    key = _inputs_key(fam, variant, flags, comp, driver, plan, wanted, sorted(ctx.native))
     root = cache_root()
     final = root / f"{build_id(variant.id, comp.id, fam.name)}-{key[:16]}"
     record = final / "build.json"
@@ -373,23 +366,32 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
     name = build_id(variant.id, comp.id, fam.name)
     work = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-{name}-", dir=root))
     try:
-        steps, library, kat_links = _compile_plan(tree, fam, variant, flags, comp, work)
+        for rel, text in plan.generated.items():
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / rel).write_text(text)
+        cmds, objs = _commands(plan, flags, comp, work)
+        salt = json.dumps({"cc": comp.to_dict(), "node": _node_salt(variant)})
+        salt += hashlib.sha256(b"".join(Path(f).read_bytes() for f in flags if os.path.isfile(f))).hexdigest()
         with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
-            results = list(pool.map(lambda s: _run(s[1], work), steps))
-        for cmd, proc in results:
+            results = list(pool.map(lambda c: objcache.compile_unit(c, work, root, salt), cmds))
+        for cmd, (proc, _) in zip(cmds, results):
             if proc.returncode != 0:
                 src = Path(cmd[cmd.index("-c") + 1]).name
                 raise _fail(root, name, cmd, proc,
                             f"variant {variant.id} ({fam.name}): {src} does not compile with {comp.command} {' '.join(flags)}")
-        commands = [cmd for cmd, _ in results]
+        commands = list(cmds)
         exports = _harness_dir() / "variant" / "exports.map"
+        library = [objs[u.obj] for u in [*(u for us in plan.schemes.values() for u in us), *plan.shared,
+                                         *plan.tables.values()]]
         # The variant's flags reach every link too (-flto needs them there, -Wl,... only acts there),
         # after the objects as they come last in every compile.
         links = [("variant.so", [comp.path, "-shared", "-o", str(work / "variant.so"), *map(str, library),
                                  *map(str, driver.glue), *PIC_FLAGS, f"-Wl,--version-script={exports}", *LINK_FLAGS,
                                  *flags])]
-        for sid, objs in kat_links.items():
-            links.append((f"kat-{sid}", [comp.path, "-o", str(work / f"kat-{sid}"), *map(str, objs), *LINK_FLAGS, *flags]))
+        for sid, own in plan.kat.items():
+            kat_objs = [objs[u.obj] for u in [*plan.schemes[sid], *plan.shared, *own]]
+            links.append((f"kat-{sid}", [comp.path, "-o", str(work / f"kat-{sid}"), *map(str, kat_objs), *LINK_FLAGS,
+                                         *flags]))
         for out_name, cmd in links:
             cmd, proc = _run(cmd, work)
             commands.append(cmd)
@@ -399,9 +401,10 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
         # recorded with the folder the build ends in (the temporary one is renamed to it)
         recorded = [shlex.join(c).replace(str(work), str(final)) for c in commands]
         (work / "build.json").write_text(json.dumps({
-            "family": fam.name, "variant": variant.id, "schemes": present_schemes(tree, fam, variant.sources),
-            "key": key, "compiler": comp.to_dict(), "flags": flags,
+            "family": fam.name, "variant": variant.id, "schemes": present,
+            "key": key, "compiler": comp.to_dict(), "flags": flags, "native": sorted(ctx.native),
             "driver": driver.to_dict(), "commands": recorded, "seconds": round(seconds, 2),
+            "objects_from_cache": sum(hit for _, hit in results), "objects": len(results),
         }, indent=2))
         _publish(work, final)
         return result(False, seconds)

@@ -55,12 +55,13 @@ def _table(d: dict, key: str, where: str) -> dict:
 @dataclass(frozen=True)
 class Variant:
     id: str
-    sources: str  # PQClean implementation directory: "clean" | "avx2" | ...
+    sources: str  # the family's implementation: "clean" | "avx2" | "mlkem-native" | ...
     flags: tuple[str, ...]
     description: str = ""
     default: bool = False
     requires_cpu: tuple[str, ...] = ()
     node_dependent: bool = False
+    native: tuple[str, ...] | None = None  # the implementation's kernel groups on native code (None: all)
     # False: the flags may change floating-point rounding (-march=native contracts a*b+c into FMA,
     # -ffast-math), so builds of implementations that compute in hardware floating point
     # (`native_fp`) cannot promise byte-identical outputs and are gated verify-only.
@@ -75,13 +76,15 @@ class Variant:
             "requires_cpu": list(self.requires_cpu),
             "node_dependent": self.node_dependent,
         }
+        if self.native is not None:  # (absent from the variants without switches, as before it existed)
+            out["native"] = list(self.native)
         if not self.fp_exact:  # only then: the plans of studies made before the key existed stay equal
             out["fp_exact"] = False
         return out
 
 
 VARIANT_KEYS = {"sources": str, "flags": list, "description": str, "default": bool, "requires_cpu": list,
-                "node_dependent": bool, "fp_exact": bool}
+                "node_dependent": bool, "native": list, "fp_exact": bool}
 
 
 def variant_from_dict(vid: str, d: Any, where: str) -> Variant:
@@ -107,6 +110,9 @@ def variant_from_dict(vid: str, d: Any, where: str) -> Variant:
                               f"it (and its checks would be what is timed); run the sanitizer on the sources outside "
                               f"pqsimd, e.g. PQClean's own tests")
     check_id("implementation", d["sources"], f"{where}: variant '{vid}' sources")
+    native = _str_list(d, "native", f"{where}: variant '{vid}'") if "native" in d else None
+    if native is not None and len(set(native)) != len(native):
+        raise PqsimdError(f"{where}: variant '{vid}': `native` lists a group twice")
     return Variant(
         id=vid,
         sources=d["sources"],
@@ -115,6 +121,7 @@ def variant_from_dict(vid: str, d: Any, where: str) -> Variant:
         default=bool(d.get("default", False)),
         requires_cpu=_str_list(d, "requires_cpu", f"{where}: variant '{vid}'"),
         node_dependent=bool(d.get("node_dependent", False)),
+        native=native,
         fp_exact=bool(d.get("fp_exact", True)),
     )
 
@@ -231,13 +238,28 @@ def translate_flags(flags: tuple[str, ...] | list[str], family: str, variant: st
 
 # --- scheme families ------------------------------------------------------------------------------
 
+IMPLEMENTATION_KEYS = ("layout", "op_table", "requires_cpu", "label", "absent", "notes", "native_fp")
+
+
 @dataclass(frozen=True)
 class Implementation:
+    """One implementation of a family: where its code comes from and how it is laid out (a module of
+    pqsimd/sources/, which reads its own keys from `table`)."""
+
     name: str
-    common: tuple[str, ...] = ()
-    defines: tuple[str, ...] = ()
+    layout: str = "pqclean"
     requires_cpu: tuple[str, ...] = ()
+    op_table: Path | None = None  # None: the family's
+    label: str = ""
     native_fp: bool = False  # computes in the CPU's floating point: outputs depend on the build's rounding
+    groups: dict[str, str] = field(default_factory=dict)  # kernel groups a variant switches (name -> label)
+    absent: dict[str, Any] = field(default_factory=dict)  # op -> why it has none (or {scheme: why})
+    notes: dict[str, str] = field(default_factory=dict)  # op -> how its function differs from other implementations'
+    table: dict[str, Any] = field(default_factory=dict)  # [implementations.<name>] as written
+
+    def absent_reason(self, op: str, scheme: str) -> str | None:
+        why = self.absent.get(op)
+        return why.get(scheme) if isinstance(why, dict) else why
 
 
 @dataclass(frozen=True)
@@ -266,6 +288,7 @@ class Family:
     views: dict[str, Any] = field(default_factory=dict)
     default: bool = False  # the family `pqsimd run` times when no --schemes is given
     call_counters: dict[str, Any] = field(default_factory=dict)  # op -> function counted per call ([ops.call_counters])
+    ablation: dict[str, Any] = field(default_factory=dict)  # [ablation]: variant (whose groups --ablation switches)
     source: str = ""  # the TOML file it came from
     text: str = ""  # its content (recorded in the manifest)
 
@@ -310,6 +333,44 @@ def reference_table(name: str) -> dict[str, Any]:
     body = "\n".join(l for l in text.splitlines() if not l.startswith("#"))
     rows = list(csv.DictReader(io.StringIO(body)))
     return {"name": name, "about": comments, "rows": rows}
+
+
+def _op_table(name: str, base_dir: Path | None, where: str) -> Path:
+    ops_dir = Path(str(resources.files("pqsimd").joinpath("harness", "ops")))
+    candidates = ([base_dir / name] if base_dir else []) + [ops_dir / name]
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        raise PqsimdError(f"{where}: op table {name} not found (looked in {', '.join(str(c.parent) for c in candidates)})")
+    return path
+
+
+def _implementation(name: str, i: dict, where: str, base_dir: Path | None, schemes: dict) -> Implementation:
+    from . import sources
+
+    lay = sources.find_layout(i.get("layout", "pqclean"), where)
+    unknown = sorted(set(i) - set(IMPLEMENTATION_KEYS) - set(lay.KEYS))
+    if unknown:
+        raise PqsimdError(f"{where}: unknown key(s) {', '.join(unknown)}; known: "
+                          f"{', '.join((*IMPLEMENTATION_KEYS, *lay.KEYS))}")
+    lay.check(i, where)
+    if not isinstance(i.get("native_fp", False), bool):
+        raise PqsimdError(f"{where}: `native_fp` must be true or false, got {i['native_fp']!r}")
+    table = i.get("op_table")
+    if table is not None and (not isinstance(table, str) or not table):
+        raise PqsimdError(f"{where}: op_table must name an op table C file, got {table!r}")
+    absent = _table(i, "absent", where)
+    for op, why in absent.items():
+        check_id("op", op, where)
+        per = why if isinstance(why, dict) else {"": why}
+        if not all(isinstance(v, str) and v for v in per.values()) or any(s and s not in schemes for s in per):
+            raise PqsimdError(f"{where}: absent.{op} must say why (a string, or a table scheme = why for the "
+                              f"schemes of {', '.join(schemes)}), got {why!r}")
+    return Implementation(name=name, layout=i.get("layout", "pqclean"),
+                          requires_cpu=_str_list(i, "requires_cpu", where),
+                          op_table=_op_table(table, base_dir, where) if table else None,
+                          label=str(i.get("label", "")), native_fp=bool(i.get("native_fp", False)),
+                          groups=lay.groups(i), absent=absent,
+                          notes={str(k): str(v) for k, v in _table(i, "notes", where).items()}, table=i)
 
 
 def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -366,11 +427,7 @@ def family_from_toml(text: str, source: str, base_dir: Path | None) -> Family:
     op_table = d.get("op_table")
     if not isinstance(op_table, str) or not op_table:
         raise PqsimdError(f"{where}: op_table must name the family's op table C file")
-    ops_dir = Path(str(resources.files("pqsimd").joinpath("harness", "ops")))
-    candidates = ([base_dir / op_table] if base_dir else []) + [ops_dir / op_table]
-    path = next((p for p in candidates if p.is_file()), None)
-    if path is None:
-        raise PqsimdError(f"{where}: op table {op_table} not found (looked in {', '.join(str(c.parent) for c in candidates)})")
+    path = _op_table(op_table, base_dir, where)
     schemes = {}
     for sid, s in _table(d, "schemes", where).items():
         check_id("scheme", sid, where)
@@ -388,11 +445,7 @@ def family_from_toml(text: str, source: str, base_dir: Path | None) -> Family:
         check_id("implementation", iname, where)
         if not isinstance(i, dict):
             raise PqsimdError(f"{where}: [implementations.{iname}] must be a table")
-        w = f"{where}: implementations.{iname}"
-        if not isinstance(i.get("native_fp", False), bool):
-            raise PqsimdError(f"{w}: `native_fp` must be true or false, got {i['native_fp']!r}")
-        impls[iname] = Implementation(iname, _str_list(i, "common", w), _str_list(i, "defines", w),
-                                      _str_list(i, "requires_cpu", w), bool(i.get("native_fp", False)))
+        impls[iname] = _implementation(iname, i, f"{where}: implementations.{iname}", base_dir, schemes)
     ops_t = _table(d, "ops", where)
     ops = _str_list(ops_t, "order", f"{where}: [ops]")
     if not ops:
@@ -408,12 +461,16 @@ def family_from_toml(text: str, source: str, base_dir: Path | None) -> Family:
     for sid, sch in schemes.items():
         familyschema.check_gate(_merged(gate, sch.gate), kind, f"{where}: schemes.{sid}", complete=True)
     familyschema.check_views(views, ops, schemes, where)
+    for impl in impls.values():
+        familyschema.check_absent(impl.name, impl.absent, impl.notes, ops, where)
+    ablation = _table(d, "ablation", where)
+    familyschema.check_ablation(ablation, where)
     _check_portfolio(views, ops, ops_t.get("self_check"), where)
     return Family(
         name=name, title=str(d.get("title", name)), kind=kind, op_table=path, schemes=schemes,
         implementations=impls, ops=ops, labels=labels, self_check=ops_t.get("self_check"),
         kat=kat, gate=gate, views=views, default=d.get("default") is True, source=source, text=text,
-        call_counters=call_counters,
+        call_counters=call_counters, ablation=ablation,
     )
 
 

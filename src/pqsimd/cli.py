@@ -92,6 +92,8 @@ def cli() -> None:
 @click.option("--account", type=str, default=None, help="slurm: account")
 @click.option("--sbatch-arg", "sbatch_args", type=str, multiple=True, help="slurm: extra sbatch argument (repeatable)")
 @click.option("--no-run", is_flag=True, default=False, help="build and verify only")
+@click.option("--ablation", is_flag=True, default=False,
+              help="time each family's ablation: its variant with every subset of its kernel groups native")
 def run(directory: Path, **opts) -> None:
     """Build, verify and time a study into DIRECTORY (re-running continues it)."""
     from .pipeline import run_study
@@ -101,6 +103,7 @@ def run(directory: Path, **opts) -> None:
             opts[key] = _csv(opts[key]) or []  # an empty list is refused by the study, with the reason
     opts["metric"] = _csv(opts["metric"])
     opts["mca_cpus"] = _csv(opts["mca_cpus"])
+    opts["ablation"] = True if opts["ablation"] else None  # not given: the stored study's
     if opts.get("source") is not None:
         opts["source"] = str(opts["source"])
     slurm = {k: opts.pop(k) for k in ("partition", "nodelist", "exclusive", "time_limit", "account", "sbatch_args")}
@@ -129,6 +132,10 @@ def list_() -> None:
         t.add_row(", ".join(fam.schemes), ", ".join(fam.implementations), ", ".join(fam.ops))
         con.print(t)
         con.print(f"  from {fam.source}")
+        for impl in fam.implementations.values():
+            if impl.groups:
+                con.print(f"  {impl.name} ({impl.layout}) kernel groups: {', '.join(impl.groups)}"
+                          + (f"; --ablation switches them in {fam.ablation['variant']}" if fam.ablation else ""))
     t = Table(title="variants", title_justify="left", box=None, header_style="bold")
     for c in ("variant", "sources", "flags", "default", "description"):
         t.add_column(c)

@@ -110,6 +110,20 @@ def check_gate(gate: dict, kind: str, where: str, complete: bool = False) -> Non
                                "sits in the secret key), for the family or per parameter set")
 
 
+def check_absent(impl: str, absent: dict, notes: dict, ops: tuple[str, ...], where: str) -> None:
+    for op in absent:
+        _ops([op], ops, where, f"[implementations.{impl}.absent]")
+    for op in notes:
+        _ops([op], ops, where, f"[implementations.{impl}.notes]")
+
+
+def check_ablation(ablation: dict, where: str) -> None:
+    if not ablation:
+        return
+    _unknown(ablation, ("variant",), where, "ablation")
+    _text(ablation.get("variant"), where, "[ablation] variant")
+
+
 def check_ops(order: tuple[str, ...], ops_t: dict, where: str) -> None:
     dup = next((o for i, o in enumerate(order) if o in order[:i]), None)
     if dup:

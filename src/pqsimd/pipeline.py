@@ -122,29 +122,38 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     ok = not missing
 
     tree = sources.locate(Path(study.source) if study.source else None)
-    console.print(f"sources: {tree.crate or 'user tree'} {tree.version or ''} at {tree.root}")
+    console.print(f"sources: {tree.crate or 'user tree'} {tree.version or ''} at {tree.root}"
+                  + "".join(f"; {c.name} {c.version}" for c in tree.crates if c.name != tree.crate))
     driver = build_driver()
     console.print(f"driver: built once with {driver.compiler.command} ({driver.compiler.version})")
 
+    ablations = study.ablations()
+    for ab in ablations:
+        console.print(ab.describe(), soft_wrap=True)
+    cells = {v for ab in ablations for v in ab.cells}
     builds: list[Build] = []
     gate_results: dict[str, dict] = {}
+    skipped: dict[tuple[str, str, str], list[str]] = {}  # (family, compiler, why) -> variants: one line each
     for fam in study.families():
         for vid in study.variants:
             variant = study.variant(vid)
             for comp in compilers:
                 bid = build_id(vid, comp.id, fam.name)
-                why = unavailable(fam, variant)
+                why = unavailable(fam, variant, tree)
                 impl = fam.implementation(variant.sources)
                 lacking = _missing_cpu_features(tuple(variant.requires_cpu) + (impl.requires_cpu if impl else ()))
                 if not why and lacking:
                     why = f"this CPU lacks {', '.join(lacking)}"
                 if why:
-                    console.print(f"[yellow]skip[/yellow] {vid} ({comp.id}, {fam.name}): {why}", soft_wrap=True)
+                    skipped.setdefault((fam.name, comp.id, why), []).append(vid)
                     gate_results[bid] = {"build": bid, "variant": vid, "compiler": comp.id, "family": fam.name,
                                          "passed": False, "passed_schemes": [], "skipped": why, "checks": []}
                     continue
+                # An ablation cell holds only the study's parameter sets (2^k cells x every set would
+                # multiply the builds); every other build holds the family's every set.
+                subset = [s for s in study.schemes if s in fam.schemes] if vid in cells else None
                 try:
-                    b = build_variant(tree, fam, variant, comp, driver)
+                    b = build_variant(tree, fam, variant, comp, driver, schemes=subset)
                 except PqsimdError as e:
                     console.print(f"[red]build failed[/red] {e}", soft_wrap=True)
                     gate_results[bid] = {"build": bid, "variant": vid, "compiler": comp.id, "family": fam.name,
@@ -155,6 +164,10 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
                 how = "cached" if b.cached else f"built in {b.seconds:.1f} s"
                 console.print(f"build {vid} ({comp.id}, {fam.name}): {how} ({comp.command} {' '.join(b.flags)})", soft_wrap=True)
                 builds.append(b)
+
+    for (fam_name, comp_id, why), vids in skipped.items():
+        named = ", ".join(vids) if len(vids) <= 3 else f"{len(vids)} variants ({vids[0]} ... {vids[-1]})"
+        console.print(f"[yellow]skip[/yellow] {named} ({comp_id}, {fam_name}): {why}", soft_wrap=True)
 
     from . import verify
 
@@ -207,6 +220,7 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         "chain": catalog.chain().to_dict(),
         "design": study.design,
         "variants": {vid: study.variant(vid).to_dict() for vid in study.variants},
+        "ablations": [ab.to_manifest() for ab in ablations],
         "builds": {
             bid: {
                 **g,

@@ -38,6 +38,7 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "job_timeout": ((float, int), False),  # seconds per timing job or probe (0: none); default run/limits.py
     "aa": ((list,), True),
     "max_call_s": ((float, int), True),  # an op whose one call (the gate's op check) takes longer is not timed  # A/A: these variants built a second time (ids.aa_variant_id) and timed beside them
+    "ablation": ((bool,), False),  # the families' ablation cells are the study's variants (ablation.py)
 }
 MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
 
@@ -69,6 +70,7 @@ class Study:
     job_timeout: float | None = None  # None: derived per job (run/limits.py); 0: no limit
     aa: list[str] = field(default_factory=list)
     max_call_s: float | None = None  # None or 0: no cap
+    ablation: bool = False
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
 
@@ -82,6 +84,16 @@ class Study:
             fam = catalog.family_of(s)
             out.setdefault(fam.name, fam)
         return list(out.values())
+
+    def ablations(self) -> list:
+        """The ablation of each of the study's families (--ablation), else none."""
+        from . import ablation
+
+        known = {**catalog.builtin_variants(), **self.variant_defs}
+        return [ablation.of_family(f, known) for f in self.families()] if self.ablation else []
+
+    def ablation_cells(self) -> set[str]:
+        return {v for ab in self.ablations() for v in ab.cells}
 
     def ops_for(self, scheme: str) -> list[str]:
         """The ops a job of this scheme times: its family's, filtered by --ops, in family order."""
@@ -108,6 +120,8 @@ class Study:
             v = getattr(self, k)
             if k == "budget" and v is None:
                 v = 0  # "no budget" must be written: left out, the preset's budget would come back
+            if k == "ablation" and not v:
+                continue
             if v is not None:
                 d[k] = v
         doc: dict[str, Any] = {"study": d, "variants": {v: self.variant_defs[v].to_dict() for v in self.variants}}
@@ -121,7 +135,7 @@ class Study:
 # --- checks ---------------------------------------------------------------------------------------
 
 def _type_name(types: tuple[type, ...]) -> str:
-    names = {list: "a list of strings", int: "an integer", str: "a string", float: "a number"}
+    names = {list: "a list of strings", int: "an integer", str: "a string", float: "a number", bool: "true or false"}
     return " or ".join(names[t] for t in types)
 
 
@@ -130,7 +144,7 @@ def _check_types(values: dict[str, Any], where: str) -> None:
         if key not in KEYS or value is None:
             continue
         types = KEYS[key][0]
-        ok = isinstance(value, types) and not isinstance(value, bool)
+        ok = isinstance(value, types) and (bool in types or not isinstance(value, bool))
         if ok and isinstance(value, list):
             ok = all(isinstance(x, str) for x in value)
         if not ok:
@@ -263,6 +277,8 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
 
     merged["schemes"] = catalog.expand_schemes(merged["schemes"])
     _check_names("scheme", merged["schemes"], catalog.all_schemes(), where)
+    if merged.get("ablation"):
+        merged["variants"] = _with_ablation_cells(merged, variant_defs, explicit="variants" in cli or "variants" in stored_study)
     _check_names("variant", merged["variants"], list(variant_defs), where)
     _add_duplicates(merged, variant_defs, where)
     _check_ops(merged.get("ops"), merged["schemes"], where)
@@ -290,6 +306,25 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     study.variant_defs = {v: variant_defs[v] for v in study.variants}
     check_against_plan(sd, study)
     return study
+
+
+def _with_ablation_cells(merged: dict[str, Any], variant_defs: dict[str, Variant], explicit: bool) -> list[str]:
+    """--ablation: every cell of each family's ablation becomes a variant of the study (with the
+    variants named explicitly, if any; else the cells alone)."""
+    from . import ablation
+
+    fams = list(dict.fromkeys(catalog.family_of(s).name for s in merged["schemes"]))
+    cells: dict[str, Variant] = {}
+    for name in fams:
+        ab = ablation.of_family(catalog.families()[name], variant_defs)
+        cells.update(ablation.cell_variants(ab, variant_defs))
+    for vid, v in cells.items():
+        if vid in variant_defs and variant_defs[vid] != v:
+            raise PqsimdError(f"variant {vid} is an ablation cell, but study.toml defines it differently; remove "
+                              f"[variants.{vid}] from study.toml or use a new directory")
+        variant_defs[vid] = v
+    given = list(merged["variants"]) if explicit else []
+    return given + [v for v in cells if v not in given]
 
 
 def _add_duplicates(merged: dict[str, Any], variant_defs: dict[str, Variant], where: str) -> None:

@@ -135,7 +135,8 @@ def build_here(sd: StudyDir, study: study_mod.Study, job: dict, variant: str, co
     fam = catalog.family_of(job["scheme"])
     driver = build_driver()
     spec = next(c for c in study.cc if c.split("=", 1)[0] == compiler or Path(c).name == compiler)
-    b = build_variant(tree, fam, study.variant(variant), find_compiler(spec), driver)
+    subset = [s for s in study.schemes if s in fam.schemes] if variant in study.ablation_cells() else None
+    b = build_variant(tree, fam, study.variant(variant), find_compiler(spec), driver, schemes=subset)
     g = verify.gate(tree, driver, [b], [job["scheme"]])[b.id]
     if not g.passed:
         bad = next(c for c in g.checks if not c.passed)

@@ -1,1 +1,1 @@
-// empty: this crate exists only to pin pqcrypto-mlkem's PQClean tree
+// empty: this crate exists only to pin the C trees of its dependencies (PQClean, mlkem-native, mldsa-native)

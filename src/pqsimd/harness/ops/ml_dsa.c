@@ -128,6 +128,25 @@ static void op_sign_mix(void) {
 
 static void op_verify(void) { NS(crypto_sign_verify_ctx)(vsig, vsiglen, msg, MSG_BYTES, NULL, 0, pk); }
 
+/* Key generation from a fixed xi and signing with a fixed rnd (the variant's pool, refilled every
+ * call): the same work in every call and in every build that agrees with the gate, so instruction
+ * counts are exact and every build signs with the same rejection-loop iterations (what an
+ * ablation compares). keypair and sign above draw OS randomness, as PQClean does. */
+static void op_keypair_derand(void) {
+    const pqsimd_variant *v = pqsimd_variant_entry();
+    v->random_pool(coins, SEEDBYTES);
+    NS(crypto_sign_keypair)(kpk, ksk);
+    v->random_pool(NULL, 0);
+}
+
+static void op_sign_derand(void) {
+    size_t siglen;
+    const pqsimd_variant *v = pqsimd_variant_entry();
+    v->random_pool(coins + SEEDBYTES, SEEDBYTES);
+    NS(crypto_sign_signature_ctx)(sig, &siglen, msg, MSG_BYTES, NULL, 0, sk);
+    v->random_pool(NULL, 0);
+}
+
 /* Four samples at once, as key generation (eta) and signing (gamma1) draw them in avx2. */
 static void op_uniform_eta_x4(void) {
 #ifdef MLDSA_SAMPLERS_4X
@@ -179,6 +198,8 @@ static const pqsimd_op ops[] = {
     {"sign", setup_sign, op_sign},
     {"sign_mix", setup_sign, op_sign_mix},
     {"verify", setup_sign, op_verify},
+    {"keypair_derand", setup_inputs, op_keypair_derand},
+    {"sign_derand", setup_sign, op_sign_derand},
     {"uniform_eta_x4", setup_inputs, op_uniform_eta_x4},
     {"uniform_gamma1_x4", setup_inputs, op_uniform_gamma1_x4},
     {"uniform_x4", setup_inputs, op_uniform_x4},

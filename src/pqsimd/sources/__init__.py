@@ -1,0 +1,168 @@
+"""Sources stage: the pinned C trees from crates.io (or the user's own PQClean tree), and the
+source layouts that say how an implementation's files are found and compiled.
+
+Every crate of data/crate/Cargo.toml is pinned by Cargo.lock; `cargo fetch --locked` downloads
+and checks them, `cargo metadata` says where they are. Nothing is built as Rust. The PQClean tree
+(shipped by pqcrypto-mlkem) is the family's home: its META.yml holds the KAT hashes and its
+test/ the KAT program, for every implementation. Other trees (e.g. the pq-code-package libraries
+in oqs-sys and mldsa-native-rs) are named by the implementation in the family TOML (`crate`).
+
+A layout is one module of this package (`layout = "pq-code-package"` -> pq_code_package.py)
+with the interface of layout.py; a family TOML says which implementation uses which.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from types import ModuleType
+
+from ..errors import PqsimdError
+from ..ids import SAFE_ID
+
+CRATE = "pqcrypto-mlkem"  # the crate whose pqclean/ folder is the PQClean tree
+
+
+@dataclass(frozen=True)
+class Crate:
+    """One pinned crate: where cargo unpacked it, and what Cargo.lock says it is."""
+
+    name: str
+    root: Path
+    version: str
+    checksum: str | None
+
+    def to_dict(self) -> dict:
+        return {"root": str(self.root), "version": self.version, "checksum": self.checksum}
+
+
+@dataclass(frozen=True)
+class SourceTree:
+    root: Path  # the PQClean tree (has common/, crypto_kem/ and crypto_sign/, test/)
+    origin: str  # "crate" | "path"
+    crate: str | None = None
+    version: str | None = None
+    checksum: str | None = None
+    crates: tuple[Crate, ...] = ()  # every pinned crate (none when --source replaces them)
+
+    def crate_root(self, name: str, who: str) -> Path:
+        """The unpacked tree of a pinned crate; one line if there is none (a --source study)."""
+        found = next((c for c in self.crates if c.name == name), None)
+        if found is None:
+            if self.origin == "path":
+                raise PqsimdError(f"{who} comes from the pinned crate {name}, and --source replaces the pinned "
+                                  f"sources with a PQClean tree only; run without --source to build it")
+            raise PqsimdError(f"{who} needs the crate {name}, which data/crate/Cargo.toml does not pin; add it "
+                              f"there (exact version) and commit the regenerated Cargo.lock")
+        return found.root
+
+    def to_dict(self) -> dict:
+        return {
+            "root": str(self.root),
+            "origin": self.origin,
+            "crate": self.crate,
+            "version": self.version,
+            "checksum": self.checksum,
+            "crates": {c.name: c.to_dict() for c in self.crates},
+        }
+
+
+def find_layout(name: str, where: str = "family") -> ModuleType:
+    """The layout module named by a family TOML (`pq-code-package` -> sources/pq_code_package.py)."""
+    if not isinstance(name, str) or not SAFE_ID.match(name):
+        raise PqsimdError(f"{where}: layout must name a module of pqsimd/sources/, got {name!r}")
+    module = f"{__name__}.{name.replace('-', '_')}"
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name != module:
+            raise
+        known = sorted(p.stem.replace("_", "-") for p in Path(__file__).parent.glob("*.py")
+                       if p.stem not in ("__init__", "layout"))
+        raise PqsimdError(f"{where}: unknown source layout {name!r}; known: {', '.join(known)}") from None
+
+
+def _crate_dir() -> Path:
+    return Path(str(resources.files("pqsimd.data").joinpath("crate")))
+
+
+def _cargo() -> str:
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        home_cargo = Path.home() / ".cargo" / "bin" / "cargo"
+        if home_cargo.exists():
+            return str(home_cargo)
+        raise PqsimdError(
+            "cargo not found: install Rust (`apt-get install cargo` or rustup) so pqsimd can fetch "
+            "the pinned PQClean sources, or pass --source PATH to a PQClean tree"
+        )
+    return cargo
+
+
+def check_tree(root: Path) -> Path:
+    """A PQClean-layout tree has common/ and crypto_kem/ or crypto_sign/; say what is missing.
+    (Each family's own directories are checked when it is built.)"""
+    root = Path(root).expanduser().resolve()
+    if not root.is_dir():
+        raise PqsimdError(f"--source {root}: no such directory (point it at the folder that holds common/, crypto_kem/, crypto_sign/)")
+    if not (root / "common").is_dir() or not ((root / "crypto_kem").is_dir() or (root / "crypto_sign").is_dir()):
+        raise PqsimdError(
+            f"{root} is not a PQClean tree: it needs common/ and crypto_kem/ or crypto_sign/ (point --source at the "
+            "folder that holds them)"
+        )
+    return root
+
+
+def _pinned() -> list[str]:
+    """The crates data/crate/Cargo.toml depends on, in file order."""
+    text = (_crate_dir() / "Cargo.toml").read_text()
+    deps = text.split("[dependencies]", 1)[-1]
+    return re.findall(r"^([A-Za-z0-9_-]+)\s*=", deps, re.M)
+
+
+def locate(source: Path | None = None) -> SourceTree:
+    if source is not None:
+        return SourceTree(root=check_tree(source), origin="path")
+    cargo = _cargo()
+    manifest = _crate_dir() / "Cargo.toml"
+    fetch = subprocess.run(
+        [cargo, "fetch", "--locked", "--manifest-path", str(manifest)], capture_output=True, text=True
+    )
+    if fetch.returncode != 0:
+        last = (fetch.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise PqsimdError(f"cargo could not fetch the pinned sources ({', '.join(_pinned())}; network or registry "
+                          f"problem?): {last}")
+    meta = subprocess.run(
+        [cargo, "metadata", "--locked", "--offline", "--format-version", "1", "--manifest-path", str(manifest)],
+        capture_output=True,
+        text=True,
+    )
+    if meta.returncode != 0:
+        last = (meta.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise PqsimdError(f"cargo metadata failed for the pinned sources: {last}")
+    packages = json.loads(meta.stdout)["packages"]
+    lock = (_crate_dir() / "Cargo.lock").read_text()
+    crates = []
+    for name in _pinned():
+        pkg = next((p for p in packages if p["name"] == name), None)
+        if pkg is None:
+            raise PqsimdError(f"{name} is missing from cargo metadata; is {manifest} intact?")
+        m = re.search(rf'name = "{re.escape(name)}"\nversion = "[^"]+"\nsource = "[^"]+"\nchecksum = "([0-9a-f]+)"', lock)
+        crates.append(Crate(name, Path(pkg["manifest_path"]).parent, pkg["version"], m.group(1) if m else None))
+    home = next((c for c in crates if c.name == CRATE), None)
+    if home is None:
+        raise PqsimdError(f"data/crate/Cargo.toml does not pin {CRATE}, whose PQClean tree every family needs")
+    return SourceTree(
+        root=check_tree(home.root / "pqclean"),
+        origin="crate",
+        crate=CRATE,
+        version=home.version,
+        checksum=home.checksum,
+        crates=tuple(crates),
+    )
