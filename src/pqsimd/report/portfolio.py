@@ -77,8 +77,12 @@ def figure(study: Study, df: pd.DataFrame, outdir: Path, name: str) -> dict:
     colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(kinds)}
     titles = dict(zip(df["family"], df["family_title"]))
     with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=(7.5, max(2.5, 0.28 * len(order) + 1.0)))
+        most = max(int(((df["family"] == f) & (df["op"] == o) & (df["kind"] == k)).sum()) for k, f, o in order)
+        fig, ax = plt.subplots(figsize=(7.5, max(2.5, (0.28 if most <= 6 else 0.4) * len(order) + 1.0)))
         y = np.arange(len(order))[::-1]
+        step = min(0.18, 0.8 / max(most, 1))  # a row's parameter sets stay inside its band (±0.4)
+        for yi in y[1:]:
+            ax.axhline(yi - 0.5 + 1, color="0.92", linewidth=0.5, zorder=0)
         for yi, (kind, fam, op) in zip(y, order):
             d = df[(df["family"] == fam) & (df["op"] == op) & (df["kind"] == kind)]
             if not (d["speedup"] > 0).any():
@@ -87,7 +91,7 @@ def figure(study: Study, df: pd.DataFrame, outdir: Path, name: str) -> dict:
             for j, r in enumerate(d.itertuples(index=False)):
                 if not (isinstance(r.speedup, float) and r.speedup > 0):
                     continue
-                off = (j - (len(d) - 1) / 2) * 0.18
+                off = (j - (len(d) - 1) / 2) * step
                 lo = r.speedup - r.ci_low if r.ci_low > 0 else 0
                 hi = r.ci_high - r.speedup if r.ci_high > 0 else 0
                 ax.errorbar([r.speedup], [yi + off], xerr=[[max(lo, 0)], [max(hi, 0)]], fmt="o", ms=3.5,
