@@ -218,3 +218,15 @@ def test_disturbed_jobs_are_named_once_and_quiet_ones_are_not():
                 for r in jobs_mod.judge(jobs_mod.deviations(vectors(False)), BAND, metric="ticks", scheme="s",
                                         unit="comparisons"))
     assert quiet <= 2  # of 500 quiet jobs
+
+
+def test_level_text_never_rounds_a_level_short_of_one_to_100_percent():
+    """A family level of 1 - 0.05/1696 printed as '100.0%' (a quick all-families study) reads as certainty."""
+    from pqsimd.results import level_text
+
+    assert level_text(1 - 0.05 / 1696) == "99.997%"
+    assert level_text(0.95) == "95%" and level_text(0.9785) == "97.85%" and level_text(0.5) == "50%"
+    assert level_text(1.0) == "100%"
+    for gamma in (1e-3, 1e-4, 3e-5, 1e-6):
+        text = level_text(1 - gamma)
+        assert text != "100%" and float(text[:-1]) < 100

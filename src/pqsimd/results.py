@@ -411,6 +411,20 @@ class Study:
         return default
 
 
+def level_text(v) -> str:
+    """A confidence level as text: 95%, 97.85%, and never "100.0%" for a level short of 1 (a family
+    level of 1 - 0.05/1696 reads 99.997%)."""
+    x = 100 * float(v)
+    for d in (0, 1, 2):
+        r = round(x, d)
+        if abs(r - x) < 5e-3 and (r < 100 or x >= 100):
+            return f"{x:.{d}f}%"
+    d = 2
+    while d < 9 and x < 100 and round(x, d) >= 100:
+        d += 1
+    return f"{x:.{d}f}%"
+
+
 def find_key(d: dict, *names):
     """The first of `names` found at the top level of `d` or in one of its sub-tables."""
     if not isinstance(d, dict):

@@ -27,7 +27,7 @@ import pandas as pd
 
 from . import bootstrap as bs
 from . import drift as drift_mod
-from ..results import Chain
+from ..results import Chain, level_text
 from .effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
 from .groups import EXACT_METRICS, Group, GroupKey
 from .interval import Evidence, jobs_needed, verdict_of
@@ -390,11 +390,11 @@ def finish_family(df: pd.DataFrame, settings: Settings,
         elif not iv.reachable:
             v = "withheld"
             why = (f"J = {ev.n}: the widest distribution-free interval, [min, max] of the job ratios, has "
-                   f"{iv.level:.1%} confidence, below the family's {fam.level:.1%}; it takes {jobs_needed(settings.alpha)} "
+                   f"{level_text(iv.level)} confidence, below the family's {level_text(fam.level)}; it takes {jobs_needed(settings.alpha)} "
                    f"or more jobs to reach {1 - settings.alpha:.0%} (more when few comparisons are clear)")
         else:
             v = verdict_of(iv.lo, iv.hi, band)
-            ci = f"{iv.level:.1%} interval [{cols['ci_low'][i]:.4g}, {cols['ci_high'][i]:.4g}]"
+            ci = f"{level_text(iv.level)} interval [{cols['ci_low'][i]:.4g}, {cols['ci_high'][i]:.4g}]"
             why = {"faster": f"{ci} above {1 + settings.threshold:g}",
                    "slower": f"{ci} below {1 / (1 + settings.threshold):.4g}",
                    "same": f"{ci} within ±{settings.threshold:.0%}",

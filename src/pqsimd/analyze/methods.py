@@ -4,13 +4,14 @@ so what a reader sees is what the code did."""
 
 from __future__ import annotations
 
+from ..results import level_text
 from .multiplicity import FamilyLevel
 from .settings import Settings
 
 
 def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[str, str]:
     thr = f"±{settings.threshold:.0%}"
-    level = f"{fam.level:.2%}" if fam else f"{1 - settings.alpha:.0%}"
+    level = level_text(fam.level) if fam else f"{1 - settings.alpha:.0%}"
     adjust = {
         "fcr": (f"false coverage-statement rate control (Benjamini & Yekutieli 2005): the Benjamini-Hochberg "
                 f"step-up at alpha = {settings.alpha:g} over the comparisons' decision p-values selects R"

@@ -66,11 +66,9 @@ def level(v) -> str:
     """A confidence level: 95%, 95.1%, 97.85% (as many decimals as it needs, up to two)."""
     if is_missing(v):
         return NA
-    x = 100 * float(v)
-    for d in (0, 1, 2):
-        if abs(round(x, d) - x) < 5e-3:
-            return f"{x:.{d}f}%"
-    return f"{x:.2f}%"
+    from ..results import level_text
+
+    return level_text(v)
 
 
 def pct(v) -> str:
