@@ -21,6 +21,7 @@ MARK = {"faster": "", "slower": " ▼", "same": " ≈", "~": " ~", "withheld": "
 
 
 def cell(rows: pd.DataFrame, digits: int) -> str:
+    rows = rows[rows["speedup"].notna()]  # n/a rows (capped, absent) say why in comparisons.csv
     if rows.empty:
         return "n/a"
     lo, hi = rows["speedup"].min(), rows["speedup"].max()
@@ -39,12 +40,16 @@ def main() -> None:
     ap.add_argument("--by", choices=["compiler", "scheme"], default="scheme")
     ap.add_argument("--metric", default=None, help="comma list (default: every metric of the study)")
     ap.add_argument("--digits", type=int, default=2)
+    ap.add_argument("--schemes", default=None, help="comma list of parameter sets, or a prefix ending in '*' (default: all)")
     args = ap.parse_args()
     path = args.directory / "results" / "comparisons.csv"
     if not path.exists():
         sys.exit(f"no {path}; run `pqsimd analyze {args.directory}` first")
     c = pd.read_csv(path, keep_default_na=False, na_values=["n/a"])
     c = c[(c["stage"] == args.stage) & (c["compiler"] == c["baseline_compiler"])]
+    if args.schemes:
+        keep = args.schemes.split(",")
+        c = c[c["scheme"].map(lambda s: any(s == k or (k.endswith("*") and s.startswith(k[:-1])) for k in keep))]
     if c.empty:
         sys.exit(f"no {args.stage} comparisons in {path}")
     ops = args.ops.split(",") if args.ops else list(dict.fromkeys(c["op"]))
@@ -52,7 +57,7 @@ def main() -> None:
     first = c.iloc[0]
     print(f"{args.stage} ({first['baseline']} → {first['variant']}), {args.directory}")
     for metric in metrics:
-        m = c[c["metric"] == metric]
+        m = c[(c["metric"] == metric) & c["speedup"].notna()]
         if m.empty:
             continue
         if args.by == "scheme":
