@@ -170,6 +170,17 @@ def _not_timed(directory: Path) -> dict[tuple, str]:
     return out
 
 
+def _skipped(directory: Path, families: dict[str, dict]) -> dict[tuple, str]:
+    """(variant, compiler, scheme) -> why the run skipped that variant for the scheme's family (the
+    family lacks its implementation, or this CPU its features), from the manifest's builds."""
+    out = {}
+    for b in (read_json_file(StudyDir(directory).manifest_json).get("builds") or {}).values():
+        if isinstance(b, dict) and b.get("skipped"):
+            for scheme in (families.get(b.get("family")) or {}).get("schemes") or {}:
+                out[(b.get("variant"), b.get("compiler"), scheme)] = str(b["skipped"])
+    return out
+
+
 def _ablations(directory: Path) -> list[attribution_mod.Ablation]:
     """The study's ablations as the run recorded them (manifest `ablations`: implementation, groups,
     and the groups each cell's variant switches to native code)."""
@@ -287,7 +298,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     comparisons, cwarn, fam, drift_rec = compare_all(
         groups, chain, variants, compilers, ops_order, settings, priors=priors, skip_ops=self_checks, aa=aa_pairs,
         ablation_cells=[(a.base, [v for v in a.cells if v != a.base]) for a in ablations if a.base],
-        not_timed=_not_timed(directory))
+        not_timed=_not_timed(directory), skipped=_skipped(directory, ctx["families"]))
     warnings += cwarn
     if len(present) < 2:
         warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")
