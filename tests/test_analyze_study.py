@@ -538,3 +538,25 @@ def test_a_variant_its_family_lacks_is_no_comparison_of_that_family(tmp_path):
     hand = dsa[(dsa.baseline == "ref") & (dsa.variant == "avx2")]
     assert len(hand) == 1 and hand.verdict.iloc[0] == "n/a" and "family ml-dsa lacks avx2" in hand.reason.iloc[0]
     assert dsa[dsa.variant == "mldsa-native-c"].speedup.notna().all()
+
+
+def test_an_op_an_implementation_lacks_is_na_with_its_tomls_reason(tmp_path):
+    """mlkem-native has no single-polynomial eta1 sampler: the n/a row says why, as the family's
+    TOML does ([implementations.mlkem-native.absent]), not just that there is no data."""
+    from pqsimd import catalog
+
+    fam = catalog.families()["ml-kem"]
+    d = study(tmp_path, variants=("ref", "mlkem-native"), schemes=("ml-kem-768",),
+              ops=("ntt", "poly_getnoise_eta1"), jobs=2)
+    for path in (d / "raw").glob("mlkem-native.*.parquet"):
+        rewrite(path, lambda df, m: (df[df["op"] != "poly_getnoise_eta1"], m))
+    (d / "manifest.json").write_text(json.dumps({
+        "families": {"ml-kem": {"toml": fam.text, "source": "data/families/ml-kem.toml"}},
+        "variants": {"ref": {"sources": "clean"}, "mlkem-native": {"sources": "mlkem-native"}},
+        "builds": {f"{v}.gcc.ml-kem": {"build": f"{v}.gcc.ml-kem", "variant": v, "compiler": "gcc", "family": "ml-kem",
+                                       "passed": True, "passed_schemes": ["ml-kem-768"]} for v in ("ref", "mlkem-native")}}))
+    c = pd.read_parquet(analyze_study(d) / "comparisons.parquet")
+    row = c[c.op == "poly_getnoise_eta1"].iloc[0]
+    why = fam.implementation("mlkem-native").absent_reason("poly_getnoise_eta1", "ml-kem-768")
+    assert row.verdict == "n/a" and row.reason.endswith(f"absent in mlkem-native: {why}")
+    assert c[c.op == "ntt"].speedup.notna().all()
