@@ -374,7 +374,7 @@ def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: 
         if t.written is not None:  # "Also as": the files' path in the report
             t.files_as = os.path.relpath(t.written, outdir)
     sections = []
-    for fam in study.families:
+    for fam in study.chain_families:
         ts = [t for t in tables if t.family == fam.name]
         sections.append({
             "id": fam.name, "title": fam.title, "headlines": headlines(study, fam),

@@ -399,7 +399,7 @@ def make_tables(study: Study, outdir: Path, reference: str | None = None) -> lis
     """All tables of every family, for every metric (the primary metric's without a suffix), into
     outdir/<family>/."""
     out = []
-    for fam in study.families:
+    for fam in study.chain_families:
         for metric in study.metrics or [study.primary_metric]:
             suffix = "" if metric == study.primary_metric else f"_{metric}"
             # a published reference is a time (cycle) result: put it beside our time numbers only
