@@ -513,3 +513,50 @@ def test_a_batch_sized_on_one_job_is_not_flagged_where_another_job_reads_a_coars
               medians={"ref": 5000.0, "avx2": 3280.0}, granularity=lambda v, s, j: 30 if j % 2 == 0 else 42)
     g = pd.read_parquet(analyze_study(d) / "groups.parquet")
     assert (g["short_jobs"] == 0).all()
+
+
+def test_a_variant_its_family_lacks_is_no_comparison_of_that_family(tmp_path):
+    """ML-KEM and ML-DSA in one study, each with its own pq-code-package variant: the run skips
+    mldsa-native-c for ML-KEM (and the reverse), so ML-KEM's comparisons hold no mldsa-native-c row;
+    a chain variant a family lacks (HQC's avx2) keeps its chain step as n/a, naming why."""
+    d = study(tmp_path, variants=("ref", "avx2", "mlkem-native-c", "mldsa-native-c"),
+              schemes=("ml-kem-768", "ml-dsa-65"), ops=("ntt",), jobs=2)
+    lacking = {("mldsa-native-c", "ml-kem"), ("mlkem-native-c", "ml-dsa"), ("avx2", "ml-dsa")}
+    scheme = {"ml-kem": "ml-kem-768", "ml-dsa": "ml-dsa-65"}
+    for v, fam in lacking:
+        for path in (d / "raw").glob(f"{v}.{scheme[fam]}.*.parquet"):
+            path.unlink()
+    builds = {f"{v}.gcc.{fam}": {"build": f"{v}.gcc.{fam}", "variant": v, "compiler": "gcc", "family": fam,
+                                 "passed": False, "passed_schemes": [], "skipped": f"family {fam} lacks {v}"}
+              for v, fam in lacking}
+    (d / "manifest.json").write_text(json.dumps({"builds": builds}))
+    c = pd.read_parquet(analyze_study(d) / "comparisons.parquet")
+    kem, dsa = c[c.scheme == "ml-kem-768"], c[c.scheme == "ml-dsa-65"]
+    assert "mldsa-native-c" not in set(kem.variant) | set(kem.baseline)
+    assert "mlkem-native-c" not in set(dsa.variant) | set(dsa.baseline)
+    assert kem.speedup.notna().all() and set(kem.variant) == {"avx2", "mlkem-native-c"}
+    hand = dsa[(dsa.baseline == "ref") & (dsa.variant == "avx2")]
+    assert len(hand) == 1 and hand.verdict.iloc[0] == "n/a" and "family ml-dsa lacks avx2" in hand.reason.iloc[0]
+    assert dsa[dsa.variant == "mldsa-native-c"].speedup.notna().all()
+
+
+def test_an_op_an_implementation_lacks_is_na_with_its_tomls_reason(tmp_path):
+    """mlkem-native has no single-polynomial eta1 sampler: the n/a row says why, as the family's
+    TOML does ([implementations.mlkem-native.absent]), not just that there is no data."""
+    from pqsimd import catalog
+
+    fam = catalog.families()["ml-kem"]
+    d = study(tmp_path, variants=("ref", "mlkem-native"), schemes=("ml-kem-768",),
+              ops=("ntt", "poly_getnoise_eta1"), jobs=2)
+    for path in (d / "raw").glob("mlkem-native.*.parquet"):
+        rewrite(path, lambda df, m: (df[df["op"] != "poly_getnoise_eta1"], m))
+    (d / "manifest.json").write_text(json.dumps({
+        "families": {"ml-kem": {"toml": fam.text, "source": "data/families/ml-kem.toml"}},
+        "variants": {"ref": {"sources": "clean"}, "mlkem-native": {"sources": "mlkem-native"}},
+        "builds": {f"{v}.gcc.ml-kem": {"build": f"{v}.gcc.ml-kem", "variant": v, "compiler": "gcc", "family": "ml-kem",
+                                       "passed": True, "passed_schemes": ["ml-kem-768"]} for v in ("ref", "mlkem-native")}}))
+    c = pd.read_parquet(analyze_study(d) / "comparisons.parquet")
+    row = c[c.op == "poly_getnoise_eta1"].iloc[0]
+    why = fam.implementation("mlkem-native").absent_reason("poly_getnoise_eta1", "ml-kem-768")
+    assert row.verdict == "n/a" and row.reason.endswith(f"absent in mlkem-native: {why}")
+    assert c[c.op == "ntt"].speedup.notna().all()

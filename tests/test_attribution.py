@@ -165,6 +165,13 @@ def test_the_report_and_show_present_the_attribution(tmp_path):
     assert "ntt share" in md and "keccak share" in md and "67%" in md
     html = (out / "index.html").read_text()
     assert 'id="attribution"' in html and "Shapley share" in html and 'data-attribution="ml-kem"' in html
+    import re
+    named = re.findall(r'Also as <code>([^<]+)\.tex</code>', html)
+    assert "attribution/table_attribution_ml-kem" in named
+    assert all((out / f"{n}.tex").exists() for n in named), named  # the HTML names files that exist
+    # a study of the ablation's cells alone has no chain: no empty Table 1, stage figures or their warnings
+    assert "figure skipped" not in html and "hand SIMD speedup (ref" not in html
+    assert not (out / "ml-kem").exists() and 'href="#ml-kem"' not in html
     macros = (out / "macros.tex").read_text()
     assert r"\pqsimdKemShareNttKemDecapsMlkemFiveTwelve}{" in macros
     con = Console(record=True, width=220, color_system=None)

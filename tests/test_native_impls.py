@@ -173,11 +173,11 @@ def test_the_portable_build_has_no_native_code_and_the_native_build_has_it(nativ
     assert "KeccakP1600times4" in _symbols(native["mlkem-native"].library)  # the 4-way Keccak group
 
 
-def _sabotage_family(mlkem):
-    """ml-kem with the custom NTT order as a group of its own and no tie: a switch set upstream's
-    own checks allow (native/api.h), which builds and round-trips, but is not FIPS 203."""
-    doc = tomllib.loads(mlkem.text)
-    impl = doc["implementations"]["mlkem-native"]
+def _sabotage_family(family, implementation="mlkem-native"):
+    """The family with the custom NTT order as a group of its own and no tie: a switch set upstream's
+    own checks allow (native/api.h), which builds and round-trips, but is not FIPS 203 / 204."""
+    doc = tomllib.loads(family.text)
+    impl = doc["implementations"][implementation]
     del impl["native"]["tied"]
     impl["groups"]["ntt"]["switches"].remove("NTT_CUSTOM_ORDER")
     impl["groups"]["order"] = {"label": "the custom coefficient order alone", "switches": ["NTT_CUSTOM_ORDER"]}
@@ -197,6 +197,22 @@ def test_a_sabotaged_switch_set_fails_the_gate(tree, driver, builds, native, mlk
     assert by["ops"].passed  # it runs
     assert not by["nistkat"].passed and "META.yml" in by["nistkat"].detail
     assert not by["vectors"].passed and by["vectors"].detail.startswith("differs from the agreeing builds")
+
+
+def test_a_sabotaged_mldsa_switch_set_fails_the_gate(tree, driver, native, mldsa_ref):
+    """mldsa-native's NTT and INVNTT without their coefficient order (ExpandA's matrix is not
+    permuted): PQClean's KAT and the agreement with PQClean's build catch it."""
+    fam = catalog.families()["ml-dsa"]
+    groups = tuple(fam.implementation("mldsa-native").groups)
+    bad = build_variant(tree, _sabotage_family(fam, "mldsa-native"),
+                        Variant(id="order-off", sources="mldsa-native", flags=AVX2, native=groups), "gcc", driver,
+                        schemes=[SIGN])
+    results = verify.gate(tree, driver, [mldsa_ref, native["mldsa-native"], bad], [SIGN])
+    assert results[mldsa_ref.id].passed and results[native["mldsa-native"].id].passed
+    by = {c.check: c for c in results[bad.id].checks}
+    assert by["ops"].passed and not results[bad.id].passed
+    assert not by["nistkat"].passed and "META.yml" in by["nistkat"].detail
+    assert not by["vectors"].passed
 
 
 def test_native_code_without_the_backend_flags_does_not_build(tree, driver, mlkem):

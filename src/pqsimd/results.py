@@ -189,6 +189,16 @@ class Study:
         out.sort(key=lambda f: min((rank.get(s, len(rank)) for s in f.schemes), default=len(rank)))
         return out
 
+    @cached_property
+    def chain_families(self) -> list[FamilyView]:
+        """The families with a comparison other than an ablation's: a study of an ablation's cells
+        alone has nothing for the chain's views (Table 1, the stage figures, the portfolio)."""
+        c = self.comparisons
+        if c.empty or "stage" not in c.columns:
+            return []
+        schemes = set(c.loc[c["stage"].astype(str) != "ablation", "scheme"].astype(str))
+        return [f for f in self.families if schemes & set(f.schemes)]
+
     def family_of(self, scheme: str) -> FamilyView | None:
         return next((f for f in self.families if scheme in f.schemes), None)
 

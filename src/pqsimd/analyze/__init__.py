@@ -170,6 +170,42 @@ def _not_timed(directory: Path) -> dict[tuple, str]:
     return out
 
 
+def _absent_ops(directory: Path) -> dict[tuple, str]:
+    """(variant, compiler, scheme, op) -> why the build has no such op: its implementation's TOML says
+    it is absent (`[implementations.<name>.absent]`), read from the family TOML the manifest recorded."""
+    from .. import catalog
+
+    manifest = read_json_file(StudyDir(directory).manifest_json)
+    variants = manifest.get("variants") if isinstance(manifest.get("variants"), dict) else {}
+    families = {}
+    for name, info in (manifest.get("families") or {}).items():
+        try:
+            families[name] = catalog.family_from_toml(info["toml"], info.get("source", name), None)
+        except Exception:  # an op table outside the shipped tree: no absent reasons, the rows say "no data"
+            continue
+    out = {}
+    for b in (manifest.get("builds") or {}).values():
+        fam = families.get(b.get("family")) if isinstance(b, dict) else None
+        impl = fam.implementation(str((variants.get(b.get("variant")) or {}).get("sources"))) if fam else None
+        for scheme in fam.schemes if impl is not None else ():
+            for op in fam.ops:
+                why = impl.absent_reason(op, scheme)
+                if why:
+                    out[(b.get("variant"), b.get("compiler"), scheme, op)] = f"absent in {impl.name}: {why}"
+    return out
+
+
+def _skipped(directory: Path, families: dict[str, dict]) -> dict[tuple, str]:
+    """(variant, compiler, scheme) -> why the run skipped that variant for the scheme's family (the
+    family lacks its implementation, or this CPU its features), from the manifest's builds."""
+    out = {}
+    for b in (read_json_file(StudyDir(directory).manifest_json).get("builds") or {}).values():
+        if isinstance(b, dict) and b.get("skipped"):
+            for scheme in (families.get(b.get("family")) or {}).get("schemes") or {}:
+                out[(b.get("variant"), b.get("compiler"), scheme)] = str(b["skipped"])
+    return out
+
+
 def _ablations(directory: Path) -> list[attribution_mod.Ablation]:
     """The study's ablations as the run recorded them (manifest `ablations`: implementation, groups,
     and the groups each cell's variant switches to native code)."""
@@ -287,7 +323,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     comparisons, cwarn, fam, drift_rec = compare_all(
         groups, chain, variants, compilers, ops_order, settings, priors=priors, skip_ops=self_checks, aa=aa_pairs,
         ablation_cells=[(a.base, [v for v in a.cells if v != a.base]) for a in ablations if a.base],
-        not_timed=_not_timed(directory))
+        not_timed=_absent_ops(directory) | _not_timed(directory), skipped=_skipped(directory, ctx["families"]))
     warnings += cwarn
     if len(present) < 2:
         warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")

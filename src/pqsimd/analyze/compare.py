@@ -497,10 +497,14 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
                 priors: dict[str, Priors] | None = None, skip_ops: frozenset[str] | set[str] = frozenset(),
                 aa: dict[str, str] | None = None, level: FamilyLevel | None = None,
                 ablation_cells: Sequence[tuple[str, list[str]]] = (),
-                not_timed: dict[tuple, str] | None = None) -> tuple[pd.DataFrame, list[str], FamilyLevel, dict]:
+                not_timed: dict[tuple, str] | None = None,
+                skipped: dict[tuple, str] | None = None) -> tuple[pd.DataFrame, list[str], FamilyLevel, dict]:
     """Every planned comparison's row, the family's level, verdicts, warnings and the drift record.
     skip_ops: ops never compared (the families' self-check op: ~0 by design, a harness check).
     not_timed: (variant, compiler, scheme, op) -> why the run did not time it (the n/a row's reason).
+    skipped: (variant, compiler, scheme) -> why the run built no such build for the scheme's family (it
+    lacks the implementation): only the chain's steps keep an n/a row for it (the chain is incomplete),
+    other comparisons are none of that family's.
     The returned frame keeps the hidden columns (_ev, _job_ids) the decomposition and the job
     diagnostics read; public() drops them. level: print at this family level (the A/A halves of the
     separate design are printed at the study's)."""
@@ -516,6 +520,7 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
         if op not in ops:
             ops.append(op)
     rank = {o: i for i, o in enumerate(ops_order)}
+    chain_stages = {stage for stage, _b, _v in chain.steps}
     for (metric, scheme), ops in metric_scheme_ops.items():
         for op in sorted(ops, key=lambda o: (rank.get(o, len(rank)), o)):
             for stage, b, v in pairs:
@@ -525,9 +530,13 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
                 if base is None or var is None:
                     missing = b if base is None else v
                     why = (not_timed or {}).get((*missing, scheme, op))
+                    lacks = (skipped or {}).get((*missing, scheme))
+                    if lacks is not None and stage not in chain_stages:
+                        continue
                     rows.append(_na_row(metric, scheme, op, stage, b, v, base, var,
                                         f"{missing[0]} ({missing[1]}) did not time {op} of {scheme}: {why}" if why else
-                                        f"no data for variant {missing[0]} ({missing[1]}; {metric}, {scheme}, {op})"))
+                                        f"no data for variant {missing[0]} ({missing[1]}; {metric}, {scheme}, {op})"
+                                        + (f": skipped, {lacks}" if lacks else "")))
                     continue
                 if not (base.positive and var.positive):
                     bad = base if not base.positive else var

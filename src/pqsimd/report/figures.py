@@ -450,7 +450,7 @@ def make_figures(study: Study, outdir: Path, notes: list[str] | None = None) -> 
     results = []
     metrics = study.metrics or [study.primary_metric]
     with plt.rc_context(RC):
-        for fam in study.families:
+        for fam in study.chain_families:
             for metric in metrics:
                 for name, title, func, _ in FIGURES:
                     if metric != study.primary_metric and name not in PER_METRIC:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -368,8 +369,12 @@ def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: 
                 # shown at 2/3 of the pixel size (150 dpi -> ~100 css px per inch): figures keep their scale
                 "width": (int(png_width(f.png) * 2 / 3) if f.png and png_width(f.png) else None)}
 
+    for t in [*tables, *(extra_tables or []), *(attribution[1] if attribution else []),
+              *(portfolio[1] if portfolio else [])]:
+        if t.written is not None:  # "Also as": the files' path in the report
+            t.files_as = os.path.relpath(t.written, outdir)
     sections = []
-    for fam in study.families:
+    for fam in study.chain_families:
         ts = [t for t in tables if t.family == fam.name]
         sections.append({
             "id": fam.name, "title": fam.title, "headlines": headlines(study, fam),

@@ -33,7 +33,7 @@ def rows(study: Study, metric: str | None = None) -> pd.DataFrame:
     h = study.chain.hand
     mix = read_table(study.directory, "mix_ops", strict=False)
     out = []
-    for fam in study.families:
+    for fam in study.chain_families:
         port = fam.views.get("portfolio") or {}
         if not port:
             continue

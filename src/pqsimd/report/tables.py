@@ -62,6 +62,8 @@ class Table:
     align: str = ""
     name_suffix: str = ""  # "_instructions" for a further metric's twin
     family: str = ""
+    written: Path | None = None  # where write_table put its files (the path without extension)
+    files_as: str = ""  # that path relative to the report, as the HTML names it
 
     @property
     def n_cols(self) -> int:
@@ -385,6 +387,7 @@ def render(table: Table, kind: str) -> str:
 
 def write_table(table: Table, outdir: Path, suffix: str = "") -> dict[str, Path]:
     out = {}
+    table.written = outdir / f"{table.name}{suffix}"
     for kind, ext in (("tex", "tex"), ("md", "md")):
         out[ext] = files.write_text(outdir / f"{table.name}{suffix}.{ext}", render(table, kind))
     out["csv"] = files.write_text(outdir / f"{table.name}{suffix}.csv",
@@ -396,7 +399,7 @@ def make_tables(study: Study, outdir: Path, reference: str | None = None) -> lis
     """All tables of every family, for every metric (the primary metric's without a suffix), into
     outdir/<family>/."""
     out = []
-    for fam in study.families:
+    for fam in study.chain_families:
         for metric in study.metrics or [study.primary_metric]:
             suffix = "" if metric == study.primary_metric else f"_{metric}"
             # a published reference is a time (cycle) result: put it beside our time numbers only
