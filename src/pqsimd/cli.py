@@ -84,6 +84,9 @@ def cli() -> None:
 @click.option("--metric", type=str, default=None, help="comma list of ticks (default), instructions, counters, energy, mix")
 @click.option("--mca-cpu", "mca_cpus", type=str, default=None,
               help="mix: llvm-mca CPU models to estimate, comma list, e.g. znver1,znver3,skylake (default: this host's)")
+@click.option("--isa", type=str, default=None,
+              help="instruction set to build and measure (data/isas.toml; default: this host's); another ISA "
+                   "runs under qemu-user: --metric instructions,mix")
 @click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True)
 @click.option("--partition", type=str, default=None, help="slurm: partition")
 @click.option("--nodelist", type=str, default=None, help="slurm: node(s) to run on")
@@ -142,8 +145,12 @@ def list_() -> None:
     for v in catalog.builtin_variants().values():
         t.add_row(v.id, v.sources, " ".join(v.flags), "yes" if v.default else "", v.description)
     con.print(t)
-    ch = catalog.chain()
-    con.print("chain: " + " → ".join(ch.variants) + "  (" + ", ".join(f"{s.stage} = {s.base}→{s.variant}" for s in ch.steps) + ")")
+    from . import isa as isa_mod
+
+    for name in isa_mod.names():
+        ch = catalog.chain(name)
+        con.print(f"chain ({name}): " + " → ".join(ch.variants) + "  ("
+                  + ", ".join(f"{s.stage} = {s.base}→{s.variant}" for s in ch.steps) + ")")
     con.print("presets: " + "; ".join(f"{k} ({v.get('description', '')})" for k, v in catalog.presets().items()))
     con.print("compilers known on Debian 12: " + ", ".join(catalog.compilers_doc()["known"]["debian12"])
               + "  (`pqsimd doctor` says which are installed)")

@@ -188,7 +188,7 @@ ENERGY_METRICS = {"package": "energy_package", "dram": "energy_dram", "core": "e
 
 
 def _driver_run(driver: Path, library: Path, scheme: str, op: str, spins: int, reps: int, warmup: int,
-                batch: str = "auto", cpu: int | None = None) -> tuple[dict, list[tuple[int, int]]]:
+                batch: str = "auto", cpu: int | None = None, launcher: list[str] | tuple = ()) -> tuple[dict, list[tuple[int, int]]]:
     """One driver process timing one op (separate design); (calibration, [(batch, raw ticks)])."""
     import json
 
@@ -197,7 +197,7 @@ def _driver_run(driver: Path, library: Path, scheme: str, op: str, spins: int, r
 
     spec = "\n".join(["design separate", f"scheme {scheme}", f"variant {escape(library)}",
                       f"cpu {-1 if cpu is None else cpu}", f"op {op} {spins} {reps} {warmup} {batch}"]) + "\n"
-    p = child.run([str(driver), "run", "-"], input=spec)
+    p = child.run([*launcher, str(driver), "run", "-"], input=spec)
     if p.returncode != 0:
         raise RuntimeError(f"driver run {op}: {(p.stderr.strip().splitlines() or ['failed'])[-1]}")
     lines = p.stdout.splitlines()
