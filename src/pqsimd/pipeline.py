@@ -212,7 +212,9 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
 
     plan = plan_mod.update_plan(sd, study, [c.id for c in compilers])
     sizing = None
-    if study.budget is not None and time_jobs:
+    from .run import metrics as metrics_mod
+
+    if study.budget is not None and time_jobs and metrics_mod.plan_jobs_needed(study.metrics):
         from .run import sizing as sizing_mod
 
         sizing = sizing_mod.ensure_sizing(sd, study, plan, console=console)

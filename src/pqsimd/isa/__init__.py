@@ -35,6 +35,7 @@ class Isa:
     timer: str
     tick_unit: str
     packages: tuple[str, ...]
+    mix: str = "mix.toml"  # data/ file of its instruction classes (run/mix.py)
 
     @property
     def native(self) -> bool:

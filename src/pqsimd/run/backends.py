@@ -100,7 +100,7 @@ class QemuPlugin:
             rows = qemu.count(self.isa, self._argv(driver, library, scheme, op, calls), hist=True).hist or ()
         except qemu.CountError as e:
             raise CountError(f"{op}: {e}") from None
-        return {(GUEST, r.pc): r.count for r in rows}, {r.pc: r.disas for r in rows}
+        return {(GUEST, r.pc): r.count for r in rows}, {r.pc: (r.disas, r.symbol) for r in rows}
 
     def command(self, driver: Path, library: Path, scheme: str, extra: tuple[str, ...] = ()) -> list[str]:
         from ..isa import qemu

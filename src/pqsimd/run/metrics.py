@@ -62,6 +62,11 @@ def exact_names() -> tuple[str, ...]:
     return tuple(m.name for m in REGISTRY.values() if m.exact)
 
 
+def plan_jobs_needed(selected: list[str]) -> bool:
+    """Whether the plan's timing jobs run (and so need their sizing): a metric not per build."""
+    return any(not REGISTRY[m].per_build for m in selected if m in REGISTRY)
+
+
 def check_isa(selected: list[str], isa) -> None:
     """Timed metrics need the ISA's own hardware: under an emulator they would measure the emulator."""
     if isa.native:
