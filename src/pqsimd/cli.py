@@ -179,11 +179,13 @@ def analyze(directory: Path, n_boot: int | None, seed: int | None) -> None:
 @cli.command()
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--reference", type=click.Choice(["paper"]), default=None, help="put the paper's Table 1 beside ours")
-def report(directory: Path, reference: str | None) -> None:
+@click.option("--beside", type=click.Path(path_type=Path), default=None,
+              help="a study of another ISA: a cross-ISA section (hand SIMD on each, per op)")
+def report(directory: Path, reference: str | None, beside: Path | None) -> None:
     """Figures, tables and index.html into DIRECTORY/report/."""
     from .report import write_report
 
-    out = write_report(directory, reference=reference)
+    out = write_report(directory, reference=reference, beside=beside)
     click.echo(f"report written to {out}/ — open {out / 'index.html'}")
 
 
@@ -192,11 +194,13 @@ def report(directory: Path, reference: str | None) -> None:
 @click.option("--metric", type=str, default=None, help="ticks | instructions | ...")
 @click.option("--stage", type=str, default=None, help="only this stage, e.g. hand_simd")
 @click.option("--compiler", type=str, default=None, help="only this compiler (default: all)")
-def show(directory: Path, metric: str | None, stage: str | None, compiler: str | None) -> None:
+@click.option("--beside", type=click.Path(path_type=Path), default=None,
+              help="a study of another ISA: print the cross-ISA lines too")
+def show(directory: Path, metric: str | None, stage: str | None, compiler: str | None, beside: Path | None) -> None:
     """The results of a study as a terminal table, grouped by family."""
     from .report.terminal import show_study
 
-    show_study(directory, metric=metric, stage=stage, compiler=compiler)
+    show_study(directory, metric=metric, stage=stage, compiler=compiler, beside=beside)
 
 
 @cli.command()

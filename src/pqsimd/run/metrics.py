@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from ..build import Build
 from ..errors import PqsimdError
 from ..ids import metric_job_id
-from ..studydir import StudyDir
+
+if TYPE_CHECKING:  # the registry is read by study, analyze and report: it imports nothing heavy
+    from rich.console import Console
+
+    from ..build import Build
+    from ..studydir import StudyDir
 
 
 @dataclass(frozen=True)
