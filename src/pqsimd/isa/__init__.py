@@ -12,6 +12,7 @@ the host's.
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import shutil
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ class Isa:
     tick_unit: str
     packages: tuple[str, ...]
     mix: str = "mix.toml"  # data/ file of its instruction classes (run/mix.py)
+    features: str = "flags"  # the /proc/cpuinfo key of its CPU features
+    doctor: dict | None = None  # what `pqsimd doctor` reads about its timer (data/isas.toml)
 
     @property
     def native(self) -> bool:
@@ -73,6 +76,8 @@ def _isas() -> dict[str, Isa]:
     for name, d in doc.items():
         try:
             out[name] = Isa(name=name, **{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+            if isinstance(out[name].doctor, dict):
+                out[name] = dataclasses.replace(out[name], doctor=dict(out[name].doctor))
         except TypeError as e:
             raise PqsimdError(f"data/isas.toml: [isa.{name}] {e}") from None
     return out
