@@ -43,6 +43,9 @@ def studies(tmp_path_factory):
     r = run_cli("run", x86, "--schemes", SCHEME, "--variants", f"{x86_hand.base},{x86_hand.variant}", "--ops", OPS,
                 "--metric", "instructions,mix", "--mca-cpu", "znver4", "--preset", "quick")
     assert r.returncode == 0, r.stderr[-3000:]
+    for d in (a64, x86):
+        r = run_cli("analyze", d)
+        assert r.returncode == 0, r.stderr[-3000:]
     return a64, x86
 
 
@@ -105,10 +108,10 @@ def test_cross_isa_report_beside_an_x86_study(studies):
     a64, x86 = studies
     r = run_cli("report", a64, "--beside", x86)
     assert r.returncode == 0, r.stderr[-2000:]
-    t = pd.read_csv(a64 / "results" / "crossisa.csv")
+    t = pd.read_parquet(a64 / "results" / "crossisa.parquet")
     assert set(t["isa"]) == {A64.name, isa.host().name}
     for row in t.itertuples(index=False):  # each ratio is its own study's exact count ratio
-        g = pd.read_csv((a64 if row.isa == A64.name else x86) / "results" / "groups.csv")
+        g = pd.read_parquet((a64 if row.isa == A64.name else x86) / "results" / "groups.parquet")
         g = g[(g["metric"] == "instructions") & (g["op"] == row.op)].set_index("variant")["median"]
         assert row.ratio == pytest.approx(g[row.baseline] / g[row.variant], rel=1e-12)
     bits = dict(zip(t[t["op"] == "ntt"]["isa"], t[t["op"] == "ntt"]["lane_bits"]))
