@@ -35,19 +35,22 @@ if TYPE_CHECKING:  # the registry is read by study, analyze and report: it impor
 @dataclass(frozen=True)
 class Metric:
     name: str
-    unit: str
+    unit: str  # per call, as tables and figures print it
+    title: str  # what a table or figure of it is titled
     runner: str  # module of run/ with run(sd, study, ctx) -> bool
     timed: bool  # reads the host's clock or counters: meaningless under an emulator
     exact: bool  # a count: the same binary gives the same number (analysis compares exactly)
     per_build: bool  # one job per (build, scheme), id <variant>.<compiler>.<scheme>.<name>
 
 
+# The ticks unit is the x86-64 driver's (timer_x86_64.h); an aarch64 host's driver names its own
+# timer in each job's calibration (`timer`).
 REGISTRY: dict[str, Metric] = {m.name: m for m in (
-    Metric("ticks", "ticks", "timing", timed=True, exact=False, per_build=False),
-    Metric("instructions", "instructions", "instructions", timed=False, exact=True, per_build=True),
-    Metric("counters", "events", "timing", timed=True, exact=False, per_build=False),
-    Metric("energy", "µJ", "energy", timed=True, exact=False, per_build=True),
-    Metric("mix", "instructions", "mix", timed=False, exact=True, per_build=True),
+    Metric("ticks", "TSC ticks", "time (TSC ticks)", "timing", timed=True, exact=False, per_build=False),
+    Metric("instructions", "instructions", "instruction count", "instructions", timed=False, exact=True, per_build=True),
+    Metric("counters", "events", "hardware counters", "timing", timed=True, exact=False, per_build=False),
+    Metric("energy", "µJ", "energy", "energy", timed=True, exact=False, per_build=True),
+    Metric("mix", "instructions", "instruction mix", "mix", timed=False, exact=True, per_build=True),
 )}
 
 
