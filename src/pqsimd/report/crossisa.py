@@ -34,15 +34,24 @@ def _label(study: Study, scheme: str, op: str) -> str:
     return f"{fam.scheme_label(scheme) if fam else scheme} {fam.label(op) if fam else op}"
 
 
-def _pairs(t: pd.DataFrame) -> list[tuple[str, str]]:
-    return list(dict.fromkeys(zip(t["scheme"].astype(str), t["op"].astype(str))))
+def _pairs(t: pd.DataFrame, study: Study | None = None) -> list[tuple[str, str]]:
+    """(scheme, op) in the study's order: parameter sets as listed, ops in their family's order."""
+    pairs = list(dict.fromkeys(zip(t["scheme"].astype(str), t["op"].astype(str))))
+    if study is None:
+        return pairs
+    out = []
+    for scheme in dict.fromkeys(s for s, _ in pairs):
+        fam = study.family_of(scheme)
+        ops = [o for s, o in pairs if s == scheme]
+        out += [(scheme, o) for o in (fam.sort_ops(ops) if fam else ops)]
+    return out
 
 
 def sentences(study: Study, t: pd.DataFrame, m: pd.DataFrame) -> list[str]:
     """One line per op: both ratios with their lanes, what the lane widths alone would predict, the mix."""
     isas = list(dict.fromkeys(t["isa"].astype(str)))
     out = []
-    for scheme, op in _pairs(t):
+    for scheme, op in _pairs(t, study):
         rows = {r.isa: r for r in t[(t["scheme"] == scheme) & (t["op"] == op)].itertuples(index=False)}
         if len(rows) < 2:
             continue
@@ -71,11 +80,11 @@ def sentences(study: Study, t: pd.DataFrame, m: pd.DataFrame) -> list[str]:
 def figure(study: Study, t: pd.DataFrame, outdir: Path, name: str) -> dict:
     from .figures import RC, _save
 
-    pairs = _pairs(t)
+    pairs = _pairs(t, study)
     isas = list(dict.fromkeys(t["isa"].astype(str)))
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(7.5, max(2.5, 0.3 * len(pairs) * len(isas) + 1.0)))
-        y = np.arange(len(pairs))[::-1]
+        y = np.arange(len(pairs))[::-1]  # the first op on top
         h = 0.8 / max(len(isas), 1)
         for j, isa in enumerate(isas):
             d = t[t["isa"] == isa]
@@ -89,7 +98,7 @@ def figure(study: Study, t: pd.DataFrame, outdir: Path, name: str) -> dict:
         ax.axvline(1.0, color="black", linewidth=0.6)
         ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}×"))
         ax.set_xlabel("instructions per call, clean / hand-SIMD (exact counts)")
-        ax.legend(frameon=False, fontsize=7, loc="lower right")
+        ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         return _save(fig, outdir, name)
 
 
@@ -99,7 +108,7 @@ def table(study: Study, t: pd.DataFrame, m: pd.DataFrame):
     isas = list(dict.fromkeys(t["isa"].astype(str)))
     cpus = {isa: list(dict.fromkeys(m[m["isa"] == isa]["cpu"].astype(str))) if len(m) else [] for isa in isas}
     body = []
-    for scheme, op in _pairs(t):
+    for scheme, op in _pairs(t, study):
         cells = [Cell(_label(study, scheme, op))]
         for isa in isas:
             d = t[(t["scheme"] == scheme) & (t["op"] == op) & (t["isa"] == isa)]
