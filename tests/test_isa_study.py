@@ -23,7 +23,7 @@ from conftest import one_line_error, run_cli
 
 A64 = isa.get("aarch64")
 SCHEME = "ml-kem-512"
-OPS = "ntt,basemul,poly_tomsg"
+OPS = "ntt,basemul,poly_tomsg,poly_getnoise_eta1"  # the last: absent from the NEON implementation
 CHAIN = catalog.chain(A64.name)
 HAND = CHAIN.steps[-1]  # ref -> the NEON variant
 
@@ -68,6 +68,10 @@ def test_counts_are_exact_repeatable_and_agree_with_the_exec_log(studies):
     df = pd.read_parquet(a64 / "raw" / f"{HAND.variant}.gcc.{SCHEME}.instructions.parquet")
     for op, rows in df.groupby("op"):
         assert rows["per_call"].nunique() == 1, op  # both independent pairs of runs: identical
+    absent = catalog.families()["ml-kem"].implementation(catalog.builtin_variants()[HAND.variant].sources).absent
+    assert set(absent) & set(OPS.split(",")) and not set(absent) & set(df["op"])  # not counted: the build lacks it
+    ref = pd.read_parquet(a64 / "raw" / f"{HAND.base}.gcc.{SCHEME}.instructions.parquet")
+    assert set(ref["op"]) == set(OPS.split(","))
     driver, lib = a64 / "bin" / "driver", a64 / "bin" / f"{HAND.variant}.gcc.ml-kem.so"
 
     def exec_log(op, n):

@@ -23,6 +23,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -111,7 +112,7 @@ def cache_root() -> Path:
     root = (Path(base) if base else Path.home() / ".cache" / "pqsimd") / "builds"
     try:
         root.mkdir(parents=True, exist_ok=True)
-        probe = root / f".probe-{os.getpid()}"
+        probe = root / f".probe-{os.getpid()}-{threading.get_ident()}"  # threads of one process call it too
         probe.write_text("")
         probe.unlink()
     except OSError as e:

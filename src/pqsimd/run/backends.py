@@ -59,7 +59,7 @@ class QemuPlugin:
     def __init__(self, isa):
         self.isa = isa
         self.missing = f"{isa.qemu} not found on PATH (install it: apt-get install {' '.join(isa.packages)})"
-        self._hist_disas: dict[int, str] = {}
+        self.plugin: Path | None = None  # built (or found) once, by version()
 
     def version(self) -> str | None:
         import shutil
@@ -72,7 +72,7 @@ class QemuPlugin:
         if path is None:
             return None
         try:
-            qemu.plugin()  # built once; a missing plugin header is one line naming the fetch command
+            self.plugin = qemu.plugin()  # built once; a missing plugin header is one line naming the fetch command
         except PqsimdError as e:
             self.missing = str(e)
             return None
@@ -87,7 +87,7 @@ class QemuPlugin:
         from .instructions import CountError
 
         try:
-            return qemu.count(self.isa, self._argv(driver, library, scheme, op, calls)).insns, None
+            return qemu.count(self.isa, self._argv(driver, library, scheme, op, calls), so=self.plugin).insns, None
         except qemu.CountError as e:
             raise CountError(f"{op}: {e}") from None
 
@@ -97,7 +97,7 @@ class QemuPlugin:
         from .instructions import CountError
 
         try:
-            rows = qemu.count(self.isa, self._argv(driver, library, scheme, op, calls), hist=True).hist or ()
+            rows = qemu.count(self.isa, self._argv(driver, library, scheme, op, calls), hist=True, so=self.plugin).hist or ()
         except qemu.CountError as e:
             raise CountError(f"{op}: {e}") from None
         return {(GUEST, r.pc): r.count for r in rows}, {r.pc: (r.disas, r.symbol) for r in rows}

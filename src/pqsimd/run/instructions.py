@@ -246,6 +246,15 @@ def calibration_op(scheme: str) -> list[str]:
     return [op] if op else []
 
 
+def job_ops(sd: StudyDir, study, job) -> list[str]:
+    """The study's ops of a per-build job's scheme that its build has: the gate recorded each build's
+    ops (an implementation may lack one, e.g. a sampler it only has in a wider form)."""
+    from .job import build_ops
+
+    have = build_ops(sd, job.info["build"].id, job.info["scheme"])
+    return [op for op in study.ops_for(job.info["scheme"]) if have is None or op in have]
+
+
 def _frac_text(f: Fraction) -> str:
     return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
 
@@ -287,8 +296,7 @@ def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *,
                         TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
     try:
         futures = {}
-        ops_of = {j.id: list(dict.fromkeys([*calibration_op(j.info["scheme"]), *study.ops_for(j.info["scheme"])]))
-                  for j in todo}
+        ops_of = {j.id: list(dict.fromkeys([*calibration_op(j.info["scheme"]), *job_ops(sd, study, j)])) for j in todo}
         for j in todo:
             for op in ops_of[j.id]:
                 for r in range(repeats):
@@ -368,8 +376,7 @@ def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, consol
     console.print(f"instructions ({version}): {len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")
     ok = run_per_op(sd, study, todo, console, info, metric=METRIC, label=f"{backend.name} runs", repeats=REPEATS,
                     measure=lambda d, lib, s, op: measure_pair(d, lib, s, op, backend=backend),
-                    write=lambda j, res, started: _write_job(sd, j, res, study.ops_for(j.info["scheme"]), started, version,
-                                                             backend))
+                    write=lambda j, res, started: _write_job(sd, j, res, job_ops(sd, study, j), started, version, backend))
     if info["failed"]:
         info["status"] = "partial"
     sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__(METRIC, info))

@@ -930,7 +930,7 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, ProfilePair | None], sta
     b, scheme = job.info["build"], job.info["scheme"]
     cal = ins.calibration_op(scheme)
     self_check = cal[0] if cal else None
-    ops = study.ops_for(scheme)
+    ops = ins.job_ops(sd, study, job)
     pairs = {op: p for op, p in res.items() if p is not None}
     per_op, extra = analyse_job(b, scheme, list(dict.fromkeys([*([self_check] if self_check else []), *ops])),
                                 self_check, pairs, cpus if mca else [], mca, isa=isa)
