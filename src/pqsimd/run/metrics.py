@@ -41,6 +41,7 @@ class Metric:
     timed: bool  # reads the host's clock or counters: meaningless under an emulator
     exact: bool  # a count: the same binary gives the same number (analysis compares exactly)
     per_build: bool  # one job per (build, scheme), id <variant>.<compiler>.<scheme>.<name>
+    grouped: bool = True  # its raw rows carry its name and become analyze's groups (mix, counters, energy: own names)
 
 
 # The ticks unit is the x86-64 driver's (timer_x86_64.h); an aarch64 host's driver names its own
@@ -48,9 +49,9 @@ class Metric:
 REGISTRY: dict[str, Metric] = {m.name: m for m in (
     Metric("ticks", "TSC ticks", "time (TSC ticks)", "timing", timed=True, exact=False, per_build=False),
     Metric("instructions", "instructions", "instruction count", "instructions", timed=False, exact=True, per_build=True),
-    Metric("counters", "events", "hardware counters", "timing", timed=True, exact=False, per_build=False),
-    Metric("energy", "µJ", "energy", "energy", timed=True, exact=False, per_build=True),
-    Metric("mix", "instructions", "instruction mix", "mix", timed=False, exact=True, per_build=True),
+    Metric("counters", "events", "hardware counters", "timing", timed=True, exact=False, per_build=False, grouped=False),
+    Metric("energy", "µJ", "energy", "energy", timed=True, exact=False, per_build=True, grouped=False),
+    Metric("mix", "instructions", "instruction mix", "mix", timed=False, exact=True, per_build=True, grouped=False),
 )}
 
 
@@ -63,8 +64,8 @@ def get(name: str) -> Metric:
 
 
 def exact_names() -> tuple[str, ...]:
-    """Metrics that are counts (their raw rows carry the metric's own name)."""
-    return tuple(m.name for m in REGISTRY.values() if m.exact)
+    """Metrics that are counts and whose raw rows carry the metric's own name (analyze's groups)."""
+    return tuple(m.name for m in REGISTRY.values() if m.exact and m.grouped)
 
 
 def plan_jobs_needed(selected: list[str]) -> bool:
