@@ -46,8 +46,9 @@ def main() -> None:
             if a.empty or x.empty:
                 continue
             a, x = a.iloc[0], x.iloc[0]
+            lane = "n/a" if math.isnan(a.lane_ratio) else f"{a.lane_ratio:.2f}×"
             print(f"| {scheme} | {op} | {a.base_instructions:,.0f} | {a.simd_instructions:,.0f} | {a.ratio:.2f}× | "
-                  f"{x.base_instructions:,.0f} | {x.simd_instructions:,.0f} | {x.ratio:.2f}× | {fmt(a.lane_ratio)}× | "
+                  f"{x.base_instructions:,.0f} | {x.simd_instructions:,.0f} | {x.ratio:.2f}× | {lane} | "
                   f"{a.vector_share:.1%} / {x.vector_share:.1%} | {fmt(a.vec_mul, 0)} / {fmt(x.vec_mul, 0)} | "
                   f"{fmt(a.permutes, 0)} / {fmt(x.permutes, 0)} |")
     print()
