@@ -1,7 +1,7 @@
 """The ISA seam: what is ISA-specific in building, launching, counting and modelling code, read from
-data/isas.toml (one table per ISA). Nothing here is wired into build.py or run/ yet; those will ask
-an `Isa` for the cross compiler, the launcher prefix and the counting backend instead of assuming
-the host's.
+data/isas.toml (one table per ISA). A study's ISA (`--isa`) reaches build.py (cross compilers, the
+driver's toolchain), every launch of code under test (the launcher), run/backends.py (the counting
+backend), run/mix.py (instruction classes, llvm-mca triple) and doctor (its timer).
 
     isa.get(name)        an ISA by name (e.g. the --isa of a study)
     isa.host()           the ISA of this machine
@@ -12,7 +12,6 @@ the host's.
 
 from __future__ import annotations
 
-import dataclasses
 import platform
 import shutil
 from dataclasses import dataclass
@@ -76,8 +75,6 @@ def _isas() -> dict[str, Isa]:
     for name, d in doc.items():
         try:
             out[name] = Isa(name=name, **{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
-            if isinstance(out[name].doctor, dict):
-                out[name] = dataclasses.replace(out[name], doctor=dict(out[name].doctor))
         except TypeError as e:
             raise PqsimdError(f"data/isas.toml: [isa.{name}] {e}") from None
     return out
