@@ -168,3 +168,22 @@ def test_a_sabotaged_neon_build_fails_the_gate_under_emulation(tree, tmp_path):
     assert good.passed and not sab.passed
     failed = {c.check for c in sab.checks if not c.passed}
     assert "nistkat" in failed
+
+
+def test_doctor_on_aarch64_names_the_timer_and_how_to_enable_the_cycle_counter(tmp_path, monkeypatch):
+    """No Arm host here: the aarch64 host's sysctl is a file of ours (the path is data/isas.toml's)."""
+    import dataclasses
+
+    from pqsimd import doctor
+
+    sysctl = tmp_path / "perf_user_access"
+    monkeypatch.setattr(isa, "host", lambda: dataclasses.replace(A64, doctor={**A64.doctor, "sysctl": str(sysctl)}))
+    (f,) = doctor._timer()
+    assert f.ok is None and "cntvct" in f.detail and "no perf_user_access" in f.remedy  # no such file
+    sysctl.write_text("0\n")
+    (f,) = doctor._timer()
+    assert f.ok is None and "cntvct" in f.detail and "kernel.perf_user_access=1" in f.remedy
+    sysctl.write_text("1\n")
+    (f,) = doctor._timer()
+    assert f.ok is True and "pmccntr" in f.detail and not f.remedy
+    assert A64.doctor["sysctl"] == "/proc/sys/kernel/perf_user_access"
