@@ -7,8 +7,10 @@ cross-check, the NEON share of executed instructions, and the -cpu pinning effec
 
     .venv/bin/python bench/aarch64_probe.py [--schemes ml-kem-512] [--ops ntt,invntt,kem_decaps]
 
-Nothing here is wired into `pqsimd run` yet (the ISA seam's integration); it uses the same build
-functions with the harness toolchain swapped for the cross compiler.
+The groundwork probe, from before `pqsimd run --isa aarch64` existed (which now does all of this with
+the family op tables ops/ml_kem_aarch64.c and ops/ml_dsa_aarch64.c; see BENCHMARKS "aarch64 beside
+x86"); kept for its -cpu pinning and exec-log timings. It swaps the harness toolchain for the cross
+compiler by hand and uses its own probe op table.
 """
 
 from __future__ import annotations

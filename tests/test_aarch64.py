@@ -78,18 +78,17 @@ def test_exec_log_agrees_with_the_formula(loop_program):
 
 @pytest.fixture(scope="session")
 def a64_builds(tree):
-    """The aarch64 driver and the SHAKE-256 fixture family's `ref` variant, built by build.py with the
-    cross gcc as the fixed toolchain (how the ISA seam will call it)."""
+    """The aarch64 driver and the SHAKE-256 fixture family's `ref` variant, built by build.py for
+    the ISA (the cross gcc as the fixed toolchain and as the compiler under test)."""
     from pqsimd import build
 
-    doc = catalog.compilers_doc()
-    cross = {**doc, "harness": {**doc["harness"], "cc": CROSS_GCC}}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(catalog, "compilers_doc", lambda: cross)
         mp.setenv("PQSIMD_FAMILY_PATH", str(FIXTURES / "families"))
-        driver = build.build_driver()
+        driver = build.build_driver(A64)
         fam = catalog.families()["shake"]
-        variant = build.build_variant(tree, fam, catalog.builtin_variants()["ref"], CROSS_GCC, driver)
+        variant = build.build_variant(tree, fam, catalog.builtin_variants()["ref"], build.find_compiler("gcc", A64),
+                                      driver)
+    assert driver.compiler.command == CROSS_GCC and variant.compiler.isa == A64.name
     return driver, variant
 
 

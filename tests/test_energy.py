@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from pqsimd import energy
+from pqsimd.run import energy as energy_run
 
 MAX = 262143328850
 
@@ -163,13 +164,13 @@ def test_energy_study_step_records_unavailable_and_goes_on(builds, driver, tmp_p
     msgs = []
     console = SimpleNamespace(print=msgs.append)
     # asked for and not measurable: the rest goes on, and the run says so in its exit code (as mix does)
-    assert not energy.execute(sd, study, jobs, jobs, console=console, root=tmp_path / "no-powercap")
+    assert not energy_run.execute(sd, study, jobs, jobs, console=console, root=tmp_path / "no-powercap")
     info = json.loads(sd.manifest_json.read_text())["metrics"]["energy"]
     assert info["status"] == "unavailable" and "does not exist" in info["reason"]
     assert "unavailable" in msgs[0] and not sd.raw_dir.exists()
 
     with Meter(intel, "intel-rapl:0", watts=15.0):
-        assert energy.execute(sd, study, jobs, jobs, console=console, root=intel, min_seconds=0.05, repeats=1)
+        assert energy_run.execute(sd, study, jobs, jobs, console=console, root=intel, min_seconds=0.05, repeats=1)
     df = pq.read_table(sd.raw_path("ref.gcc.ml-kem-512.energy")).to_pandas()
     assert set(df.metric) == {"energy_package", "energy_core", "energy_dram"}
     pkg = df[df.metric == "energy_package"].iloc[0]

@@ -23,11 +23,13 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from . import __version__, catalog, objcache
 from .ids import build_id
@@ -49,9 +51,19 @@ class Compiler:
     path: str
     version: str  # first line of --version
     family: str  # gcc | clang | unknown
+    target: tuple[str, ...] = ()  # arguments that make it build for another ISA (clang --target=...)
+    isa: str = ""  # the ISA it builds for, when not this host's
+
+    @property
+    def argv(self) -> list[str]:
+        """The command that compiles (and links): the compiler and its target arguments."""
+        return [self.path, *self.target]
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "command": self.command, "path": self.path, "version": self.version, "family": self.family}
+        d = {"id": self.id, "command": self.command, "path": self.path, "version": self.version, "family": self.family}
+        if self.isa:  # only then: a host build's cache key stays what it was
+            d |= {"target": list(self.target), "isa": self.isa}
+        return d
 
 
 def compiler_id(spec: str) -> tuple[str, str]:
@@ -64,22 +76,35 @@ def compiler_id(spec: str) -> tuple[str, str]:
     return cid, cmd
 
 
-def find_compiler(spec: str) -> Compiler:
+def find_compiler(spec: str, isa=None) -> Compiler:
+    """A --cc item as a compiler for `isa` (pqsimd.isa.Isa; None or native: this host): for another
+    ISA, gcc[-N] becomes its cross gcc (<triple>-gcc[-N]) and clang[-N] gets --target=<its target>;
+    a path given by the user is taken as it is (a cross compiler of the user's)."""
     cid, cmd = compiler_id(spec)
+    target: tuple[str, ...] = ()
+    cross = isa is not None and not isa.native
+    if cross and "/" not in cmd:
+        fam = "clang" if cmd.startswith("clang") else "gcc" if cmd.startswith(("gcc", "cc")) else None
+        if fam == "gcc":
+            cmd = f"{isa.gnu_triple}-gcc" + cmd.removeprefix("cc").removeprefix("gcc")
+        elif fam == "clang":
+            target = (f"--target={isa.clang_target}",)
     path = shutil.which(cmd)
     if path is None:
         fam = "clang" if "clang" in cid else "gcc" if "gcc" in cid else None
         pkg = catalog.compilers_doc()["families"].get(fam, {}).get("package", "") if fam else ""
         version = cid.split("-", 1)[1] if "-" in cid else ""
         hint = f"apt-get install {pkg.format(version=version)}" if pkg and version else "install it, or pass --cc /path/to/cc"
+        if cross and not target:
+            hint = f"apt-get install {' '.join(isa.packages)}"
         raise PqsimdError(f"compiler '{cmd}' not found ({hint})")
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise PqsimdError(f"compiler '{cmd}' does not run ({e})") from None
     first = (out.stdout.strip().splitlines() or ["unknown"])[0]
-    return Compiler(id=cid, command=cmd, path=os.path.realpath(path), version=first,
-                    family=catalog.compiler_family(out.stdout))
+    return Compiler(id=cid, command=shlex.join([cmd, *target]), path=os.path.realpath(path), version=first,
+                    family=catalog.compiler_family(out.stdout), target=target, isa=isa.name if cross else "")
 
 
 def cache_root() -> Path:
@@ -87,7 +112,7 @@ def cache_root() -> Path:
     root = (Path(base) if base else Path.home() / ".cache" / "pqsimd") / "builds"
     try:
         root.mkdir(parents=True, exist_ok=True)
-        probe = root / f".probe-{os.getpid()}"
+        probe = root / f".probe-{os.getpid()}-{threading.get_ident()}"  # threads of one process call it too
         probe.write_text("")
         probe.unlink()
     except OSError as e:
@@ -159,6 +184,11 @@ class Driver:
     key: str
     flags: list[str]
     glue_key: str = ""  # what variants depend on: a change to the timing code alone rebuilds no variant
+    isa: Any = None  # pqsimd.isa.Isa it runs on (its launcher runs it here); None: this host's
+
+    def launcher(self) -> list[str]:
+        """What runs the driver (and the programs built beside it) here: nothing natively, else the emulator."""
+        return self.isa.launcher() if self.isa is not None else []
 
     def to_dict(self) -> dict:
         return {"compiler": self.compiler.to_dict(), "flags": self.flags, "key": self.key, "glue_key": self.glue_key}
@@ -171,10 +201,10 @@ def _hash_files(h, files) -> None:
             h.update(f.read_bytes())
 
 
-def build_driver() -> Driver:
-    """The driver and glue objects, with the fixed toolchain (cached)."""
+def build_driver(isa=None) -> Driver:
+    """The driver and glue objects, with the fixed toolchain (cached); for another ISA its cross gcc."""
     conf = catalog.compilers_doc()["harness"]
-    comp = find_compiler(conf["cc"])
+    comp = find_compiler(conf["cc"], isa)
     flags = list(conf["flags"])
     harness = _harness_dir()
     glue_sources = sorted((harness / "variant").glob("*")) + [harness / "pqsimd.h"]
@@ -185,7 +215,7 @@ def build_driver() -> Driver:
     _hash_files(h, sorted((harness / "driver").glob("*.[ch]")))
     key = h.hexdigest()
     root = cache_root()
-    final = root / f"driver-{key[:16]}"
+    final = root / f"driver-{comp.isa + '-' if comp.isa else ''}{key[:16]}"
     glue_names = ("registry", "rng")
     if not (final / "driver").exists():
         clean_stale_builds(root)
@@ -193,18 +223,18 @@ def build_driver() -> Driver:
         try:
             cmds = []
             for name in glue_names:
-                cmds.append([comp.path, *flags, *PIC_FLAGS, f"-I{harness}", "-c", str(harness / "variant" / f"{name}.c"),
+                cmds.append([*comp.argv, *flags, *PIC_FLAGS, f"-I{harness}", "-c", str(harness / "variant" / f"{name}.c"),
                              "-o", str(work / f"{name}.o")])
             objs = []
             for src in sorted((harness / "driver").glob("*.c")):
                 obj = work / f"driver.{src.stem}.o"
-                cmds.append([comp.path, *flags, f"-I{harness / 'driver'}", "-c", str(src), "-o", str(obj)])
+                cmds.append([*comp.argv, *flags, f"-I{harness / 'driver'}", "-c", str(src), "-o", str(obj)])
                 objs.append(obj)
             for cmd in cmds:
                 _, proc = _run(cmd, work)
                 if proc.returncode:
                     raise _fail(root, "driver", cmd, proc, f"the pqsimd driver does not compile with {comp.command}")
-            link = [comp.path, "-o", str(work / "driver"), *map(str, objs), "-ldl", *LINK_FLAGS]
+            link = [*comp.argv, "-o", str(work / "driver"), *map(str, objs), "-ldl", *LINK_FLAGS]
             _, proc = _run(link, work)
             if proc.returncode:
                 raise _fail(root, "driver", link, proc, "linking the pqsimd driver failed")
@@ -214,7 +244,7 @@ def build_driver() -> Driver:
         finally:
             if work.exists():
                 shutil.rmtree(work, ignore_errors=True)
-    return Driver(final / "driver", [final / f"{n}.o" for n in glue_names], comp, key, flags, glue_key)
+    return Driver(final / "driver", [final / f"{n}.o" for n in glue_names], comp, key, flags, glue_key, isa)
 
 
 # --- variants ----------------------------------------------------------------------------------------
@@ -304,6 +334,18 @@ def _node_salt(variant: Variant) -> str:
     return machine.cpu_model() + " ".join(sorted(machine.cpu_flags()))
 
 
+def _included_tables(inputs) -> list[Path]:
+    """Op tables of harness/ops/ that an op table among the inputs #includes (ml_dsa_aarch64.c
+    compiles ml_dsa.c with other names): a change to them rebuilds it too."""
+    ops = _harness_dir() / "ops"
+    out = []
+    for f in inputs:
+        f = Path(f)
+        if f.parent == ops and f.suffix == ".c":
+            out += [ops / n for n in re.findall(r'^#include "([^"/]+\.c)"', f.read_text(), re.M) if (ops / n).is_file()]
+    return out
+
+
 def _inputs_key(fam: Family, variant: Variant, flags: list[str], comp: Compiler, driver: Driver, plan,
                 schemes: list[str], native: list[str]) -> str:
     h = hashlib.sha256(json.dumps({"recipe": RECIPE, "flags": flags, "cc": comp.to_dict(), "sources": variant.sources,
@@ -311,7 +353,7 @@ def _inputs_key(fam: Family, variant: Variant, flags: list[str], comp: Compiler,
     h.update(json.dumps({"native": native, "schemes": schemes, "generated": plan.generated,
                          "units": [[str(u.src), list(u.pre)] for u in plan.units()]}).encode())
     files = [*plan.inputs, _harness_dir() / "pqsimd.h", _harness_dir() / "ops" / "optable.h",
-             _harness_dir() / "variant" / "exports.map"]
+             _harness_dir() / "variant" / "exports.map", *_included_tables(plan.inputs)]
     h.update(_node_salt(variant).encode())
     files += [Path(f) for f in flags if os.path.isfile(f)]  # files named by flags (-include x.h)
     _hash_files(h, files)
@@ -326,7 +368,7 @@ def _commands(plan, flags: list[str], comp: Compiler, work: Path) -> tuple[list[
     for u in plan.units():
         obj = work / u.obj
         pre = [x.replace(BUILD_DIR, str(work)) for x in u.pre]
-        cmds.append([comp.path, *PIC_FLAGS, *pre, "-c", str(u.src), "-o", str(obj), *flags])
+        cmds.append([*comp.argv, *PIC_FLAGS, *pre, "-c", str(u.src), "-o", str(obj), *flags])
         objs[u.obj] = obj
     return cmds, objs
 
@@ -347,7 +389,7 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
     plan = lay.plan(ctx)
     key = _inputs_key(fam, variant, flags, comp, driver, plan, wanted, sorted(ctx.native))
     root = cache_root()
-    final = root / f"{build_id(variant.id, comp.id, fam.name)}-{key[:16]}"
+    final = root / f"{comp.isa + '.' if comp.isa else ''}{build_id(variant.id, comp.id, fam.name)}-{key[:16]}"
     record = final / "build.json"
 
     def result(cached: bool, seconds: float) -> Build:
@@ -385,12 +427,12 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
                                          *plan.tables.values()]]
         # The variant's flags reach every link too (-flto needs them there, -Wl,... only acts there),
         # after the objects as they come last in every compile.
-        links = [("variant.so", [comp.path, "-shared", "-o", str(work / "variant.so"), *map(str, library),
+        links = [("variant.so", [*comp.argv, "-shared", "-o", str(work / "variant.so"), *map(str, library),
                                  *map(str, driver.glue), *PIC_FLAGS, f"-Wl,--version-script={exports}", *LINK_FLAGS,
                                  *flags])]
         for sid, own in plan.kat.items():
             kat_objs = [objs[u.obj] for u in [*plan.schemes[sid], *plan.shared, *own]]
-            links.append((f"kat-{sid}", [comp.path, "-o", str(work / f"kat-{sid}"), *map(str, kat_objs), *LINK_FLAGS,
+            links.append((f"kat-{sid}", [*comp.argv, "-o", str(work / f"kat-{sid}"), *map(str, kat_objs), *LINK_FLAGS,
                                          *flags]))
         for out_name, cmd in links:
             cmd, proc = _run(cmd, work)

@@ -66,6 +66,10 @@ class Variant:
     # -ffast-math), so builds of implementations that compute in hardware floating point
     # (`native_fp`) cannot promise byte-identical outputs and are gated verify-only.
     fp_exact: bool = True
+    isa: tuple[str, ...] | None = None  # the ISAs it builds for (None: every one)
+
+    def builds_for(self, isa: str) -> bool:
+        return self.isa is None or isa in self.isa
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -80,11 +84,13 @@ class Variant:
             out["native"] = list(self.native)
         if not self.fp_exact:  # only then: the plans of studies made before the key existed stay equal
             out["fp_exact"] = False
+        if self.isa is not None:
+            out["isa"] = list(self.isa)
         return out
 
 
 VARIANT_KEYS = {"sources": str, "flags": list, "description": str, "default": bool, "requires_cpu": list,
-                "node_dependent": bool, "native": list, "fp_exact": bool}
+                "node_dependent": bool, "native": list, "fp_exact": bool, "isa": list}
 
 
 def variant_from_dict(vid: str, d: Any, where: str) -> Variant:
@@ -123,6 +129,7 @@ def variant_from_dict(vid: str, d: Any, where: str) -> Variant:
         node_dependent=bool(d.get("node_dependent", False)),
         native=native,
         fp_exact=bool(d.get("fp_exact", True)),
+        isa=_str_list(d, "isa", f"{where}: variant '{vid}'") if "isa" in d else None,
     )
 
 
@@ -195,8 +202,13 @@ def builtin_variants() -> dict[str, Variant]:
 
 
 @cache
-def chain() -> Chain:
-    return Chain.from_dict(_variants_doc()["chain"], "variants.toml")
+def chain(isa: str | None = None) -> Chain:
+    """The decomposition chain of an ISA ([chains.<isa>] of variants.toml); None: the first (default)."""
+    chains = _variants_doc()["chains"]
+    name = isa if isa is not None else next(iter(chains))
+    if name not in chains:
+        raise PqsimdError(f"variants.toml has no chain for ISA {name!r} (chains: {', '.join(chains)}); add [chains.{name}]")
+    return Chain.from_dict(chains[name], f"variants.toml [chains.{name}]")
 
 
 @cache

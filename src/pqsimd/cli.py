@@ -84,6 +84,9 @@ def cli() -> None:
 @click.option("--metric", type=str, default=None, help="comma list of ticks (default), instructions, counters, energy, mix")
 @click.option("--mca-cpu", "mca_cpus", type=str, default=None,
               help="mix: llvm-mca CPU models to estimate, comma list, e.g. znver1,znver3,skylake (default: this host's)")
+@click.option("--isa", type=str, default=None,
+              help="instruction set to build and measure (data/isas.toml; default: this host's); another ISA "
+                   "runs under qemu-user: --metric instructions,mix")
 @click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True)
 @click.option("--partition", type=str, default=None, help="slurm: partition")
 @click.option("--nodelist", type=str, default=None, help="slurm: node(s) to run on")
@@ -142,8 +145,12 @@ def list_() -> None:
     for v in catalog.builtin_variants().values():
         t.add_row(v.id, v.sources, " ".join(v.flags), "yes" if v.default else "", v.description)
     con.print(t)
-    ch = catalog.chain()
-    con.print("chain: " + " → ".join(ch.variants) + "  (" + ", ".join(f"{s.stage} = {s.base}→{s.variant}" for s in ch.steps) + ")")
+    from . import isa as isa_mod
+
+    for name in isa_mod.names():
+        ch = catalog.chain(name)
+        con.print(f"chain ({name}): " + " → ".join(ch.variants) + "  ("
+                  + ", ".join(f"{s.stage} = {s.base}→{s.variant}" for s in ch.steps) + ")")
     con.print("presets: " + "; ".join(f"{k} ({v.get('description', '')})" for k, v in catalog.presets().items()))
     con.print("compilers known on Debian 12: " + ", ".join(catalog.compilers_doc()["known"]["debian12"])
               + "  (`pqsimd doctor` says which are installed)")
@@ -172,11 +179,13 @@ def analyze(directory: Path, n_boot: int | None, seed: int | None) -> None:
 @cli.command()
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--reference", type=click.Choice(["paper"]), default=None, help="put the paper's Table 1 beside ours")
-def report(directory: Path, reference: str | None) -> None:
+@click.option("--beside", type=click.Path(path_type=Path), default=None,
+              help="a study of another ISA: a cross-ISA section (hand SIMD on each, per op)")
+def report(directory: Path, reference: str | None, beside: Path | None) -> None:
     """Figures, tables and index.html into DIRECTORY/report/."""
     from .report import write_report
 
-    out = write_report(directory, reference=reference)
+    out = write_report(directory, reference=reference, beside=beside)
     click.echo(f"report written to {out}/ — open {out / 'index.html'}")
 
 
@@ -185,11 +194,13 @@ def report(directory: Path, reference: str | None) -> None:
 @click.option("--metric", type=str, default=None, help="ticks | instructions | ...")
 @click.option("--stage", type=str, default=None, help="only this stage, e.g. hand_simd")
 @click.option("--compiler", type=str, default=None, help="only this compiler (default: all)")
-def show(directory: Path, metric: str | None, stage: str | None, compiler: str | None) -> None:
+@click.option("--beside", type=click.Path(path_type=Path), default=None,
+              help="a study of another ISA: print the cross-ISA lines too")
+def show(directory: Path, metric: str | None, stage: str | None, compiler: str | None, beside: Path | None) -> None:
     """The results of a study as a terminal table, grouped by family."""
     from .report.terminal import show_study
 
-    show_study(directory, metric=metric, stage=stage, compiler=compiler)
+    show_study(directory, metric=metric, stage=stage, compiler=compiler, beside=beside)
 
 
 @cli.command()

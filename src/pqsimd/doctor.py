@@ -42,6 +42,60 @@ def _isa() -> list[Finding]:
     return out
 
 
+def _timer() -> list[Finding]:
+    """Which clock the driver gets on this host: the TSC on x86-64; on aarch64 (data/isas.toml
+    [isa.aarch64.doctor]) the cycle counter when user access is enabled, else the generic timer,
+    and how to enable it."""
+    from . import isa
+    from .errors import PqsimdError
+
+    try:
+        host = isa.host()
+    except PqsimdError as e:
+        return [Finding("timer", False, str(e), "run pqsimd on x86-64 or aarch64")]
+    d = host.doctor
+    if not d:
+        return _tsc()
+    try:
+        value = Path(d["sysctl"]).read_text().strip()
+    except OSError:
+        return [Finding("timer", None, d["without_access"], d["missing"])]
+    if value == d["enabled"]:
+        return [Finding("timer", True, d["with_access"] + f" ({d['sysctl']} = {value})")]
+    return [Finding("timer", None, d["without_access"] + f" ({d['sysctl']} = {value})", d["remedy"])]
+
+
+def _cross() -> list[Finding]:
+    """For every other ISA: can `--isa` build, run and count it here (emulator, cross gcc, sysroot,
+    the QEMU plugin's header)?"""
+    from . import isa
+    from .errors import PqsimdError
+
+    out = []
+    for name in isa.names():
+        target = isa.get(name)
+        if target.native:
+            continue
+        lacking = [w for w, ok in ((target.qemu, shutil.which(target.qemu)),
+                                   (f"{target.gnu_triple}-gcc", shutil.which(f"{target.gnu_triple}-gcc")),
+                                   (target.sysroot, Path(target.sysroot).is_dir())) if not ok]
+        if lacking:
+            out.append(Finding(f"--isa {name}", None, f"missing: {', '.join(lacking)}",
+                               f"apt-get install {' '.join(target.packages)}"))
+            continue
+        if target.counting == "qemu-plugin":
+            from .isa import qemu
+
+            try:
+                qemu.plugin_header()
+            except PqsimdError as e:
+                out.append(Finding(f"--isa {name}", None, "builds and runs; counting needs QEMU's plugin header", str(e)))
+                continue
+        out.append(Finding(f"--isa {name}", True, f"builds with {target.gnu_triple}-gcc, runs under {target.qemu} "
+                                                  f"-cpu {target.qemu_cpu}, counts with {target.counting}"))
+    return out
+
+
 def _tsc() -> list[Finding]:
     flags = machine.cpu_flags()
     inv = "constant_tsc" in flags and "nonstop_tsc" in flags
@@ -101,13 +155,13 @@ def _tools() -> list[Finding]:
 
 
 def findings() -> list[Finding]:
-    found = _isa() + _tsc() + _frequency()
+    found = _isa() + _timer() + _frequency()
     try:
         from .counters import doctor_checks  # hardware counters and energy
         found += [Finding(*c) for c in doctor_checks()]
     except ImportError:
         pass
-    return found + _tools()
+    return found + _tools() + _cross()
 
 
 def run_doctor(console: Console | None = None) -> bool:

@@ -37,7 +37,15 @@ def cpu_model() -> str:
 
 
 def cpu_flags() -> set[str]:
-    return set(cpuinfo().get("flags", "").split())
+    """The host's CPU features: /proc/cpuinfo's `flags` on x86-64, `Features` on aarch64 (data/isas.toml)."""
+    from . import isa
+    from .errors import PqsimdError
+
+    try:
+        key = isa.host().features
+    except PqsimdError:  # an ISA pqsimd has no data for
+        key = "flags"
+    return set(cpuinfo().get(key, "").split())
 
 
 def virtualization() -> str | None:

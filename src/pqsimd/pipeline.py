@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from . import __version__, catalog, counters, energy, machine, sources, store
+from . import isa as isa_mod
 from . import study as study_mod
 from .build import Build, Compiler, build_driver, build_variant, compiler_id, find_compiler, unavailable
 from .errors import Interrupted, PqsimdError, command
@@ -55,12 +56,13 @@ def _missing_cpu_features(required: tuple[str, ...]) -> list[str]:
 
 
 def resolve_compilers(study: study_mod.Study) -> tuple[list[Compiler], list[str]]:
-    """The study's compilers that exist here, and one line for each that does not."""
+    """The study's compilers that exist here (for its ISA), and one line for each that does not."""
+    target = isa_mod.get(study.isa)
     found, problems, ids = [], [], {}
     for spec in study.cc:
         compiler_id(spec)  # a bad id is the user's to fix, not a missing compiler
         try:
-            c = find_compiler(spec)
+            c = find_compiler(spec, target)
         except PqsimdError as e:
             problems.append(str(e))
             continue
@@ -124,8 +126,11 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     tree = sources.locate(Path(study.source) if study.source else None)
     console.print(f"sources: {tree.crate or 'user tree'} {tree.version or ''} at {tree.root}"
                   + "".join(f"; {c.name} {c.version}" for c in tree.crates if c.name != tree.crate))
-    driver = build_driver()
-    console.print(f"driver: built once with {driver.compiler.command} ({driver.compiler.version})")
+    target = isa_mod.get(study.isa)
+    driver = build_driver(target)
+    console.print(f"driver: built once with {driver.compiler.command} ({driver.compiler.version})"
+                  + ("" if target.native else f"; {target.name} code runs under {' '.join(target.launcher())}"),
+                  soft_wrap=True)
 
     ablations = study.ablations()
     for ab in ablations:
@@ -139,9 +144,12 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
             variant = study.variant(vid)
             for comp in compilers:
                 bid = build_id(vid, comp.id, fam.name)
-                why = unavailable(fam, variant, tree)
+                why = None if variant.builds_for(target.name) else f"not built for {target.name} (isa = {', '.join(variant.isa or ())})"
+                why = why or unavailable(fam, variant, tree)
                 impl = fam.implementation(variant.sources)
-                lacking = _missing_cpu_features(tuple(variant.requires_cpu) + (impl.requires_cpu if impl else ()))
+                # an emulated CPU has what the ISA's pinned model has; the host's flags say nothing about it
+                lacking = _missing_cpu_features(tuple(variant.requires_cpu) + (impl.requires_cpu if impl else ())) \
+                    if target.native else []
                 if not why and lacking:
                     why = f"this CPU lacks {', '.join(lacking)}"
                 if why:
@@ -204,7 +212,9 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
 
     plan = plan_mod.update_plan(sd, study, [c.id for c in compilers])
     sizing = None
-    if study.budget is not None and time_jobs:
+    from .run import metrics as metrics_mod
+
+    if study.budget is not None and time_jobs and metrics_mod.plan_jobs_needed(study.metrics):
         from .run import sizing as sizing_mod
 
         sizing = sizing_mod.ensure_sizing(sd, study, plan, console=console)
@@ -217,7 +227,9 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         "families": {f.name: {"source": f.source, "kind": f.kind, "title": f.title, "toml": f.text} for f in study.families()},
         "compilers": {c.id: c.to_dict() for c in compilers},
         "compilers_missing": missing,
-        "chain": catalog.chain().to_dict(),
+        "chain": catalog.chain(target.name).to_dict(),
+        "isa": {"name": target.name, "native": target.native, "launcher": target.launcher(),
+                "counting": target.counting, "mca_triple": target.mca_triple, "tick_unit": target.tick_unit},
         "design": study.design,
         "variants": {vid: study.variant(vid).to_dict() for vid in study.variants},
         "ablations": [ab.to_manifest() for ab in ablations],

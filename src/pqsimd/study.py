@@ -20,7 +20,6 @@ from .catalog import Family, Variant
 from .errors import PqsimdError
 from .studydir import StudyDir
 
-METRICS = ("ticks", "instructions", "counters", "energy", "mix")
 DESIGNS = ("paired", "separate")
 MAX_BATCH = 1 << 24  # the driver's own auto-batching limit
 TABLES = ("study", "variants", "analysis")
@@ -39,6 +38,7 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "aa": ((list,), True),
     "max_call_s": ((float, int), True),  # an op whose one call (the gate's op check) takes longer is not timed  # A/A: these variants built a second time (ids.aa_variant_id) and timed beside them
     "ablation": ((bool,), False),  # the families' ablation cells are the study's variants (ablation.py)
+    "isa": ((str,), True),  # the instruction set built and measured (data/isas.toml); default: this host's
 }
 MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
 
@@ -71,6 +71,7 @@ class Study:
     aa: list[str] = field(default_factory=list)
     max_call_s: float | None = None  # None or 0: no cap
     ablation: bool = False
+    isa: str = ""  # resolved to the host's ISA when not given
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
 
@@ -111,7 +112,8 @@ class Study:
             "batch_target": self.batch_target, "design": self.design, "warmup_ns": self.warmup_ns,
             "budget": self.budget, "min_spins": self.min_spins, "min_reps": self.min_reps,
             "max_spins": self.max_spins, "seed": self.seed, "source": self.source, "max_call_s": self.max_call_s,
-            "variant_defs": {v: self.variant_defs[v].to_dict() for v in self.variants if v in self.variant_defs},
+            "variant_defs": {v: _measured(self.variant_defs[v]) for v in self.variants if v in self.variant_defs},
+            "isa": self.isa,
         }
 
     def to_toml(self) -> str:
@@ -130,6 +132,12 @@ class Study:
         header = ("# pqsimd study, fully resolved. `pqsimd run DIR` continues it.\n"
                   "# Variant flags are compiler arguments: a study.toml is code; never run one you do not trust.\n")
         return header + tomli_w.dumps(doc)
+
+
+def _measured(v: Variant) -> dict[str, Any]:
+    """A variant as it shapes the measurements: which ISAs it builds for does not (the study's ISA is
+    its own setting), so plans made before variants had `isa` stay equal."""
+    return {k: x for k, x in v.to_dict().items() if k != "isa"}
 
 
 # --- checks ---------------------------------------------------------------------------------------
@@ -239,13 +247,18 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         variant_defs[vid] = catalog.variant_from_dict(vid, vdef, where)
 
     fam = catalog.default_family()
+    from . import isa as isa_mod
+
+    isa_name = cli.get("isa") or stored_study.get("isa") or isa_mod.host().name
+    target = isa_mod.get(isa_name)  # an unknown ISA: one line naming the known ones
     merged: dict[str, Any] = {
         "schemes": list(fam.schemes),
-        "variants": [v for v, d in variant_defs.items() if d.default],
+        "variants": [v for v, d in variant_defs.items() if d.default and d.builds_for(target.name)],
         **preset,
         **stored_study,
     }
     merged["preset"] = preset_name
+    merged["isa"] = target.name
     if "source" in cli:
         from .sources import check_tree
 
@@ -282,13 +295,16 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     _check_names("variant", merged["variants"], list(variant_defs), where)
     _add_duplicates(merged, variant_defs, where)
     _check_ops(merged.get("ops"), merged["schemes"], where)
-    _check_names("metric", merged.get("metrics", ["ticks"]), list(METRICS), where)
+    from .run import metrics as metrics_mod
+
+    _check_names("metric", merged.get("metrics", ["ticks"]), metrics_mod.names(), where)
+    metrics_mod.check_isa(merged.get("metrics", ["ticks"]), target)
     if merged.get("mca_cpus"):
         from .run.mix import check_mca_cpus
 
         if "mix" not in merged.get("metrics", ["ticks"]):
             raise PqsimdError("--mca-cpu names CPU models for the cost model of --metric mix; add mix to --metric")
-        check_mca_cpus(merged["mca_cpus"])
+        check_mca_cpus(merged["mca_cpus"], target)
     if merged["batch"] != "auto" and not (merged["batch"].isdigit() and 1 <= int(merged["batch"]) <= MAX_BATCH):
         raise PqsimdError(f"--batch must be 'auto' or an integer from 1 to {MAX_BATCH}, got {merged['batch']!r}")
     if merged.get("cpu") is not None and merged["cpu"] not in os.sched_getaffinity(0):

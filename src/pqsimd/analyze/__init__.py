@@ -60,7 +60,21 @@ def study_context(directory: Path, study: dict) -> dict:
     cc = [cc] if isinstance(cc, str) else cc
     from_toml = [c.split("=", 1)[0] if "=" in c else Path(c).name for c in cc if isinstance(c, str)]
     return {"chain": chain, "families": families, "compilers": plan.get("compilers") or from_toml,
-            "design": plan.get("design") or st.get("design") or "separate"}
+            "design": plan.get("design") or st.get("design") or "separate", "isa": study_isa(manifest, st)}
+
+
+def study_isa(manifest: dict, st: dict) -> str:
+    """The ISA the study built and measured: its manifest's, else its study.toml's; a study made
+    before pqsimd had ISAs measured the first one of data/isas.toml (x86-64, then the only one)."""
+    from .. import isa as isa_mod
+
+    return (manifest.get("isa") or {}).get("name") or st.get("isa") or isa_mod.names()[0]
+
+
+def with_isa(df: pd.DataFrame, isa: str) -> pd.DataFrame:
+    """A results table with its `isa` column (every row: the study's ISA), so tables of studies of
+    different ISAs stay apart when combined (pqsimd report --beside)."""
+    return df.assign(isa=pd.Series([isa] * len(df), index=df.index, dtype=object))
 
 
 def _family_summary_from_toml(text: str, name: str) -> dict:
@@ -279,9 +293,9 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         results = StudyDir(directory).results_dir
         results.mkdir(parents=True, exist_ok=True)
         warnings = mix.write_mix_results(directory, results, groups=None, chain=ctx["chain"], core_per_tsc=None,
-                                         families=ctx["families"])
+                                         families=ctx["families"], isa=ctx["isa"])
         write_json({"schema_version": RESULTS_SCHEMA_VERSION, "mix_only": True, "chain": ctx["chain"],
-                    "families": ctx["families"], "warnings": warnings}, results / "summary.json")
+                    "families": ctx["families"], "warnings": warnings, "isa": ctx["isa"]}, results / "summary.json")
         return results
     data = load_spins(directory, pool_cpu_models=settings.pool_cpu_models)
     warnings = list(data.warnings)
@@ -385,9 +399,10 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     check_estimates(main, decomposition)
     results = StudyDir(directory).results_dir
     results.mkdir(parents=True, exist_ok=True)
-    write_table(groups_df, results, "groups")
-    write_table(public(main) if len(main) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "comparisons")
-    write_table(decomposition, results, "decomposition")
+    write_table(with_isa(groups_df, ctx["isa"]), results, "groups")
+    write_table(with_isa(public(main) if len(main) else pd.DataFrame(columns=COMPARISON_COLUMNS), ctx["isa"]), results,
+                "comparisons")
+    write_table(with_isa(decomposition, ctx["isa"]), results, "decomposition")
     write_table(jobs_table, results, "jobs")
     if len(attr):
         write_table(attr, results, "attribution")
@@ -407,10 +422,11 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
                 (results / f"{name}.{ext}").unlink(missing_ok=True)
     write_table(aa_table if len(aa_table) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "aa")
     warnings += mix.write_mix_results(directory, results, groups=groups_df, chain=ctx["chain"], core_per_tsc=cpt,
-                                      families=ctx["families"])
+                                      families=ctx["families"], isa=ctx["isa"])
 
     jobs = data.jobs
     summary = {
+        "isa": ctx["isa"],
         "schema_version": RESULTS_SCHEMA_VERSION,
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "alpha": settings.alpha,

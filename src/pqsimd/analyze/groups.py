@@ -14,11 +14,12 @@ from .interval import order_level, order_rank
 from .pooled import JobSummary, job_summary
 from .significance import holm
 from .power import icc1, variance_components
+from ..run import metrics as metrics_registry
 
 UNITS = {"ticks": "ticks/call", "instructions": "instructions/call"}
 
 
-EXACT_METRICS = ("instructions",)  # counted, not timed: the same binary gives the same count
+EXACT_METRICS = metrics_registry.exact_names()  # counted, not timed: the same binary gives the same count
 
 
 GroupKey = tuple[str, str, str, str, str]  # metric, scheme, op, variant, compiler

@@ -49,7 +49,7 @@ COLUMNS = {
     "mix_ops": ["scheme", "family", "op", "variant", "compiler", "instructions", "vector", "vector_share",
                 "width_128", "width_256", "width_512", "max_width", "lane_crossing", "ticks", "ticks_per_instruction",
                 "cycles_per_instruction", "family_norm_tpi", "tpi_vs_norm", "note"],
-    "mca": ["scheme", "op", "variant", "compiler", "cpu", "tool", "host_cpu", "predicted_cycles", "coverage",
+    "mca": ["scheme", "op", "variant", "compiler", "cpu", "model", "tool", "host_cpu", "predicted_cycles", "coverage",
             "predicted_cycles_all", "blocks", "replaced", "ticks", "core_per_tsc", "measured_cycles",
             "predicted_vs_measured", "agreement", "disagree_factor", "slow", "note"],
     "mca_mnemonics": ["scheme", "op", "variant", "compiler", "cpu", "mnemonic", "count", "latency", "rthroughput",
@@ -123,11 +123,14 @@ def _self_checks(families: dict | None) -> set[str]:
 
 
 def mix_results(source: Path, groups: pd.DataFrame | None = None, chain: Any = None, core_per_tsc: float | None = None,
-                families: dict | None = None) -> dict[str, pd.DataFrame]:
+                families: dict | None = None, isa: str | None = None) -> dict[str, pd.DataFrame]:
     """The mix tables (TABLES) from the mix raw files of `source` (a study directory or its raw/);
     `groups` (analyze's groups table) adds time beside them. Empty tables (with their columns) when
-    the study has no mix data, so a re-analysis never leaves stale ones."""
-    cfg = run_mix.config()
+    the study has no mix data, so a re-analysis never leaves stale ones. `isa`: the study's (its
+    instruction classes; None: this host's)."""
+    from ..isa import mca as mca_models
+
+    cfg = run_mix.config(isa)
     labels = cfg.labels
     rows_mix: list[dict] = []
     rows_mca: list[dict] = []
@@ -177,8 +180,10 @@ def mix_results(source: Path, groups: pd.DataFrame | None = None, chain: Any = N
                 cov = float(est.get("coverage", math.nan))
                 slow = {mn: v for mn, v in (est.get("mnemonics") or {}).items()
                         if float(v.get("max_latency", 0)) >= slow_lat and float(v.get("count", 0)) > 0}
+                model = mca_models.model(mca_rec.get("tool") or "", cfg.isa, cpu)
                 rows_mca.append({
                     "scheme": scheme, "op": op, "variant": variant, "compiler": compiler, "cpu": cpu,
+                    "model": model["model"] if model else None,
                     "tool": mca_rec.get("tool"), "host_cpu": mca_rec.get("host_cpu"),
                     "predicted_cycles": float(r.per_call), "coverage": cov,
                     "predicted_cycles_all": float(r.per_call) / cov if cov and cov > 0 else math.nan,
@@ -293,6 +298,10 @@ def write_mix_results(directory: Path, results: Path | None = None, **kwargs) ->
     directory = Path(directory)
     results = results or StudyDir(directory).results_dir
     tables = mix_results(directory, **kwargs)
+    if kwargs.get("isa"):
+        from . import with_isa
+
+        tables = {name: with_isa(t, kwargs["isa"]) for name, t in tables.items()}
     if all(t.empty for t in tables.values()):
         for name in TABLES:
             for ext in ("csv", "parquet"):
@@ -304,6 +313,6 @@ def write_mix_results(directory: Path, results: Path | None = None, **kwargs) ->
     warn = []
     bad = tables["mca"][tables["mca"]["agreement"].isin(["model lower", "model higher"])]
     if len(bad):
-        warn.append(f"llvm-mca disagrees with the measured time (beyond ×{run_mix.config().mca.get('disagree_factor', 1.5)}) "
+        warn.append(f"llvm-mca disagrees with the measured time (beyond ×{run_mix.config(kwargs.get('isa')).mca.get('disagree_factor', 1.5)}) "
                     f"for {len(bad)} of {len(tables['mca'])} (op, variant, CPU model) estimates (see mca.csv)")
     return warn

@@ -1,7 +1,7 @@
 """The ISA seam: what is ISA-specific in building, launching, counting and modelling code, read from
-data/isas.toml (one table per ISA). Nothing here is wired into build.py or run/ yet; those will ask
-an `Isa` for the cross compiler, the launcher prefix and the counting backend instead of assuming
-the host's.
+data/isas.toml (one table per ISA). A study's ISA (`--isa`) reaches build.py (cross compilers, the
+driver's toolchain), every launch of code under test (the launcher), run/backends.py (the counting
+backend), run/mix.py (instruction classes, llvm-mca triple) and doctor (its timer).
 
     isa.get(name)        an ISA by name (e.g. the --isa of a study)
     isa.host()           the ISA of this machine
@@ -35,6 +35,9 @@ class Isa:
     timer: str
     tick_unit: str
     packages: tuple[str, ...]
+    mix: str = "mix.toml"  # data/ file of its instruction classes (run/mix.py)
+    features: str = "flags"  # the /proc/cpuinfo key of its CPU features
+    doctor: dict | None = None  # what `pqsimd doctor` reads about its timer (data/isas.toml)
 
     @property
     def native(self) -> bool:

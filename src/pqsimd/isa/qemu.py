@@ -132,8 +132,10 @@ def emulator(isa: Isa) -> list[str]:
     return [qemu, "-cpu", isa.qemu_cpu, *([] if isa.native else ["-L", isa.sysroot])]
 
 
-def count(isa: Isa, argv: list[str], hist: bool = False, env: dict | None = None, timeout: float = TIMEOUT_S) -> PluginCount:
-    so = plugin()
+def count(isa: Isa, argv: list[str], hist: bool = False, env: dict | None = None, timeout: float = TIMEOUT_S,
+          so: Path | None = None) -> PluginCount:
+    """`so`: the plugin (default: plugin(), which hashes its inputs: a caller counting many times passes it)."""
+    so = so or plugin()
     with tempfile.TemporaryDirectory(prefix="pqsimd-qemu-") as tmp:
         out = Path(tmp) / "count.out"  # no comma: qemu splits -plugin arguments on commas
         cmd = [*emulator(isa), "-plugin", f"{so},outfile={out}" + (",hist=on" if hist else ""), *argv]

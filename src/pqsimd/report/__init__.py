@@ -66,8 +66,20 @@ def _portfolio(study, outdir: Path, notes: list[str]) -> tuple[list, list]:
         return [], []
 
 
-def write_report(directory, reference: str | None = None) -> Path:
-    """Write DIR/report/ (running the analysis first if DIR/results/ is missing); return its path."""
+def _cross_isa(study, outdir: Path, notes: list[str]) -> tuple[list, list, list[str]]:
+    """Hand SIMD on this study's ISA beside another's (report/crossisa.py), if --beside gave one."""
+    try:
+        from .crossisa import crossisa_parts
+
+        return crossisa_parts(study, outdir)
+    except Exception as e:  # an optional part must never cost the whole report
+        notes.append(f"cross-ISA view skipped: {e.__class__.__name__}: {e}")
+        return [], [], []
+
+
+def write_report(directory, reference: str | None = None, beside: Path | None = None) -> Path:
+    """Write DIR/report/ (running the analysis first if DIR/results/ is missing); return its path.
+    `beside`: a study of another ISA, whose cross-ISA tables analyze writes first."""
     from . import figures, html, macros, tables
     from .files import write_text
     from ..results import check_study_dir, load_study
@@ -76,6 +88,11 @@ def write_report(directory, reference: str | None = None) -> Path:
         raise PqsimdError(f"unknown reference {reference!r}; use --reference paper or leave it out")
     directory = check_study_dir(Path(directory))
     _ensure_results(directory)
+    if beside is not None:
+        from ..analyze.crossisa import write_cross_isa
+
+        _ensure_results(check_study_dir(Path(beside)))
+        write_cross_isa(directory, Path(beside))
     study = load_study(directory)
     if study.comparisons.empty:
         raise PqsimdError(f"{directory / 'results'} holds no comparisons (a study needs at least two variants); "
@@ -90,6 +107,8 @@ def write_report(directory, reference: str | None = None) -> Path:
     mix_figs, mix_tabs, findings = _mechanism(study, outdir, notes)  # instruction mix, cost model
     attr = _attribution(study, outdir, notes)  # kernel groups' shares of an ablated implementation
     port = _portfolio(study, outdir, notes)  # the hand-SIMD factor across families, by kind of mathematics
+    cross = _cross_isa(study, outdir, notes)  # hand SIMD on each ISA, when results/ has the cross-ISA tables
     html.write_html(study, outdir, figs, tabs, notes, reference=reference, extra_figures=p2_figs + mix_figs,
-                    extra_tables=p2_tabs + mix_tabs, findings=findings, attribution=attr, portfolio=port)
+                    extra_tables=p2_tabs + mix_tabs, findings=findings, attribution=attr, portfolio=port,
+                    cross_isa=cross)
     return outdir

@@ -33,8 +33,6 @@ SCHEME_HATCHES = ["", "//", "xx", "..", "\\\\", "++"]
 # sets 7-12 (e.g. the six SHAKE sets after the six SHA-2 ones): the same hatches in blues
 SCHEME_SHADES_2 = ["#92C5DE", OKABE_ITO["blue"], "#053061", OKABE_ITO["sky_blue"], "#4D4D4D", "#D1E5F0"]
 
-METRIC_UNITS = {"ticks": "TSC ticks", "instructions": "instructions"}
-METRIC_TITLES = {"ticks": "time (TSC ticks)", "instructions": "instruction count"}
 
 
 def variant_colours(chain_variants: list[str], variants: list[str]) -> dict[str, str]:
@@ -70,8 +68,14 @@ def compiler_marker(compiler: str, compilers: list[str]) -> str:
 
 
 def metric_unit(metric: str) -> str:
-    return METRIC_UNITS.get(metric, metric)
+    """The unit of a metric as registered (run/metrics.py); a raw metric of its own (a perf event,
+    energy_package) is its own unit."""
+    from ..run.metrics import REGISTRY
+
+    return REGISTRY[metric].unit if metric in REGISTRY else metric
 
 
 def metric_title(metric: str) -> str:
-    return METRIC_TITLES.get(metric, metric)
+    from ..run.metrics import REGISTRY
+
+    return REGISTRY[metric].title if metric in REGISTRY else metric

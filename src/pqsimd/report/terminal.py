@@ -77,11 +77,17 @@ def own_comparison(study: Study, variant: str) -> tuple[str, str] | None:
 
 
 def show_study(directory, metric: str | None = None, stage: str | None = None, compiler: str | None = None,
-               console: Console | None = None) -> Study:
+               console: Console | None = None, beside: Path | None = None) -> Study:
     """Print the study's results, grouped by family: per parameter set, op and variant, median ± CI,
-    speedup [CI] against the variant's own stage, δ, p, verdict."""
+    speedup [CI] against the variant's own stage, δ, p, verdict; with `beside` (a study of another
+    ISA) the cross-ISA lines after them."""
     study = load_study(Path(directory))
     con = _console(console)
+    if beside is not None:
+        from ..analyze.crossisa import write_cross_isa
+
+        write_cross_isa(Path(directory), Path(beside))
+        study = load_study(Path(directory))
     _check_choice(metric, study.metrics, "metric", "--metric")
     stages = sorted(study.comparisons["stage"].dropna().unique()) if "stage" in study.comparisons.columns else []
     _check_choice(stage, stages, "stage", "--stage")
@@ -169,6 +175,14 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     _attribution(study, metric, compiler or study.primary_compiler, con)
     if sum(bool(f.views.get("portfolio")) for f in study.families) >= 2:
         _portfolio(study, metric, con)
+    if beside is not None:
+        from .crossisa import load, sentences
+
+        cross, mca, _info = load(study.directory)
+        con.print(Text("Across ISAs (hand-written SIMD on each)", style="bold underline"))
+        for line in sentences(study, cross, mca):
+            con.print(line, soft_wrap=True)
+        con.print()
     for w in study.summary.get("warnings") or []:
         notes.mark(str(w.get("message", w)) if isinstance(w, dict) else str(w))
     for i, n in enumerate(notes.items):

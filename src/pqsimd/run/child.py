@@ -114,3 +114,11 @@ def install_stop_handlers() -> None:
             signal.signal(sig, handler)
         except ValueError:  # not the main thread (an embedding program): leave its handlers alone
             return
+
+
+def launcher_of(study) -> list[str]:
+    """What runs the study's driver here: nothing when its ISA is this host's, else the emulator
+    (pqsimd.isa). Every process that runs code under test starts with it."""
+    from .. import isa
+
+    return isa.get(study.isa).launcher() if getattr(study, "isa", "") else []

@@ -210,10 +210,13 @@ def call_counter(scheme: str, op: str) -> str | None:
     return c.get("function") if isinstance(c, dict) else c
 
 
-def measure_pair(driver: Path, library: Path, scheme: str, op: str, n1: int = N1, n2: int = N2) -> Pair:
+def measure_pair(driver: Path, library: Path, scheme: str, op: str, n1: int = N1, n2: int = N2, backend=None) -> Pair:
+    """Both runs of one repeat, with the study's counting backend (run/backends.py; default callgrind)."""
+    count = backend.count if backend is not None else (
+        lambda d, lib, s, o, n, counter: count_instructions(d, lib, s, o, n, counter=counter))
     counter = call_counter(scheme, op)
-    ir1, c1 = count_instructions(driver, library, scheme, op, n1, counter=counter)
-    ir2, c2 = count_instructions(driver, library, scheme, op, n2, counter=counter)
+    ir1, c1 = count(driver, library, scheme, op, n1, counter)
+    ir2, c2 = count(driver, library, scheme, op, n2, counter)
     return Pair(ir1, ir2, n1, n2, c1, c2)
 
 
@@ -241,6 +244,15 @@ def calibration_op(scheme: str) -> list[str]:
 
     op = catalog.family_of(scheme).self_check
     return [op] if op else []
+
+
+def job_ops(sd: StudyDir, study, job) -> list[str]:
+    """The study's ops of a per-build job's scheme that its build has: the gate recorded each build's
+    ops (an implementation may lack one, e.g. a sampler it only has in a wider form)."""
+    from .job import build_ops
+
+    have = build_ops(sd, job.info["build"].id, job.info["scheme"])
+    return [op for op in study.ops_for(job.info["scheme"]) if have is None or op in have]
 
 
 def _frac_text(f: Fraction) -> str:
@@ -284,8 +296,7 @@ def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *,
                         TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
     try:
         futures = {}
-        ops_of = {j.id: list(dict.fromkeys([*calibration_op(j.info["scheme"]), *study.ops_for(j.info["scheme"])]))
-                  for j in todo}
+        ops_of = {j.id: list(dict.fromkeys([*calibration_op(j.info["scheme"]), *job_ops(sd, study, j)])) for j in todo}
         for j in todo:
             for op in ops_of[j.id]:
                 for r in range(repeats):
@@ -334,30 +345,46 @@ def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *,
     return ok
 
 
-def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, console: Console | None = None) -> bool:
+def run(sd: StudyDir, study, ctx) -> bool:
+    """The instructions metric's runner (run/metrics.py), with the study's ISA's counting backend."""
+    from .backends import for_isa
+    from .metrics import pending, per_build_jobs
+
+    jobs = per_build_jobs(sd, study, ctx, METRIC)
+    return execute(sd, study, jobs, pending(sd, jobs), ctx.console, backend=for_isa(study.isa))
+
+
+def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, console: Console | None = None,
+            backend=None) -> bool:
     """Count instructions for every (build, scheme) job not yet finished; False if a job failed."""
+    from .backends import Callgrind
+
     console = console or Console(stderr=True, highlight=False)
-    version = valgrind_version()
+    backend = backend or Callgrind()
+    version = backend.version()
+    how = "Ir inside pqsimd_measure" if backend.name == Callgrind.name else "instructions between the markers around pqsimd_measure's loop"
     info: dict[str, Any] = {
-        "status": "ok", "tool": version, "method": "callgrind Ir inside pqsimd_measure, (Ir(N2) - Ir(N1)) / (N2 - N1) - empty",
+        "status": "ok", "tool": version, "backend": backend.name,
+        "method": f"{backend.name}: {how}, (I(N2) - I(N1)) / (N2 - N1) - empty",
         "n1": N1, "n2": N2, "repeats": REPEATS, "skipped": {}, "failed": {},
     }
     if version is None:
-        reason = "valgrind not found on PATH (install it: apt-get install valgrind)"
+        reason = backend.missing
         console.print(f"[red]instructions unavailable[/red]: {reason}")
         sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__(METRIC, {**info, "status": "unavailable", "reason": reason}))
         return False
     console.print(f"instructions ({version}): {len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")
-    ok = run_per_op(sd, study, todo, console, info, metric=METRIC, label="callgrind runs", repeats=REPEATS,
-                    measure=measure_pair,
-                    write=lambda j, res, started: _write_job(sd, j, res, study.ops_for(j.info["scheme"]), started, version))
+    ok = run_per_op(sd, study, todo, console, info, metric=METRIC, label=f"{backend.name} runs", repeats=REPEATS,
+                    measure=lambda d, lib, s, op: measure_pair(d, lib, s, op, backend=backend),
+                    write=lambda j, res, started: _write_job(sd, j, res, job_ops(sd, study, j), started, version, backend))
     if info["failed"]:
         info["status"] = "partial"
     sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__(METRIC, info))
     return ok
 
 
-def _write_job(sd: StudyDir, job, res: dict[str, list[Pair]], ops: list[str], started: str, version: str) -> Path:
+def _write_job(sd: StudyDir, job, res: dict[str, list[Pair]], ops: list[str], started: str, version: str,
+               backend) -> Path:
     b, scheme = job.info["build"], job.info["scheme"]
     cal = calibration_op(scheme)
     call_overhead = res[cal[0]][0].exact if cal else Fraction(0)
@@ -369,8 +396,8 @@ def _write_job(sd: StudyDir, job, res: dict[str, list[Pair]], ops: list[str], st
         "metric": METRIC, "cpu": None, "hostname": socket.gethostname(), "cpu_model": machine.cpu_model(),
         "calibration": {"overhead": 0, "call_overhead": float(call_overhead), "call_overhead_exact": _frac_text(call_overhead),
                         "unit": "instructions"},
-        "binaries": {b.id: store.sha256_file(lib)}, "tool": version,
-        "command": callgrind_command(sd.driver_path, lib, scheme, "<op>", 0, Path("<out>"))[:-1] + ["<N1|N2>"],
+        "binaries": {b.id: store.sha256_file(lib)}, "tool": version, "backend": backend.name,
+        "command": backend.command(sd.driver_path, lib, scheme),
         "n1": N1, "n2": N2, "repeats": REPEATS,
         "counts": {op: [[p.ir1, p.ir2] for p in pairs] for op, pairs in res.items()},
         "call_counts": {op: {"function": call_counter(scheme, op),

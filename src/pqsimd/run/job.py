@@ -247,7 +247,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
     except OSError as e:
         raise PqsimdError(f"job {job_id}: {os_problem(e)}") from None
     spec_file = Path(tmp).with_suffix(".spec")
-    cmd = [str(driver), "run", str(spec_file)]
+    cmd = [*child.launcher_of(study), str(driver), "run", str(spec_file)]
     try:
         spec_file.write_text(text)
         timed_out = threading.Event()

@@ -79,6 +79,7 @@ class Rule:
     cls: str
     match: re.Pattern
     lane_crossing_class: str | None = None
+    operands: re.Pattern | None = None  # the rule applies only when the operands match (e.g. NEON registers)
 
 
 @dataclass(frozen=True)
@@ -86,9 +87,9 @@ class Config:
     classes: tuple[str, ...]
     labels: dict[str, str]
     rules: tuple[Rule, ...]
-    scalar_move: re.Pattern
-    vector_move: re.Pattern
-    gpr_vector_move: re.Pattern
+    scalar_move: re.Pattern | None  # [moves] (x86_64: mov/movdqa/movd as load, store or register move)
+    vector_move: re.Pattern | None
+    gpr_vector_move: re.Pattern | None
     scalar_register_class: str
     vector_register_class: str
     gpr_vector_class: str
@@ -96,31 +97,52 @@ class Config:
     crossing_when_wide: frozenset[str]
     mca: dict[str, Any]
     text: str
+    widths: tuple[tuple[re.Pattern, int], ...] = ()  # [[width]]: operand pattern -> bits (default: x86's)
+    syntax: str = "intel"  # "intel": objdump -M intel text; "plain": `mnemonic operands` (QEMU's disassembly)
+    isa: str = ""
+
+
+def _pattern(where: str, text: str) -> re.Pattern:
+    try:
+        return re.compile(text)
+    except re.error as e:
+        raise PqsimdError(f"{where}: bad regex {text!r} ({e})") from None
 
 
 @cache
-def config() -> Config:
-    text = resources.files("pqsimd.data").joinpath("mix.toml").read_text()
+def config(isa: str | None = None) -> Config:
+    """The instruction classes of an ISA: the file its data/isas.toml entry names (`mix`); None: this host's."""
+    from .. import isa as isa_mod
+
+    target = isa_mod.get(isa) if isa else isa_mod.host()
+    name = target.mix
+    text = resources.files("pqsimd.data").joinpath(name).read_text()
     d = tomllib.loads(text)
+    where = f"data/{name}"
     classes = tuple(c["id"] for c in d["class"])
     labels = {c["id"]: c.get("label", c["id"]) for c in d["class"]}
     rules = []
     for r in d["rule"]:
         for key in ("class", "lane_crossing_class"):
             if r.get(key) is not None and r[key] not in classes:
-                raise PqsimdError(f"data/mix.toml: rule class {r[key]!r} is not a listed [[class]]")
-        rules.append(Rule(r["class"], re.compile(r["match"]), r.get("lane_crossing_class")))
-    mv = d["moves"]
+                raise PqsimdError(f"{where}: rule class {r[key]!r} is not a listed [[class]]")
+        rules.append(Rule(r["class"], _pattern(where, r["match"]), r.get("lane_crossing_class"),
+                          _pattern(where, r["operands"]) if "operands" in r else None))
+    mv = d.get("moves", {})
     for key in ("scalar_register_class", "vector_register_class", "gpr_vector_class"):
-        if mv[key] not in classes:
-            raise PqsimdError(f"data/mix.toml: [moves] {key} {mv[key]!r} is not a listed [[class]]")
+        if key in mv and mv[key] not in classes:
+            raise PqsimdError(f"{where}: [moves] {key} {mv[key]!r} is not a listed [[class]]")
     for needed in ("load", "store", "other", "unknown"):
         if needed not in classes:
-            raise PqsimdError(f"data/mix.toml: the class {needed!r} is required")
-    return Config(classes, labels, tuple(rules), re.compile(mv["scalar"]), re.compile(mv["vector"]),
-                  re.compile(mv["gpr_vector"]), mv["scalar_register_class"], mv["vector_register_class"],
-                  mv["gpr_vector_class"], frozenset(d["lanes"]["crossing"]),
-                  frozenset(d["lanes"]["crossing_when_wide"]), dict(d.get("mca", {})), text)
+            raise PqsimdError(f"{where}: the class {needed!r} is required")
+    lanes = d.get("lanes", {})
+    moves = {k: re.compile(mv[k]) if k in mv else None for k in ("scalar", "vector", "gpr_vector")}
+    return Config(classes, labels, tuple(rules), moves["scalar"], moves["vector"], moves["gpr_vector"],
+                  mv.get("scalar_register_class", "scalar_alu"), mv.get("vector_register_class", "vec_move"),
+                  mv.get("gpr_vector_class", "vec_insert_extract"), frozenset(lanes.get("crossing", ())),
+                  frozenset(lanes.get("crossing_when_wide", ())), {**d.get("mca", {}), "triple": target.mca_triple},
+                  text, tuple((_pattern(where, w["pattern"]), int(w["bits"])) for w in d.get("width", ())),
+                  str(d.get("syntax", "intel")), target.name)
 
 
 _VREG = re.compile(r"\b([xyz])mm\d+\b")
@@ -150,7 +172,9 @@ def _is_mem(op: str) -> bool:
     return "[" in op or " PTR " in f" {op} "
 
 
-def width_of(operands: str) -> int:
+def width_of(operands: str, c: Config | None = None) -> int:
+    if c is not None and c.widths:
+        return max((bits for pat, bits in c.widths if pat.search(operands)), default=0)
     w = [_WIDTH[m.group(1)] for m in _VREG.finditer(operands)]
     w += [_WIDTH[m.group(1).lower()] for m in _VMEM.finditer(operands)]
     return max(w, default=0)
@@ -164,15 +188,15 @@ class Kind:
 
 
 @lru_cache(maxsize=1 << 16)
-def classify(mnemonic: str, operands: str) -> Kind:
-    """The class, vector width and lane crossing of one instruction (data/mix.toml)."""
-    c = config()
-    width = width_of(operands)
+def classify(mnemonic: str, operands: str, isa: str | None = None) -> Kind:
+    """The class, vector width and lane crossing of one instruction (the ISA's mix TOML)."""
+    c = config(isa)
+    width = width_of(operands, c)
     crossing = mnemonic in c.crossing or (mnemonic in c.crossing_when_wide and width >= 256)
     ops = _operands(operands)
     for pattern, reg_class in ((c.scalar_move, c.scalar_register_class), (c.vector_move, c.vector_register_class),
                                (c.gpr_vector_move, None)):
-        if not pattern.match(mnemonic):
+        if pattern is None or not pattern.match(mnemonic):
             continue
         if ops and _is_mem(ops[0]):
             return Kind("store", width, crossing)
@@ -183,7 +207,7 @@ def classify(mnemonic: str, operands: str) -> Kind:
             reg_class = c.vector_register_class if ops and all(vec) else c.gpr_vector_class
         return Kind(reg_class, width, crossing)
     for r in c.rules:
-        if r.match.search(mnemonic):
+        if r.match.search(mnemonic) and (r.operands is None or r.operands.search(operands)):
             return Kind(r.lane_crossing_class if (crossing and r.lane_crossing_class) else r.cls, width, crossing)
     return Kind("other", width, crossing)
 
@@ -340,6 +364,7 @@ class ProfilePair:
     p2: Profile
     n1: int = N1
     n2: int = N2
+    texts: dict | None = None  # address -> (instruction text, symbol) from the backend (None: objdump's)
 
     @property
     def batch(self) -> int:
@@ -351,8 +376,13 @@ class ProfilePair:
         return {k: v for k, v in out.items() if v}
 
 
-def measure_profile(driver: Path, library: Path, scheme: str, op: str, n1: int = N1, n2: int = N2) -> ProfilePair:
-    return ProfilePair(profile_run(driver, library, scheme, op, n1), profile_run(driver, library, scheme, op, n2), n1, n2)
+def measure_profile(driver: Path, library: Path, scheme: str, op: str, n1: int = N1, n2: int = N2,
+                    backend=None) -> ProfilePair:
+    """Both runs' per-instruction profiles, with the study's counting backend (default callgrind)."""
+    if backend is None:
+        return ProfilePair(profile_run(driver, library, scheme, op, n1), profile_run(driver, library, scheme, op, n2), n1, n2)
+    (p1, t1), (p2, t2) = (backend.profile(driver, library, scheme, op, n) for n in (n1, n2))
+    return ProfilePair(p1, p2, n1, n2, None if t1 is None else {**t1, **(t2 or {})})
 
 
 def net_counts(op: ProfilePair, self_check: ProfilePair | None) -> dict[tuple[str, int], int]:
@@ -395,19 +425,37 @@ class Disassemblies:
 UNKNOWN = Kind("unknown", 0, False)
 
 
-def locate(net: dict[tuple[str, int], int], dis: Disassemblies) -> list[Located]:
+def guest_disassembly(texts: dict[int, tuple[str, str | None]], c: Config) -> Disassembly:
+    """A backend's own disassembly of the executed addresses (QEMU's, from the plugin's histogram) as
+    an object's; with fixed-width instructions (`fixed_width` in the mix TOML) an address's index is
+    its instruction number, so runs of consecutive instructions are found as with objdump's."""
+    insns = {}
+    for addr, (text, symbol) in texts.items():
+        toks = text.strip().split(None, 1)
+        mnemonic, operands = (toks[0].lower(), toks[1].strip() if len(toks) > 1 else "") if toks else ("nop", "")
+        insns[addr] = Insn(mnemonic, operands, f"{mnemonic} {operands}".strip(), symbol or "?")
+    width = int(c.mca.get("fixed_width", 0))
+
+    class Guest(Disassembly):
+        def index(self, addr: int) -> int | None:
+            return addr // width if width and addr in self.insns else super().index(addr)
+
+    return Guest("guest", "", sorted(insns), insns)
+
+
+def locate(net: dict[tuple[str, int], int], dis: Disassemblies, isa: str | None = None) -> list[Located]:
     out = []
     for (obj, addr), n in sorted(net.items()):
         d = dis.get(obj)
         insn = d.insns.get(addr) if d else None
-        kind = classify(insn.mnemonic, insn.operands) if insn else UNKNOWN
+        kind = classify(insn.mnemonic, insn.operands, isa) if insn else UNKNOWN
         out.append(Located(obj, addr, n, insn, kind))
     return out
 
 
-def mix_of(located: list[Located]) -> tuple[dict[str, int], dict[tuple[str, int, str], int], dict[tuple[str, int, str], bool]]:
+def mix_of(located: list[Located], isa: str | None = None) -> tuple[dict[str, int], dict[tuple[str, int, str], int], dict[tuple[str, int, str], bool]]:
     """(net executions per class, per (mnemonic, width, class)), and lane crossing per mnemonic key."""
-    classes: dict[str, int] = {c: 0 for c in config().classes}
+    classes: dict[str, int] = {c: 0 for c in config(isa).classes}
     mnemonics: dict[tuple[str, int, str], int] = defaultdict(int)
     crossing: dict[tuple[str, int, str], bool] = {}
     for x in located:
@@ -472,19 +520,21 @@ def mca_host_cpu(path: str) -> str | None:
 
 
 @cache
-def mca_cpus_known(path: str) -> tuple[str, ...]:
-    triple = config().mca.get("triple", "x86_64-unknown-linux-gnu")
+def mca_cpus_known(path: str, isa: str | None = None) -> tuple[str, ...]:
+    triple = config(isa).mca["triple"]
     out = subprocess.run([path, f"-mtriple={triple}", "-mcpu=help"], input="", capture_output=True, text=True, timeout=60)
     text = out.stdout + out.stderr
     names = re.findall(r"^\s{2}([A-Za-z0-9_.-]+)\s+-\s+Select the", text, re.M)
     return tuple(names)
 
 
-def check_mca_cpus(cpus: list[str]) -> None:
-    """--mca-cpu names: CPUs llvm-mca knows (`llvm-mca -mcpu=help`), else data/mix.toml's list."""
+def check_mca_cpus(cpus: list[str], isa=None) -> None:
+    """--mca-cpu names: CPUs llvm-mca knows for the study's ISA (`llvm-mca -mtriple=... -mcpu=help`),
+    else the ISA's mix TOML list."""
+    name = isa.name if isa is not None else None
     path = mca_path()
-    valid = list(mca_cpus_known(path)) if path else []
-    valid = valid or list(config().mca.get("known_cpus", []))
+    valid = list(mca_cpus_known(path, name)) if path else []
+    valid = valid or list(config(name).mca.get("known_cpus", []))
     for c in cpus:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", c):
             raise PqsimdError(f"--mca-cpu {c!r} is not a CPU name (e.g. znver3, skylake)")
@@ -514,10 +564,10 @@ class Block:
 _CONTROL = ("branch", "call_ret")
 
 
-def basic_blocks(located: list[Located], dis: Disassemblies) -> list[Block]:
+def basic_blocks(located: list[Located], dis: Disassemblies, isa: str | None = None) -> list[Block]:
     """Runs of consecutive instructions (in the object's disassembly order) with equal positive net
     counts, each ending at a branch, call or return."""
-    excluded = set(config().mca.get("exclude_classes", ["string", "unknown"]))
+    excluded = set(config(isa).mca.get("exclude_classes", ["string", "unknown"]))
     blocks: list[Block] = []
     cur: list[Located] = []
     prev_idx = None
@@ -561,35 +611,36 @@ def hot_blocks(blocks: list[Block], coverage: float, total: int | None = None) -
 _DIRECT = re.compile(r"^(j[a-z]+|call|loop[a-z]*|jrcxz|jecxz|xbegin)\s+(0x)?[0-9a-f]+$")
 
 
-def mca_line(insn: Insn, label: str) -> str:
-    """One instruction as llvm-mca's Intel parser takes it: direct branch targets become a label,
-    nops plain `nop`."""
-    if insn.mnemonic == "nop" or classify(insn.mnemonic, insn.operands).cls == "nop":
+def mca_line(insn: Insn, label: str, isa: str | None = None) -> str:
+    """One instruction as llvm-mca's parser takes it: direct branch targets become a label (the
+    ISA's `direct_branch` pattern in its mix TOML: group 1 kept, the target replaced), nops plain `nop`."""
+    if insn.mnemonic == "nop" or classify(insn.mnemonic, insn.operands, isa).cls == "nop":
         return "nop"
     text = insn.text
-    m = _DIRECT.match(text)
+    direct = config(isa).mca.get("direct_branch")
+    m = re.match(direct, text) if direct else _DIRECT.match(text)
     if m:
         return f"{m.group(1)} {label}"
     return text
 
 
-def mca_source(blocks: list[Block]) -> tuple[str, list[int]]:
+def mca_source(blocks: list[Block], isa: str | None = None) -> tuple[str, list[int]]:
     """The llvm-mca input: one region per block; returns (text, line number of each instruction)."""
-    lines = [".intel_syntax noprefix"]
+    lines = [".intel_syntax noprefix" if config(isa).syntax == "intel" else "// pqsimd hot blocks"]
     where = []
     for i, b in enumerate(blocks):
         lines.append(f"# LLVM-MCA-BEGIN b{i}")
         lines.append(f".Lb{i}:")
         for x in b.located:
-            lines.append(mca_line(x.insn, f".Lb{i}"))
+            lines.append(mca_line(x.insn, f".Lb{i}", isa))
             where.append(len(lines))
         lines.append(f"# LLVM-MCA-END b{i}")
     return "\n".join(lines) + "\n", where
 
 
-def mca_command(path: str, cpu: str, source: str) -> list[str]:
-    c = config().mca
-    return [path, f"-mtriple={c.get('triple', 'x86_64-unknown-linux-gnu')}", f"-mcpu={cpu}",
+def mca_command(path: str, cpu: str, source: str, isa: str | None = None) -> list[str]:
+    c = config(isa).mca
+    return [path, f"-mtriple={c['triple']}", f"-mcpu={cpu}",
             f"-iterations={int(c.get('iterations', 100))}", "-all-views=false", "-summary-view", "-instruction-info",
             source]
 
@@ -637,17 +688,18 @@ class McaError(Exception):
     pass
 
 
-def run_mca(path: str, cpu: str, blocks: list[Block], workdir: Path | None = None) -> tuple[list[dict], int, list[str]]:
+def run_mca(path: str, cpu: str, blocks: list[Block], workdir: Path | None = None,
+            isa: str | None = None) -> tuple[list[dict], int, list[str]]:
     """llvm-mca over the blocks (one region each): (regions, lines it could not parse and that were
     replaced by nop, command)."""
-    source, where = mca_source(blocks)
+    source, where = mca_source(blocks, isa)
     lines = source.split("\n")
     replaced = 0
     with tempfile.TemporaryDirectory(prefix="pqsimd-mca-", dir=workdir) as tmp:
         f = Path(tmp) / "blocks.s"
         for _attempt in range(4):
             f.write_text("\n".join(lines))
-            cmd = mca_command(path, cpu, str(f))
+            cmd = mca_command(path, cpu, str(f), isa)
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=MCA_TIMEOUT_S)
             except subprocess.TimeoutExpired:
@@ -669,14 +721,14 @@ def run_mca(path: str, cpu: str, blocks: list[Block], workdir: Path | None = Non
 
 
 def mca_estimate(path: str, cpu: str, located: list[Located], dis: Disassemblies, batch: int,
-                 workdir: Path | None = None) -> dict[str, Any]:
+                 workdir: Path | None = None, isa: str | None = None) -> dict[str, Any]:
     """Cycles per call of one op on one CPU model, and what the model says per mnemonic."""
-    c = config().mca
+    c = config(isa).mca
     executed = sum(x.count for x in located if x.count > 0)
-    blocks, covered = hot_blocks(basic_blocks(located, dis), float(c.get("coverage", 0.95)), executed)
+    blocks, covered = hot_blocks(basic_blocks(located, dis, isa), float(c.get("coverage", 0.95)), executed)
     if not blocks:
         return {"cycles_per_call": 0.0, "coverage": covered, "blocks": 0, "replaced": 0, "mnemonics": {}, "top_blocks": []}
-    regions, replaced, cmd = run_mca(path, cpu, blocks, workdir)
+    regions, replaced, cmd = run_mca(path, cpu, blocks, workdir, isa)
     total = Fraction(0)
     per_mn: dict[str, list[float]] = {}
     tops = []
@@ -711,6 +763,9 @@ def resolve_mca_cpus(study) -> tuple[list[str], str | None, str | None]:
         return [], None, ("llvm-mca not found on PATH (it is in Debian's llvm-N package, e.g. "
                           "apt-get install llvm-16; or set PQSIMD_LLVM_MCA)")
     cpus = list(getattr(study, "mca_cpus", None) or [])
+    isa = getattr(study, "isa", None)
+    if not cpus and isa and config(isa).isa != config().isa:
+        return [], path, f"no --mca-cpu given: name the {isa} cores to model (e.g. {', '.join(config(isa).mca.get('known_cpus', [])[:4])})"
     if not cpus:
         host = mca_host_cpu(path)
         if host is None:
@@ -768,23 +823,29 @@ def _frac(n: int, d: int) -> str:
 
 
 def analyse_job(build, scheme: str, ops: list[str], self_check: str | None, pairs: dict[str, ProfilePair],
-                mca_cpus: list[str], mca: str | None, workdir: Path | None = None) -> tuple[dict[str, dict], dict]:
+                mca_cpus: list[str], mca: str | None, workdir: Path | None = None,
+                isa: str | None = None) -> tuple[dict[str, dict], dict]:
     """Per op: the net mix (classes, mnemonics), its top functions and the cost-model estimates;
     and what the job record says about it."""
     dis = Disassemblies()
+    texts = {a: x for p in pairs.values() if p.texts for a, x in p.texts.items()}
+    if texts:  # the backend disassembled what ran (QEMU): no objdump of objects
+        from .backends import GUEST
+
+        dis.by_object[GUEST] = guest_disassembly(texts, config(isa))
     base = pairs.get(self_check) if self_check else None
     per_op: dict[str, dict[str, Any]] = {}
     mca_info: dict[str, Any] = {"cpus": {}, "failed": {}}
     for op in ops:
         pair = pairs[op]
         net = net_counts(pair, base if op != self_check else pair)
-        located = locate(net, dis)
-        classes, mnemonics, crossing = mix_of(located)
+        located = locate(net, dis, isa)
+        classes, mnemonics, crossing = mix_of(located, isa)
         r = {"batch": pair.batch, "classes": classes, "mnemonics": mnemonics, "crossing": crossing,
              "functions": functions_of(located, pair.batch), "total": sum(classes.values()), "mca": {}}
         for cpu in mca_cpus:
             try:
-                est = mca_estimate(mca, cpu, located, dis, pair.batch, workdir)
+                est = mca_estimate(mca, cpu, located, dis, pair.batch, workdir, isa)
             except McaError as e:
                 mca_info["failed"].setdefault(cpu, {})[op] = str(e)
                 continue
@@ -800,21 +861,39 @@ def _set_manifest(sd: StudyDir, info: dict) -> None:
     sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__(METRIC, info))
 
 
-def execute(sd: StudyDir, study, jobs: list, todo: list, console: Console | None = None) -> bool:
+def run(sd: StudyDir, study, ctx) -> bool:
+    """The mix metric's runner (run/metrics.py), with the study's ISA's counting backend."""
+    from .backends import for_isa
+    from .metrics import per_build_jobs
+
+    jobs = per_build_jobs(sd, study, ctx, METRIC)
+    return execute(sd, study, jobs, pending(sd, study, jobs), ctx.console, backend=for_isa(study.isa))
+
+
+def execute(sd: StudyDir, study, jobs: list, todo: list, console: Console | None = None, backend=None) -> bool:
     """The instruction mix (and cost model) of every (build, scheme) job not yet finished; False if one failed."""
+    from .backends import Callgrind
+
     console = console or Console(stderr=True, highlight=False)
-    version = ins.valgrind_version()
+    backend = backend or Callgrind()
+    isa = getattr(study, "isa", None) or None
+    callgrind = backend.name == Callgrind.name
+    version = backend.version()
     cpus, mca, mca_why = resolve_mca_cpus(study)
+    how = ("callgrind --dump-instr=yes inside pqsimd_measure, per-address (Ir(N2) - Ir(N1)) minus the "
+           "self-check op's, mapped to objdump -M intel" if callgrind else
+           f"{backend.name} hist=on between the markers, per-address (I(N2) - I(N1)) minus the self-check op's, "
+           f"with QEMU's disassembly")
     info: dict[str, Any] = {
-        "status": "ok", "tool": version, "objdump": objdump_path(),
-        "method": "callgrind --dump-instr=yes inside pqsimd_measure, per-address (Ir(N2) - Ir(N1)) minus the "
-                  "self-check op's, mapped to objdump -M intel and classified by data/mix.toml",
+        "status": "ok", "tool": version, "backend": backend.name, "isa": isa,
+        "objdump": objdump_path() if callgrind else None,
+        "method": f"{how}, classified by data/{_mix_file(isa)}",
         "n1": N1, "n2": N2, "repeats": REPEATS, "skipped": {}, "failed": {},
         "mca": {"status": "ok" if mca and cpus else "unavailable", "cpus": cpus,
                 "tool": mca_version(mca) if mca else None, "path": mca, **({"reason": mca_why} if mca_why else {})},
     }
-    if version is None or objdump_path() is None:
-        reason = ("valgrind not found on PATH (install it: apt-get install valgrind)" if version is None
+    if version is None or (callgrind and objdump_path() is None):
+        reason = (backend.missing if version is None
                   else "objdump not found on PATH (install it: apt-get install binutils)")
         console.print(f"[red]mix unavailable[/red]: {reason}")
         _set_manifest(sd, {**info, "status": "unavailable", "reason": reason})
@@ -823,26 +902,38 @@ def execute(sd: StudyDir, study, jobs: list, todo: list, console: Console | None
         console.print(f"[yellow]mix: no cost-model estimate[/yellow] ({mca_why}); the instruction mix goes on", soft_wrap=True)
     console.print(f"mix ({version}{', ' + info['mca']['tool'] + ' for ' + ', '.join(cpus) if mca and cpus else ''}): "
                   f"{len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")
-    ok = ins.run_per_op(sd, study, todo, console, info, metric=METRIC, label="callgrind mix runs", repeats=1,
-                        measure=measure_profile,
+    ok = ins.run_per_op(sd, study, todo, console, info, metric=METRIC, label=f"{backend.name} mix runs", repeats=1,
+                        measure=lambda d, lib, s, op: measure_profile(d, lib, s, op, backend=None if callgrind else backend),
                         write=lambda j, res, started: _write_job(sd, study, j, {op: (ps[0] if ps else None)
                                                                                 for op, ps in res.items()},
-                                                                 started, version, cpus, mca))
+                                                                 started, version, cpus, mca, backend))
     if info["failed"]:
         info["status"] = "partial"
     _set_manifest(sd, info)
     return ok
 
 
+def _mix_file(isa: str | None) -> str:
+    from .. import isa as isa_mod
+
+    return (isa_mod.get(isa) if isa else isa_mod.host()).mix
+
+
 def _write_job(sd: StudyDir, study, job, res: dict[str, ProfilePair | None], started: str, version: str,
-               cpus: list[str], mca: str | None) -> Path:
+               cpus: list[str], mca: str | None, backend=None) -> Path:
+    from ..isa import mca as mca_models
+    from .backends import Callgrind
+
+    backend = backend or Callgrind()
+    isa = getattr(study, "isa", None) or None
+    cfg = config(isa)
     b, scheme = job.info["build"], job.info["scheme"]
     cal = ins.calibration_op(scheme)
     self_check = cal[0] if cal else None
-    ops = study.ops_for(scheme)
+    ops = ins.job_ops(sd, study, job)
     pairs = {op: p for op, p in res.items() if p is not None}
     per_op, extra = analyse_job(b, scheme, list(dict.fromkeys([*([self_check] if self_check else []), *ops])),
-                                self_check, pairs, cpus if mca else [], mca)
+                                self_check, pairs, cpus if mca else [], mca, isa=isa)
     table = build_rows(b, scheme, job.id, {op: per_op[op] for op in ops})
     lib = sd.variant_path(b.id)
     mca_rec = extra["mca"]
@@ -852,12 +943,12 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, ProfilePair | None], sta
         "calibration": {"overhead": 0, "unit": "instructions", "self_check": self_check,
                         "self_check_per_call": (_frac(sum(pairs[self_check].diff().values()), pairs[self_check].batch)
                                                 if self_check in pairs else None)},
-        "binaries": {b.id: store.sha256_file(lib)}, "tool": version,
-        "command": ins.callgrind_command(sd.driver_path, lib, scheme, "<op>", 0, Path("<out>"), CALLGRIND_ARGS)[:-1]
-        + ["<N1|N2>"],
-        "objdump": [objdump_path(), "-d", "-w", "-M", "intel", "--no-show-raw-insn", "<object>"],
-        "objects": extra["objects"], "classes": list(config().classes),
-        "mix_toml_sha256": hashlib.sha256(config().text.encode()).hexdigest(),
+        "binaries": {b.id: store.sha256_file(lib)}, "tool": version, "backend": backend.name, "isa": cfg.isa,
+        "command": backend.command(sd.driver_path, lib, scheme, CALLGRIND_ARGS),
+        "objdump": ([objdump_path(), "-d", "-w", "-M", "intel", "--no-show-raw-insn", "<object>"]
+                    if backend.name == Callgrind.name else None),
+        "objects": extra["objects"], "classes": list(cfg.classes), "mix_toml": _mix_file(isa),
+        "mix_toml_sha256": hashlib.sha256(cfg.text.encode()).hexdigest(),
         "n1": N1, "n2": N2, "repeats": REPEATS,
         "per_call_exact": {op: _frac(per_op[op]["total"], per_op[op]["batch"]) for op in ops},
         "lane_crossing": sorted({mn for op in ops for (mn, _w, _c), x in per_op[op]["crossing"].items() if x}),
@@ -865,8 +956,9 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, ProfilePair | None], sta
         "mca": {
             "tool": mca_version(mca) if mca else None, "path": mca, "host_cpu": mca_host_cpu(mca) if mca else None,
             "requested": list(cpus), "command": mca_rec.get("command"),
-            "coverage_target": float(config().mca.get("coverage", 0.95)),
-            "iterations": int(config().mca.get("iterations", 100)),
+            "coverage_target": float(cfg.mca.get("coverage", 0.95)),
+            "iterations": int(cfg.mca.get("iterations", 100)), "triple": cfg.mca["triple"],
+            "models": {cpu: mca_models.model(mca_version(mca), cfg.isa, cpu) for cpu in cpus} if mca else {},
             "cpus": {cpu: ops_ for cpu, ops_ in mca_rec["cpus"].items()},
             "failed": mca_rec["failed"],
             **({} if mca else {"status": "unavailable", "reason": resolve_mca_cpus(study)[2]}),

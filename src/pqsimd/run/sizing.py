@@ -61,7 +61,7 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
              *(f"op {op} 1 1 0 {' '.join(study.batch if t else NOT_TIMED for t in which)}" for op, which in timed.items())]
     what = f"sizing: the driver's probe of {scheme}"
     try:
-        p = child.run([str(sd.driver_path), "probe", "-"], input="\n".join(lines) + "\n", timeout=limit["seconds"])
+        p = child.run([*child.launcher_of(study), str(sd.driver_path), "probe", "-"], input="\n".join(lines) + "\n", timeout=limit["seconds"])
     except child.TimedOut as e:
         raise death_of(what, e.stderr, builds, scheme, limit) or PqsimdError(
             f"{what} did not finish within {e.seconds:g} s ({limit['from']}); set [study] job_timeout") from None

@@ -97,7 +97,7 @@ def verify_only(build: Build) -> bool:
     return bool(impl and impl.native_fp and not build.fp_exact)
 
 
-def check_kat(tree: SourceTree, build: Build, scheme: str) -> Check:
+def check_kat(tree: SourceTree, build: Build, scheme: str, launcher: list[str] | tuple = ()) -> Check:
     expected = expected_kat_sha256(tree, scheme)
     if expected is None:
         return Check("nistkat", scheme, False, "META.yml has no nistkat-sha256")
@@ -105,7 +105,7 @@ def check_kat(tree: SourceTree, build: Build, scheme: str) -> Check:
     if program is None:
         return Check("nistkat", scheme, False, "no KAT program was built")
     try:
-        proc = child.run([str(program)], timeout=TIMEOUT_S, text=False)
+        proc = child.run([*launcher, str(program)], timeout=TIMEOUT_S, text=False)
     except (OSError, child.TimedOut) as e:
         return Check("nistkat", scheme, False, f"KAT program did not run: {e}")
     if proc.returncode != 0:
@@ -130,12 +130,13 @@ def vectors_for(scheme: str) -> list[Vector]:
     return KINDS[fam.kind].vectors(scheme, vector_count(fam), int(pool) if isinstance(pool, int) and pool > 0 else POOL_BYTES)
 
 
-def run_vectors(driver: Path, library: Path, scheme: str, vectors: list[Vector]) -> list[dict]:
+def run_vectors(driver: Path, library: Path, scheme: str, vectors: list[Vector],
+                launcher: list[str] | tuple = ()) -> list[dict]:
     """The driver's answers, parsed; RuntimeError with the driver's message if it fails."""
     kind = KINDS[catalog.family_of(scheme).kind]
     text = "".join(v.line + "\n" for v in vectors)
     try:
-        proc = child.run([str(driver), "gate", str(library), scheme], input=text, timeout=TIMEOUT_S)
+        proc = child.run([*launcher, str(driver), "gate", str(library), scheme], input=text, timeout=TIMEOUT_S)
     except child.TimedOut as e:
         raise RuntimeError(f"{e}: {(e.stderr.strip().splitlines() or ['?'])[-1]}") from None
     if proc.returncode != 0:
@@ -149,10 +150,11 @@ def run_vectors(driver: Path, library: Path, scheme: str, vectors: list[Vector])
         raise RuntimeError(f"unreadable gate answer ({e})") from None
 
 
-def run_smoke(driver: Path, library: Path, fam: catalog.Family, scheme: str) -> dict[str, float] | str:
+def run_smoke(driver: Path, library: Path, fam: catalog.Family, scheme: str,
+              launcher: list[str] | tuple = ()) -> dict[str, float] | str:
     """Every op of the scheme once through the driver: {op: seconds of the call}, or what went wrong."""
     try:
-        proc = child.run([str(driver), "smoke", str(library), scheme], timeout=SMOKE_TIMEOUT_S)
+        proc = child.run([*launcher, str(driver), "smoke", str(library), scheme], timeout=SMOKE_TIMEOUT_S)
     except child.TimedOut as e:
         d = child.death(e.stderr)
         return f"op {d.op if d else '?'} did not return within {e.seconds:g} s (a hang?)"
@@ -257,10 +259,11 @@ def _checked(tree: SourceTree, driver: Driver, b: Build, scheme: str, vectors: l
             return kat, None, c["own"], c["key"], c["ops"]
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    kat = check_kat(tree, b, scheme) if fam.kat else None
-    ops = run_smoke(driver.path, b.library, fam, scheme)
+    launcher = driver.launcher()  # the ISA's emulator when the builds are for another ISA
+    kat = check_kat(tree, b, scheme, launcher) if fam.kat else None
+    ops = run_smoke(driver.path, b.library, fam, scheme, launcher)
     try:
-        answers: list[dict] | str = run_vectors(driver.path, b.library, scheme, vectors)
+        answers: list[dict] | str = run_vectors(driver.path, b.library, scheme, vectors, launcher)
         own = own_checks(scheme, answers, vectors)  # type: ignore[arg-type]
         key = _key(answers).hex()  # type: ignore[arg-type]
     except (RuntimeError, OSError) as e:
@@ -326,7 +329,7 @@ def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[st
         def answers_of(bid: str) -> list[dict]:
             if answers[bid] is None:  # from the cache: run again to name the difference
                 b = next(x for x in mine if x.id == bid)
-                answers[bid] = run_vectors(driver.path, b.library, scheme, vectors)
+                answers[bid] = run_vectors(driver.path, b.library, scheme, vectors, driver.launcher())
             return answers[bid]  # type: ignore[return-value]
 
         only_verify = {b.id for b in mine if verify_only(b)}

@@ -1,0 +1,119 @@
+"""How instructions are counted: the backends of the counting metrics (instructions, mix), chosen
+by the study's ISA (data/isas.toml `counting`). Both run `driver count LIB SCHEME OP N` and count
+only inside pqsimd_measure, so the instructions metric's arithmetic ((N2 - N1) difference minus the
+self-check op's) and the mix's per-instruction subtraction are the same for both.
+
+    callgrind      valgrind's callgrind, natively (x86_64): Ir toggled on pqsimd_measure; per
+                   (object, address) self costs mapped to objdump's disassembly
+    qemu-plugin    our TCG plugin under qemu-user (pqsimd/isa/qemu.py): instructions between the
+                   marker instructions around the measure loop; per (address, disassembly) with
+                   hist=on, the disassembly QEMU itself prints
+
+A backend: `version()` (None: not installed, `missing` says what to install), `count(driver, lib,
+scheme, op, calls, counter)` -> (instructions, calls of the counter function or None),
+`profile(...)` -> ({(object, address): executions}, {address: instruction text} or None: take
+objdump's) for the mix, `command(...)` for the job record.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import isa as isa_mod
+
+
+class Callgrind:
+    name = "callgrind"
+    missing = "valgrind not found on PATH (install it: apt-get install valgrind)"
+
+    def __init__(self, isa=None):
+        self.isa = isa
+
+    def version(self) -> str | None:
+        from . import instructions as ins
+
+        return ins.valgrind_version()
+
+    def count(self, driver: Path, library: Path, scheme: str, op: str, calls: int, counter: str | None = None):
+        from . import instructions as ins
+
+        return ins.count_instructions(driver, library, scheme, op, calls, counter=counter)
+
+    def profile(self, driver: Path, library: Path, scheme: str, op: str, calls: int):
+        from . import mix
+
+        return mix.profile_run(driver, library, scheme, op, calls), None  # disassembly: objdump of each object
+
+    def command(self, driver: Path, library: Path, scheme: str, extra: tuple[str, ...] = ()) -> list[str]:
+        from . import instructions as ins
+
+        return ins.callgrind_command(driver, library, scheme, "<op>", 0, Path("<out>"), extra)[:-1] + ["<N1|N2>"]
+
+
+class QemuPlugin:
+    """Exact guest instruction counts under qemu-user; the plugin cannot see function calls inside
+    a variant, so the family's call counters are not counted (None)."""
+
+    name = "qemu-plugin"
+
+    def __init__(self, isa):
+        self.isa = isa
+        self.missing = f"{isa.qemu} not found on PATH (install it: apt-get install {' '.join(isa.packages)})"
+        self.plugin: Path | None = None  # built (or found) once, by version()
+
+    def version(self) -> str | None:
+        import shutil
+        import subprocess
+
+        from ..errors import PqsimdError
+        from ..isa import qemu
+
+        path = shutil.which(self.isa.qemu)
+        if path is None:
+            return None
+        try:
+            self.plugin = qemu.plugin()  # built once; a missing plugin header is one line naming the fetch command
+        except PqsimdError as e:
+            self.missing = str(e)
+            return None
+        out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+        return f"{(out.splitlines() or ['qemu'])[0]} -cpu {self.isa.qemu_cpu}, pqsimd TCG plugin"
+
+    def _argv(self, driver: Path, library: Path, scheme: str, op: str, calls: int) -> list[str]:
+        return [str(driver), "count", str(library), scheme, op, str(calls)]
+
+    def count(self, driver: Path, library: Path, scheme: str, op: str, calls: int, counter: str | None = None):
+        from ..isa import qemu
+        from .instructions import CountError
+
+        try:
+            return qemu.count(self.isa, self._argv(driver, library, scheme, op, calls), so=self.plugin).insns, None
+        except qemu.CountError as e:
+            raise CountError(f"{op}: {e}") from None
+
+    def profile(self, driver: Path, library: Path, scheme: str, op: str, calls: int):
+        """{("guest", pc): executions} and the disassembly of every pc, from the plugin's histogram."""
+        from ..isa import qemu
+        from .instructions import CountError
+
+        try:
+            rows = qemu.count(self.isa, self._argv(driver, library, scheme, op, calls), hist=True, so=self.plugin).hist or ()
+        except qemu.CountError as e:
+            raise CountError(f"{op}: {e}") from None
+        return {(GUEST, r.pc): r.count for r in rows}, {r.pc: (r.disas, r.symbol) for r in rows}
+
+    def command(self, driver: Path, library: Path, scheme: str, extra: tuple[str, ...] = ()) -> list[str]:
+        from ..isa import qemu
+
+        return [*qemu.emulator(self.isa), "-plugin", f"<count.so>,outfile=<out>{',hist=on' if extra else ''}",
+                str(driver), "count", str(library), scheme, "<op>", "<N1|N2>"]
+
+
+GUEST = "guest"  # the object name of plugin profiles: addresses are the guest's (one process image)
+BACKENDS = {Callgrind.name: Callgrind, QemuPlugin.name: QemuPlugin}
+
+
+def for_isa(name: str | None):
+    """The counting backend of an ISA (its `counting` in data/isas.toml); None: this host's."""
+    isa = isa_mod.get(name) if name else isa_mod.host()
+    return BACKENDS[isa.counting](isa)

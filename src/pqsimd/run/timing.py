@@ -1,0 +1,42 @@
+"""The timing runner (metrics ticks and counters): the plan's jobs, on the local or the SLURM executor."""
+
+from __future__ import annotations
+
+from ..studydir import StudyDir
+from .metrics import Context, Job, pending
+
+
+def timing_jobs(sd: StudyDir, study, plan: dict, executor: str) -> list[Job]:
+    from .job import expected_binaries
+
+    out = []
+    for j in plan["jobs"]:
+        bins = expected_binaries(sd, study, j, slurm=executor == "slurm")
+        if bins:
+            out.append(Job(j["id"], bins, j))
+    return out
+
+
+def run(sd: StudyDir, study, ctx: Context) -> bool:
+    plan, console = ctx.plan, ctx.console
+    jobs = timing_jobs(sd, study, plan, ctx.executor)
+    todo = pending(sd, jobs)
+    not_run = len(plan["jobs"]) - len(jobs)
+    again = sum(sd.raw_path(j.id).exists() for j in todo)
+    console.print(f"jobs: {len(todo)} to run, {len(jobs) - len(todo)} already finished"
+                  + (f", {not_run} without a build that passed the gate, not run" if not_run else "")
+                  + (f"; {again} of them again (they lack a build the study times now, or read back broken; "
+                     f"the old files move to {sd.superseded_dir})" if again else ""))
+    if ctx.executor == "slurm":
+        from .slurm import submit
+
+        return submit.execute(sd, [j.info for j in todo], ctx.slurm_options)
+    from . import local
+
+    sizing = sd.read_sizing() if study.budget is not None else None
+    weights = None
+    if sizing is not None:  # the overall ETA comes from the budgets: each job weighs its expected seconds
+        weights = {j.id: sum(o["expected_s"] for o in sizing["schemes"].get(j.info["scheme"], {}).get("ops", {}).values())
+                   for j in todo}
+    failures = local.execute(sd, [j.info for j in todo], study, console=console, weights=weights)
+    return not failures
