@@ -84,8 +84,8 @@ def test_family_toml_is_consistent(family, tree):
         assert set(ops) <= set(family.ops)
     for h in views["headlines"]:
         assert set(h["ops"]) <= set(family.ops)
-    assert family.implementation("avx2").defines == ("SPHINCS_BATCHED",)
-    assert not family.implementation("clean").defines
+    assert family.implementation("avx2").table.get("defines") == ["SPHINCS_BATCHED"]
+    assert not family.implementation("clean").table.get("defines")
 
 
 def test_one_copy_of_common_code(family, spx_builds):
@@ -93,7 +93,7 @@ def test_one_copy_of_common_code(family, spx_builds):
     and no non-namespaced global is defined twice (the link would fail, but say so plainly)."""
     for vid, b in spx_builds.items():
         impl = family.implementation(catalog.builtin_variants()[vid].sources)
-        assert len(list(b.directory.glob("common.*.o"))) == len(impl.common), vid
+        assert len(list(b.directory.glob("common.*.o"))) == len(impl.table.get("common", [])), vid
         nm = subprocess.run(["nm", "-D", "--defined-only", str(b.library)], capture_output=True, text=True, check=True)
         assert [l.split()[-1] for l in nm.stdout.splitlines()] == ["pqsimd_variant_entry"], vid
         objs = [str(o) for o in sorted(b.directory.glob("*.o"))
@@ -185,12 +185,12 @@ def test_batched_ops_equal_their_portable_equivalent(scheme, tree, family, spx_b
     for impl in ("clean", "avx2"):
         d = tree.root / family.schemes[scheme].dir / impl
         ns = f"{family.schemes[scheme].namespace}_{impl.upper()}"
-        srcs = [*sorted(map(str, d.glob("*.c"))), *(str(common / c) for c in family.implementation(impl).common),
+        srcs = [*sorted(map(str, d.glob("*.c"))), *(str(common / c) for c in family.implementation(impl).table.get("common", [])),
                 str(harness / "variant" / "registry.c"), str(harness / "variant" / "rng.c")]
         exe = tmp_path / f"eq-{impl}"
         cmd = ["gcc", "-O1", "-mavx2", f"-I{d}", f"-I{common}", f"-I{harness}", f"-I{harness / 'ops'}",
                f"-DPQSIMD_NS={ns}", f'-DPQSIMD_SCHEME="{scheme}"', f'-DPQSIMD_IMPL="{impl}"',
-               *(f"-D{x}" for x in family.implementation(impl).defines), str(tmp_path / "eq.c"), *srcs, "-o", str(exe)]
+               *(f"-D{x}" for x in family.implementation(impl).table.get("defines", [])), str(tmp_path / "eq.c"), *srcs, "-o", str(exe)]
         subprocess.run(cmd, check=True, capture_output=True, timeout=300)
         out[impl] = subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=60).stdout
     want_width = "8" if "-sha2-" in scheme else "4"
