@@ -291,3 +291,19 @@ def test_report_names_the_design(tmp_path):
     assert "design: paired" in html and "medians of the jobs' ratios" in html
     c = pd.read_csv(d / "results" / "comparisons.csv")
     assert set(c["design"]) == {"paired"}
+
+
+def test_a_failing_optional_part_costs_only_that_part(tmp_path, monkeypatch):
+    """The portfolio view raising is named in the report's warnings; the rest of the report is written."""
+    from pqsimd.report import portfolio
+
+    d = make_fake_study(tmp_path / "study", ops=OPS, jobs=3, spins=6, reps=2, metrics=("ticks",))
+
+    def broken(study, outdir):
+        raise RuntimeError("sabotaged for the test")
+
+    monkeypatch.setattr(portfolio, "portfolio_parts", broken)
+    out = write_report(d)
+    html = (out / "index.html").read_text()
+    assert "portfolio view skipped: RuntimeError: sabotaged for the test" in html
+    assert (out / "ml-kem" / "table1_hand_simd.md").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 from ..errors import PqsimdError, command
@@ -21,60 +22,14 @@ def _ensure_results(directory: Path) -> None:
     analyze_study(directory)
 
 
-def _phase2(study, outdir: Path, notes: list[str]) -> tuple[list, list]:
-    """Instructions beside time, counters, energy (report/phase2.py) as report figures and tables."""
+def _optional(what: str, module: str, make: str, empty: tuple, study, outdir: Path, notes: list[str]) -> tuple:
+    """One optional part of the report (`make` of report/<module>.py): a failure costs only that part,
+    named in the report's warnings, never the whole report."""
     try:
-        from .phase2 import report_parts
-
-        figs, tabs = report_parts(study, outdir)
-        return figs, [t for t, _ in tabs]
-    except Exception as e:  # an optional part must never cost the whole report
-        notes.append(f"phase-2 parts (instructions vs time, counters, energy) skipped: {e.__class__.__name__}: {e}")
-        return [], []
-
-
-def _mechanism(study, outdir: Path, notes: list[str]) -> tuple[list, list, dict]:
-    """The instruction mix (report/mechanism.py): figures, tables, findings per family."""
-    try:
-        from .mechanism import mechanism_parts
-
-        return mechanism_parts(study, outdir)
-    except Exception as e:  # an optional part must never cost the whole report
-        notes.append(f"instruction-mix parts skipped: {e.__class__.__name__}: {e}")
-        return [], [], {}
-
-
-def _attribution(study, outdir: Path, notes: list[str]) -> tuple[list, list, dict]:
-    """Where inside an implementation the speedup comes from (report/attribution.py), if ablated."""
-    try:
-        from .attribution import attribution_parts
-
-        return attribution_parts(study, outdir)
-    except Exception as e:  # an optional part must never cost the whole report
-        notes.append(f"attribution parts skipped: {e.__class__.__name__}: {e}")
-        return [], [], {}
-
-
-def _portfolio(study, outdir: Path, notes: list[str]) -> tuple[list, list]:
-    """Where SIMD helps across the study's families (report/portfolio.py)."""
-    try:
-        from .portfolio import portfolio_parts
-
-        return portfolio_parts(study, outdir)
-    except Exception as e:  # an optional part must never cost the whole report
-        notes.append(f"portfolio view skipped: {e.__class__.__name__}: {e}")
-        return [], []
-
-
-def _cross_isa(study, outdir: Path, notes: list[str]) -> tuple[list, list, list[str]]:
-    """Hand SIMD on this study's ISA beside another's (report/crossisa.py), if --beside gave one."""
-    try:
-        from .crossisa import crossisa_parts
-
-        return crossisa_parts(study, outdir)
-    except Exception as e:  # an optional part must never cost the whole report
-        notes.append(f"cross-ISA view skipped: {e.__class__.__name__}: {e}")
-        return [], [], []
+        return getattr(importlib.import_module(f".{module}", __package__), make)(study, outdir)
+    except Exception as e:
+        notes.append(f"{what} skipped: {e.__class__.__name__}: {e}")
+        return empty
 
 
 def write_report(directory, reference: str | None = None, beside: Path | None = None) -> Path:
@@ -103,11 +58,18 @@ def write_report(directory, reference: str | None = None, beside: Path | None = 
     figs = figures.make_figures(study, outdir, notes)
     tabs = [t for t, _ in tables.make_tables(study, outdir, reference=reference)]
     write_text(outdir / "macros.tex", macros.build_macros(study).render())
-    p2_figs, p2_tabs = _phase2(study, outdir, notes)  # instructions vs time, counters, energy
-    mix_figs, mix_tabs, findings = _mechanism(study, outdir, notes)  # instruction mix, cost model
-    attr = _attribution(study, outdir, notes)  # kernel groups' shares of an ablated implementation
-    port = _portfolio(study, outdir, notes)  # the hand-SIMD factor across families, by kind of mathematics
-    cross = _cross_isa(study, outdir, notes)  # hand SIMD on each ISA, when results/ has the cross-ISA tables
+    # instructions vs time, counters, energy
+    p2_figs, p2_tabs = _optional("phase-2 parts (instructions vs time, counters, energy)", "phase2", "report_parts",
+                                 ([], []), study, outdir, notes)
+    p2_tabs = [t for t, _ in p2_tabs]
+    mix_figs, mix_tabs, findings = _optional("instruction-mix parts", "mechanism", "mechanism_parts", ([], [], {}),
+                                             study, outdir, notes)  # instruction mix, cost model
+    # kernel groups' shares of an ablated implementation
+    attr = _optional("attribution parts", "attribution", "attribution_parts", ([], [], {}), study, outdir, notes)
+    # the hand-SIMD factor across families, by kind of mathematics
+    port = _optional("portfolio view", "portfolio", "portfolio_parts", ([], []), study, outdir, notes)
+    # hand SIMD on each ISA, when results/ has the cross-ISA tables
+    cross = _optional("cross-ISA view", "crossisa", "crossisa_parts", ([], [], []), study, outdir, notes)
     html.write_html(study, outdir, figs, tabs, notes, reference=reference, extra_figures=p2_figs + mix_figs,
                     extra_tables=p2_tabs + mix_tabs, findings=findings, attribution=attr, portfolio=port,
                     cross_isa=cross)
