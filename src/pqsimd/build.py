@@ -38,8 +38,11 @@ from .errors import PqsimdError
 from .sources import SourceTree
 
 PIC_FLAGS = ("-fPIC", "-fvisibility=hidden")
+# Every function and object in a section of its own, so that a job's layout (layout.py) can place
+# each one anywhere at link time without compiling again.
+SECTION_FLAGS = ("-ffunction-sections", "-fdata-sections")
 LINK_FLAGS = ("-Wl,-z,noexecstack",)
-RECIPE = 3  # how a variant is built (2: its flags reach the link; 3: source layouts); part of the cache key
+RECIPE = 4  # how a variant is built (2: its flags reach the link; 3: source layouts; 4: a section per function); part of the cache key
 
 
 # --- compilers -------------------------------------------------------------------------------------
@@ -368,7 +371,7 @@ def _commands(plan, flags: list[str], comp: Compiler, work: Path) -> tuple[list[
     for u in plan.units():
         obj = work / u.obj
         pre = [x.replace(BUILD_DIR, str(work)) for x in u.pre]
-        cmds.append([*comp.argv, *PIC_FLAGS, *pre, "-c", str(u.src), "-o", str(obj), *flags])
+        cmds.append([*comp.argv, *PIC_FLAGS, *SECTION_FLAGS, *pre, "-c", str(u.src), "-o", str(obj), *flags])
         objs[u.obj] = obj
     return cmds, objs
 
@@ -442,10 +445,12 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
         seconds = time.monotonic() - t0
         # recorded with the folder the build ends in (the temporary one is renamed to it)
         recorded = [shlex.join(c).replace(str(work), str(final)) for c in commands]
+        # the link of the shared object, as an argument list: layout.py relinks its objects per job
+        so_link = [a.replace(str(work), str(final)) for a in links[0][1]]
         (work / "build.json").write_text(json.dumps({
             "family": fam.name, "variant": variant.id, "schemes": present,
             "key": key, "compiler": comp.to_dict(), "flags": flags, "native": sorted(ctx.native),
-            "driver": driver.to_dict(), "commands": recorded, "seconds": round(seconds, 2),
+            "driver": driver.to_dict(), "commands": recorded, "link": so_link, "seconds": round(seconds, 2),
             "objects_from_cache": sum(hit for _, hit in results), "objects": len(results),
         }, indent=2))
         _publish(work, final)

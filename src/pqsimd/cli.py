@@ -72,6 +72,11 @@ def cli() -> None:
               help="compiler(s), comma list (default gcc), e.g. gcc-12,clang-16 or id=/path/to/cc")
 @click.option("--design", type=click.Choice(["paired", "separate"]), default=None,
               help="paired (default): all variants in one process, per-spin random order; separate: one process per variant (the paper's)")
+@click.option("--layout", type=click.Choice(["random", "fixed"]), default=None,
+              help="random (default): every timing job links its own copies of the builds, code and data in a "
+                   "seeded order (needs lld); fixed: the builds as linked (verdicts are then about one layout)")
+@click.option("--layouts", type=int, default=None,
+              help="layout random: copies of each build per job, spins alternate between them (standard 2)")
 @click.option("--budget", type=Seconds(), default=None,
               help="time per op and job (0.5, 0.5s or 500ms): spins/reps/batch chosen per op")
 @click.option("--job-timeout", "job_timeout", type=Seconds(), default=None,

@@ -15,8 +15,9 @@ import pyarrow.parquet as pq
 from .errors import PqsimdError
 
 MANIFEST_SCHEMA_VERSION = 2
-RAW_SCHEMA_VERSION = 3  # 2: compiler and pos columns (paired design); job records carry `settings`;
-# 3: null_raw, the contemporaneous null sample that per_call subtracts
+RAW_SCHEMA_VERSION = 4  # 2: compiler and pos columns (paired design); job records carry `settings`;
+# 3: null_raw, the contemporaneous null sample that per_call subtracts; 4: layout, the copy of the
+# build a sample was timed in (run/layouts.py; null for exact counts and fixed layouts)
 JOB_METADATA_KEY = b"pqsimd.job"
 
 RAW_SCHEMA = pa.schema(
@@ -31,6 +32,7 @@ RAW_SCHEMA = pa.schema(
         ("spin", pa.int32()),
         ("rep", pa.int32()),
         ("pos", pa.int16()),
+        ("layout", pa.int16()),
         ("batch", pa.int32()),
         ("raw", pa.int64()),
         ("ticks", pa.int64()),

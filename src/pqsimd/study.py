@@ -39,7 +39,10 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "max_call_s": ((float, int), True),  # an op whose one call (the gate's op check) takes longer is not timed  # A/A: these variants built a second time (ids.aa_variant_id) and timed beside them
     "ablation": ((bool,), False),  # the families' ablation cells are the study's variants (ablation.py)
     "isa": ((str,), True),  # the instruction set built and measured (data/isas.toml); default: this host's
+    "layout": ((str,), True),  # random: every timing job links its own copies of the builds (layout.py); fixed
+    "layouts": ((int,), True),  # copies of each build per timing job (layout = random): spin s times copy s mod N
 }
+LAYOUTS = ("random", "fixed")
 MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
 
 
@@ -72,6 +75,8 @@ class Study:
     max_call_s: float | None = None  # None or 0: no cap
     ablation: bool = False
     isa: str = ""  # resolved to the host's ISA when not given
+    layout: str = "random"
+    layouts: int = 2
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
 
@@ -113,7 +118,7 @@ class Study:
             "budget": self.budget, "min_spins": self.min_spins, "min_reps": self.min_reps,
             "max_spins": self.max_spins, "seed": self.seed, "source": self.source, "max_call_s": self.max_call_s,
             "variant_defs": {v: _measured(self.variant_defs[v]) for v in self.variants if v in self.variant_defs},
-            "isa": self.isa,
+            "isa": self.isa, "layout": self.layout, "layouts": self.layouts,
         }
 
     def to_toml(self) -> str:
@@ -225,6 +230,11 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     stored = sd.read_study_doc()
     _check_doc(stored, where)
     stored_study = dict(stored.get("study", {}))
+    plan = sd.read_plan()
+    if plan and isinstance(plan.get("settings"), dict) and "layout" not in plan["settings"]:
+        # planned before layouts were randomized: its jobs loaded the builds as linked, so must new ones
+        stored_study.setdefault("layout", "fixed")
+        stored_study.setdefault("layouts", 1)
     _check_types(stored_study, where)
     cli = {k: v for k, v in overrides.items() if v is not None}
     if "metric" in cli:
@@ -285,6 +295,12 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         merged["max_call_s"] = float(cap) if cap > 0 else None
     if merged.get("job_timeout") is not None and merged["job_timeout"] < 0:
         raise PqsimdError(f"--job-timeout must be a time in seconds (0: none), got {merged['job_timeout']!r}")
+    if merged.get("layout", "random") not in LAYOUTS:
+        raise PqsimdError(f"--layout must be one of {', '.join(LAYOUTS)}, got {merged.get('layout')!r}")
+    if "layouts" in merged:
+        _positive("layouts", merged["layouts"], 1)
+        if merged["layouts"] > 64:
+            raise PqsimdError(f"--layouts must be at most 64 copies per build and job, got {merged['layouts']}")
     if merged.get("design", "paired") not in DESIGNS:
         raise PqsimdError(f"--design must be one of {', '.join(DESIGNS)}, got {merged.get('design')!r}")
 

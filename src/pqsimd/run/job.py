@@ -28,7 +28,7 @@ from .. import study as study_mod
 from ..ids import build_id
 from ..errors import PqsimdError, command, os_problem
 from ..studydir import StudyDir
-from . import child, limits
+from . import child, layouts, limits
 from . import spec as spec_mod
 
 BASE_COLUMNS = ["op", "v", "spin", "rep", "pos", "batch", "raw", "null"]
@@ -84,10 +84,13 @@ def expected_binaries(sd: StudyDir, study: study_mod.Study, job: dict, slurm: bo
     return out
 
 
-def parse_samples(tsv: Path, job: dict, builds: list[tuple[str, str, str]], calibration: dict) -> tuple[pa.Table, int]:
-    """Driver TSV → raw table(s): ticks rows, then one metric per open perf event."""
+def parse_samples(tsv: Path, job: dict, builds: list[tuple[str, str, str]], calibration: dict,
+                  copies: int | None = None) -> tuple[pa.Table, int]:
+    """Driver TSV → raw table(s): ticks rows, then one metric per open perf event. The driver's
+    variant index is build × copies + copy (run/layouts.py); `layout` is the copy (null: fixed)."""
     c = calibration.get("counters") or {}
     events = list(c.get("events", [])) if c.get("available") else []
+    n_copies = copies or 1
     names = BASE_COLUMNS + [f"ev{i}" for i in range(len(events))]
     types = {"op": pa.string(), "v": pa.int32(), "spin": pa.int32(), "rep": pa.int32(), "pos": pa.int16(),
              "batch": pa.int32(), "raw": pa.int64(), "null": pa.int64(),
@@ -98,9 +101,10 @@ def parse_samples(tsv: Path, job: dict, builds: list[tuple[str, str, str]], cali
                            convert_options=pacsv.ConvertOptions(column_types=types))
     except (pa.ArrowInvalid, OSError) as e:
         raise PqsimdError(f"job {job['id']}: unreadable driver output ({str(e).splitlines()[0][:160]})") from None
-    v = t["v"].to_numpy()
-    if v.size and (v.min() < 0 or v.max() >= len(builds)):
+    entry = t["v"].to_numpy()
+    if entry.size and (entry.min() < 0 or entry.max() >= len(builds) * n_copies):
         raise PqsimdError(f"job {job['id']}: driver output names a variant index outside the job")
+    v, copy = entry // n_copies, entry % n_copies
     variant = np.array([b[1] for b in builds], dtype=object)[v]
     compiler = np.array([b[2] for b in builds], dtype=object)[v]
     raw = t["raw"].to_numpy()
@@ -112,6 +116,8 @@ def parse_samples(tsv: Path, job: dict, builds: list[tuple[str, str, str]], cali
     constants = {"scheme": job["scheme"], "job": job["id"], "job_index": job["index"]}
     rows = {"op": t["op"], "variant": variant, "compiler": compiler, "spin": t["spin"], "rep": t["rep"],
             "pos": t["pos"], "batch": t["batch"], "warmup": spin < 0}
+    if copies is not None:  # laid out: which copy; fixed layouts leave the column null
+        rows["layout"] = copy.astype(np.int16)
     tables = [store.raw_table({**rows, "raw": raw, "ticks": raw, "null_raw": null, "per_call": per_call},
                               {**constants, "metric": "ticks"})]
     overhead = [float(x) for x in c.get("overhead", [0] * len(events))]
@@ -213,17 +219,16 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
     if not builds:
         raise PqsimdError(f"job {job_id}: no build of its scheme passed the gate (or all were excluded); "
                           f"run {command('run', sd.path)}")
-    libraries = []
-    built_on_node = []
+    node_built = {}
     for bid, variant, compiler in builds:
         if build_on_node and study.variant(variant).node_dependent:
-            libraries.append(build_here(sd, study, job, variant, compiler))
-            built_on_node.append(bid)
-        else:
-            lib = sd.variant_path(bid)
-            if not lib.exists():
-                raise PqsimdError(f"job {job_id}: variant {lib} is missing; run {command('run', sd.path)} to rebuild")
-            libraries.append(lib)
+            node_built[bid] = build_here(sd, study, job, variant, compiler)
+        elif not sd.variant_path(bid).exists():
+            raise PqsimdError(f"job {job_id}: variant {sd.variant_path(bid)} is missing; run {command('run', sd.path)} "
+                              f"to rebuild")
+    built_on_node = list(node_built)
+    libraries, stacks, layout_record = layouts.entries(sd, study, job_id, builds, node_built)
+    copies = layout_record["copies_per_job"] if layout_record else None
     driver = sd.driver_path
     if not driver.exists():
         raise PqsimdError(f"job {job_id}: driver {driver} is missing; run {command('run', sd.path)} to rebuild")
@@ -234,7 +239,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
     ids_ = [b[0] for b in builds]
     op_seconds = [build_ops(sd, b, job["scheme"]) for b in ids_]
     timed = spec_mod.timed_ops(study, job["scheme"], op_seconds)
-    text = spec_mod.job_spec(study, job, ids_, libraries, cpu, seed, sizing, events, timed)
+    text = spec_mod.job_spec(study, job, ids_, libraries, cpu, seed, sizing, events, timed, stacks)
     total = spec_mod.expected_samples(study, job, ids_, sizing, timed)
     limit = limits.job_limit(study, job["scheme"], ids_, timed, op_seconds, sizing)
     log = sd.log_path(job_id)
@@ -286,7 +291,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
                 calibration = json.loads(f.readline())
             except ValueError:
                 raise PqsimdError(f"job {job_id}: the driver wrote no calibration line; log: {log}") from None
-        table, n_samples = parse_samples(Path(tmp), job, builds, calibration)
+        table, n_samples = parse_samples(Path(tmp), job, builds, calibration, copies)
         if n_samples != total:
             raise PqsimdError(f"job {job_id}: expected {total} samples, the driver wrote {n_samples}; log: {log}")
         if progress:
@@ -297,7 +302,8 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
             "builds": ids_,
             "variants": [b[1] for b in builds],
             "compilers": [b[2] for b in builds],
-            "binaries": {bid: store.sha256_file(lib) for (bid, _, _), lib in zip(builds, libraries)},
+            "binaries": {bid: store.sha256_file(node_built.get(bid) or sd.variant_path(bid)) for bid, _, _ in builds},
+            "layout": layout_record,
             "driver_sha256": store.sha256_file(driver),
             "cpu": cpu,
             "hostname": socket.gethostname(),
@@ -318,7 +324,9 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
             "slurm_array_task_id": os.environ.get("SLURM_ARRAY_TASK_ID"),
         }
         sd.supersede(job_id)  # a run of this job without a build the study has now, or a broken file
-        return sd.write_raw(job_id, table, record)
+        path = sd.write_raw(job_id, table, record)
+        layouts.discard(sd, job_id)
+        return path
     except OSError as e:  # a full disk, a read-only directory: this job fails, the run goes on
         raise PqsimdError(f"job {job_id}: {os_problem(e)}") from None
     finally:

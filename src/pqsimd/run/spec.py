@@ -56,13 +56,20 @@ def no_warm(sizing: dict | None, scheme: str, op: str) -> bool:
 
 def job_spec(study, job: dict, builds: list[str], libraries: list[Path], cpu: int, seed: int,
              sizing: dict | None = None, counters: list[str] | None = None,
-             timed: dict[str, list[bool]] | None = None) -> str:
+             timed: dict[str, list[bool]] | None = None, stacks: list[int] | None = None) -> str:
+    """`libraries`: per build its copies (run/layouts.py), build-major, as many for each build: the
+    driver times copy (spin mod copies) of every build in each spin; `stacks`: one offset per library."""
     timed = timed if timed is not None else timed_ops(study, job["scheme"], [None] * len(builds))
+    copies = len(libraries) // max(1, len(builds))
+    if copies * len(builds) != len(libraries) or (stacks is not None and len(stacks) != len(libraries)):
+        raise PqsimdError(f"job {job['id']}: {len(libraries)} libraries for {len(builds)} builds")
     lines = [
         f"# pqsimd job {job['id']}",
         f"design {study.design}",
         f"scheme {job['scheme']}",
         *(f"variant {escape(lib)}" for lib in libraries),
+        *([f"layouts {copies}"] if copies > 1 else []),
+        *([f"stack {' '.join(map(str, stacks))}"] if stacks else []),
         f"cpu {cpu}",
         f"seed {seed}",
         f"warmup_ns {study.warmup_ns if study.design == 'paired' else 0}",
@@ -72,7 +79,7 @@ def job_spec(study, job: dict, builds: list[str], libraries: list[Path], cpu: in
         lines.append(f"counters {','.join(counters)}")
     for op, which in timed.items():
         spins, reps, warmup, batch = op_sizes(study, sizing, job["scheme"], op, builds)
-        batch = [b if t else NOT_TIMED for b, t in zip(batch, which)]
+        batch = [b if t else NOT_TIMED for b, t in zip(batch, which) for _ in range(copies)]
         tail = " nowarm" if no_warm(sizing, job["scheme"], op) else ""
         lines.append(f"op {op} {spins} {reps} {warmup} {' '.join(batch)}{tail}")
     return "\n".join(lines) + "\n"
@@ -97,9 +104,9 @@ def _splitmix64(state: int) -> tuple[int, int]:
 
 
 def spin_orders(seed: int, n_variants: int, n_spins: int) -> list[list[int]]:
-    """The paired design's per-spin variant orders, as the driver draws them (runner.c: splitmix64,
-    Fisher-Yates from the last position), for n_spins spins in the job's order (ops one after
-    another, warmup spins first)."""
+    """The paired design's per-spin build orders, as the driver draws them (runner.c: splitmix64,
+    Fisher-Yates from the last position, over builds, whatever their number of copies), for n_spins
+    spins in the job's order (ops one after another, warmup spins first)."""
     state = seed & 0xFFFFFFFFFFFFFFFF
     out = []
     for _ in range(n_spins):

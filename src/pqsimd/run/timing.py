@@ -27,6 +27,9 @@ def run(sd: StudyDir, study, ctx: Context) -> bool:
                   + (f", {not_run} without a build that passed the gate, not run" if not_run else "")
                   + (f"; {again} of them again (they lack a build the study times now, or read back broken; "
                      f"the old files move to {sd.superseded_dir})" if again else ""))
+    from . import layouts
+
+    layouts.prepare(sd, study, [j.info for j in todo], ctx.passing, console)
     if ctx.executor == "slurm":
         from .slurm import submit
 

@@ -8,9 +8,12 @@
  *   driver gate LIB SCHEME                  the kind's gate vectors (gate.h), stdin -> stdout
  *   driver smoke LIB SCHEME                 every op once: "op ns" per op (the gate's op check)
  *   driver count LIB SCHEME OP CALLS        OP CALLS times inside pqsimd_measure (callgrind)
+ *   driver where LIB SCHEME                 per op: "op offset" of its function in LIB (a layout's record)
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +251,8 @@ static int cmd_run(int argc, char **argv, int probe) {
     pqsimd_runner r = {
         .design = spec.design,
         .n_variants = spec.n_variants,
+        .layouts = spec.layouts,
+        .stack = spec.stack,
         .paths = (const char *const *)spec.variants,
         .null_calls = (void (*const *)(void))null_calls,
         .order_state = spec.seed,
@@ -312,9 +317,28 @@ static int cmd_count(int argc, char **argv) {
     return 0;
 }
 
+/* Where each op's function sits in the loaded library (offset from its load address): what a
+ * layout moved, recorded with every job that timed it. */
+static int cmd_where(int argc, char **argv) {
+    pqsimd_loaded v;
+    const pqsimd_scheme *s;
+    if (open_scheme(argc, argv, 4, "usage: where LIB SCHEME", &v, &s)) {
+        return 2;
+    }
+    for (int k = 0; k < s->n_ops; k++) {
+        Dl_info info;
+        if (!dladdr((const void *)(uintptr_t)s->ops[k].call, &info) || !info.dli_fbase) {
+            return die("cannot locate op ", s->ops[k].name);
+        }
+        printf("%s\t%llu\n", s->ops[k].name,
+               (unsigned long long)((uintptr_t)s->ops[k].call - (uintptr_t)info.dli_fbase));
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        return die("usage: driver list|calibrate|run|probe|gate|smoke|count ...", NULL);
+        return die("usage: driver list|calibrate|run|probe|gate|smoke|count|where ...", NULL);
     }
     const char *cmd = argv[1];
     pqsimd_guard_install();
@@ -338,6 +362,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "count") == 0) {
         return cmd_count(argc, argv);
+    }
+    if (strcmp(cmd, "where") == 0) {
+        return cmd_where(argc, argv);
     }
     return die("unknown command ", cmd);
 }

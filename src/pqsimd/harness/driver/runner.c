@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "guard.h"
+#include "vector_state.h"
 
 __attribute__((noinline)) void pqsimd_measure(const pqsimd_op *op, uint64_t k) {
     void (*call)(void) = op->call;
@@ -187,8 +188,31 @@ static void reps_of(const pqsimd_runner *r, const pqsimd_op *op, uint64_t k, int
     }
 }
 
+/* One variant's turn in a spin: warm-up (paired), its reps, then its null. */
+__attribute__((noinline)) static void turn(const pqsimd_runner *r, const pqsimd_job_op *op, int v, uint64_t *s,
+                                           uint64_t *cv, int *valid, uint64_t *null_raw) {
+    pqsimd_clear_vector_state();
+    if (r->design == PQSIMD_PAIRED && r->warm_ticks > 0 && !op->nowarm) {
+        warm(op->ops[v], r->warm_ticks);
+    }
+    reps_of(r, op->ops[v], op->batch[v], op->reps, s, cv, valid);
+    *null_raw = null_sample(r->null_calls ? r->null_calls[v] : NULL, op->batch[v]);
+}
+
+/* The turn with `offset` bytes more stack below this frame: the variant's stack data moves with its
+ * layout. Not inlined, so the alloca is given back at every return. */
+__attribute__((noinline)) static void turn_at(size_t offset, const pqsimd_runner *r, const pqsimd_job_op *op, int v,
+                                              uint64_t *s, uint64_t *cv, int *valid, uint64_t *null_raw) {
+    volatile char *pad = __builtin_alloca(offset + 16);
+    pad[0] = 0;
+    turn(r, op, v, s, cv, valid, null_raw);
+    __asm__ volatile("" : : "r"(pad) : "memory");
+}
+
 void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op) {
     int nv = r->n_variants;
+    int layouts = r->layouts > 0 ? r->layouts : 1;
+    int nb = nv / layouts; /* builds */
     int reps = op->reps;
     for (int v = 0; v < nv; v++) {
         pqsimd_guard_at(v, r->paths[v], op->name);
@@ -207,30 +231,29 @@ void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op) {
     uint64_t *nulls = malloc(sizeof(uint64_t) * (size_t)nv);
     uint64_t *cv = r->counters ? malloc(sizeof(uint64_t) * PQSIMD_MAX_COUNTERS * (size_t)reps * (size_t)nv) : NULL;
     int *valid = r->counters ? calloc((size_t)reps * (size_t)nv, sizeof(int)) : NULL;
-    int *order = malloc(sizeof(int) * (size_t)nv);
+    int *order = malloc(sizeof(int) * (size_t)nb);
     for (int spin = -op->warmup; spin < op->spins; spin++) {
         if (r->design == PQSIMD_PAIRED) {
-            shuffle(order, nv, &r->order_state);
+            shuffle(order, nb, &r->order_state);
         } else {
-            for (int v = 0; v < nv; v++) {
-                order[v] = v;
+            for (int b = 0; b < nb; b++) {
+                order[b] = b;
             }
         }
-        for (int pos = 0; pos < nv; pos++) {
-            int v = order[pos];
+        int copy = ((spin % layouts) + layouts) % layouts;
+        for (int pos = 0; pos < nb; pos++) {
+            int v = order[pos] * layouts + copy;
             if (!op->ops[v]) {
                 continue;
             }
             pqsimd_guard_at(v, r->paths[v], op->name);
-            if (r->design == PQSIMD_PAIRED && r->warm_ticks > 0 && !op->nowarm) {
-                warm(op->ops[v], r->warm_ticks);
-            }
-            reps_of(r, op->ops[v], op->batch[v], reps, s + (size_t)v * reps,
-                    cv ? cv + (size_t)v * reps * PQSIMD_MAX_COUNTERS : NULL, valid ? valid + (size_t)v * reps : NULL);
-            nulls[v] = null_sample(r->null_calls ? r->null_calls[v] : NULL, op->batch[v]);
+            turn_at(r->stack ? (size_t)r->stack[v] : 0, r, op, v, s + (size_t)v * reps,
+                    cv ? cv + (size_t)v * reps * PQSIMD_MAX_COUNTERS : NULL, valid ? valid + (size_t)v * reps : NULL,
+                    &nulls[v]);
         }
-        for (int pos = 0; pos < nv; pos++) {
-            int v = order[pos];
+        pqsimd_clear_vector_state();
+        for (int pos = 0; pos < nb; pos++) {
+            int v = order[pos] * layouts + copy;
             if (!op->ops[v]) {
                 continue;
             }

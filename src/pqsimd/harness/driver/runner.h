@@ -4,6 +4,12 @@
  *           back-to-back samples.
  * paired:   every variant of the job in one process: per op and spin, the variants in a seeded
  *           random order, each preceded by an untimed warm-up of that op, then its R samples.
+ *
+ * Layouts: with L > 1 the variants are builds x L relinked copies (build-major); the order is drawn
+ * over builds and spin s times copy s mod L of each, so a job averages over L layouts at no extra
+ * cost. Each copy runs with its own stack offset, and the vector state is cleared (vzeroupper)
+ * before every build's turn, outside the timed region: what ran before leaves no dirty upper
+ * halves behind.
  */
 #ifndef PQSIMD_RUNNER_H
 #define PQSIMD_RUNNER_H
@@ -31,6 +37,8 @@ typedef struct {
 typedef struct {
     int design;
     int n_variants;
+    int layouts;              /* copies per build (1: none); n_variants is a multiple of it */
+    const uint64_t *stack;    /* per variant: bytes of stack below the runner's frame (NULL: none) */
     const char *const *paths; /* per variant: its shared object (named if the process dies) */
     void (*const *null_calls)(void); /* per variant: its empty function (null samples; NULL: the driver's own) */
     uint64_t order_state;   /* paired: the per-spin order's generator (splitmix64), seeded by the job, continued across ops */

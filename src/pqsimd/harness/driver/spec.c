@@ -102,11 +102,32 @@ static int read_op(int no, char **tok, int n, pqsimd_spec *spec) {
     return 0;
 }
 
+/* stack OFFSET... : one per variant (given before), each a multiple of 16 below 1 MiB. */
+static int read_stack(int no, char **tok, int n, pqsimd_spec *spec) {
+    if (spec->n_variants == 0 || n != 1 + spec->n_variants || spec->stack) {
+        return bad(no, "stack needs one offset per variant, after the variant lines, once", NULL);
+    }
+    spec->stack = calloc((size_t)spec->n_variants, sizeof *spec->stack);
+    if (!spec->stack) {
+        return bad(no, "out of memory", NULL);
+    }
+    for (int v = 0; v < spec->n_variants; v++) {
+        char *end;
+        unsigned long long off = strtoull(tok[1 + v], &end, 10);
+        if (*end != '\0' || off % 16 || off >= (1u << 20)) {
+            return bad(no, "a stack offset must be a multiple of 16 below 1048576, got ", tok[1 + v]);
+        }
+        spec->stack[v] = off;
+    }
+    return 0;
+}
+
 int pqsimd_read_spec(FILE *in, pqsimd_spec *spec) {
     memset(spec, 0, sizeof *spec);
     spec->cpu = -1;
     spec->target = 1000;
     spec->design = PQSIMD_SEPARATE;
+    spec->layouts = 1;
     char *line = NULL, **tok = NULL;
     size_t cap = 0;
     int tok_cap = 0, no = 0, rc = 0;
@@ -123,6 +144,10 @@ int pqsimd_read_spec(FILE *in, pqsimd_spec *spec) {
         const char *key = tok[0];
         if (strcmp(key, "op") == 0) {
             rc = read_op(no, tok, n, spec);
+            continue;
+        }
+        if (strcmp(key, "stack") == 0) {
+            rc = read_stack(no, tok, n, spec);
             continue;
         }
         if (n != 2) {
@@ -144,13 +169,17 @@ int pqsimd_read_spec(FILE *in, pqsimd_spec *spec) {
             spec->scheme = strdup(val);
         } else if (strcmp(key, "variant") == 0) {
             char **grown = realloc(spec->variants, sizeof *spec->variants * (size_t)(spec->n_variants + 1));
-            if (spec->n_ops) {
-                rc = bad(no, "variants must come before ops", NULL);
+            if (spec->n_ops || spec->stack) {
+                rc = bad(no, "variants must come before ops and stack", NULL);
             } else if (!grown) {
                 rc = bad(no, "out of memory", NULL);
             } else {
                 spec->variants = grown;
                 spec->variants[spec->n_variants++] = strdup(val);
+            }
+        } else if (strcmp(key, "layouts") == 0) {
+            if (positive(val, 1, &spec->layouts) || spec->layouts > 64) {
+                rc = bad(no, "layouts must be 1..64, got ", val);
             }
         } else if (strcmp(key, "cpu") == 0) {
             spec->cpu = atoi(val);
@@ -174,8 +203,11 @@ int pqsimd_read_spec(FILE *in, pqsimd_spec *spec) {
     if (!spec->scheme || spec->n_variants == 0 || spec->n_ops == 0) {
         return bad(no, "a spec needs a scheme, at least one variant and one op", NULL);
     }
-    if (spec->design == PQSIMD_SEPARATE && spec->n_variants != 1) {
-        return bad(no, "the separate design times exactly one variant per process", NULL);
+    if (spec->n_variants % spec->layouts) {
+        return bad(no, "the variants must be whole builds: a multiple of layouts", NULL);
+    }
+    if (spec->design == PQSIMD_SEPARATE && spec->n_variants != spec->layouts) {
+        return bad(no, "the separate design times exactly one build (its layouts) per process", NULL);
     }
     return 0;
 }

@@ -4,6 +4,10 @@
  *   design paired|separate
  *   scheme ml-kem-512
  *   variant /study/bin/ref.gcc-12.ml-kem.so (one line per variant, in index order)
+ *   layouts 2                               (optional: the variants are builds x 2 layouts, build-major;
+ *                                           each spin times one layout of every build: spin mod 2)
+ *   stack 0 528 ...                         (optional, after the variants: per variant, bytes of stack
+ *                                           below the driver's frame before its calls: a multiple of 16)
  *   cpu 1                                   (-1: do not pin)
  *   seed 1234                               (paired: the per-spin order)
  *   warmup_ns 50000                         (paired: untimed warm-up before each variant's reps)
@@ -36,6 +40,8 @@ typedef struct {
     char *scheme;
     int n_variants;
     char **variants;
+    int layouts;     /* copies of each build, consecutive in `variants` (1: no layouts) */
+    uint64_t *stack; /* per variant: stack offset in bytes (NULL: none) */
     int cpu;
     uint64_t seed;
     double warmup_ns;

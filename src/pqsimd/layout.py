@@ -1,0 +1,166 @@
+"""Code and data layout per job: a build's copy relinked from its own objects in a seeded order.
+
+Every job of a build used to load the same bytes at the same offsets, so an alignment accident
+(16 bytes moved an op by 12% here) was repeated identically in every job and no interval could see
+it. A timing job now loads its own copies: the build's cached objects (one section per function
+and per object: build.SECTION_FLAGS) linked again by lld with the job's seed, the input sections in
+a seeded order (`--shuffle-sections`, the linker's own shuffling) and padding sections of seeded
+sizes (multiples of 16 bytes) among the code and the data, so every function's offset modulo 64 and
+4096 varies from copy to copy; the driver adds a seeded stack offset per copy. The layout's effect
+becomes variation between jobs that the intervals cover (Curtsinger & Berger, "STABILIZER",
+ASPLOS 2013) instead of a bias (Mytkowicz et al., ASPLOS 2009).
+
+A copy is reproducible: the same objects, seed and linker give the same bytes (`relink` again and
+compare the sha256; `Copy` records seed, stack offset, sha256 and where each op's function sits).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shlex
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import catalog
+from .errors import PqsimdError
+
+
+def settings() -> dict:
+    return catalog.compilers_doc()["layout"]
+
+
+def linker() -> str | None:
+    """The first lld on PATH (data/compilers.toml [layout] linkers), or None."""
+    for name in settings()["linkers"]:
+        path = shutil.which(name)
+        if path:
+            return os.path.realpath(path)
+    return None
+
+
+def require_linker() -> str:
+    path = linker()
+    if path is None:
+        raise PqsimdError(f"randomized code layout needs lld (apt-get install {settings()['package']}); "
+                          f"or run with --layout fixed (verdicts are then about one layout)")
+    return path
+
+
+def _tool_dir(lld: str) -> Path:
+    """A folder whose `ld.lld` is the linker found: `-B` it and `-fuse-ld=lld` finds it with gcc and clang
+    alike, whatever the versioned name (Debian installs ld.lld-16)."""
+    from .build import cache_root
+
+    d = cache_root().parent / "tools" / f"lld-{hashlib.sha256(lld.encode()).hexdigest()[:12]}"
+    link = d / "ld.lld"
+    if not link.exists():
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f".ld.lld.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(lld)
+        os.replace(tmp, link)
+    return d
+
+
+def seed_of(study_seed: int, job_id: str, build_id: str, index: int) -> int:
+    """The layout seed of copy `index` of a build in a job: 1 .. 2^31-1 (lld reads 0 as 'random')."""
+    h = hashlib.sha256(f"{study_seed}|{job_id}|{build_id}|{index}".encode()).digest()
+    return int.from_bytes(h[:8], "little") % ((1 << 31) - 1) + 1
+
+
+@dataclass
+class Padding:
+    seed: int
+    text: list[int]  # bytes of each padding section among the functions
+    data: dict[str, list[int]]  # section kind (data, bss, rodata) -> bytes of each
+    stack: int  # the driver's stack offset for this copy
+
+    @classmethod
+    def of(cls, seed: int) -> "Padding":
+        conf = settings()
+        rng = random.Random(seed)
+        text = [16 * rng.randrange(64) for _ in range(int(conf["text_pads"]))]
+        data = {k: [16 * rng.randrange(256) for _ in range(int(conf["data_pads"]))] for k in ("data", "bss", "rodata")}
+        return cls(seed, text, data, 16 * rng.randrange(max(1, int(conf["stack_max"]) // 16)))
+
+    def assembly(self) -> str:
+        """Sections lld shuffles in among the build's own (never executed, never read)."""
+        flags = {"text": '"ax",%progbits', "data": '"aw",%progbits', "bss": '"aw",%nobits', "rodata": '"a",%progbits'}
+        out = []
+        for kind, sizes in (("text", self.text), *self.data.items()):
+            for i, n in enumerate(sizes):
+                out += [f".section .{kind}.pqsimd_layout_pad_{i},{flags[kind]}", ".p2align 4", f".skip {max(n, 1)}"]
+        return "\n".join(out) + "\n"
+
+
+@dataclass
+class Copy:
+    """One laid-out copy of a build, as a job loads it."""
+
+    build: str
+    index: int
+    seed: int
+    stack: int
+    path: str
+    sha256: str
+    offsets: dict[str, dict[str, int]] = field(default_factory=dict)  # scheme -> op -> offset of its function
+    check: str = ""  # how the gate checked it (verify/layouts.py)
+    fixed: str = ""  # why this copy is the build itself (not relinked), else ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def link_command(link: list[str], out: Path, padding_obj: Path, seed: int, lld: str) -> list[str]:
+    """The build's own link of its shared object, writing `out`, with lld, the padding and the shuffle."""
+    cmd = list(link)
+    try:
+        cmd[cmd.index("-o") + 1] = str(out)
+        at = cmd.index("-shared")
+    except (ValueError, IndexError):
+        raise PqsimdError(f"the build's link command is not a shared-object link: {shlex.join(link)[:200]}") from None
+    shuffle = [f"-Wl,--shuffle-sections={glob}={seed}" for glob in settings()["shuffle"]]
+    # the variant's flags come last in the build's link (they win); -fuse-ld before them stays ours
+    # unless a variant names its own linker, which then cannot be laid out (relink reports it)
+    return [*cmd[:at + 1], str(padding_obj), f"-B{_tool_dir(lld)}", "-fuse-ld=lld", *shuffle, *cmd[at + 1:]]
+
+
+def relink(link: list[str], seed: int, out: Path, assembler: list[str] | None = None) -> tuple[Padding, list[str]]:
+    """Links a copy of a build from its objects into `out`; PqsimdError (one line) if lld cannot
+    (e.g. a variant with gcc's -flto, whose objects only GNU ld's plugin reads)."""
+    lld = require_linker()
+    pad = Padding.of(seed)
+    cc = link[: link.index("-shared")] if "-shared" in link else link[:1]
+    with tempfile.TemporaryDirectory(prefix="pqsimd-layout-") as tmp:
+        asm, obj = Path(tmp) / "pad.s", Path(tmp) / "pad.o"
+        asm.write_text(pad.assembly())
+        proc = subprocess.run([*(assembler or cc), "-c", str(asm), "-o", str(obj)], capture_output=True, text=True)
+        if proc.returncode:
+            raise PqsimdError(f"layout padding does not assemble: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+        cmd = link_command(link, out, obj, seed, lld)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode:
+            last = next((l for l in reversed(proc.stderr.strip().splitlines()) if l.strip()), f"exit {proc.returncode}")
+            raise PqsimdError(f"lld cannot relink this build ({last.strip()[:200]})")
+        recorded = [a if a != str(obj) else "<padding.o>" for a in cmd]
+    return pad, recorded
+
+
+def op_offsets(driver: Path, library: Path, scheme: str, launcher: list[str] | tuple = ()) -> dict[str, int]:
+    """Where each op's function sits in `library` (driver `where`)."""
+    proc = subprocess.run([*launcher, str(driver), "where", str(library), scheme], capture_output=True, text=True,
+                          timeout=60)
+    if proc.returncode:
+        raise PqsimdError(f"driver where {library.name} {scheme}: "
+                          f"{(proc.stderr.strip().splitlines() or [f'exit {proc.returncode}'])[-1]}")
+    out = {}
+    for line in proc.stdout.splitlines():
+        op, _, off = line.partition("\t")
+        out[op] = int(off)
+    return out

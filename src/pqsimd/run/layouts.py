@@ -1,0 +1,180 @@
+"""The laid-out copies of each timing job (layout.py), made and gated before any job runs, on the
+host that builds (the local and the SLURM executor alike), and read by run/job.py.
+
+    DIR/bin/layouts/<job>/<build>.<i>.so     copy i of the build, for that job only
+    DIR/bin/layouts/<job>/layouts.json       per build: the gated build's sha256, and per copy its
+                                             seed, stack offset, sha256, op offsets and gate check
+
+A job's copies are removed once its raw file is written (the record in the raw file rebuilds any of
+them: same objects, same seed, same bytes). With `[study] layout = "fixed"` nothing here runs and
+every job loads the build itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from .. import layout, store
+from ..errors import PqsimdError, command
+from ..studydir import StudyDir
+
+RECORD = "layouts.json"
+
+
+def randomized(study) -> bool:
+    return getattr(study, "layout", "fixed") == "random"
+
+
+def copies_per_job(study) -> int:
+    return max(1, int(getattr(study, "layouts", 1) or 1)) if randomized(study) else 1
+
+
+def job_dir(sd: StudyDir, job_id: str) -> Path:
+    return sd.bin_dir / "layouts" / job_id
+
+
+def read(sd: StudyDir, job_id: str) -> dict | None:
+    try:
+        return json.loads((job_dir(sd, job_id) / RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _current(rec: dict | None, bid: str, base_sha: str, n: int) -> bool:
+    """The record holds n copies of this build made from its current binary, all still on disk."""
+    b = (rec or {}).get("builds", {}).get(bid)
+    if not b or b.get("base_sha256") != base_sha or len(b.get("copies", [])) != n:
+        return False
+    return all(Path(c["path"]).exists() and store.sha256_file(Path(c["path"])) == c["sha256"] for c in b["copies"])
+
+
+def prepare(sd: StudyDir, study, jobs: list[dict], passing, console) -> None:
+    """Make and gate the copies of every job in `jobs` that lacks them (PqsimdError if a copy fails
+    its gate: a linker that changes behaviour must stop the study, never be timed)."""
+    if not randomized(study) or not jobs:
+        return
+    from ..verify import layouts as gate
+    from .job import job_builds
+
+    layout.require_linker()
+    n = copies_per_job(study)
+    links = {}
+    for b in passing:
+        try:
+            links[b.id] = json.loads((b.directory / "build.json").read_text()).get("link")
+        except (OSError, ValueError):
+            links[b.id] = None
+    launcher = list(study_launcher(study))
+    driver = sd.driver_path
+    work = []  # (job, bid, base, base_sha, [(i, seed, out)])
+    for job in jobs:
+        rec = read(sd, job["id"])
+        for bid, _, _ in job_builds(sd, study, job):
+            base = sd.variant_path(bid)
+            if not base.exists():
+                continue
+            sha = store.sha256_file(base)
+            if _current(rec, bid, sha, n):
+                continue
+            work.append((job, bid, base, sha))
+    if not work:
+        return
+    console.print(f"layouts: {len(work) * n} copies for {len({w[0]['id'] for w in work})} jobs "
+                  f"({n} per build and job, relinked by {Path(layout.linker() or '?').name}), each gated")
+    refs: dict[tuple[str, str], gate.Reference] = {}
+
+    def reference(bid: str, base: Path, scheme: str) -> gate.Reference:
+        key = (bid, scheme)
+        if key not in refs:
+            try:
+                refs[key] = gate.Reference(driver, base, scheme, launcher)
+            except (RuntimeError, OSError) as e:
+                raise PqsimdError(f"layouts: the gate vector of {bid} ({scheme}) failed on the build itself ({e})") \
+                    from None
+        return refs[key]
+
+    def make(item) -> tuple[str, str, dict]:
+        job, bid, base, sha = item
+        scheme = job["scheme"]
+        ref = reference(bid, base, scheme)
+        copies = []
+        for i in range(n):
+            seed = layout.seed_of(study.seed, job["id"], bid, i)
+            out = job_dir(sd, job["id"]) / f"{bid}.{i}.so"
+            pad = layout.Padding.of(seed)
+            fixed, cmd = "", None
+            link = links.get(bid)
+            try:
+                if not link:
+                    raise PqsimdError("its build records no link command (built by an older pqsimd: rebuild it)")
+                tmp = out.with_name(f".{out.name}.{os.getpid()}")
+                pad, cmd = layout.relink(link, seed, tmp)
+                os.replace(tmp, out)
+            except PqsimdError as e:
+                fixed = str(e)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(base, out)
+            passed, how = gate.check(ref, out)
+            if not passed:
+                raise PqsimdError(f"layout {i} of {bid} for job {job['id']} fails the gate: {how}; the study stops "
+                                  f"(report it; --layout fixed times the builds as linked)")
+            copies.append(layout.Copy(bid, i, seed, pad.stack, str(out), store.sha256_file(out),
+                                      {scheme: layout.op_offsets(driver, out, scheme, launcher)}, how, fixed).to_dict()
+                          | {"link": cmd})
+        return job["id"], bid, {"base_sha256": sha, "copies": copies}
+
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        done = list(pool.map(make, work))
+    by_job: dict[str, dict] = {}
+    for job_id, bid, entry in done:
+        by_job.setdefault(job_id, read(sd, job_id) or {"job": job_id, "builds": {}})["builds"][bid] = entry
+    for job_id, rec in by_job.items():
+        store.atomic_write_json(job_dir(sd, job_id) / RECORD, rec)
+    fixed = sorted({(c["build"], c["fixed"]) for _, _, e in done for c in e["copies"] if c["fixed"]})
+    for bid, why in fixed:
+        console.print(f"[yellow]layout fixed[/yellow] {bid}: {why}; its jobs time the build as linked", soft_wrap=True,
+                      markup=True)
+
+
+def study_launcher(study) -> list[str]:
+    from . import child
+
+    return child.launcher_of(study)
+
+
+def entries(sd: StudyDir, study, job_id: str, builds: list[tuple[str, str, str]],
+            node_built: dict[str, Path] | None = None) -> tuple[list[Path], list[int] | None, dict | None]:
+    """What the job's driver loads: per build its copies (build-major), their stack offsets, and the
+    layout record for the job's raw file; the builds themselves when layouts are fixed."""
+    node_built = node_built or {}
+    if not randomized(study):
+        return [node_built.get(b) or sd.variant_path(b) for b, _, _ in builds], None, None
+    n = copies_per_job(study)
+    rec = read(sd, job_id)
+    libraries, stacks, out = [], [], {}
+    for bid, _, _ in builds:
+        if bid in node_built:  # built on a SLURM node: no copies were made for it; its stack still moves
+            pads = [layout.Padding.of(layout.seed_of(study.seed, job_id, bid, i)) for i in range(n)]
+            libraries += [node_built[bid]] * n
+            stacks += [p.stack for p in pads]
+            out[bid] = {"base_sha256": None, "copies": [{"index": i, "seed": p.seed, "stack": p.stack,
+                                                          "fixed": "built on the node"} for i, p in enumerate(pads)]}
+            continue
+        base = sd.variant_path(bid)
+        if not base.exists() or not _current(rec, bid, store.sha256_file(base), n):
+            raise PqsimdError(f"job {job_id}: the laid-out copies of {bid} are missing or stale; "
+                              f"run {command('run', sd.path)} (it makes them before the jobs)")
+        entry = rec["builds"][bid]
+        libraries += [Path(c["path"]) for c in entry["copies"]]
+        stacks += [int(c["stack"]) for c in entry["copies"]]
+        out[bid] = entry
+    return libraries, stacks, {"copies_per_job": n, "builds": out}
+
+
+def discard(sd: StudyDir, job_id: str) -> None:
+    """A finished job's copies: its raw file's record can make them again."""
+    shutil.rmtree(job_dir(sd, job_id), ignore_errors=True)
