@@ -8,6 +8,7 @@ PQSIMD = $(VENV)/bin/pqsimd
 .PHONY: study test setup clean
 
 study: $(VENV)/.installed
+	tools/study-deps.sh
 	$(PQSIMD) run $(STUDY)
 	$(PQSIMD) analyze $(STUDY)
 	$(PQSIMD) report $(STUDY)

@@ -3,6 +3,7 @@
 # Ubuntu machine; otherwise one line saying what to install. Called by `make test`. Quick (and
 # silent) when everything is there.
 #   slurm-wlm, munge    a real one-node SLURM cluster for the SLURM executor tests
+#   lld-16              the linker of every timing job's randomized layout (src/pqsimd/layout.py)
 #   valgrind            exact instruction counts and the instruction mix (callgrind)
 #   clang, clang-16, gcc-11   the compiler matrix (a second compiler family, and other versions)
 #   llvm-16, llvm-19    llvm-mca, the per-CPU cost model of the mechanism view (19: the Arm cores)
@@ -13,7 +14,7 @@
 #   qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross   aarch64 builds run under emulation,
 #                       counted by our TCG plugin; dpkg-dev: `apt-get source` for the plugin's header
 set -u
-PKGS="slurm-wlm munge valgrind clang clang-16 gcc-11 llvm-16 llvm-19 chromium texlive-latex-base texlive-latex-recommended binutils r-base-core r-bioc-limma qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross dpkg-dev"
+PKGS="slurm-wlm munge lld-16 valgrind clang clang-16 gcc-11 llvm-16 llvm-19 chromium texlive-latex-base texlive-latex-recommended binutils r-base-core r-bioc-limma qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross dpkg-dev"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

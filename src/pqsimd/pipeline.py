@@ -190,6 +190,12 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
             console.print(f"[red]gate FAILED[/red] {b.label}: "
                           + "; ".join(f"{c.check} {c.scheme}: {c.detail}" for c in bad[:2]) + more, soft_wrap=True)
             ok = False
+    from .verify import codehash
+
+    for b in builds:  # which instructions each op runs: the identical-code check of analyze/layout.py
+        if gate_results[b.id].get("passed_schemes"):
+            gate_results[b.id]["code"] = codehash.build_hashes(driver.path, b, gate_results[b.id]["passed_schemes"],
+                                                               driver.launcher(), target.objdump())
     for bid, g in gate_results.items():
         sd.write_gate(bid, g)
 

@@ -25,6 +25,7 @@ from .methods import methods
 from .groups import EXACT_METRICS, MIN_TSC_STEPS, build_groups, describe, flag_carryover, short_samples
 from .load import load_spins, not_timed_variants
 from .settings import Settings, read_study_toml, resolve
+from . import layout as layout_mod
 from .write import write_json, write_spins, write_table
 from ..studydir import StudyDir
 
@@ -271,6 +272,35 @@ def _job_diagnostics(groups: dict, comparisons: pd.DataFrame, threshold: float, 
     return jobs_mod.table(rows)
 
 
+def _code_hashes(directory: Path) -> dict[tuple[str, str, str, str], str]:
+    """(variant, compiler, scheme, op) -> hash of the op's instructions, from the gate records."""
+    out = {}
+    sd = StudyDir(directory)
+    for path in sorted(sd.gate_dir.glob("*.json")) if sd.gate_dir.is_dir() else []:
+        g = sd.read_gate(path.stem) or {}
+        for scheme, ops in (g.get("code") or {}).items():
+            for op, h in (ops or {}).items():
+                out[(g.get("variant"), g.get("compiler"), scheme, op)] = h
+    return out
+
+
+def _layout_record(directory: Path, laid: pd.DataFrame) -> dict:
+    """How the study laid out its code, and how much layout moved its groups."""
+    plan = StudyDir(directory).read_plan() or {}
+    st = plan.get("settings") or {}
+    mode = st.get("layout", "fixed")
+    rec = {"mode": mode, "copies_per_job": int(st.get("layouts", 1) or 1) if mode == "random" else 1,
+           "groups_with_layouts": int(len(laid))}
+    sd_ = laid["layout_sd"].dropna() if len(laid) else pd.Series(dtype=float)
+    if len(sd_):
+        rec.update(median_layout_sd=float(sd_.median()), max_layout_sd=float(sd_.max()),
+                   groups_above_1pct=int((sd_ > 0.01).sum()))
+    if mode != "random":
+        rec["note"] = ("layout fixed: every job loaded the builds as linked, so verdicts are conditional on that one "
+                       "layout (a difference of where the code sits is not covered by the intervals)")
+    return rec
+
+
 def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None = None) -> Path:
     """Analyse DIR/raw into DIR/results/ (groups, comparisons, decomposition, jobs, aa, ... + summary.json);
     return DIR/results. Bad input is a one-line PqsimdError."""
@@ -343,6 +373,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")
     elif comparisons.empty:
         warnings.append("no comparisons: no pair of the study's variants forms a stage, cumulative or extra comparison")
+    if len(comparisons):  # both builds run the same instructions for the op (the gate's code hashes)
+        comparisons["identical_code"] = layout_mod.identical_code(comparisons, _code_hashes(directory)).to_numpy()
     main = comparisons[comparisons["stage"] != AA_STAGE] if len(comparisons) else comparisons
     # (ablation rows are comparisons like any other: in the table and the family; attribution reads them)
     decomposition = decompose(main, chain, settings.threshold,
@@ -358,6 +390,13 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
                         f"build with its duplicate got a faster/slower verdict (see aa.csv)")
     t_aa = time.perf_counter()
 
+    identical = layout_mod.identical_code_check(main, fam.gamma) if len(main) else {"n": 0, "verdicts": 0}
+    if identical.get("verdicts"):
+        warnings.append(f"identical code: {identical['verdicts']} of {identical['n']} timed comparisons of builds that "
+                        f"run the same instructions got a faster/slower verdict (at most about "
+                        f"{identical['expected_at_most']:g} expected at the family's level): "
+                        + "; ".join(identical["rows"][:3]))
+    laid = groups_df[groups_df["n_layouts"] > 0] if "n_layouts" in groups_df else groups_df.iloc[:0]
     n_na = int((main["verdict"] == "n/a").sum()) if len(main) else 0
     if n_na:
         warnings.append(f"{n_na} comparison(s) have verdict n/a: no data on one side, or spin medians <= 0 "
@@ -472,6 +511,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
             "decomposition_rows": len(decomposition),
         },
         "aa_check": aa_summary,
+        "identical_code": identical,
+        "layout": _layout_record(directory, laid),
         "ablations": [{"implementation": a.implementation, "groups": list(a.groups),
                        "cells": {v: sorted(c) for v, c in a.cells.items()}} for a in ablations],
         "jobs": {"judged": int(len(jobs_table)), "disturbed": int(len(disturbed)),

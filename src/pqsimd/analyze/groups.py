@@ -11,6 +11,7 @@ from scipy import stats
 
 from .bootstrap import Sample
 from .interval import order_level, order_rank
+from .layout import layout_component
 from .pooled import JobSummary, job_summary
 from .significance import holm
 from .power import icc1, variance_components
@@ -38,6 +39,7 @@ class Group:
     job_ids: list[str]
     n_reps: int
     pos: np.ndarray | None = None  # position in the spin's variant order (paired design)
+    layout: np.ndarray | None = None  # the laid-out copy each spin timed (-1: fixed layout; run/layouts.py)
     prev: np.ndarray | None = None  # the build that ran just before in the spin: its label, "" = first
     sample: Sample = field(init=False)
     job_medians: np.ndarray = field(init=False)
@@ -51,13 +53,25 @@ class Group:
 
     def __post_init__(self) -> None:
         self.sample = Sample.from_jobs(self.values, self.job)
-        self.job_medians = per_job_medians(self.values, self.job, len(self.job_ids))
         # Exact counters only, and only when the data agree (kem_keypair draws fresh randomness);
         # identical tick values are quantization, not exactness, and keep their bootstrap.
         self.deterministic = self.metric in EXACT_METRICS and bool(np.ptp(self.values) == 0)
         # per_call <= 0: the op is below the timer's resolution after overhead subtraction; ratios
         # and log-scale statistics are meaningless there
         self.positive = bool(self.values.size and self.values.min() > 0)
+        if self.laid_out and self.positive:
+            # a job's value is the geometric mean of its copies' medians: each layout weighs alike,
+            # however its spins fell (a median of the pooled spins would sit in the gap between copies)
+            self.job_medians = np.exp(self.summary.log_median)
+        else:
+            self.job_medians = per_job_medians(self.values, self.job, len(self.job_ids))
+
+    @property
+    def laid_out(self) -> bool:
+        """Spins of more than one laid-out copy in some job (layout = random, copies > 1)."""
+        if self.layout is None or self.layout.size == 0 or self.layout.max() < 1:
+            return False
+        return True
 
     @property
     def key(self) -> GroupKey:
@@ -84,7 +98,7 @@ class Group:
         """Log job medians, their within-job sampling variances and whether all spins are identical:
         what the job-level tests consume (positive groups only)."""
         if self._summary is None:
-            self._summary = job_summary(self.values, self.job)
+            self._summary = job_summary(self.values, self.job, self.layout if self.laid_out else None)
         return self._summary
 
 
@@ -108,6 +122,7 @@ def build_groups(spins: pd.DataFrame) -> dict[GroupKey, Group]:
     jobs_s = jcat.codes.astype(np.int64)[order]
     spin_s, reps_s = spin[order], spins["n_reps"].to_numpy()[order]
     pos_s = spins["pos"].to_numpy()[order] if "pos" in spins.columns else np.zeros(order.size, np.int16)
+    lay_s = spins["layout"].to_numpy()[order] if "layout" in spins.columns else np.full(order.size, -1, np.int16)
     prev_s = predecessors(spins, codes, cats)[order]
     out: dict[GroupKey, Group] = {}
     for a, b in zip(starts, ends):
@@ -121,7 +136,7 @@ def build_groups(spins: pd.DataFrame) -> dict[GroupKey, Group]:
             metric=key[0], scheme=key[1], op=key[2], variant=key[3], compiler=key[4],
             values=values[a:b], job=local, spin=spin_s[a:b],
             job_ids=[job_names[c] for c in job_codes],
-            n_reps=int(np.median(reps_s[a:b])), pos=pos_s[a:b], prev=prev_s[a:b],
+            n_reps=int(np.median(reps_s[a:b])), pos=pos_s[a:b], prev=prev_s[a:b], layout=lay_s[a:b],
         )
     return out
 
@@ -327,6 +342,7 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         "outliers_high": out_hi,
         "icc": icc,
         **comp,
+        **layout_component(group),
         "carryover_p": co_p,
         "carryover_shift": co_shift,
         "carryover_after": co_after,

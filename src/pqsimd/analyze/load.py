@@ -23,8 +23,9 @@ from ..studydir import StudyDir
 
 JOB_METADATA_KEY = b"pqsimd.job"
 KEY_COLUMNS = ("metric", "scheme", "variant", "compiler", "op", "job")
-NEEDED = (*KEY_COLUMNS, "job_index", "spin", "pos", "per_call", "warmup", "batch")
-OPTIONAL = {"compiler", "pos", "batch"}  # compiler, pos: absent from schema 1 (one compiler, separate design)
+NEEDED = (*KEY_COLUMNS, "job_index", "spin", "pos", "per_call", "warmup", "batch", "layout")
+OPTIONAL = {"compiler", "pos", "batch", "layout"}  # compiler, pos: absent from schema 1 (one compiler, separate
+# design); layout: from schema 4 (the copy a spin timed; -1 where the layout was fixed)
 
 
 @dataclass
@@ -132,7 +133,14 @@ def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
     # calls per sample (constant within a job's op and build): sample length = value x batch
     batch = (table.column("batch").to_numpy(zero_copy_only=False)[keep][first].astype(np.int64)
              if "batch" in table.column_names else np.ones(len(first), np.int64))
-    out.update(job_index=job_index[first], spin=spin[first], pos=pos[first].astype(np.int16), value=med, n_reps=counts,
+    # the laid-out copy each spin timed (run/layouts.py: one copy per build and spin); -1: fixed layout
+    if "layout" in table.column_names:
+        lay = table.column("layout").to_numpy(zero_copy_only=False)[keep][first]
+        lay = np.where(pd.isna(lay), -1, lay).astype(np.int16)
+    else:
+        lay = np.full(len(first), -1, np.int16)
+    out.update(job_index=job_index[first], spin=spin[first], pos=pos[first].astype(np.int16), layout=lay, value=med,
+               n_reps=counts,
                batch=batch,
                n=len(first), dropped_bad=dropped_bad)
     return out, job_meta
@@ -213,7 +221,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     if dropped_bad:
         warnings.append(f"{dropped_bad} samples with a non-finite per_call were ignored")
     spins = pd.DataFrame({c: _categorical(parts, c) for c in KEY_COLUMNS})
-    for c in ("job_index", "spin", "pos", "value", "n_reps", "batch"):
+    for c in ("job_index", "spin", "pos", "layout", "value", "n_reps", "batch"):
         spins[c] = np.concatenate([p[c] for p in parts])
     jobs = pd.DataFrame(job_rows)
     no_meta = int((~jobs["has_metadata"]).sum())

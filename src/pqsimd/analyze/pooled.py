@@ -56,8 +56,12 @@ class JobSummary:
     constant: bool  # every spin median of the group has the same value (zero spread in all jobs)
 
 
-def job_summary(values: np.ndarray, job: np.ndarray | None = None) -> JobSummary:
-    """Summaries of one group. ``values``: spin medians (> 0), either (J, S) or flat with ``job`` labels."""
+def job_summary(values: np.ndarray, job: np.ndarray | None = None, layout: np.ndarray | None = None) -> JobSummary:
+    """Summaries of one group. ``values``: spin medians (> 0), either (J, S) or flat with ``job`` labels.
+    With ``layout`` (the laid-out copy of each spin), a job's log median is the mean over its copies
+    of each copy's log median, and its sampling variance that of the mean."""
+    if layout is not None and job is not None:
+        return _laid_out_summary(np.asarray(values, dtype=np.float64), np.asarray(job), np.asarray(layout))
     v = np.asarray(values, dtype=np.float64)
     if job is None:
         if v.ndim != 2:
@@ -82,6 +86,22 @@ def job_summary(values: np.ndarray, job: np.ndarray | None = None) -> JobSummary
         se = np.array([median_se(np.log(r)) for r in rows])
     se = np.where(np.isfinite(se), se, 0.0)  # one spin: no within-job information (counted as 0)
     return JobSummary(np.log(med), se**2, np.array([r.size for r in rows]), bool(np.ptp(allv) == 0))
+
+
+def _laid_out_summary(v: np.ndarray, job: np.ndarray, layout: np.ndarray) -> JobSummary:
+    if not v.size or not np.all(np.isfinite(v)) or v.min() <= 0:
+        raise ValueError("spin medians must be finite and > 0 (ratios and logs need positive values)")
+    logs, var, n = [], [], []
+    for j in np.unique(job):
+        in_job = job == j
+        per_copy = [np.log(v[in_job & (layout == c)]) for c in np.unique(layout[in_job])]
+        meds = np.array([np.median(x) for x in per_copy])
+        se = np.array([median_se(x[None, :])[0] if x.size > 1 else 0.0 for x in per_copy])
+        se = np.where(np.isfinite(se), se, 0.0)
+        logs.append(meds.mean())
+        var.append(float(np.sum(se**2)) / meds.size**2)
+        n.append(int(in_job.sum()))
+    return JobSummary(np.array(logs), np.array(var), np.array(n), bool(np.ptp(v) == 0))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,87 @@
+"""What code layout does to a study: the layout variance component of each group, and the check on
+comparisons of identical code.
+
+Layout component. With randomized layouts (run/layouts.py) each job times N copies of every build,
+spins alternating between them, at the same moments: the spread of one job's copy medians is the
+layout's effect plus the copy medians' sampling error. By the method of moments on log copy
+medians m_jl (job j, copy l) with sampling variances se²_jl:
+
+    layout_var = max(0, mean_j [ var_l(m_jl) - mean_l se²_jl ])
+
+`layout_sd` = sqrt(layout_var) (log scale, ~ a relative SD), `layout_share` = layout_var over
+layout_var + the job-to-job variance of the job values: how much of what the intervals cover
+comes from where the linker put the code. A point estimate, like icc (no interval is claimed).
+
+Identical code. Comparisons whose two builds run the same instructions for the op (verify/codehash.py:
+the same normalized instructions in the op's call tree) have a true speedup of 1 up to layout; their
+verdicts are a calibration check of the whole method, never an answer (a verdict always comes from
+the timings).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+
+def layout_component(group) -> dict:
+    nan = float("nan")
+    out = {"n_layouts": 0, "layout_sd": nan, "layout_share": nan}
+    if group.layout is None or group.deterministic or not group.positive:
+        return out
+    lay = np.asarray(group.layout)
+    out["n_layouts"] = int(len({(int(j), int(c)) for j, c in zip(group.job, lay) if c >= 0}))
+    if not group.laid_out:
+        return out
+    from .pooled import median_se
+
+    excess, job_values = [], []
+    for j in np.unique(group.job):
+        in_job = group.job == j
+        per_copy = [np.log(group.values[in_job & (lay == c)]) for c in np.unique(lay[in_job])]
+        meds = np.array([np.median(x) for x in per_copy])
+        job_values.append(meds.mean())
+        if meds.size < 2:
+            continue
+        se2 = np.array([(median_se(x[None, :])[0] if x.size > 1 else 0.0) for x in per_copy]) ** 2
+        se2 = np.where(np.isfinite(se2), se2, 0.0)
+        excess.append(meds.var(ddof=1) - se2.mean())
+    if not excess:
+        return out
+    lv = max(0.0, float(np.mean(excess)))
+    jv = float(np.var(job_values, ddof=1)) if len(job_values) > 1 else nan
+    out["layout_sd"] = math.sqrt(lv)
+    out["layout_share"] = lv / (lv + jv) if np.isfinite(jv) and lv + jv > 0 else nan
+    return out
+
+
+def identical_code(comparisons: pd.DataFrame, code: dict[tuple[str, str, str, str], str]) -> pd.Series:
+    """Per comparison row: both builds run the same instructions for the op (code: (variant, compiler,
+    scheme, op) -> hash of the op's normalized call tree, from the gate records)."""
+    if not len(comparisons) or not code:
+        return pd.Series(False, index=comparisons.index)
+
+    def same(r) -> bool:
+        a = code.get((r["baseline"], r["baseline_compiler"], r["scheme"], r["op"]))
+        b = code.get((r["variant"], r["compiler"], r["scheme"], r["op"]))
+        return a is not None and a == b
+
+    return comparisons.apply(same, axis=1).astype(bool)
+
+
+def identical_code_check(comparisons: pd.DataFrame, gamma: float) -> dict:
+    """The calibration check: of n timed comparisons of identical code, how many got a faster/slower
+    verdict, against what the family's level allows (each such verdict is a miss of its interval:
+    at most about gamma x n are expected)."""
+    rows = comparisons[comparisons["identical_code"] & (comparisons["metric"] == "ticks")] \
+        if "identical_code" in comparisons else comparisons.iloc[:0]
+    wrong = rows[rows["verdict"].isin(["faster", "slower"])]
+    return {
+        "n": int(len(rows)),
+        "verdicts": int(len(wrong)),
+        "expected_at_most": round(float(gamma) * len(rows), 2),
+        "rows": [f"{r.scheme} {r.op} {r.baseline} → {r.variant} ({r.compiler}): {r.verdict} {r.speedup:.3f}×"
+                 for r in wrong.itertuples()],
+    }

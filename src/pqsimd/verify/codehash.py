@@ -1,0 +1,115 @@
+"""Which instructions an op runs, as a hash independent of where the linker put them.
+
+Per build and parameter set, per op: the op's function (driver `where`) and every function it can
+reach by direct calls and jumps, each disassembled (objdump) with addresses taken out: branch and
+call targets become the callee's name (or name+offset inside the function), RIP-relative operands
+keep only the symbol objdump names. Two builds whose op hashes are equal run the same instructions
+(the converse need not hold: an anonymous constant read through a different nearest symbol makes
+identical code look different, never the other way round). analyze/layout.py uses it as a
+calibration check: a timed comparison of identical code must not get a faster/slower verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from pathlib import Path
+
+HEADER = re.compile(r"^([0-9a-f]+) <(.+)>:$")
+INSN = re.compile(r"^\s*([0-9a-f]+):\s*(.*)$")
+TARGET = re.compile(r"\b([0-9a-f]+) <([^>]+)>")
+RIPREL = re.compile(r"-?0x[0-9a-f]+\(%rip\)")
+COMMENT_ADDR = re.compile(r"#\s*[0-9a-f]+\s*(<[^>]+>)")
+BRANCHES = ("call", "jmp", "bl", "b")
+
+
+def disassemble(library: Path, objdump: list[str] | None = None) -> dict[int, tuple[str, list[str]]]:
+    """address -> (name, normalized instructions) of every function in the library's code."""
+    proc = subprocess.run([*(objdump or ["objdump"]), "-d", "--no-show-raw-insn", str(library)],
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode:
+        raise RuntimeError((proc.stderr.strip().splitlines() or ["objdump failed"])[-1])
+    funcs: dict[int, tuple[str, list[str]]] = {}
+    cur: list[str] | None = None
+    for line in proc.stdout.splitlines():
+        m = HEADER.match(line)
+        if m:
+            cur = []
+            funcs[int(m.group(1), 16)] = (m.group(2), cur)
+            continue
+        m = INSN.match(line)
+        if m and cur is not None:
+            cur.append(m.group(2))
+    return funcs
+
+
+def _normalize(insn: str) -> tuple[str, list[int]]:
+    """The instruction without addresses, and the addresses it branches or calls to."""
+    targets = [int(a, 16) for a, _ in TARGET.findall(insn)]
+    text = COMMENT_ADDR.sub(r"\1", insn)
+    text = TARGET.sub(r"<\2>", text)
+    text = RIPREL.sub("(%rip)", text)
+    return " ".join(text.split()), targets
+
+
+def op_hashes(funcs: dict[int, tuple[str, list[str]]], offsets: dict[str, int]) -> dict[str, str]:
+    """op -> sha256 of the normalized instructions of its call tree (offsets: op -> its function)."""
+    norm: dict[int, tuple[str, list[str], list[int]]] = {}
+    for addr, (name, insns) in funcs.items():
+        lines, calls = [], []
+        for i in insns:
+            t, tg = _normalize(i)
+            lines.append(t)
+            if t.split(" ", 1)[0].split(".", 1)[0] in BRANCHES or t.startswith(("call", "jmp")):
+                calls += [a for a in tg if a in funcs and a != addr]
+        norm[addr] = (re.sub(r"\.(constprop|isra|part|cold)\.\d+", "", name), lines, calls)
+    out = {}
+    for op, start in offsets.items():
+        if start not in norm:
+            continue
+        seen, todo = set(), [start]
+        while todo:
+            a = todo.pop()
+            if a in seen:
+                continue
+            seen.add(a)
+            todo += norm[a][2]
+        h = hashlib.sha256()
+        # the op's own function first, then its callees by name: order of the linker never matters
+        for a in [start] + sorted(seen - {start}, key=lambda x: (norm[x][0], norm[x][1])):
+            name, lines, _ = norm[a]
+            h.update((name if a != start else "<op>").encode() + b"\n" + "\n".join(lines).encode() + b"\n\n")
+        out[op] = h.hexdigest()
+    return out
+
+
+def build_hashes(driver: Path, build, schemes: list[str], launcher: list[str] | tuple = (),
+                 objdump: list[str] | None = None) -> dict[str, dict[str, str]]:
+    """scheme -> op -> hash for one build (pqsimd.build.Build), cached beside it (its binary never
+    changes under its cache folder); {} when the library cannot be read."""
+    import json
+
+    from ..errors import PqsimdError
+    from ..layout import op_offsets
+
+    cache = build.directory / "code.json"
+    try:
+        have = json.loads(cache.read_text())
+    except (OSError, ValueError):
+        have = {}
+    want = [s for s in schemes if s in build.schemes and s not in have]
+    if want:
+        try:
+            funcs = disassemble(build.library, objdump)
+            for s in want:
+                have[s] = op_hashes(funcs, op_offsets(driver, build.library, s, launcher))
+        except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError, PqsimdError):
+            return {s: have[s] for s in schemes if s in have}  # no hashes: no check, never a failed study
+        try:
+            tmp = cache.with_name(f".code.json.{id(have)}")
+            tmp.write_text(json.dumps(have))
+            tmp.replace(cache)
+        except OSError:
+            pass
+    return {s: have[s] for s in schemes if s in have}
