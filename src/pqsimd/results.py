@@ -332,6 +332,31 @@ class Study:
                 f"with a true speedup of 1 ({counts}); intervals excluding 1: "
                 f"{100 * float(a.get('ci_excludes_1') or 0):.1f}%")
 
+    def layout_note(self) -> str:
+        """How the code was laid out and what layout did (summary layout, identical_code), in one line."""
+        lay = self.summary.get("layout") or {}
+        if not lay:
+            return "not recorded (results of an older pqsimd: every job loaded the builds as linked)"
+        if lay.get("mode") != "random":
+            return str(lay.get("note") or "fixed")
+        text = f"randomized per job, {lay.get('copies_per_job')} copies of every build per job"
+        if lay.get("median_layout_sd") is not None:
+            text += (f"; layout SD median {100 * lay['median_layout_sd']:.1f}%, largest {100 * lay['max_layout_sd']:.1f}%, "
+                     f"above 1% in {lay.get('groups_above_1pct', 0)} of {lay.get('groups_with_layouts')} groups")
+        ic = self.summary.get("identical_code") or {}
+        if ic.get("n"):
+            text += (f"; identical code: {ic.get('verdicts', 0)} faster/slower verdict(s) in {ic['n']} comparisons "
+                     f"(at most about {ic.get('expected_at_most', 0):g} expected)")
+        return text
+
+    def layout_table(self, top: int = 15):
+        """Groups ranked by their layout SD (results/groups layout_sd), the most layout-sensitive first."""
+        g = self.groups
+        if g is None or "layout_sd" not in g.columns:
+            return None
+        g = g[g["layout_sd"].notna()].sort_values("layout_sd", ascending=False)
+        return g[["scheme", "op", "variant", "compiler", "median", "n_layouts", "layout_sd", "layout_share"]].head(top)
+
     def jobs_note(self) -> str:
         j = self.summary.get("jobs") or {}
         if not j.get("judged"):

@@ -70,7 +70,10 @@ def write_report(directory, reference: str | None = None, beside: Path | None = 
     port = _optional("portfolio view", "portfolio", "portfolio_parts", ([], []), study, outdir, notes)
     # hand SIMD on each ISA, when results/ has the cross-ISA tables
     cross = _optional("cross-ISA view", "crossisa", "crossisa_parts", ([], [], []), study, outdir, notes)
-    html.write_html(study, outdir, figs, tabs, notes, reference=reference, extra_figures=p2_figs + mix_figs,
-                    extra_tables=p2_tabs + mix_tabs, findings=findings, attribution=attr, portfolio=port,
+    # ops ranked by how much the code's layout moved them
+    lay_figs, lay_tabs = _optional("layout sensitivity", "layout", "layout_parts", ([], []), study, outdir, notes)
+    lay_tabs = [t for t, _ in lay_tabs]
+    html.write_html(study, outdir, figs, tabs, notes, reference=reference,
+                    extra_figures=p2_figs + mix_figs + lay_figs, extra_tables=p2_tabs + mix_tabs + lay_tabs, findings=findings, attribution=attr, portfolio=port,
                     cross_isa=cross)
     return outdir

@@ -210,6 +210,7 @@ def methods(study: Study) -> list[tuple[str, str]]:
                                     f"intervals printed at {fmt.level(fam.get('level'))}: {fam.get('definition', 'n/a')}"
          if fam else g("family")),
         ("A/A check", study.aa_note()),
+        ("code layout", study.layout_note()),
         ("disturbed jobs", study.jobs_note()),
         ("resamples (Cliff's δ interval), seed", f"{g('n_boot')}, {g('seed')}"),
     ]

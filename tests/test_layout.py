@@ -1,0 +1,160 @@
+"""Randomized code and data layout per job (layout.py, run/layouts.py, analyze/layout.py).
+
+Real builds relinked by lld: a copy's record reproduces its bytes and offsets, seeds move the code,
+the gate refuses a copy that behaves differently, the driver clears vector state; a short real
+study of identical code in two layouts; the layout variance component against a known truth."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+
+pytestmark = pytest.mark.skipif(
+    __import__("pqsimd.layout", fromlist=["linker"]).linker() is None, reason="no lld (apt-get install lld-16)")
+
+
+def _link(build) -> list[str]:
+    return json.loads((build.directory / "build.json").read_text())["link"]
+
+
+def _symbol(lib: Path, suffix: str) -> int:
+    out = subprocess.run(["nm", str(lib)], capture_output=True, text=True, check=True).stdout
+    return next(int(line.split()[0], 16) for line in out.splitlines() if line.endswith(suffix))
+
+
+def test_a_copy_is_reproduced_by_its_seed_and_seeds_move_the_code(builds, driver, tmp_path):
+    from pqsimd import layout, store
+
+    ref = builds["ref"]
+    a, b = tmp_path / "a.so", tmp_path / "b.so"
+    pad, _ = layout.relink(_link(ref), 12345, a)
+    layout.relink(_link(ref), 12345, b)
+    assert store.sha256_file(a) == store.sha256_file(b)  # same objects, seed and linker: same bytes
+    assert layout.op_offsets(driver.path, a, "ml-kem-512") == layout.op_offsets(driver.path, b, "ml-kem-512")
+    assert pad.stack % 16 == 0 and pad == layout.Padding.of(12345)
+    # eight seeds put poly_frommsg at more than one offset modulo 64 (the 16-byte effect of the issue)
+    mods = set()
+    for seed in range(1, 9):
+        out = tmp_path / f"s{seed}.so"
+        layout.relink(_link(ref), seed, out)
+        mods.add(_symbol(out, "MLKEM512_CLEAN_poly_frommsg") % 64)
+    assert len(mods) >= 2, mods
+    assert _symbol(a, "MLKEM512_CLEAN_poly_frommsg") != _symbol(builds["ref"].library, "MLKEM512_CLEAN_poly_frommsg")
+
+
+def test_the_copy_gate_passes_a_copy_and_refuses_another_builds_bytes(builds, driver, tmp_path):
+    from pqsimd import layout
+    from pqsimd.verify import layouts as gate
+
+    ref = gate.Reference(driver.path, builds["ref"].library, "ml-kem-512")
+    copy = tmp_path / "copy.so"
+    layout.relink(_link(builds["ref"]), 7, copy)
+    ok, how = gate.check(ref, copy)
+    assert ok and "functions" in how and "answers" in how
+    # a "copy" that is another build's code: its functions differ (caught before any answer is compared)
+    ok, how = gate.check(ref, builds["avx2"].library)
+    assert not ok and "functions differ" in how
+
+
+def test_the_driver_clears_vector_state_and_reads_layout_lines(driver, builds, tmp_path):
+    dis = subprocess.run(["objdump", "-d", str(driver.path)], capture_output=True, text=True, check=True).stdout
+    assert "vzeroupper" in dis
+    lib = builds["ref"].library
+    spec = (f"design paired\nscheme ml-kem-512\nvariant {lib}\nvariant {lib}\nlayouts 2\nstack 0 24\ncpu -1\n"
+            f"op ntt 2 1 0 1 1\n")
+    (tmp_path / "bad.spec").write_text(spec)
+    r = subprocess.run([str(driver.path), "run", str(tmp_path / "bad.spec")], capture_output=True, text=True)
+    assert r.returncode == 2 and "multiple of 16" in r.stderr
+    (tmp_path / "ok.spec").write_text(spec.replace("stack 0 24", "stack 0 2048"))
+    r = subprocess.run([str(driver.path), "run", str(tmp_path / "ok.spec")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = [line.split("\t") for line in r.stdout.splitlines()[1:]]
+    # spin s times copy s mod 2: entries 0 and 1 alternate, one per spin
+    assert [(int(x[1]), int(x[2])) for x in rows] == [(0, 0), (1, 1)]
+
+
+def test_layout_component_recovers_a_known_layout_sd():
+    from pqsimd.analyze.groups import Group
+    from pqsimd.analyze.layout import layout_component
+
+    rng = np.random.default_rng(5)
+    J, L, S = 12, 2, 60
+
+    def group(sd: float) -> Group:
+        vals, job, lay, spin = [], [], [], []
+        for j in range(J):
+            job_effect = rng.normal(0, 0.03)
+            for c in range(L):
+                copy_effect = rng.normal(0, sd)
+                for s in range(S // L):
+                    vals.append(1000 * np.exp(job_effect + copy_effect + rng.normal(0, 0.01)))
+                    job.append(j), lay.append(c), spin.append(2 * s + c)
+        return Group("ticks", "s", "op", "v", "cc", np.array(vals), np.array(job), np.array(spin),
+                     [f"j{j}" for j in range(J)], 1, layout=np.array(lay, np.int16))
+
+    big = layout_component(group(0.05))
+    assert 0.025 < big["layout_sd"] < 0.09 and big["n_layouts"] == J * L
+    none = layout_component(group(0.0))
+    assert none["layout_sd"] < 0.01
+    # the job value is the geometric mean of the copies' medians (each copy weighs alike)
+    g = group(0.05)
+    c0 = np.median(g.values[(g.job == 0) & (g.layout == 0)])
+    c1 = np.median(g.values[(g.job == 0) & (g.layout == 1)])
+    assert g.job_medians[0] == pytest.approx(np.sqrt(c0 * c1))
+
+
+@pytest.fixture(scope="module")
+def twin_study(tmp_path_factory):
+    """ref and its A/A duplicate (the same objects: identical code) in a short study whose every job
+    lays both out anew: identical code in different layouts."""
+    d = tmp_path_factory.mktemp("layout") / "s"
+    r = run_cli("run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--ops", "poly_frommsg,ntt,empty",
+                "--variants", "refnv,ref", "--aa", "ref", "--jobs", "6", "--layouts", "2")
+    assert r.returncode == 0, r.stderr
+    r = run_cli("analyze", d)
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+def test_identical_code_in_two_layouts_gets_no_verdict_and_is_found(twin_study):
+    import pandas as pd
+
+    d = twin_study
+    aa = pd.read_csv(d / "results" / "aa.csv")
+    assert len(aa) == 2 and not aa["verdict"].isin(["faster", "slower"]).any(), aa[["op", "speedup", "verdict"]]
+    s = json.loads((d / "results" / "summary.json").read_text())
+    assert s["layout"]["mode"] == "random" and s["layout"]["copies_per_job"] == 2
+    c = pd.read_csv(d / "results" / "comparisons.csv")
+    # refnv -> ref of poly_frommsg is the same machine code (the issue's audit): found by the gate's hashes
+    row = c[(c["op"] == "poly_frommsg") & (c["baseline"] == "refnv") & (c["variant"] == "ref")]
+    assert bool(row["identical_code"].iloc[0])
+    assert s["identical_code"]["n"] >= 1
+    # every job's raw record names its copies (seed, stack, sha256, offsets) and the copies are gone
+    import pyarrow.parquet as pq
+
+    rec = json.loads(pq.read_schema(next((d / "raw").glob("paired.*.parquet"))).metadata[b"pqsimd.job"])
+    copies = rec["layout"]["builds"]["ref.gcc.ml-kem"]["copies"]
+    assert [c["index"] for c in copies] == [0, 1] and all(c["offsets"]["ml-kem-512"] for c in copies)
+    assert not list((d / "bin" / "layouts").glob("*/*.so"))
+    g = pd.read_csv(d / "results" / "groups.csv")
+    assert (g.loc[g["op"] != "empty", "n_layouts"] == 12).all()
+
+
+def test_layout_fixed_times_the_builds_as_linked(tmp_path):
+    d = tmp_path / "f"
+    r = run_cli("run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--ops", "ntt", "--variants", "ref,avx2",
+                "--layout", "fixed")
+    assert r.returncode == 0, r.stderr
+    assert not (d / "bin" / "layouts").exists() or not any((d / "bin" / "layouts").iterdir())
+    assert run_cli("analyze", d).returncode == 0
+    s = json.loads((d / "results" / "summary.json").read_text())
+    assert s["layout"]["mode"] == "fixed" and "conditional on that one layout" in s["layout"]["note"]
+    # the plan fixed it: a later run cannot switch to random layouts into the same study
+    r = run_cli("run", d, "--layout", "random")
+    assert r.returncode != 0 and "layout" in r.stderr
