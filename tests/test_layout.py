@@ -158,3 +158,42 @@ def test_layout_fixed_times_the_builds_as_linked(tmp_path):
     # the plan fixed it: a later run cannot switch to random layouts into the same study
     r = run_cli("run", d, "--layout", "random")
     assert r.returncode != 0 and "layout" in r.stderr
+
+
+def test_coresidency_interval_is_the_pooled_t_interval():
+    from scipy import stats
+
+    from pqsimd.analyze.coresidency import ratio_interval
+
+    rng = np.random.default_rng(3)
+    lp, la = rng.normal(0.1, 0.05, 10), rng.normal(0.0, 0.05, 3)
+    ratio, lo, hi, df = ratio_interval(lp, la, 0.05)
+    ci = stats.ttest_ind(lp, la, equal_var=True).confidence_interval(0.95)
+    assert (np.log(lo), np.log(hi)) == pytest.approx((ci.low, ci.high)) and df == 11
+    assert np.log(ratio) == pytest.approx(lp.mean() - la.mean())
+    # one alone job: the paired jobs' variance, df = J - 1 (by hand)
+    ratio, lo, hi, df = ratio_interval(lp, la[:1], 0.05)
+    half = stats.t.ppf(0.975, 9) * lp.std(ddof=1) * np.sqrt(1 / 10 + 1)
+    assert df == 9 and np.log(hi) == pytest.approx(lp.mean() - la[0] + half)
+
+
+def test_builds_timed_alone_stay_out_of_the_comparisons(tmp_path):
+    import pandas as pd
+
+    d = tmp_path / "co"
+    r = run_cli("run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--ops", "ntt,poly_tomsg", "--variants",
+                "ref,avx2", "--jobs", "3", "--alone", "2")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (d / "raw").glob("alone.*")) == [
+        f"alone.{v}.gcc.ml-kem-512.{i}.parquet" for v in ("avx2", "ref") for i in (0, 1)]
+    assert run_cli("analyze", d).returncode == 0
+    co = pd.read_csv(d / "results" / "coresidency.csv")
+    assert set(zip(co["op"], co["variant"])) == {(o, v) for o in ("ntt", "poly_tomsg") for v in ("ref", "avx2")}
+    assert (co["n_paired"] == 3).all() and (co["n_alone"] == 2).all() and (co["ci_low"] < co["ratio"]).all()
+    spins = pd.read_parquet(d / "results" / "spins.parquet")
+    assert not spins["job"].astype(str).str.startswith("alone.").any()
+    c = pd.read_csv(d / "results" / "comparisons.csv")
+    assert (c["n_base"] > 0).all() and set(c["variant"]) == {"avx2"}
+    s = json.loads((d / "results" / "summary.json").read_text())
+    assert s["coresidency"]["rows"] == 4
+    assert "co-residency:" in run_cli("show", d).stdout

@@ -77,6 +77,9 @@ def cli() -> None:
                    "seeded order (needs lld); fixed: the builds as linked (verdicts are then about one layout)")
 @click.option("--layouts", type=int, default=None,
               help="layout random: copies of each build per job, spins alternate between them (standard 2)")
+@click.option("--alone", type=int, default=None,
+              help="paired: jobs per build and set that time the build alone in its process, for the "
+                   "paired/alone (co-residency) ratio (standard 1, 0: none)")
 @click.option("--budget", type=Seconds(), default=None,
               help="time per op and job (0.5, 0.5s or 500ms): spins/reps/batch chosen per op")
 @click.option("--job-timeout", "job_timeout", type=Seconds(), default=None,

@@ -7,6 +7,7 @@ which no part can contain, so a composite id names exactly one thing (variant `a
 
     build               <variant>.<compiler>.<family>        DIR/bin/<build>.so, DIR/gate/<build>.json
     timing job          paired.<scheme>.<index>  |  <variant>.<compiler>.<scheme>.<index>
+                        | alone.<variant>.<compiler>.<scheme>.<index> (a paired study's build alone in a process)
     per-build metric    <variant>.<compiler>.<scheme>.<metric>
     exclusion           <variant>.<compiler>.<family>.<scheme>  DIR/excluded/<exclusion>.json
 """
@@ -26,6 +27,7 @@ SAFE_ID = re.compile(rf"^{PART}$")
 # A composite id (a job id read back from plan.json): parts joined by SEP, nothing else.
 COMPOSITE_ID = re.compile(rf"^{PART}(\.{PART})*$")
 PAIRED = "paired"  # the first part of a paired job's id
+ALONE = "alone"  # the first part (and the design) of a job that times one build of a paired study alone
 
 
 def check_id(kind: str, value: Any, where: str, hint: str = "") -> str:
@@ -86,6 +88,8 @@ def build_id(variant: str, compiler: str, family: str) -> str:
 def timing_job_id(design: str, scheme: str, index: int, variant: str | None = None, compiler: str | None = None) -> str:
     if design == PAIRED:
         return _join(PAIRED, scheme, str(index))
+    if design == ALONE:
+        return _join(ALONE, str(variant), str(compiler), scheme, str(index))
     return _join(str(variant), str(compiler), scheme, str(index))
 
 

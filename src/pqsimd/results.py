@@ -349,6 +349,13 @@ class Study:
                      f"(at most about {ic.get('expected_at_most', 0):g} expected)")
         return text
 
+    def coresidency_note(self) -> str:
+        c = self.summary.get("coresidency") or {}
+        if not c.get("rows"):
+            return "not measured (no build timed alone: [study] alone = 0, or results of an older pqsimd)"
+        return (f"{c['rows']} groups timed alone too; paired/alone median {c.get('median_ratio'):.3f}×, "
+                f"{c.get('flagged', 0)} beyond the threshold at {100 * c['level']:.2f}% (worst {c.get('worst')})")
+
     def layout_table(self, top: int = 15):
         """Groups ranked by their layout SD (results/groups layout_sd), the most layout-sensitive first."""
         g = self.groups

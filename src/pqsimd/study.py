@@ -41,6 +41,7 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "isa": ((str,), True),  # the instruction set built and measured (data/isas.toml); default: this host's
     "layout": ((str,), True),  # random: every timing job links its own copies of the builds (layout.py); fixed
     "layouts": ((int,), True),  # copies of each build per timing job (layout = random): spin s times copy s mod N
+    "alone": ((int,), True),  # paired design: jobs per build and scheme that time the build alone (co-residency)
 }
 LAYOUTS = ("random", "fixed")
 MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
@@ -77,6 +78,7 @@ class Study:
     isa: str = ""  # resolved to the host's ISA when not given
     layout: str = "random"
     layouts: int = 2
+    alone: int = 0
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
 
@@ -118,7 +120,7 @@ class Study:
             "budget": self.budget, "min_spins": self.min_spins, "min_reps": self.min_reps,
             "max_spins": self.max_spins, "seed": self.seed, "source": self.source, "max_call_s": self.max_call_s,
             "variant_defs": {v: _measured(self.variant_defs[v]) for v in self.variants if v in self.variant_defs},
-            "isa": self.isa, "layout": self.layout, "layouts": self.layouts,
+            "isa": self.isa, "layout": self.layout, "layouts": self.layouts, "alone": self.alone,
         }
 
     def to_toml(self) -> str:
@@ -235,6 +237,8 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         # planned before layouts were randomized: its jobs loaded the builds as linked, so must new ones
         stored_study.setdefault("layout", "fixed")
         stored_study.setdefault("layouts", 1)
+    if plan and isinstance(plan.get("settings"), dict) and "alone" not in plan["settings"]:
+        stored_study.setdefault("alone", 0)  # planned before co-residency was measured
     _check_types(stored_study, where)
     cli = {k: v for k, v in overrides.items() if v is not None}
     if "metric" in cli:
@@ -297,6 +301,10 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         raise PqsimdError(f"--job-timeout must be a time in seconds (0: none), got {merged['job_timeout']!r}")
     if merged.get("layout", "random") not in LAYOUTS:
         raise PqsimdError(f"--layout must be one of {', '.join(LAYOUTS)}, got {merged.get('layout')!r}")
+    if "alone" in merged:
+        _positive("alone", merged["alone"], 0)
+        if merged["alone"] and merged.get("design", "paired") != "paired":
+            merged["alone"] = 0  # the separate design times every build alone already
     if "layouts" in merged:
         _positive("layouts", merged["layouts"], 1)
         if merged["layouts"] > 64:

@@ -25,6 +25,7 @@ from .methods import methods
 from .groups import EXACT_METRICS, MIN_TSC_STEPS, build_groups, describe, flag_carryover, short_samples
 from .load import load_spins, not_timed_variants
 from .settings import Settings, read_study_toml, resolve
+from . import coresidency as coresidency_mod
 from . import layout as layout_mod
 from .write import write_json, write_spins, write_table
 from ..studydir import StudyDir
@@ -272,6 +273,22 @@ def _job_diagnostics(groups: dict, comparisons: pd.DataFrame, threshold: float, 
     return jobs_mod.table(rows)
 
 
+def _split_alone(data) -> pd.DataFrame:
+    """Take the alone jobs (design "alone", run/plan.py) out of the study's spins and jobs; return their spins."""
+    alone = set(data.jobs.loc[data.jobs["design"] == "alone", "job"]) if len(data.jobs) else set()
+    if not alone:
+        return data.spins.iloc[:0]
+    mask = data.spins["job"].astype(str).isin(alone).to_numpy()
+    out = data.spins[mask].copy()
+    data.spins = data.spins[~mask].copy()
+    for df in (out, data.spins):
+        for c in df.columns:
+            if isinstance(df[c].dtype, pd.CategoricalDtype):
+                df[c] = df[c].cat.remove_unused_categories()
+    data.jobs = data.jobs[~data.jobs["job"].isin(alone)].reset_index(drop=True)
+    return out
+
+
 def _code_hashes(directory: Path) -> dict[tuple[str, str, str, str], str]:
     """(variant, compiler, scheme, op) -> hash of the op's instructions, from the gate records."""
     out = {}
@@ -329,6 +346,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         return results
     data = load_spins(directory, pool_cpu_models=settings.pool_cpu_models)
     warnings = list(data.warnings)
+    alone_spins = _split_alone(data)  # a paired study's builds timed alone: co-residency, not its groups
     t_load = time.perf_counter()
     ops_order = _ops_order(study, ctx)
 
@@ -390,6 +408,11 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
                         f"build with its duplicate got a faster/slower verdict (see aa.csv)")
     t_aa = time.perf_counter()
 
+    co_table, co_rec = coresidency_mod.coresidency(groups, build_groups(alone_spins) if len(alone_spins) else {},
+                                                   settings.alpha, settings.threshold)
+    if co_rec.get("flagged"):
+        warnings.append(f"co-residency: {co_rec['flagged']} of {co_rec['rows']} groups run at another speed beside the "
+                        f"study's other builds than alone (worst: {co_rec['worst']}; results/coresidency.csv)")
     identical = layout_mod.identical_code_check(main, fam.gamma) if len(main) else {"n": 0, "verdicts": 0}
     if identical.get("verdicts"):
         warnings.append(f"identical code: {identical['verdicts']} of {identical['n']} timed comparisons of builds that "
@@ -460,6 +483,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
             for ext in ("csv", "parquet"):
                 (results / f"{name}.{ext}").unlink(missing_ok=True)
     write_table(aa_table if len(aa_table) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "aa")
+    write_table(co_table, results, "coresidency")
     warnings += mix.write_mix_results(directory, results, groups=groups_df, chain=ctx["chain"], core_per_tsc=cpt,
                                       families=ctx["families"], isa=ctx["isa"])
 
@@ -512,6 +536,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         },
         "aa_check": aa_summary,
         "identical_code": identical,
+        "coresidency": co_rec,
         "layout": _layout_record(directory, laid),
         "ablations": [{"implementation": a.implementation, "groups": list(a.groups),
                        "cells": {v: sorted(c) for v, c in a.cells.items()}} for a in ablations],

@@ -107,6 +107,8 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
         con.print(Text(f"A/A: {study.aa_note()}", style="dim"))
     if study.summary.get("layout"):
         con.print(Text(f"layout: {study.layout_note()}", style="dim"))
+    if (study.summary.get("coresidency") or {}).get("rows"):
+        con.print(Text(f"co-residency: {study.coresidency_note()}", style="dim"))
     for fam in study.families:
         con.print(Text(fam.title, style="bold underline"))
         for comp in compilers:

@@ -62,6 +62,12 @@ def job_builds(sd: StudyDir, study: study_mod.Study, job: dict) -> list[tuple[st
     if job.get("design", study.design) == "separate":
         bid = build_id(job["variant"], job["compiler"], fam)
         return [] if sd.exclusion(bid, job["scheme"]) else [(bid, job["variant"], job["compiler"])]
+    if job.get("design") == "alone":  # one build of a paired study, alone in its process: if the paired jobs time it
+        bid = build_id(job["variant"], job["compiler"], fam)
+        g = sd.read_gate(bid)
+        ok = g and job["scheme"] in (g.get("passed_schemes") or []) and sd.variant_path(bid).exists() \
+            and not sd.exclusion(bid, job["scheme"]) and job["variant"] in study.variants
+        return [(bid, job["variant"], job["compiler"])] if ok else []
     out = []
     for v in study.variants:
         for c in compilers:

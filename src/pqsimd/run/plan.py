@@ -3,6 +3,9 @@
 separate design: a job is one build (variant × compiler) of one scheme, one process each.
 paired design:   a job is one scheme; its process holds every build of the scheme's family
                  (all variants of all compilers, so cross-compiler comparisons are paired too).
+                 With `alone` = N, rounds 0..N-1 also hold one job per build and scheme that times
+                 that build alone in its process (design "alone", same protocol): the paired/alone
+                 ratio says what sharing a process costs (analyze/coresidency.py).
 
 Round r holds job r of every group, shuffled, so groups interleave in time and a slow phase of
 the machine hits all of them alike. The plan fixes the study's measurement settings: a later run
@@ -27,12 +30,16 @@ def make_plan(study, compilers: list[str]) -> dict:
     for r in range(study.jobs):
         if study.design == "paired":
             rnd = [{"scheme": s} for s in study.schemes]
+            if r < getattr(study, "alone", 0):
+                rnd += [{"scheme": s, "variant": v, "compiler": c, "alone": True}
+                        for v in study.variants for c in compilers for s in study.schemes]
         else:
             rnd = [{"scheme": s, "variant": v, "compiler": c} for v in study.variants for c in compilers for s in study.schemes]
         rng.shuffle(rnd)
         for j in rnd:
-            order.append({"id": job_id(study.design, j["scheme"], r, j.get("variant"), j.get("compiler")),
-                          **j, "index": r, "round": r, "design": study.design})
+            design = "alone" if j.pop("alone", False) else study.design
+            order.append({"id": job_id(design, j["scheme"], r, j.get("variant"), j.get("compiler")),
+                          **j, "index": r, "round": r, "design": design})
     return {"version": PLAN_VERSION, "seed": study.seed, "design": study.design, "jobs_per_group": study.jobs,
             "compilers": list(compilers), "settings": study.measurement_settings(), "jobs": order}
 

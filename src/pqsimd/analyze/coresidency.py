@@ -1,0 +1,70 @@
+"""Co-residency: what sharing a process with the study's other builds does to a build's time.
+
+A paired study (`[study] alone` = N) also times every build alone in its process, N jobs per build
+and parameter set, with the same protocol (warm-up, batches, its own laid-out copies), interleaved
+with the paired jobs. Per (scheme, op, variant, compiler) the ratio paired/alone of the geometric
+means of the job values (> 1: slower beside the other builds; hand-written AVX2 returning with
+dirty upper YMM halves is one known mechanism, which the driver's vzeroupper between builds cuts)
+and its interval: a two-sample t interval on log job values with the variance pooled across the
+paired and the alone jobs (with one alone job, the paired jobs' variance alone: the alone job is
+assumed to vary like a paired one), Bonferroni over the rows measured. A row is flagged when its
+interval lies entirely beyond the study's threshold. Coverage: bench/bench_coresidency.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+COLUMNS = ["metric", "scheme", "op", "variant", "compiler", "n_paired", "n_alone", "ratio", "ci_low", "ci_high",
+           "ci_level", "df", "flagged", "note"]
+
+
+def ratio_interval(lp: np.ndarray, la: np.ndarray, gamma: float) -> tuple[float, float, float, float]:
+    """(ratio, low, high, df) of exp(mean lp - mean la) at level 1 - gamma; nan when not estimable."""
+    jp, ja = lp.size, la.size
+    if jp < 2 or ja < 1:
+        return math.nan, math.nan, math.nan, math.nan
+    if ja >= 2:
+        df = jp + ja - 2
+        s2 = ((jp - 1) * lp.var(ddof=1) + (ja - 1) * la.var(ddof=1)) / df
+    else:
+        df = jp - 1
+        s2 = lp.var(ddof=1)
+    d = float(lp.mean() - la.mean())
+    half = float(stats.t.ppf(1 - gamma / 2, df)) * math.sqrt(s2 * (1 / jp + 1 / ja))
+    return math.exp(d), math.exp(d - half), math.exp(d + half), float(df)
+
+
+def coresidency(groups: dict, alone: dict, alpha: float, threshold: float) -> tuple[pd.DataFrame, dict]:
+    """groups: the study's (paired) groups; alone: the groups of its alone jobs (analyze/groups.build_groups)."""
+    pairs = [(k, groups[k], g) for k, g in alone.items()
+             if k[0] == "ticks" and k in groups and g.positive and groups[k].positive]
+    if not pairs:
+        return pd.DataFrame(columns=COLUMNS), {"measured": bool(alone), "rows": 0}
+    m = len(pairs)
+    gamma = alpha / m
+    rows = []
+    for (metric, scheme, op, variant, compiler), pg, ag in pairs:
+        lp, la = np.log(pg.job_medians), np.log(ag.job_medians)
+        ratio, lo, hi, df = ratio_interval(lp, la, gamma)
+        flagged = bool(np.isfinite(lo) and (lo > 1 + threshold or hi < 1 / (1 + threshold)))
+        note = "" if np.isfinite(ratio) else "fewer than 2 paired jobs: no interval"
+        if la.size == 1 and np.isfinite(ratio):
+            note = "one alone job: its variance taken from the paired jobs"
+        rows.append({"metric": metric, "scheme": scheme, "op": op, "variant": variant, "compiler": compiler,
+                     "n_paired": int(lp.size), "n_alone": int(la.size), "ratio": ratio, "ci_low": lo, "ci_high": hi,
+                     "ci_level": 1 - gamma, "df": df, "flagged": flagged, "note": note})
+    df_ = pd.DataFrame(rows, columns=COLUMNS)
+    finite = df_[np.isfinite(df_["ratio"])]
+    worst = finite.iloc[int(np.argmax(np.abs(np.log(finite["ratio"]))))] if len(finite) else None
+    rec = {"measured": True, "rows": int(len(df_)), "flagged": int(df_["flagged"].sum()), "level": 1 - gamma,
+           "median_ratio": float(finite["ratio"].median()) if len(finite) else None,
+           "worst": (f"{worst.scheme} {worst.op} {worst.variant} ({worst.compiler}) {worst.ratio:.3f}× "
+                     f"[{worst.ci_low:.3f}, {worst.ci_high:.3f}]") if worst is not None else None,
+           "method": "paired/alone ratio of geometric means of job values; pooled-variance t interval on logs, "
+                     "Bonferroni over the rows; flagged when the interval lies beyond the threshold"}
+    return df_, rec
