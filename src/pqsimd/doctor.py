@@ -145,6 +145,12 @@ def _tools() -> list[Finding]:
     if missing:
         out.append(Finding("compiler matrix", None, f"not installed: {', '.join(missing)}",
                            f"apt-get install {' '.join(missing)}  (any other toolchain: --cc id=/path/to/cc)"))
+    from . import layout
+
+    lld = layout.linker()
+    out.append(Finding("lld (randomized layout)", lld is not None, lld or "missing",
+                       "" if lld else f"apt-get install {layout.settings()['package']} (every timing job links its own "
+                                      f"copies of the builds), or run with --layout fixed"))
     vg = shutil.which("valgrind")
     out.append(Finding("valgrind", None if vg is None else True, vg or "missing",
                        "" if vg else "apt-get install valgrind (needed for --metric instructions and mix)"))
