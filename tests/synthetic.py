@@ -143,7 +143,10 @@ def make_synthetic_study(
                 cols["warmup"].append(np.repeat(spin_ids < 0, reps))
 
     def write(job: str, j: int, scheme: str, cols: dict, variants_in: list[str], compiler: str) -> None:
-        arrays = [pa.array(np.concatenate(cols[f.name]), type=f.type) for f in RAW_SCHEMA]
+        n = sum(len(x) for x in cols["per_call"])
+        # a column the synthetic study does not set (layout: fixed) is null, as the engine writes it
+        arrays = [pa.array(np.concatenate(cols[f.name]), type=f.type) if cols[f.name] else pa.nulls(n, f.type)
+                  for f in RAW_SCHEMA]
         table = pa.Table.from_arrays(arrays, schema=RAW_SCHEMA)
         meta = {
             "id": job, "variant": variants_in[0] if design == "separate" else None, "variants": variants_in,

@@ -258,6 +258,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
     except OSError as e:
         raise PqsimdError(f"job {job_id}: {os_problem(e)}") from None
     spec_file = Path(tmp).with_suffix(".spec")
+    written = False
     cmd = [*child.launcher_of(study), str(driver), "run", str(spec_file)]
     try:
         spec_file.write_text(text)
@@ -331,10 +332,12 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
         }
         sd.supersede(job_id)  # a run of this job without a build the study has now, or a broken file
         path = sd.write_raw(job_id, table, record)
-        layouts.discard(sd, job_id)
+        written = True
         return path
     except OSError as e:  # a full disk, a read-only directory: this job fails, the run goes on
         raise PqsimdError(f"job {job_id}: {os_problem(e)}") from None
     finally:
         Path(tmp).unlink(missing_ok=True)
         spec_file.unlink(missing_ok=True)
+        if written:  # after the temporaries: a kill in between leaves nothing of the finished job behind
+            layouts.discard(sd, job_id)

@@ -52,9 +52,10 @@ def _current(rec: dict | None, bid: str, base_sha: str, n: int) -> bool:
     return all(Path(c["path"]).exists() and store.sha256_file(Path(c["path"])) == c["sha256"] for c in b["copies"])
 
 
-def prepare(sd: StudyDir, study, jobs: list[dict], passing, console) -> None:
+def prepare(sd: StudyDir, study, jobs: list[dict], console=None) -> None:
     """Make and gate the copies of every job in `jobs` that lacks them (PqsimdError if a copy fails
-    its gate: a linker that changes behaviour must stop the study, never be timed)."""
+    its gate: a linker that changes behaviour must stop the study, never be timed). Each build's link
+    (its objects in the build cache) is the one the manifest recorded."""
     if not randomized(study) or not jobs:
         return
     from ..verify import layouts as gate
@@ -62,12 +63,7 @@ def prepare(sd: StudyDir, study, jobs: list[dict], passing, console) -> None:
 
     layout.require_linker()
     n = copies_per_job(study)
-    links = {}
-    for b in passing:
-        try:
-            links[b.id] = json.loads((b.directory / "build.json").read_text()).get("link")
-        except (OSError, ValueError):
-            links[b.id] = None
+    links = {bid: (b or {}).get("link") for bid, b in (sd.read_manifest().get("builds") or {}).items()}
     launcher = list(study_launcher(study))
     driver = sd.driver_path
     work = []  # (job, bid, base, base_sha, [(i, seed, out)])
@@ -83,7 +79,8 @@ def prepare(sd: StudyDir, study, jobs: list[dict], passing, console) -> None:
             work.append((job, bid, base, sha))
     if not work:
         return
-    console.print(f"layouts: {len(work) * n} copies for {len({w[0]['id'] for w in work})} jobs "
+    say = console.print if console is not None else (lambda *a, **k: None)
+    say(f"layouts: {len(work) * n} copies for {len({w[0]['id'] for w in work})} jobs "
                   f"({n} per build and job, relinked by {Path(layout.linker() or '?').name}), each gated")
     refs: dict[tuple[str, str], gate.Reference] = {}
 
@@ -136,7 +133,7 @@ def prepare(sd: StudyDir, study, jobs: list[dict], passing, console) -> None:
         store.atomic_write_json(job_dir(sd, job_id) / RECORD, rec)
     fixed = sorted({(c["build"], c["fixed"]) for _, _, e in done for c in e["copies"] if c["fixed"]})
     for bid, why in fixed:
-        console.print(f"[yellow]layout fixed[/yellow] {bid}: {why}; its jobs time the build as linked", soft_wrap=True,
+        say(f"[yellow]layout fixed[/yellow] {bid}: {why}; its jobs time the build as linked", soft_wrap=True,
                       markup=True)
 
 
@@ -165,6 +162,10 @@ def entries(sd: StudyDir, study, job_id: str, builds: list[tuple[str, str, str]]
                                                           "fixed": "built on the node"} for i, p in enumerate(pads)]}
             continue
         base = sd.variant_path(bid)
+        if base.exists() and not _current(rec, bid, store.sha256_file(base), n):
+            # a job run on its own (`pqsimd job`, a SLURM task run again): its copies are made here
+            prepare(sd, study, [sd.find_job(job_id)])
+            rec = read(sd, job_id)
         if not base.exists() or not _current(rec, bid, store.sha256_file(base), n):
             raise PqsimdError(f"job {job_id}: the laid-out copies of {bid} are missing or stale; "
                               f"run {command('run', sd.path)} (it makes them before the jobs)")

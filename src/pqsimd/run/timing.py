@@ -29,7 +29,7 @@ def run(sd: StudyDir, study, ctx: Context) -> bool:
                      f"the old files move to {sd.superseded_dir})" if again else ""))
     from . import layouts
 
-    layouts.prepare(sd, study, [j.info for j in todo], ctx.passing, console)
+    layouts.prepare(sd, study, [j.info for j in todo], console)
     if ctx.executor == "slurm":
         from .slurm import submit
 
