@@ -39,6 +39,7 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "max_call_s": ((float, int), True),  # an op whose one call (the gate's op check) takes longer is not timed  # A/A: these variants built a second time (ids.aa_variant_id) and timed beside them
     "ablation": ((bool,), False),  # the families' ablation cells are the study's variants (ablation.py)
     "isa": ((str,), True),  # the instruction set built and measured (data/isas.toml); default: this host's
+    "timer_quantum": ((int,), True),  # the driver rounds every clock read down to a multiple of it (0: none)
 }
 MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
 
@@ -72,6 +73,7 @@ class Study:
     max_call_s: float | None = None  # None or 0: no cap
     ablation: bool = False
     isa: str = ""  # resolved to the host's ISA when not given
+    timer_quantum: int = 0  # --timer-quantum TICKS: a deliberately coarse clock (0: the clock as it is)
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
 
@@ -113,7 +115,7 @@ class Study:
             "budget": self.budget, "min_spins": self.min_spins, "min_reps": self.min_reps,
             "max_spins": self.max_spins, "seed": self.seed, "source": self.source, "max_call_s": self.max_call_s,
             "variant_defs": {v: _measured(self.variant_defs[v]) for v in self.variants if v in self.variant_defs},
-            "isa": self.isa,
+            "isa": self.isa, "timer_quantum": self.timer_quantum,
         }
 
     def to_toml(self) -> str:
@@ -270,7 +272,8 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     merged["cc"] = parse_cc(merged.get("cc", ["gcc"]))
     merged["batch"] = str(merged.get("batch", "auto"))
     for key, minimum in (("jobs", 1), ("spins", 1), ("reps", 1), ("warmup", 0), ("batch_target", 1),
-                         ("warmup_ns", 0), ("min_spins", 1), ("min_reps", 1), ("max_spins", 1)):
+                         ("warmup_ns", 0), ("min_spins", 1), ("min_reps", 1), ("max_spins", 1),
+                         ("timer_quantum", 0)):
         if key in merged:
             _positive(key, merged[key], minimum)
     if merged.get("budget") is not None:

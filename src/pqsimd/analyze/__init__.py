@@ -22,7 +22,8 @@ from .compare import AA_STAGE, compare_all, draw_jobs, public, study_blocks, stu
 from .compare import COLUMNS as COMPARISON_COLUMNS
 from .decompose import decompose
 from .methods import methods
-from .groups import EXACT_METRICS, MIN_TSC_STEPS, build_groups, describe, flag_carryover, short_samples
+from .groups import (EXACT_METRICS, MIN_CLOCK_STEPS, attach_resolution, build_groups, describe, flag_carryover,
+                     short_samples)
 from .load import load_spins, not_timed_variants
 from .settings import Settings, read_study_toml, resolve
 from .write import write_json, write_spins, write_table
@@ -303,6 +304,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     ops_order = _ops_order(study, ctx)
 
     groups = build_groups(data.spins)
+    attach_resolution(groups, data.spins, data.jobs)
     present = sorted(str(v) for v in data.spins["variant"].unique())
     variants = _variants(study, present, chain)
     compilers = list(dict.fromkeys([*ctx["compilers"], *sorted(str(c) for c in data.spins["compiler"].unique())]))
@@ -383,9 +385,10 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     short = groups_df[(groups_df["short_jobs"] > 0) & ~groups_df["op"].isin(self_checks)]
     if len(short):
         warnings.append(f"short samples in {len(short)} group(s) (e.g. {short['scheme'].iloc[0]} {short['op'].iloc[0]} "
-                        f"{short['variant'].iloc[0]}): their samples last fewer than {MIN_TSC_STEPS} TSC steps, so "
-                        "quantization alone moves a ratio by about the threshold; time them with --batch auto "
-                        "(see groups.short_jobs)")
+                        f"{short['variant'].iloc[0]}): their samples last fewer than {MIN_CLOCK_STEPS:,} clock steps (the "
+                        "budget could not afford more calls, or a fixed --batch), so their resolution is coarser than "
+                        "0.1% (groups.resolution_rel; intervals are widened by it); a larger --budget, or --batch auto, "
+                        "lengthens them (see groups.short_jobs)")
     self_check = self_check_record(groups_df, self_checks)
     if self_check.get("outside"):
         w = abs(self_check["worst"])
