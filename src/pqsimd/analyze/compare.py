@@ -415,11 +415,10 @@ def finish_family(df: pd.DataFrame, settings: Settings,
                 why = f"exact ratio: {why}"
         if iv.res > 0:
             cols["resolution_limited"][i] = iv.resolution_limited
-            widened = f"widened ±{math.expm1(iv.res):.2%} for the clock's resolution"
-            why = f"{why} ({widened}{'; resolution-limited' if iv.resolution_limited else ''})"
             if iv.resolution_limited:
-                note = "; ".join(x for x in (note, f"resolution-limited: the clock's step, not the jobs' spread, "
-                                                   f"sets this interval ({widened}); more calls per sample narrow it") if x)
+                note = "; ".join(x for x in (note, f"resolution-limited: the clock's step, not the jobs' spread, sets "
+                                                   f"this interval (widened ±{math.expm1(iv.res):.2%} for it); more "
+                                                   "calls per sample narrow it") if x)
         cols["verdict"][i], cols["reason"][i] = v, why
         mde, mnote = _mde(cols, ev, fam.gamma, settings.threshold)
         cols["mde"][i] = mde

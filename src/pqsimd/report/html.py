@@ -196,6 +196,7 @@ def methods(study: Study) -> list[tuple[str, str]]:
         ("warm-up", warm),
         ("carry-over between builds", carry),
         ("power", study.power_note() or "no comparison is inconclusive (~)"),
+        ("clock and resolution", study.clock_note() or "not recorded (re-run pqsimd analyze)"),
         ("jobs per group, J", span(sm.get("jobs_per_group"))),
         ("spin medians per group (J × S)", span(sm.get("spins_per_group"))),
         ("repetitions per spin, R", sm.get("reps_per_spin")),
