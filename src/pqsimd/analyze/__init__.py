@@ -354,7 +354,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     attribution_mod.check(attr)
     t_cmp = time.perf_counter()
     aa_table, aa_summary = aa_record(comparisons, aa_pairs, data.spins, settings, ops_order, priors, self_checks,
-                                     ctx["design"], fam)
+                                     ctx["design"], fam, jobs=data.jobs)
     if aa_summary.get("false_verdicts"):
         warnings.append(f"A/A check: {aa_summary['false_verdicts']} of {aa_summary['comparisons']} comparisons of a "
                         f"build with its duplicate got a faster/slower verdict (see aa.csv)")
@@ -362,7 +362,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
 
     n_na = int((main["verdict"] == "n/a").sum()) if len(main) else 0
     if n_na:
-        warnings.append(f"{n_na} comparison(s) have verdict n/a: no data on one side, or spin medians <= 0 "
+        warnings.append(f"{n_na} comparison(s) have verdict n/a: no data on one side, or job medians <= 0 "
                         "(below timer resolution); see column reason")
     disturbed = jobs_table[jobs_table["disturbed"].astype(bool)] if len(jobs_table) else jobs_table
     if len(disturbed):
