@@ -88,14 +88,16 @@ def test_widened_intervals_give_the_verdict_their_decision_p_gives():
                     assert got == "~", (p, v, got, gamma, res)
 
 
-def test_every_interval_is_at_least_its_resolution_wide_and_covers_the_unquantized_truth(tmp_path):
+@pytest.mark.parametrize("design", ["paired", "separate"])
+def test_every_interval_is_at_least_its_resolution_wide_and_covers_the_unquantized_truth(tmp_path, design):
     """Ops of 20 and 8.1 ticks per call on a clock read whole (batch 1, no noise to speak of): every
-    job reads 20 and 8, so every job ratio is 2.5 and the order-statistic interval was the point
-    [2.5, 2.5], missing the true 20 / 8.1 = 2.469. Widened by the lattice steps it covers it, says
-    it is resolution-limited, and no interval is narrower than the resolution; the groups too."""
+    job reads 20 and 8, so every job ratio is 2.5 and the interval was the point [2.5, 2.5] (paired:
+    order statistics; separate: 'exact', no spread in any job), missing the true 20 / 8.1 = 2.469.
+    Widened by the lattice steps it covers it, says it is resolution-limited, and no interval is
+    narrower than the resolution; the groups too."""
     d = make_synthetic_study(tmp_path / "q", variants=("ref", "avx2"), ops=("ntt",), jobs=6, spins=20, reps=5,
                              medians={"ref": 20.0, "avx2": 8.1}, spin_sigma=1e-5, rep_sigma=1e-5, outlier_rate=0.0,
-                             design="paired", overhead=20.0, analysis={"n_boot": 200})
+                             design=design, overhead=20.0, analysis={"n_boot": 200})
     res = analyze_study(d)
     c = pd.read_parquet(res / "comparisons.parquet").iloc[0]
     assert c["median_base"] == 20.0 and c["median_var"] == 8.0  # the lattice points

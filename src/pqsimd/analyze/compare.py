@@ -396,7 +396,9 @@ def finish_family(df: pd.DataFrame, settings: Settings,
         cols["ci_high"][i] = math.exp(iv.hi) if math.isfinite(iv.hi) else math.nan
         cols["ci_level"][i] = iv.level
         if ev.kind == "exact":
-            cols["speedup"][i] = cols["ci_low"][i] = cols["ci_high"][i] = ev.ratio
+            cols["speedup"][i] = ev.ratio
+            if not iv.res > 0:
+                cols["ci_low"][i] = cols["ci_high"][i] = ev.ratio
         if ev.kind == "refuse":
             v, why = "withheld", ev.reason
         elif not iv.reachable:
@@ -412,7 +414,7 @@ def finish_family(df: pd.DataFrame, settings: Settings,
                    "same": f"{ci} within ±{settings.threshold:.0%}",
                    "~": f"{ci} reaches the ±{settings.threshold:.0%} band"}[v]
             if ev.kind == "exact":
-                why = f"exact ratio: {why}"
+                why = f"{'no spread in any job, the ratio to the clock' + chr(39) + 's resolution' if iv.res > 0 else 'exact ratio'}: {why}"
         if iv.res > 0:
             cols["resolution_limited"][i] = iv.resolution_limited
             if iv.resolution_limited:

@@ -14,14 +14,15 @@ evidence first gives a decision p-value, then the interval at the family's level
 - `t` (separate design: independent groups). Estimand: the ratio of geometric means of the job
   medians (difference of mean log job medians); interval: the job-level t interval of pooled.py
   (Welch, or the study-pooled test).
-- `exact` (deterministic counts): the exact ratio, a zero-width interval.
+- `exact` (deterministic counts): the exact ratio, a zero-width interval; for timed groups that never
+  moved (the separate design's constant groups, pooled.py) the ratio with the clock's `res` around it.
 - `refuse`: the design cannot support an interval (pooled.py's refusal rules, or no job pairs).
 
 No interval is more certain than the clock: a timed sample reads a whole number of clock steps, so
 a per-call time is known only to the lattice step (step / calls per sample), and job medians stuck
 on that lattice can make every job ratio equal (a zero-width order-statistic interval). `res` is
-the log ratio's worst-case error from both builds' lattice steps (`resolution_halfwidth`); sign and
-t intervals are widened by it on each side, and the decision p-values test the band moved by it, so
+the log ratio's worst-case error from both builds' lattice steps (`resolution_halfwidth`); every
+interval of timed data (sign, t, and exact for groups that never moved) is widened by it on each side, and the decision p-values test the band moved by it, so
 the verdict read off the widened interval is the one its p-value gives. An order statistic of values
 each within `res` of the unquantized ones is within `res` of the unquantized order statistic, so the
 widened interval keeps its level against the clock-free truth (bench/bench_coverage.py measures it).
@@ -121,12 +122,12 @@ class Evidence:
     df: float = math.nan
     reason: str = ""  # refuse: why
     ratio: float = math.nan  # exact: the ratio itself (exp of its log loses the last digit)
-    res: float = 0.0  # the clock's resolution of the log ratio (resolution_halfwidth); sign and t only
+    res: float = 0.0  # the clock's resolution of the log ratio (resolution_halfwidth); timed evidence only
 
     def at_resolution(self, res: float) -> "Evidence":
         """The same evidence, its interval widened and its band tests moved by `res` (log scale)."""
-        if self.kind not in ("sign", "t") or not res > 0:
-            return self
+        if self.kind not in ("sign", "t", "exact") or not res > 0:
+            return self  # (a deterministic count is never given a res: compare.py returns before)
         return replace(self, res=float(res))
 
     @classmethod
@@ -169,8 +170,8 @@ class Evidence:
         which verdict: for the sign interval from the counts of jobs beyond the band (the two-sided
         sign test of each interval hypothesis), for t from the t distribution. A family's intervals at
         level 1 - gamma give a verdict exactly for the rows with decision p <= gamma."""
-        if self.kind == "exact":
-            v = verdict_of(self.d, self.d, band)
+        if self.kind == "exact":  # (timed groups that never moved: exact up to the clock's resolution)
+            v = verdict_of(self.d - self.res, self.d + self.res, band)
             return (0.0, v) if v != "~" else (1.0, "~")
         # a job ratio clears the band only by more than the clock's resolution (res = 0: as before)
         up, down = band + self.res, band - self.res
@@ -197,7 +198,7 @@ class Evidence:
     def interval(self, gamma: float) -> Interval:
         """The (1 - gamma) interval (log scale)."""
         if self.kind == "exact":
-            return Interval(self.d, self.d, self.d, 1.0, "exact")
+            return Interval(self.d, self.d - self.res, self.d + self.res, 1.0, "exact", res=self.res)
         if self.kind == "sign":
             j, x = self.n, self.logs
             k = order_rank(j, gamma)
