@@ -182,3 +182,15 @@ def test_a_real_study_on_a_coarse_clock_has_no_interval_narrower_than_its_resolu
     assert r.returncode == 0, r.stderr
     out = " ".join(r.stdout.split())
     assert "--timer-quantum 100000" in out and "± 0.0%" not in out
+
+
+def test_doctor_names_the_step_and_the_sample_length_it_needs(driver):
+    from pqsimd.doctor import _clock_step, step_consequence
+
+    line = step_consequence({"step": 26, "tsc_hz": 2.6e9, "timer": {"name": "tsc"},
+                             "step_deltas": {"fenced": [[52, 900], [26, 90]]}})
+    assert line == ("tsc steps by 26 ticks (fenced back-to-back deltas 52, 26): a sample must span ≥ 26,000 ticks "
+                    "≈ 10 µs for 0.1% resolution")
+    (finding,) = _clock_step()
+    step = calibrate(driver)["step"]
+    assert f"steps by {step} tick" in finding.detail and f"≥ {1000 * step:,} ticks" in finding.detail
