@@ -1,7 +1,7 @@
 """Coverage of pqsimd's published intervals, by simulation: the plasmode resampling of real studies'
 job ratios, and synthetic skewed, contaminated, heavy-tailed and heteroscedastic job effects.
 
-    .venv/bin/python bench/bench_coverage.py [STUDY ...] [--reps 4000] [--seed 1]
+    .venv/bin/python bench/bench_coverage.py [STUDY ...] [--reps 4000] [--seed 1] [--only quantized]
 
 Each STUDY is an analysed paired study (results/spins.parquet). For every comparison of it (ticks, a
 baseline and a variant measured in the same jobs, not the self-check op), the J jobs' log ratios
@@ -15,6 +15,15 @@ on two independent groups of skewed job medians (truth: the difference of the po
 the log job medians). The decomposition part checks the product of stage intervals (the total's
 interval) against the product of the stages' population medians, for chains whose stages share
 their jobs' disturbances.
+
+The quantized part (issue 27) simulates what the driver reads: per job, spin and rep a sample of k
+calls whose true length is continuous (per-call time x job effect x sample noise), read by a clock
+that steps in whole steps with a random phase, minus the same moment's null sample (the median of 3
+quantized samples of k empty calls), per call. The step is 1%, 3% or 10% of the per-call time (the
+lattice step, step / k); the truth is the population median of the job ratios of the same process
+read by an exact clock. It reports the coverage of the order-statistic interval as printed before
+(stuck on the lattice: zero width when every job median lands on one lattice point) and as
+published now (widened by the lattice step, interval.resolution_halfwidth).
 
 Prints Markdown tables; nothing is asserted (tests/test_statistics.py asserts the guarantees).
 """
@@ -31,7 +40,7 @@ import pandas as pd
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from pqsimd.analyze.interval import order_level, order_rank  # noqa: E402
+from pqsimd.analyze.interval import order_level, order_rank, resolution_halfwidth  # noqa: E402
 from mdtable import md  # noqa: E402
 
 SIZES = (3, 5, 10)
@@ -176,14 +185,94 @@ def decomposition(reps: int, rng: np.random.Generator, sets: list[np.ndarray] | 
     return pd.DataFrame(rows)
 
 
+LATTICES = (0.0, 0.01, 0.03, 0.10)  # clock step / calls per sample, relative to the per-call time
+NOISES = {"quiet (job sd 0.1%, sample sd 0.1%)": (0.001, 0.001),
+          "typical (job sd 1%, sample sd 0.5%)": (0.01, 0.005),
+          "skewed jobs (lognormal, sd ~1%, sample sd 0.5%)": (-0.01, 0.005)}
+
+
+def read_samples(per_call: np.ndarray, lattice, noise: float, null_per_call: float,
+                 rng: np.random.Generator) -> np.ndarray:
+    """Per-call values as the driver reads them: a sample of k calls lasts k * per_call * exp(noise),
+    read as a whole number of clock steps with a random phase, minus the median of 3 such readings
+    of k empty calls, over k (per call the clock's step is the lattice step, step / k; k cancels).
+    lattice 0: an exact clock."""
+    true = per_call * np.exp(rng.normal(0.0, noise, per_call.shape))
+    lattice = np.broadcast_to(np.asarray(lattice, dtype=float), true.shape)
+    if not np.any(lattice > 0):
+        return true - null_per_call
+    steps = np.floor(rng.random(true.shape) + true / lattice)
+    null = np.median(np.floor(rng.random((*true.shape, 3)) + (null_per_call / lattice)[..., None]), axis=-1)
+    return (steps - null) * lattice
+
+
+def job_log_ratios(reps: int, j: int, job_sd: float, noise: float, lattice: float, ratio: np.ndarray,
+                   rng: np.random.Generator, spins: int = 10, r: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(job log ratios (reps, j), group medians of base and variant (reps,)) of simulated paired jobs:
+    base 1 per call, variant 1/ratio, each job slowed by a factor both builds share plus a smaller
+    build-specific one; the median over r reps per spin, then over spins per job. Each build's
+    lattice step is `lattice` times its own per-call time (the driver sizes both in clock steps)."""
+    def job_effect(shape):
+        if job_sd < 0:  # skewed: lognormal job slowdowns, shifted to median 0
+            return (rng.lognormal(0.0, 1.0, shape) - 1.0) * -job_sd
+        return rng.normal(0.0, job_sd, shape)
+
+    shared = job_effect((reps, j, 1, 1))
+    medians = []
+    for per_call in (np.ones((reps, 1, 1, 1)), 1.0 / ratio[:, None, None, None]):
+        t = per_call * np.exp(shared + 0.3 * job_effect((reps, j, 1, 1))) * np.ones((1, 1, spins, r))
+        # the op's time is no whole number of steps: the lattice is `lattice` of it to within +-20%
+        v = read_samples(t, lattice * per_call * rng.uniform(0.8, 1.2, (reps, 1, 1, 1)), noise, 0.02, rng)
+        medians.append(np.median(np.median(v, axis=3), axis=2))  # spin medians, then job medians
+    base, var = medians
+    with np.errstate(invalid="ignore", divide="ignore"):
+        logs = np.where((base > 0) & (var > 0), np.log(base) - np.log(var), np.nan)
+    return logs, np.median(base, axis=1), np.median(var, axis=1)
+
+
+def quantized(reps: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Coverage of the sign interval against the unquantized truth, before (order statistics of
+    lattice-bound job ratios) and as published (widened by the lattice step)."""
+    rows = []
+    for kind, (job_sd, noise) in NOISES.items():
+        for j in (5, 10):
+            ratio = rng.uniform(1.05, 3.0, reps)  # a different true speedup per simulated comparison
+            # the truth: each comparison's population median job ratio read by an exact clock (many jobs)
+            exact, _, _ = job_log_ratios(reps, 301, job_sd, noise, 0.0, ratio, rng, spins=4, r=3)
+            truth = np.nanmedian(exact, axis=1)
+            k = order_rank(j, GAMMA) or 1
+            for lattice in LATTICES:
+                logs, mb, mv = job_log_ratios(reps, j, job_sd, noise, lattice, ratio, rng)
+                s = np.sort(logs, axis=1)
+                lo, hi = s[:, k - 1], s[:, j - k]
+                res = np.array([resolution_halfwidth(lattice / b, lattice / ratio_i / v) if lattice > 0 else 0.0
+                                for b, v, ratio_i in zip(mb, mv, ratio)])  # as analyze: lattice / group median
+                half = (lo - res / 2 <= truth) & (truth <= hi + res / 2)
+                before = (lo <= truth) & (truth <= hi)
+                now = (lo - res <= truth) & (truth <= hi + res)
+                rows.append({"job effects": kind, "lattice step": f"{lattice:.0%}", "J": j,
+                             "level": order_level(j, k),
+                             "zero-width before": float(np.nanmean(hi - lo == 0)),
+                             "coverage before": float(np.nanmean(before)),
+                             "coverage published": float(np.nanmean(now)),
+                             "coverage if widened by half": float(np.nanmean(half)),
+                             "median width published": f"{np.nanmedian(np.expm1(hi + res - lo + res)):.2%}"})
+    return pd.DataFrame(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("studies", nargs="*", type=Path)
     ap.add_argument("--reps", type=int, default=4000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--only", choices=["quantized"], default=None, help="one part of the study")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     pd.set_option("display.width", 200)
+    if a.only == "quantized":
+        print("\n## quantized clock: coverage against the unquantized truth (issue 27)\n")
+        print(md(quantized(a.reps, rng)))
+        return
     for s in a.studies:
         sets = job_ratio_sets(s)
         print(f"\n## plasmode: {s} ({len(sets)} paired comparisons)\n")
@@ -194,6 +283,8 @@ def main() -> None:
     print(md(separate_welch(a.reps, rng)))
     print("\n## decomposition: the total's interval (product of the stage intervals)\n")
     print(md(decomposition(a.reps, rng, None)))
+    print("\n## quantized clock: coverage against the unquantized truth (issue 27)\n")
+    print(md(quantized(a.reps, rng)))
 
 
 if __name__ == "__main__":

@@ -490,16 +490,17 @@ def test_self_check_reading_is_recorded_and_warned_outside_one_tick(tmp_path):
 
 
 @pytest.mark.parametrize("batch, short", [(1, True), (20, False)])
-def test_samples_shorter_than_100_tsc_steps_are_flagged(tmp_path, batch, short):
-    """avx2 ntt at 200 ticks per call on a TSC that steps by 30: one call per sample is 6.7 steps
-    (a step is 15% of a sample), 20 calls are 133 steps. Only the former is flagged, per job, with a
-    warning; the 5,000-tick ref samples (167 steps) never are."""
+def test_samples_shorter_than_half_the_step_aim_are_flagged(tmp_path, batch, short):
+    """avx2 ntt at 200 ticks per call on a clock that steps by 3: one call per sample is 73 steps
+    (a step is 1.4% of a sample), 20 calls are 1,340 steps. Only the former is flagged (below half
+    the 1,000-step aim), per job, with a warning; the 5,000-tick ref samples (1,673 steps) never are."""
     d = study(tmp_path, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt",), jobs=4,
-              batch=batch, granularity=30)
+              batch=batch, granularity=3)
     res = analyze_study(d)
     g = pd.read_parquet(res / "groups.parquet").set_index("variant")
     assert g.loc["ref", "short_jobs"] == 0
     assert g.loc["avx2", "short_jobs"] == (4 if short else 0)
+    assert g.loc["avx2", "resolution"] == pytest.approx(3 / batch)  # the lattice step: step / calls per sample
     warns = [w for w in json.loads((res / "summary.json").read_text())["warnings"] if w.startswith("short samples")]
     assert len(warns) == (1 if short else 0)
     if short:
@@ -507,10 +508,10 @@ def test_samples_shorter_than_100_tsc_steps_are_flagged(tmp_path, batch, short):
 
 
 def test_a_batch_sized_on_one_job_is_not_flagged_where_another_job_reads_a_coarser_step(tmp_path):
-    """The granularity is the smallest gap of two TSC reads: one job reads 30, another 42 on the same
-    CPU. A 3,300-tick sample (110 steps of 30) was sized on the 30: it is not short in the 42 job."""
+    """One job reads a step of 3, another 7 on the same CPU model. A 3,300-tick sample (1,100 steps
+    of 3) was sized on the 3: it is not short in the 7 job (471 steps, though below half the aim)."""
     d = study(tmp_path, variants=("ref", "avx2"), schemes=("ml-kem-512",), ops=("ntt",), jobs=4,
-              medians={"ref": 5000.0, "avx2": 3280.0}, granularity=lambda v, s, j: 30 if j % 2 == 0 else 42)
+              medians={"ref": 5000.0, "avx2": 3280.0}, granularity=lambda v, s, j: 3 if j % 2 == 0 else 7)
     g = pd.read_parquet(analyze_study(d) / "groups.parquet")
     assert (g["short_jobs"] == 0).all()
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pqsimd import store
-from pqsimd.run.sizing import choose
+from pqsimd.run.sizing import MIN_CLOCK_STEPS, choose, fit_budget
 from pqsimd.studydir import StudyDir
 
 from conftest import PQSIMD
@@ -32,6 +32,25 @@ def test_choose_fits_the_budget_between_floors_and_caps():
     assert s * (r * 1e3 + 1e6) <= 1e8
     # max_spins caps S even when the budget would allow more
     assert choose(1.0, 0.0, 1e12, 5000, 20, 3, 1, 1000)[0] == 1000
+
+
+class _Study:
+    design, spins, reps, min_spins, min_reps, max_spins = "paired", 200, 20, 3, 1, 1000
+
+
+def test_the_batch_shrinks_only_where_the_budget_cannot_afford_the_step_aim():
+    """Samples sized to 1,000 clock steps of 26 ticks (26,000 ticks): the floors (3 spins x 1 rep of
+    two builds, 156,000 ticks) fit a budget of 1e6 ticks, nothing shrinks; in a budget of 52,000
+    ticks they do not, so both batches shrink by the overrun (3x) and the op is budget-limited."""
+    batch, sample = {"a": 100, "b": 40}, {"a": 26000.0, "b": 26000.0}
+    spins, reps, rep_cost, fixed, limited = fit_budget(_Study(), dict(batch), dict(sample), 1e6, 0.0)
+    assert not limited and spins * (reps * rep_cost + fixed) <= 1e6
+    spins, reps, rep_cost, fixed, limited = fit_budget(_Study(), batch, sample, 52000.0, 0.0)
+    assert limited and (spins, reps) == (3, 1)
+    assert batch == {"a": 33, "b": 13}  # int(k / 3)
+    assert sample == {"a": pytest.approx(26000 * 33 / 100), "b": pytest.approx(26000 * 13 / 40)}
+    assert spins * (reps * rep_cost + fixed) <= 52000.0
+    assert MIN_CLOCK_STEPS == 1000
 
 
 ARGS = ["--preset", "quick", "--schemes", "ml-kem-512", "--variants", "refo0,avx2", "--ops", "ntt,kem_decaps,empty",

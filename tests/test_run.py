@@ -52,7 +52,8 @@ def test_separate_raw_schema_and_values(separate_study):
     assert (df.metric == "ticks").all() and (df.ticks == df.raw).all()
     rec = json.loads(t.schema.metadata[store.JOB_METADATA_KEY])
     cal = rec["calibration"]
-    assert cal["overhead"] > 0 and cal["granularity"] > 0 and cal["tsc_hz"] > 1e8 and cal["design"] == "separate"
+    assert cal["overhead"] > 0 and cal["step"] > 0 and cal["tsc_hz"] > 1e8 and cal["design"] == "separate"
+    assert cal["granularity"] == cal["step"] and cal["timer_quantum"] == 0  # the old name, the same number
     assert rec["binaries"] == {"avx2.gcc.ml-kem": store.sha256_file(sd.variant_path("avx2.gcc.ml-kem"))}
     assert rec["driver_sha256"] == store.sha256_file(sd.driver_path)
     assert rec["settings"] == sd.read_plan()["settings"]
@@ -66,8 +67,8 @@ def test_separate_raw_schema_and_values(separate_study):
     # auto-batching: the short avx2 NTT is batched, the long gen_a is not; k is constant per op
     assert df[df.op == "ntt"].batch.nunique() == 1 and df[df.op == "ntt"].batch.iloc[0] > 1
     assert (df[df.op == "empty"].batch > 10).all()
-    # the batch target follows the measured granularity: at least 100 TSC steps per sample
-    assert cal["batch_target"] == max(1000, 100 * cal["granularity"])
+    # the batch target follows the measured step: at least 1,000 clock steps per sample
+    assert cal["batch_target"] == max(1000, 1000 * cal["step"])
 
 
 def test_paired_jobs_hold_every_variant_in_a_seeded_order(paired_study):

@@ -86,6 +86,9 @@ def cli() -> None:
               help="time limit per timing job and probe (0: none; default: derived from the op times, run/limits.py)")
 @click.option("--max-call", "max_call_s", type=Seconds(), default=None,
               help="an op whose one call takes longer is not timed for that build (0: no cap; quick 0.2 s, standard 2 s)")
+@click.option("--timer-quantum", "timer_quantum", type=int, default=None,
+              help="TICKS: the driver rounds every clock read down to a multiple of it (a coarse clock, to test the "
+                   "analysis; 0: none)")
 @click.option("--warmup-ns", "warmup_ns", type=int, default=None, help="paired: untimed warm-up before each variant's reps (ns, default 50000)")
 @click.option("--source", type=click.Path(path_type=Path), default=None, help="your own PQClean-layout tree")
 @click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")

@@ -65,6 +65,41 @@ def _timer() -> list[Finding]:
     return [Finding("timer", None, d["without_access"] + f" ({d['sysctl']} = {value})", d["remedy"])]
 
 
+def _clock_step() -> list[Finding]:
+    """The step of the clock the driver reads here (its calibration): a sample of N steps is known to
+    +-1/N, so 0.1% takes samples of 1,000 steps."""
+    import json
+
+    from .errors import PqsimdError
+
+    try:
+        from .build import build_driver
+
+        driver = build_driver()
+        p = subprocess.run([str(driver.path), "calibrate"], capture_output=True, text=True, timeout=60)
+        cal = json.loads(p.stdout.splitlines()[0])
+    except (PqsimdError, OSError, ValueError, IndexError, subprocess.TimeoutExpired) as e:
+        return [Finding("timer: step", None, f"not measured ({str(e).splitlines()[0][:120] if str(e) else type(e).__name__})",
+                        "build the driver (pqsimd run) and run doctor again")]
+    return [Finding("timer: step", True if cal["step"] == 1 else None, step_consequence(cal),
+                    "" if cal["step"] == 1 else "nothing to do: pqsimd sizes samples in steps and widens every "
+                                                "interval by its lattice step (groups.resolution)")]
+
+
+def step_consequence(cal: dict) -> str:
+    """'tsc steps by 26 ticks (back-to-back deltas 26, 52): a sample must span >= 26,000 ticks for 0.1% resolution'."""
+    from .run.sizing import MIN_CLOCK_STEPS
+
+    step = int(cal["step"])
+    timer = (cal.get("timer") or {}).get("name", "the clock")
+    seen = ", ".join(str(v) for v, _ in (cal.get("step_deltas") or {}).get("fenced", [])[:4])
+    hz = cal.get("tsc_hz") or 0
+    need = MIN_CLOCK_STEPS * step
+    secs = f" ≈ {need / hz * 1e6:.3g} µs" if hz else ""
+    return (f"{timer} steps by {step} tick{'s' * (step != 1)}" + (f" (fenced back-to-back deltas {seen})" if seen else "")
+            + f": a sample must span ≥ {need:,} ticks{secs} for 0.1% resolution")
+
+
 def _cross() -> list[Finding]:
     """For every other ISA: can `--isa` build, run and count it here (emulator, cross gcc, sysroot,
     the QEMU plugin's header)?"""
@@ -161,7 +196,7 @@ def _tools() -> list[Finding]:
 
 
 def findings() -> list[Finding]:
-    found = _isa() + _timer() + _frequency()
+    found = _isa() + _timer() + _clock_step() + _frequency()
     try:
         from .counters import doctor_checks  # hardware counters and energy
         found += [Finding(*c) for c in doctor_checks()]

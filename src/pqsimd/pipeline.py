@@ -239,6 +239,7 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         "isa": {"name": target.name, "native": target.native, "launcher": target.launcher(),
                 "counting": target.counting, "mca_triple": target.mca_triple, "tick_unit": target.tick_unit},
         "design": study.design,
+        "timer_quantum": study.timer_quantum,
         "variants": {vid: study.variant(vid).to_dict() for vid in study.variants},
         "ablations": [ab.to_manifest() for ab in ablations],
         "builds": {

@@ -289,6 +289,26 @@ class Study:
             carry = f"none found in {c['tested']} groups (Kruskal-Wallis over the build run just before, Holm)"
         return design, warm, carry
 
+    def clock_note(self) -> str | None:
+        """The clock the jobs read, its step, and what the step did to the numbers (analyze's `clock`)."""
+        c = self.summary.get("clock")
+        if not isinstance(c, dict):
+            return None
+        clocks = "; ".join(f"{k} in {n} job{'s' * (n != 1)}" for k, n in (c.get("clocks") or {}).items())
+        out = [clocks or "no timing jobs"]
+        if c.get("groups"):
+            out.append(f"{c.get('groups_over_0.1%', 0)} of {c['groups']} groups have a per-call lattice step "
+                       f"(step / calls per sample) above 0.1% of their median ({c.get('groups_over_1%', 0)} above 1%)")
+        w = c.get("worst")
+        if w:
+            out.append(f"coarsest {w['scheme']} {w['op']} {w['variant']} ({w['compiler']}) "
+                       f"±{100 * w['resolution_rel']:.2g}%")
+        out.append(f"{c.get('comparisons_resolution_limited', 0)} comparison(s) resolution-limited (the clock's step, "
+                   "not the jobs' spread, sets their interval); every interval is widened by its lattice step")
+        if c.get("nonpositive_spins"):
+            out.append(f"{c['nonpositive_spins']} spin median(s) <= 0 kept in the estimates")
+        return "; ".join(out)
+
     def power_note(self) -> str | None:
         """When the study is too small to conclude: how many comparisons are inconclusive and the
         speedups they could have detected (the mde column: the smallest true speedup a faster verdict

@@ -42,6 +42,7 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "layout": ((str,), True),  # random: every timing job links its own copies of the builds (layout.py); fixed
     "layouts": ((int,), True),  # copies of each build per timing job (layout = random): spin s times copy s mod N
     "alone": ((int,), True),  # paired design: jobs per build and scheme that time the build alone (co-residency)
+    "timer_quantum": ((int,), True),  # the driver rounds every clock read down to a multiple of it (0: none)
 }
 LAYOUTS = ("random", "fixed")
 MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
@@ -79,6 +80,7 @@ class Study:
     layout: str = "random"
     layouts: int = 2
     alone: int = 0
+    timer_quantum: int = 0  # --timer-quantum TICKS: a deliberately coarse clock (0: the clock as it is)
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
 
@@ -121,6 +123,7 @@ class Study:
             "max_spins": self.max_spins, "seed": self.seed, "source": self.source, "max_call_s": self.max_call_s,
             "variant_defs": {v: _measured(self.variant_defs[v]) for v in self.variants if v in self.variant_defs},
             "isa": self.isa, "layout": self.layout, "layouts": self.layouts, "alone": self.alone,
+            "timer_quantum": self.timer_quantum,
         }
 
     def to_toml(self) -> str:
@@ -284,7 +287,8 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     merged["cc"] = parse_cc(merged.get("cc", ["gcc"]))
     merged["batch"] = str(merged.get("batch", "auto"))
     for key, minimum in (("jobs", 1), ("spins", 1), ("reps", 1), ("warmup", 0), ("batch_target", 1),
-                         ("warmup_ns", 0), ("min_spins", 1), ("min_reps", 1), ("max_spins", 1)):
+                         ("warmup_ns", 0), ("min_spins", 1), ("min_reps", 1), ("max_spins", 1),
+                         ("timer_quantum", 0)):
         if key in merged:
             _positive(key, merged[key], minimum)
     if merged.get("budget") is not None:

@@ -22,7 +22,8 @@ from .compare import AA_STAGE, compare_all, draw_jobs, public, study_blocks, stu
 from .compare import COLUMNS as COMPARISON_COLUMNS
 from .decompose import decompose
 from .methods import methods
-from .groups import EXACT_METRICS, MIN_TSC_STEPS, build_groups, describe, flag_carryover, short_samples
+from .groups import (EXACT_METRICS, MIN_CLOCK_STEPS, attach_resolution, build_groups, describe, flag_carryover,
+                     short_samples)
 from .load import load_spins, not_timed_variants
 from .settings import Settings, read_study_toml, resolve
 from . import coresidency as coresidency_mod
@@ -351,6 +352,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     ops_order = _ops_order(study, ctx)
 
     groups = build_groups(data.spins)
+    attach_resolution(groups, data.spins, data.jobs)
     present = sorted(str(v) for v in data.spins["variant"].unique())
     variants = _variants(study, present, chain)
     compilers = list(dict.fromkeys([*ctx["compilers"], *sorted(str(c) for c in data.spins["compiler"].unique())]))
@@ -402,7 +404,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     attribution_mod.check(attr)
     t_cmp = time.perf_counter()
     aa_table, aa_summary = aa_record(comparisons, aa_pairs, data.spins, settings, ops_order, priors, self_checks,
-                                     ctx["design"], fam)
+                                     ctx["design"], fam, jobs=data.jobs)
     if aa_summary.get("false_verdicts"):
         warnings.append(f"A/A check: {aa_summary['false_verdicts']} of {aa_summary['comparisons']} comparisons of a "
                         f"build with its duplicate got a faster/slower verdict (see aa.csv)")
@@ -422,7 +424,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     laid = groups_df[groups_df["n_layouts"] > 0] if "n_layouts" in groups_df else groups_df.iloc[:0]
     n_na = int((main["verdict"] == "n/a").sum()) if len(main) else 0
     if n_na:
-        warnings.append(f"{n_na} comparison(s) have verdict n/a: no data on one side, or spin medians <= 0 "
+        warnings.append(f"{n_na} comparison(s) have verdict n/a: no data on one side, or job medians <= 0 "
                         "(below timer resolution); see column reason")
     disturbed = jobs_table[jobs_table["disturbed"].astype(bool)] if len(jobs_table) else jobs_table
     if len(disturbed):
@@ -445,9 +447,11 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     short = groups_df[(groups_df["short_jobs"] > 0) & ~groups_df["op"].isin(self_checks)]
     if len(short):
         warnings.append(f"short samples in {len(short)} group(s) (e.g. {short['scheme'].iloc[0]} {short['op'].iloc[0]} "
-                        f"{short['variant'].iloc[0]}): their samples last fewer than {MIN_TSC_STEPS} TSC steps, so "
-                        "quantization alone moves a ratio by about the threshold; time them with --batch auto "
-                        "(see groups.short_jobs)")
+                        f"{short['variant'].iloc[0]}): their samples last fewer than {MIN_CLOCK_STEPS:,} clock steps (the "
+                        "budget could not afford more calls, a fixed --batch, or the probe read the op slower than the "
+                        "jobs did), so their resolution is coarser than "
+                        "0.1% (groups.resolution_rel; intervals are widened by it); a larger --budget, or --batch auto, "
+                        "lengthens them (see groups.short_jobs)")
     self_check = self_check_record(groups_df, self_checks)
     if self_check.get("outside"):
         w = abs(self_check["worst"])
@@ -550,6 +554,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
             "flagged": n_carry,
         },
         "warmup": warmup_record(directory, ctx["design"]),
+        "clock": clock_record(data.calibrations, groups_df[~groups_df["op"].isin(self_checks)], main),
         "self_check": self_check,
         "warnings": warnings,
         "timing_s": {
@@ -562,6 +567,35 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     }
     write_json(summary, results / "summary.json")
     return results
+
+
+def clock_record(calibrations: list[dict], groups_df: pd.DataFrame, comparisons: pd.DataFrame) -> dict:
+    """The clock the jobs read (name, step, --timer-quantum) and what its step did to the results:
+    groups whose lattice step (step / calls per sample) is more than 0.1% of their median, the worst,
+    and the comparisons whose interval the resolution sets (resolution_limited)."""
+    clocks: dict[str, int] = {}
+    for cal in calibrations:
+        timer = cal.get("timer") if isinstance(cal.get("timer"), dict) else {}
+        step = cal.get("step", cal.get("granularity"))
+        key = f"{timer.get('name') or 'tsc'} step {step} ticks" + (
+            f" (--timer-quantum {cal['timer_quantum']})" if (cal.get("timer_quantum") or 0) > 1 else "")
+        clocks[key] = clocks.get(key, 0) + 1
+    rel = groups_df["resolution_rel"].to_numpy(dtype=float) if "resolution_rel" in groups_df else np.zeros(0)
+    ticks = (groups_df["metric"] == "ticks").to_numpy() if len(groups_df) else np.zeros(0, bool)
+    rel = np.where(ticks & np.isfinite(rel), rel, 0.0)
+    worst = int(np.argmax(rel)) if rel.size else -1
+    limited = comparisons["resolution_limited"].astype(bool) if len(comparisons) and \
+        "resolution_limited" in comparisons else pd.Series(dtype=bool)
+    return {
+        "clocks": clocks,  # "name, step N[, --timer-quantum Q]" -> jobs
+        "groups_over_0.1%": int((rel > 1e-3).sum()),
+        "groups_over_1%": int((rel > 1e-2).sum()),
+        "groups": int(ticks.sum()),
+        "worst": {**{k: str(groups_df.iloc[worst][k]) for k in ("scheme", "op", "variant", "compiler")},
+                  "resolution_rel": float(rel[worst])} if worst >= 0 and rel[worst] > 0 else None,
+        "comparisons_resolution_limited": int(limited.sum()),
+        "nonpositive_spins": int(groups_df["nonpositive_spins"].sum()) if "nonpositive_spins" in groups_df else 0,
+    }
 
 
 def _outside(p: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> int:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..results import Chain
 from .compare import AA_STAGE, compare_all, draw_jobs, public
-from .groups import build_groups
+from .groups import attach_resolution, build_groups
 from .multiplicity import FamilyLevel
 from .pooled import Priors
 from .settings import Settings
@@ -39,7 +39,8 @@ def summarize(table: pd.DataFrame, definition: str) -> dict:
 
 
 def halves(spins: pd.DataFrame, variants: Sequence[str], settings: Settings, ops_order: Sequence[str],
-           level: FamilyLevel, priors: dict[str, Priors] | None, skip_ops) -> tuple[pd.DataFrame, list[str]]:
+           level: FamilyLevel, priors: dict[str, Priors] | None, skip_ops,
+           jobs: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Separate design: each variant against itself, even vs odd job_index jobs."""
     frames, skipped = [], []
     for v in variants:
@@ -56,6 +57,8 @@ def halves(spins: pd.DataFrame, variants: Sequence[str], settings: Settings, ops
             continue
         sub = sub.merge(keep, on=KEYS)
         groups = build_groups(sub)
+        if jobs is not None:
+            attach_resolution(groups, sub, jobs)  # the halves are as coarse as the clock, like any group
         draw_jobs(groups, settings)
         compilers = list(dict.fromkeys(str(c) for c in sub["compiler"]))
         pairs = [(AA_STAGE, (f"{v}[even]", c), (f"{v}[odd]", c)) for c in compilers]
@@ -67,7 +70,7 @@ def halves(spins: pd.DataFrame, variants: Sequence[str], settings: Settings, ops
 
 def aa_record(comparisons: pd.DataFrame, aa_pairs: dict[str, str], spins: pd.DataFrame, settings: Settings,
               ops_order: Sequence[str], priors: dict[str, Priors] | None, skip_ops, design: str,
-              level: FamilyLevel) -> tuple[pd.DataFrame, dict]:
+              level: FamilyLevel, jobs: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict]:
     """The A/A table and its summary (see the module docstring)."""
     if aa_pairs:
         table = public(comparisons[comparisons["stage"] == AA_STAGE]).reset_index(drop=True)
@@ -81,7 +84,7 @@ def aa_record(comparisons: pd.DataFrame, aa_pairs: dict[str, str], spins: pd.Dat
         return pd.DataFrame(), {"ran": False, "kind": "duplicate build",
                                 "note": "A/A check not run: a paired study checks its verdicts against a duplicate "
                                         "build; add one with --aa VARIANT (or [study] aa = [\"VARIANT\"])"}
-    table, skipped = halves(spins, settings.aa_variants or (), settings, ops_order, level, priors, skip_ops)
+    table, skipped = halves(spins, settings.aa_variants or (), settings, ops_order, level, priors, skip_ops, jobs)
     summary = summarize(table, "each listed variant against itself: even vs odd job_index jobs (independent "
                                "processes, as the separate design's groups), analysed as the comparisons and "
                                "printed at the family's level; a faster/slower verdict is false")

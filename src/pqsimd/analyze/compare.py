@@ -30,7 +30,7 @@ from . import drift as drift_mod
 from ..results import Chain, level_text
 from .effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
 from .groups import EXACT_METRICS, Group, GroupKey
-from .interval import Evidence, jobs_needed, verdict_of
+from .interval import Evidence, jobs_needed, resolution_halfwidth, verdict_of
 from .multiplicity import FamilyLevel, family_level
 from .pooled import MIN_DF, Block, JobTests, Priors, block_stats, fit_priors, job_test, pooled_test
 from .power import mde_se, mde_sign
@@ -42,7 +42,8 @@ COLUMNS = [
     "metric", "scheme", "op", "baseline", "baseline_compiler", "variant", "compiler", "stage", "design",
     "speedup", "ci_low", "ci_high", "ci_level", "method", "p_decision", "verdict", "reason", "mde",
     "cliffs_delta", "delta_ci_low", "delta_ci_high", "mwu_p", "regimes", "regime_p", "drift", "drift_p",
-    "drift_jobs", "deterministic", "n_base", "n_var", "jobs_base", "jobs_var", "median_base", "median_var", "note",
+    "drift_jobs", "deterministic", "n_base", "n_var", "jobs_base", "jobs_var", "median_base", "median_var",
+    "resolution", "resolution_limited", "nonpositive_spins", "note",
 ]
 _HIDDEN = ["_ev", "_job_ids", "_job_logs", "_drift_jobs_p"]  # _job_logs: in _job_ids order (_ev's are sorted)
 POWER = 0.8  # the power at which `mde` is stated
@@ -224,6 +225,8 @@ def _base_row(metric, scheme, op, stage, b, v, base: Group | None, var: Group | 
     row.update(
         metric=metric, scheme=scheme, op=op, baseline=b[0], baseline_compiler=b[1], variant=v[0], compiler=v[1],
         stage=stage, deterministic=False, regimes=False, drift=False, drift_jobs="", method="n/a",
+        resolution=0.0, resolution_limited=False,
+        nonpositive_spins=(base.nonpositive if base else 0) + (var.nonpositive if var else 0),
         n_base=base.values.size if base else 0, n_var=var.values.size if var else 0,
         jobs_base=base.n_jobs if base else 0, jobs_var=var.n_jobs if var else 0,
         median_base=base.median if base else math.nan, median_var=var.median if var else math.nan,
@@ -251,7 +254,7 @@ def spin_log_ratios(base: Group, var: Group) -> tuple[np.ndarray, np.ndarray] | 
     codes in base's job order (for drift); None when no spin pairs."""
     if base.job_ids == var.job_ids and base.values.size == var.values.size \
             and np.array_equal(base.job, var.job) and np.array_equal(base.spin, var.spin):
-        return np.log(base.values) - np.log(var.values), base.job
+        return base.log_values - var.log_values, base.job
     vj = np.array(var.job_ids)[var.job]
     bj = np.array(base.job_ids)[base.job]
     bkey = pd.MultiIndex.from_arrays([bj, base.spin])
@@ -259,8 +262,8 @@ def spin_log_ratios(base: Group, var: Group) -> tuple[np.ndarray, np.ndarray] | 
     common = bkey.intersection(vkey).sort_values()
     if len(common) == 0:
         return None
-    b = pd.Series(np.log(base.values), index=bkey).reindex(common).to_numpy()
-    v = pd.Series(np.log(var.values), index=vkey).reindex(common).to_numpy()
+    b = pd.Series(base.log_values, index=bkey).reindex(common).to_numpy()
+    v = pd.Series(var.log_values, index=vkey).reindex(common).to_numpy()
     rank = {j: i for i, j in enumerate(base.job_ids)}
     return b - v, np.array([rank[j] for j in common.get_level_values(0)])
 
@@ -279,7 +282,7 @@ def _drift(base: Group, var: Group, paired: bool, band: float) -> tuple[float, l
         for g in (base, var):
             if g.deterministic:
                 continue
-            pj, cj = drift_mod.job_trends(np.log(g.values), g.job)
+            pj, cj = drift_mod.job_trends(g.log_values, g.job)
             ps.append(pj), chs.append(cj), ids.extend(g.job_ids)
         if not ps:
             return math.nan, [], {}
@@ -320,6 +323,15 @@ def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: flo
         row["design"] = "separate"
         if ev.kind == "exact":
             notes.append(how)
+    res = resolution_halfwidth(base.resolution_rel, var.resolution_rel)
+    if math.isinf(res):
+        ev = Evidence.refuse("a call lasts less than one lattice step of the clock (step / calls per sample): "
+                             "below its resolution", d=ev.point)
+    else:
+        ev = ev.at_resolution(res)
+        row["resolution"] = math.expm1(res)
+    if row["nonpositive_spins"]:
+        notes.append(f"{row['nonpositive_spins']} spin median(s) <= 0 kept (they rank low; no upward bias)")
     row["_ev"] = ev
     dp, drifting, per_job = _drift(base, var, row["design"] == "paired", band)
     row.update(drift_p=dp, _drift_jobs_p=(drifting, per_job))
@@ -372,7 +384,7 @@ def finish_family(df: pd.DataFrame, settings: Settings,
     fam = level or family_level(np.where(member, pdec, np.nan), settings.alpha, settings.adjust)
     out = df.copy()
     cols = {c: out[c].tolist() for c in ("speedup", "ci_low", "ci_high", "ci_level", "method", "verdict", "reason",
-                                         "mde", "note")} if len(out) else {}
+                                         "mde", "resolution_limited", "note")} if len(out) else {}
     for i, ev in enumerate(evs):
         if not isinstance(ev, Evidence):
             continue
@@ -384,7 +396,9 @@ def finish_family(df: pd.DataFrame, settings: Settings,
         cols["ci_high"][i] = math.exp(iv.hi) if math.isfinite(iv.hi) else math.nan
         cols["ci_level"][i] = iv.level
         if ev.kind == "exact":
-            cols["speedup"][i] = cols["ci_low"][i] = cols["ci_high"][i] = ev.ratio
+            cols["speedup"][i] = ev.ratio
+            if not iv.res > 0:
+                cols["ci_low"][i] = cols["ci_high"][i] = ev.ratio
         if ev.kind == "refuse":
             v, why = "withheld", ev.reason
         elif not iv.reachable:
@@ -400,7 +414,13 @@ def finish_family(df: pd.DataFrame, settings: Settings,
                    "same": f"{ci} within ±{settings.threshold:.0%}",
                    "~": f"{ci} reaches the ±{settings.threshold:.0%} band"}[v]
             if ev.kind == "exact":
-                why = f"exact ratio: {why}"
+                why = f"{'no spread in any job, the ratio to the clock' + chr(39) + 's resolution' if iv.res > 0 else 'exact ratio'}: {why}"
+        if iv.res > 0:
+            cols["resolution_limited"][i] = iv.resolution_limited
+            if iv.resolution_limited:
+                note = "; ".join(x for x in (note, f"resolution-limited: the clock's step, not the jobs' spread, sets "
+                                                   f"this interval (widened ±{math.expm1(iv.res):.2%} for it); more "
+                                                   "calls per sample narrow it") if x)
         cols["verdict"][i], cols["reason"][i] = v, why
         mde, mnote = _mde(cols, ev, fam.gamma, settings.threshold)
         cols["mde"][i] = mde
@@ -543,7 +563,7 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
                     why = ("count <= 0 after subtracting the harness's own count" if bad.metric in EXACT_METRICS
                            else "below timer resolution after overhead subtraction")
                     rows.append(_na_row(metric, scheme, op, stage, b, v, base, var,
-                                        f"spin medians <= 0 for {bad.variant} ({bad.compiler}; {why}): "
+                                        f"job medians <= 0 for {bad.variant} ({bad.compiler}; {why}): "
                                         "speedup undefined"))
                     continue
                 rows.append((base, var, stage))

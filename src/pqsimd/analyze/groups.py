@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ from .pooled import JobSummary, job_summary
 from .significance import holm
 from .power import icc1, variance_components
 from ..run import metrics as metrics_registry
+from ..run.sizing import MIN_CLOCK_STEPS
 
 UNITS = {"ticks": "ticks/call", "instructions": "instructions/call"}
 
@@ -45,6 +47,8 @@ class Group:
     job_medians: np.ndarray = field(init=False)
     deterministic: bool = field(init=False)
     positive: bool = field(init=False)
+    nonpositive: int = field(init=False)  # spin medians <= 0 (kept: rank statistics place them low)
+    resolution: float = 0.0  # the per-call lattice step: the clock's step / calls per sample (largest over jobs)
     boot_naive: np.ndarray | None = None
     boot_hier: np.ndarray | None = None
     job_counts: np.ndarray | None = None  # stage-1 draws shared by the median and δ bootstraps
@@ -56,22 +60,23 @@ class Group:
         # Exact counters only, and only when the data agree (kem_keypair draws fresh randomness);
         # identical tick values are quantization, not exactness, and keep their bootstrap.
         self.deterministic = self.metric in EXACT_METRICS and bool(np.ptp(self.values) == 0)
-        # per_call <= 0: the op is below the timer's resolution after overhead subtraction; ratios
-        # and log-scale statistics are meaningless there
-        self.positive = bool(self.values.size and self.values.min() > 0)
-        if self.laid_out and self.positive:
+        # A spin median <= 0 (a short op under load, after the null's subtraction) is a low reading, not
+        # a broken one: dropping it would bias the group up. Rank statistics (medians, order statistics)
+        # keep it as it is; log-scale statistics see it at the floor (log_values). Ratios need every job
+        # median > 0: only then is the group `positive`.
+        self.nonpositive = int(np.count_nonzero(self.values <= 0))
+        if self.laid_out and not self.nonpositive and self.values.size:
             # a job's value is the geometric mean of its copies' medians: each layout weighs alike,
             # however its spins fell (a median of the pooled spins would sit in the gap between copies)
             self.job_medians = np.exp(self.summary.log_median)
         else:
             self.job_medians = per_job_medians(self.values, self.job, len(self.job_ids))
+        self.positive = bool(self.values.size and self.job_medians.min() > 0)
 
     @property
     def laid_out(self) -> bool:
         """Spins of more than one laid-out copy in some job (layout = random, copies > 1)."""
-        if self.layout is None or self.layout.size == 0 or self.layout.max() < 1:
-            return False
-        return True
+        return self.layout is not None and self.layout.size > 0 and self.layout.max() >= 1
 
     @property
     def key(self) -> GroupKey:
@@ -94,12 +99,34 @@ class Group:
         return self._median
 
     @property
+    def log_values(self) -> np.ndarray:
+        """log of the spin medians, those <= 0 at half the smallest positive one: a monotone map, so
+        every rank statistic (and the median of a job whose median is > 0) is unchanged."""
+        if not self.nonpositive:
+            return np.log(self.values)
+        pos = self.values[self.values > 0]
+        floor = 0.5 * float(pos.min()) if pos.size else 1.0
+        return np.log(np.where(self.values > 0, self.values, floor))
+
+    @property
     def summary(self) -> JobSummary:
         """Log job medians, their within-job sampling variances and whether all spins are identical:
         what the job-level tests consume (positive groups only)."""
         if self._summary is None:
-            self._summary = job_summary(self.values, self.job, self.layout if self.laid_out else None)
+            if self.laid_out and not self.nonpositive:
+                s = job_summary(self.values, self.job, self.layout)
+            else:
+                s = job_summary(np.exp(self.log_values) if self.nonpositive else self.values, self.job)
+                if self.nonpositive:  # the job medians themselves, not those of the floored values
+                    s = dataclasses.replace(s, log_median=np.log(self.job_medians))
+            self._summary = s
         return self._summary
+
+    @property
+    def resolution_rel(self) -> float:
+        """The lattice step relative to the group's median (0: exact, or no step known)."""
+        m = self.median
+        return self.resolution / abs(m) if self.resolution > 0 and m != 0 else 0.0
 
 
 def build_groups(spins: pd.DataFrame) -> dict[GroupKey, Group]:
@@ -191,7 +218,7 @@ def carryover(group: Group, min_per_level: int = 3) -> tuple[float, float, str]:
         keep_lv, sel = _levels(labels, known, min_per_level)
     if len(keep_lv) < 2:
         return nan, nan, ""
-    lv, lab, job = np.log(group.values[sel]), labels[sel], group.job[sel]
+    lv, lab, job = group.log_values[sel], labels[sel], group.job[sel]
     centred = np.empty_like(lv)
     for j in np.unique(job):
         m = job == j
@@ -219,19 +246,17 @@ def per_job_medians(values: np.ndarray, job: np.ndarray, n_jobs: int) -> np.ndar
     return np.array([np.median(values[job == j]) for j in range(n_jobs)])
 
 
-MIN_TSC_STEPS = 100  # the harness's auto-batch floor (PQSIMD_MIN_TSC_STEPS): below it, ~1% quantization
 
 
 def short_samples(spins: pd.DataFrame, jobs: pd.DataFrame, groups_df: pd.DataFrame,
-                  min_steps: int = MIN_TSC_STEPS, slack: float = 0.9) -> pd.Series:
+                  min_steps: int = MIN_CLOCK_STEPS, slack: float = 0.5) -> pd.Series:
     """Per group (rows of groups_df): how many of its jobs time samples shorter than `min_steps`
-    TSC steps: one step is then more than 1/min_steps of a sample, so quantization alone moves a
-    median ratio by about the verdict threshold. A job's sample length is the raw reading the
-    driver's auto-batch floor is checked on, (spin median + call overhead) x batch + read overhead;
-    the step is the smallest granularity measured on that CPU model in the study (one job's
-    reading of the smallest gap between two TSC reads can come out a step or two high), with
-    `slack` so that a batch sized on one job is not flagged in the next. Ticks only; 0 where the
-    calibration is unknown (old raw files)."""
+    clock steps (the budget could not afford more calls per sample, or a fixed --batch): one step is
+    then more than 1/min_steps of a sample, and the group's resolution (its lattice step) is coarser
+    than the harness aims for. A job's sample length is the raw reading the driver's auto-batch aim
+    is checked on, (spin median + call overhead) x batch + read overhead; the step is the smallest
+    measured on that CPU model in the study, with `slack`: a probe on a loaded machine can read an op
+    slower than its jobs do, so a batch sized on it is flagged only below half the aim. Ticks only; 0 where the calibration is unknown (old raw files)."""
     out = pd.Series(0, index=groups_df.index, dtype=np.int64)
     need = {"granularity", "overhead", "call_overhead", "cpu_model"}
     if not len(groups_df) or "batch" not in spins or not need <= set(jobs.columns):
@@ -241,7 +266,7 @@ def short_samples(spins: pd.DataFrame, jobs: pd.DataFrame, groups_df: pd.DataFra
         return out
     keys = ["metric", "scheme", "op", "variant", "compiler", "job"]
     j = jobs.drop_duplicates("job").set_index("job")
-    step = j["granularity"].groupby(j["cpu_model"]).transform("min")
+    step = clock_steps(jobs).groupby(j["cpu_model"]).transform("min")
     # per job (categorical codes, not strings: 10 M rows), its calibration's costs and step
     jcat = pd.Categorical(t["job"])
     names = pd.Index(jcat.categories.astype(str))
@@ -280,14 +305,46 @@ def flag_carryover(groups_df: pd.DataFrame, alpha: float, threshold: float) -> p
 
 def median_interval(group: Group, alpha: float) -> tuple[float, float, float]:
     """The group median's distribution-free interval: order statistics of the job medians at the
-    widest level <= 1 - alpha that J reaches (or [min, max] with its own lower level)."""
+    widest level <= 1 - alpha that J reaches (or [min, max] with its own lower level), each end
+    moved out by the group's lattice step (no interval more certain than the clock)."""
     if group.deterministic:
         return group.median, group.median, 1.0
     jm = np.sort(group.job_medians)
     k = order_rank(jm.size, alpha)
+    r = group.resolution
     if k == 0:
-        return float(jm[0]), float(jm[-1]), order_level(jm.size, 1)
-    return float(jm[k - 1]), float(jm[jm.size - k]), order_level(jm.size, k)
+        return float(jm[0]) - r, float(jm[-1]) + r, order_level(jm.size, 1)
+    return float(jm[k - 1]) - r, float(jm[jm.size - k]) + r, order_level(jm.size, k)
+
+
+def clock_steps(jobs: pd.DataFrame) -> pd.Series:
+    """Each job's clock step (the driver's `step`; `granularity` in older raw files; 1 if unknown)."""
+    j = jobs.drop_duplicates("job").set_index("job")
+    step = j["step"] if "step" in j.columns else pd.Series(np.nan, index=j.index)
+    if "granularity" in j.columns:
+        step = step.fillna(j["granularity"])
+    return step.where(step > 0).fillna(1.0).astype(float)
+
+
+def attach_resolution(groups: dict[GroupKey, Group], spins: pd.DataFrame, jobs: pd.DataFrame) -> None:
+    """Each group's resolution: the largest per-call lattice step over its spins, step / batch (a
+    sample of k calls reads whole clock steps). Ticks: the job's measured step; a perf counter
+    counts in ones; exact counts have none."""
+    if not groups or "batch" not in spins.columns or not len(spins):
+        return
+    keys = ["metric", "scheme", "op", "variant", "compiler"]
+    step = clock_steps(jobs) if len(jobs) and "job" in jobs.columns else pd.Series(dtype=float)
+    jcat = pd.Categorical(spins["job"])
+    per_job = step.reindex(pd.Index(jcat.categories.astype(str))).fillna(1.0).to_numpy(dtype=float)
+    metric = spins["metric"].astype(str).to_numpy()
+    unit = np.where(metric == "ticks", per_job[jcat.codes], 1.0)
+    unit[np.isin(metric, list(EXACT_METRICS))] = 0.0
+    lattice = unit / np.maximum(spins["batch"].to_numpy(dtype=float), 1.0)
+    worst = spins[keys].assign(lattice=lattice).groupby(keys, observed=True, sort=False)["lattice"].max()
+    for key, value in worst.items():
+        g = groups.get(tuple(str(x) for x in key))
+        if g is not None and np.isfinite(value):
+            g.resolution = float(value)
 
 
 def describe(group: Group, alpha: float, threshold: float) -> dict:
@@ -301,7 +358,7 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         icc = nan
         notes.append("deterministic: icc and variance components n/a")
     else:
-        lv = np.log(v) if group.positive else v
+        lv = group.log_values if group.positive else v
         l1, l3 = np.percentile(lv, [25, 75])
         iqr_l = l3 - l1
         out_lo = int(np.count_nonzero(lv < l1 - 1.5 * iqr_l))
@@ -310,12 +367,15 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         if group.positive:
             # what the job-level test sees: job-to-job spread, within-job spread and how much the spins
             # of one job repeat each other (deff; with many spins n_eff tends to J / icc)
-            vc = variance_components(v, group.job)
+            vc = variance_components(np.exp(lv), group.job)
             comp = dict(job_cv=vc.job_cv, between_var=vc.between_var, within_sd=vc.within_sd, deff=vc.deff,
                         n_eff=vc.n_eff)
         else:
-            notes.append("spin medians <= 0 (below timer resolution): outliers and icc on the linear scale, "
+            notes.append("job medians <= 0 (below timer resolution): outliers and icc on the linear scale, "
                          "no ratios, no variance components")
+        if group.nonpositive and group.positive:
+            notes.append(f"{group.nonpositive} spin median(s) <= 0 kept: they rank low in every median and count "
+                         "at half the smallest positive one on the log scale")
         if not np.isfinite(icc):
             notes.append("icc, deff, n_eff (and job_cv, between_var) n/a: fewer than 2 jobs" if group.n_jobs < 2
                          else "icc, deff, n_eff n/a: no variation")
@@ -334,6 +394,9 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         "median_ci_low": lo,
         "median_ci_high": hi,
         "median_ci_level": level,
+        "resolution": group.resolution,
+        "resolution_rel": group.resolution_rel,
+        "nonpositive_spins": group.nonpositive,
         "iqr": float(q3 - q1),
         "min": float(v.min()),
         "max": float(v.max()),

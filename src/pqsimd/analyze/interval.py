@@ -14,14 +14,24 @@ evidence first gives a decision p-value, then the interval at the family's level
 - `t` (separate design: independent groups). Estimand: the ratio of geometric means of the job
   medians (difference of mean log job medians); interval: the job-level t interval of pooled.py
   (Welch, or the study-pooled test).
-- `exact` (deterministic counts): the exact ratio, a zero-width interval.
+- `exact` (deterministic counts): the exact ratio, a zero-width interval; for timed groups that never
+  moved (the separate design's constant groups, pooled.py) the ratio with the clock's `res` around it.
 - `refuse`: the design cannot support an interval (pooled.py's refusal rules, or no job pairs).
+
+No interval is more certain than the clock: a timed sample reads a whole number of clock steps, so
+a per-call time is known only to the lattice step (step / calls per sample), and job medians stuck
+on that lattice can make every job ratio equal (a zero-width order-statistic interval). `res` is
+the log ratio's worst-case error from both builds' lattice steps (`resolution_halfwidth`); every
+interval of timed data (sign, t, and exact for groups that never moved) is widened by it on each side, and the decision p-values test the band moved by it, so
+the verdict read off the widened interval is the one its p-value gives. An order statistic of values
+each within `res` of the unquantized ones is within `res` of the unquantized order statistic, so the
+widened interval keeps its level against the clock-free truth (bench/bench_coverage.py measures it).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -58,6 +68,15 @@ def jobs_needed(gamma: float) -> int:
     return max(2, int(math.ceil(1.0 - math.log2(gamma) - 1e-12)))
 
 
+def resolution_halfwidth(rel_base: float, rel_var: float) -> float:
+    """The largest change of log(base / variant) when each time may be off by its relative lattice
+    step (rel = lattice step / median); inf when either is a whole step or more."""
+    rb, rv = max(float(rel_base), 0.0), max(float(rel_var), 0.0)
+    if not (rb < 1.0 and rv < 1.0):
+        return math.inf
+    return max(math.log1p(rb) - math.log1p(-rv), math.log1p(rv) - math.log1p(-rb))
+
+
 def verdict_of(lo: float, hi: float, band: float) -> str:
     """faster if the interval lies above +band, slower below -band, same inside (-band, +band),
     else ~ (log scale; band = log(1 + threshold))."""
@@ -80,6 +99,12 @@ class Interval:
     level: float  # the confidence this interval is guaranteed to have (>= the family's when reachable)
     method: str  # sign | t | exact | refuse
     reachable: bool = True  # False: no interval of this kind reaches the family's level (sign, J too small)
+    res: float = 0.0  # how much each end was widened for the clock's resolution (log scale)
+
+    @property
+    def resolution_limited(self) -> bool:
+        """The clock, not the jobs' spread, sets the width: the widening is more than half of it."""
+        return self.res > 0 and (self.hi - self.lo) < 4 * self.res
 
     @property
     def ratio(self) -> tuple[float, float, float]:
@@ -97,6 +122,13 @@ class Evidence:
     df: float = math.nan
     reason: str = ""  # refuse: why
     ratio: float = math.nan  # exact: the ratio itself (exp of its log loses the last digit)
+    res: float = 0.0  # the clock's resolution of the log ratio (resolution_halfwidth); timed evidence only
+
+    def at_resolution(self, res: float) -> "Evidence":
+        """The same evidence, its interval widened and its band tests moved by `res` (log scale)."""
+        if self.kind not in ("sign", "t", "exact") or not res > 0:
+            return self  # (a deterministic count is never given a res: compare.py returns before)
+        return replace(self, res=float(res))
 
     @classmethod
     def sign(cls, job_log_ratios) -> "Evidence":
@@ -138,25 +170,27 @@ class Evidence:
         which verdict: for the sign interval from the counts of jobs beyond the band (the two-sided
         sign test of each interval hypothesis), for t from the t distribution. A family's intervals at
         level 1 - gamma give a verdict exactly for the rows with decision p <= gamma."""
-        if self.kind == "exact":
-            v = verdict_of(self.d, self.d, band)
+        if self.kind == "exact":  # (timed groups that never moved: exact up to the clock's resolution)
+            v = verdict_of(self.d - self.res, self.d + self.res, band)
             return (0.0, v) if v != "~" else (1.0, "~")
+        # a job ratio clears the band only by more than the clock's resolution (res = 0: as before)
+        up, down = band + self.res, band - self.res
         if self.kind == "sign":
             j, x = self.n, self.logs
-            cands = {"faster": int((x > band).sum()), "slower": int((x < -band).sum()),
-                     "same": min(int((x > -band).sum()), int((x < band).sum()))}
+            cands = {"faster": int((x > up).sum()), "slower": int((x < -up).sum()),
+                     "same": min(int((x > -down).sum()), int((x < down).sum())) if down > 0 else 0}
             out = (1.0, "~")
             for v, n_ok in cands.items():
                 k = j + 1 - n_ok  # the widest interval whose ends clear the band
-                if 1 <= k <= (j + 1) // 2 and (v != "same" or x[k - 1] > -band and x[j - k] < band):
+                if 1 <= k <= (j + 1) // 2 and (v != "same" or x[k - 1] > -down and x[j - k] < down):
                     p = _two_sided_tail(j, k)
                     if p < out[0]:
                         out = (p, v)
             return out
         if self.kind == "t" and self.se > 0 and math.isfinite(self.se):
             d, se, df = self.d, self.se, self.df
-            ps = {"faster": 2 * stats.t.sf((d - band) / se, df), "slower": 2 * stats.t.sf((-band - d) / se, df),
-                  "same": 2 * stats.t.sf(min((d + band) / se, (band - d) / se), df) if band > 0 else 1.0}
+            ps = {"faster": 2 * stats.t.sf((d - up) / se, df), "slower": 2 * stats.t.sf((-up - d) / se, df),
+                  "same": 2 * stats.t.sf(min((d + down) / se, (down - d) / se), df) if down > 0 else 1.0}
             v = min(ps, key=ps.get)
             return min(1.0, float(ps[v])), v
         return math.nan, "withheld"
@@ -164,14 +198,16 @@ class Evidence:
     def interval(self, gamma: float) -> Interval:
         """The (1 - gamma) interval (log scale)."""
         if self.kind == "exact":
-            return Interval(self.d, self.d, self.d, 1.0, "exact")
+            return Interval(self.d, self.d - self.res, self.d + self.res, 1.0, "exact", res=self.res)
         if self.kind == "sign":
             j, x = self.n, self.logs
             k = order_rank(j, gamma)
+            r = self.res
             if k == 0:  # J too small: the widest interval there is, with its own (lower) level
-                return Interval(self.point, float(x[0]), float(x[-1]), order_level(j, 1), "sign", reachable=False)
-            return Interval(self.point, float(x[k - 1]), float(x[j - k]), order_level(j, k), "sign")
+                return Interval(self.point, float(x[0]) - r, float(x[-1]) + r, order_level(j, 1), "sign",
+                                reachable=False, res=r)
+            return Interval(self.point, float(x[k - 1]) - r, float(x[j - k]) + r, order_level(j, k), "sign", res=r)
         if self.kind == "t" and math.isfinite(self.se) and math.isfinite(self.df):
-            h = float(stats.t.ppf(1.0 - gamma / 2.0, self.df)) * self.se
-            return Interval(self.d, self.d - h, self.d + h, 1.0 - gamma, "t")
+            h = float(stats.t.ppf(1.0 - gamma / 2.0, self.df)) * self.se + self.res
+            return Interval(self.d, self.d - h, self.d + h, 1.0 - gamma, "t", res=self.res)
         return Interval(self.point, math.nan, math.nan, math.nan, "refuse", reachable=False)

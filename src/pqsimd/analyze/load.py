@@ -213,7 +213,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
                     "has_metadata": bool(meta),
                     **{k: float((meta.get("calibration") or {}).get(k) or "nan")
                        if isinstance(meta.get("calibration"), dict) else float("nan")
-                       for k in ("granularity", "overhead", "call_overhead")},
+                       for k in ("step", "granularity", "overhead", "call_overhead")},
                 }
             )
     if not parts:

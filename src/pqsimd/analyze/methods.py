@@ -92,7 +92,15 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
                   "medians, counted never dropped; icc = one-way random-effects ICC(1) of log spin medians within "
                   "jobs; job_cv = sd/mean of job medians, between_var = var of log job medians, within_sd = sqrt of "
                   "the pooled within-job variance of log spin medians, deff = 1 + (S - 1) max(icc, 0), n_eff = J S "
-                  "/ deff (tends to J / icc as S grows); short_jobs = jobs whose median sample lasts fewer than 90% "
-                  "of 100 TSC steps",
+                  "/ deff (tends to J / icc as S grows); short_jobs = jobs whose median sample lasts fewer than half "
+                  "of 1,000 clock steps",
+        "resolution": "a sample reads a whole number of clock steps (the step each job's driver measured: the "
+                      "largest divisor of the most frequent increment dividing >= 99% of back-to-back deltas), so a "
+                      "per-call time lies on a lattice step / calls per sample apart (groups.resolution, the "
+                      "largest over the jobs); a group's median interval is widened by it on each side, and every "
+                      "timed comparison's interval by the largest change of the log ratio both groups' lattice "
+                      "steps allow (comparisons.resolution), with the decision p-value testing the band moved by "
+                      "as much; resolution_limited = the widening is more than half the width; spin medians <= 0 "
+                      "are kept (rank statistics unchanged, log-scale statistics at half the smallest positive one)",
         "design": design,
     }

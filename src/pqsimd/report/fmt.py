@@ -42,6 +42,9 @@ def ci(lo, hi) -> str:
         return f"[{float(lo):g}, {float(hi):g}]"
     mag = math.floor(math.log10(ref))
     d = max(2 - mag, 0)
+    # an interval of nonzero width never prints as a point: more decimals until its ends differ
+    while float(lo) < float(hi) and f"{float(lo):.{d}f}" == f"{float(hi):.{d}f}" and d < 8:
+        d += 1
     return f"[{float(lo):.{d}f}, {float(hi):.{d}f}]"
 
 
@@ -76,6 +79,13 @@ def pct(v) -> str:
         return NA
     s = f"{100 * float(v):.0f}%"
     return "0%" if s == "-0%" else s
+
+
+def small_pct(v) -> str:
+    """A relative spread: one decimal (2.5%), or two significant digits below 0.1% (0.042%), so a
+    nonzero spread never prints as 0.0%."""
+    x = 100 * abs(float(v))
+    return f"{x:.1f}%" if x >= 0.1 or x == 0 else f"{x:.2g}%"
 
 
 def quantity(v) -> str:

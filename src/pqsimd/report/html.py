@@ -121,6 +121,14 @@ def headlines(study: Study, fam: FamilyView) -> list[str]:
             out.append(f"{len(r)} paired comparison(s) show regimes (jobs in distinct states that change the ratio): "
                        + "; ".join(f"{fam.label(x.op)} {fam.scheme_label(x.scheme)} {x.baseline}→{x.variant} ({x.note})"
                                    for x in r.head(3).itertuples()) + ".")
+    limited = study.comparisons.get("resolution_limited")
+    if limited is not None and limited.fillna(False).astype(bool).any():
+        r = study.comparisons[limited.fillna(False).astype(bool) & study.comparisons["scheme"].isin(fam.schemes)]
+        if len(r):
+            out.append(f"{len(r)} comparison(s) are resolution-limited (the clock's step, not the jobs' spread, sets "
+                       "their interval, widened by the per-call lattice step): "
+                       + "; ".join(f"{fam.label(x.op)} {fam.scheme_label(x.scheme)} {x.baseline}→{x.variant} "
+                                   f"(±{fmt.small_pct(x.resolution)})" for x in r.head(3).itertuples()) + ".")
     out += compiler_sentences(study, fam, metric)
     return out
 
@@ -196,6 +204,7 @@ def methods(study: Study) -> list[tuple[str, str]]:
         ("warm-up", warm),
         ("carry-over between builds", carry),
         ("power", study.power_note() or "no comparison is inconclusive (~)"),
+        ("clock and resolution", study.clock_note() or "not recorded (re-run pqsimd analyze)"),
         ("jobs per group, J", span(sm.get("jobs_per_group"))),
         ("spin medians per group (J × S)", span(sm.get("spins_per_group"))),
         ("repetitions per spin, R", sm.get("reps_per_spin")),

@@ -57,6 +57,9 @@ def _row_marks(row: dict | None, notes: _Footnotes) -> str:
         marks.append(notes.mark("regimes: the jobs' ratios form two clusters (comparisons.csv note)"))
     if str(row.get("drift")).lower() == "true":
         marks.append(notes.mark("drift: the ratio trends within a job (comparisons.csv drift_jobs)"))
+    if str(row.get("resolution_limited")).lower() == "true":
+        marks.append(notes.mark("resolution-limited: the clock's step, not the jobs' spread, sets the interval "
+                                "(widened by the lattice step, comparisons.csv resolution)"))
     return "".join(marks)
 
 
@@ -103,6 +106,9 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     power = study.power_note()
     if power:
         con.print(Text(f"power: {power}", style="dim"))
+    clock = study.clock_note()
+    if clock:
+        con.print(Text(f"clock: {clock}", style="dim"))
     if (study.summary.get("aa_check") or {}).get("ran"):
         con.print(Text(f"A/A: {study.aa_note()}", style="dim"))
     if study.summary.get("layout"):
@@ -154,7 +160,7 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
                             if not (fmt.is_missing(lo) or fmt.is_missing(m)) and m:
                                 half = max(hi - m, m - lo)
                                 # near zero (the self-check op) a relative spread means nothing: give the unit
-                                med += f" ± {fmt.quantity(half)}" if abs(m) < 1 else f" ± {100 * half / abs(m):.1f}%"
+                                med += f" ± {fmt.quantity(half)}" if abs(m) < 1 else f" ± {fmt.small_pct(half / abs(m))}"
                         name = Text(fam.label(op) if first_row else "")
                         first_row = False
                         var_text = Text(variant + _row_marks(row, notes),

@@ -10,7 +10,11 @@ build b (k_b calls) and W the paired warm-up, one spin of R reps costs
 
 and the job may spend budget * tsc_hz ticks on the op. The study's spins S0 and reps R0 are the
 caps; when the budget binds, R and S shrink together (R ~ sqrt of the shrink factor), never below
-the floors min_reps and min_spins, and S never above max_spins. Warmup spins get at most half the
+the floors min_reps and min_spins, and S never above max_spins. The probe's batch k makes a sample
+span at least 1,000 steps of the clock (its measured step: 2 TSC ticks on one host, 26 on another),
+so one step is <= 0.1% of a sample; where even the floors of such samples overrun the budget, k
+shrinks to fit it and the op is `budget_limited` (its resolution, step / k per call, is coarser and
+recorded per group by analyze). Warmup spins get at most half the
 budget (an op whose one spin takes seconds gets none). The choice is written once to
 DIR/sizing.json with the probe it came from; a resumed study reads it back, so every job of a
 group uses the same spins, reps and batch.
@@ -30,7 +34,7 @@ from ..errors import PqsimdError
 from ..studydir import StudyDir
 from . import child, limits
 from .job import BuildDied, build_ops, death_of, exclude, job_builds, pick_cpu
-from .spec import NOT_TIMED, escape, timed_ops
+from .spec import NOT_TIMED, escape, quantum_line, timed_ops
 
 
 def choose(cost_per_rep: float, fixed_per_spin: float, budget_ticks: float, s0: int, r0: int,
@@ -49,6 +53,45 @@ def choose(cost_per_rep: float, fixed_per_spin: float, budget_ticks: float, s0: 
     return max(min_spins, min(s, s_cap)), r
 
 
+MIN_CLOCK_STEPS = 1000  # the driver's auto-batch aim (runner.h PQSIMD_MIN_CLOCK_STEPS): 0.1% per sample
+
+
+def clock_step(calibration: dict) -> float:
+    """The clock's step a job or probe measured (the driver's `step`; `granularity` in older records)."""
+    for key in ("step", "granularity"):
+        v = calibration.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            return float(v)
+    return 1.0
+
+
+def fit_budget(study, batch: dict[str, int], sample: dict[str, float], budget_ticks: float,
+               warm: float) -> tuple[int, int, float, float, bool]:
+    """(spins, reps, cost per rep, fixed cost per spin, budget_limited) of one op. The probe's batch
+    makes every sample span >= MIN_CLOCK_STEPS steps; when even the floors (min_spins x min_reps)
+    of such samples overrun the budget, the batches shrink (in place, `sample` with them) to fit it:
+    coarser resolution, said so by budget_limited."""
+    def costs() -> tuple[float, float]:
+        if study.design == "paired":
+            return sum(sample.values()), warm * len(sample)
+        return max(sample.values()), 0.0
+
+    rep_cost, fixed = costs()
+    spins, reps = choose(rep_cost, fixed, budget_ticks, study.spins, study.reps, study.min_spins,
+                         study.min_reps, study.max_spins)
+    over = spins * (reps * rep_cost + fixed) / budget_ticks
+    limited = over > 1.0 and any(k > 1 for k in batch.values())
+    if limited:
+        for b, k in batch.items():
+            smaller = max(1, int(k / over))
+            sample[b] *= smaller / k
+            batch[b] = smaller
+        rep_cost, fixed = costs()
+        spins, reps = choose(rep_cost, fixed, budget_ticks, study.spins, study.reps, study.min_spins,
+                             study.min_reps, study.max_spins)
+    return spins, reps, rep_cost, fixed, limited
+
+
 def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None = None) -> tuple[dict, dict[str, dict[str, tuple[int, int]]]]:
     """Driver probe of every op of the scheme: (calibration, {op: {build: (k, median raw ticks)}}).
     A build that crashes or hangs in it: BuildDied (the caller excludes it and probes again)."""
@@ -57,7 +100,7 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
     timed = timed_ops(study, scheme, op_seconds)
     limit = limits.probe_limit(study, scheme, list(timed), op_seconds)
     lines = ["design paired", f"scheme {scheme}", *(f"variant {escape(sd.variant_path(b))}" for b in builds),
-             f"cpu {cpu}", f"target {study.batch_target}",
+             f"cpu {cpu}", f"target {study.batch_target}", *quantum_line(study),
              *(f"op {op} 1 1 0 {' '.join(study.batch if t else NOT_TIMED for t in which)}" for op, which in timed.items())]
     what = f"sizing: the driver's probe of {scheme}"
     try:
@@ -201,31 +244,38 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
 
     with ThreadPoolExecutor(max_workers=len(cpus)) as pool:
         probes = list(pool.map(lambda w: on_a_free_cpu(*w), work))
+    short: list[str] = []
     for (scheme, _), (builds, cal, probed) in zip(work, probes):
         if not builds:
             continue
         budget_ticks = study.budget * cal["tsc_hz"]
         warm = study.warmup_ns * 1e-9 * cal["tsc_hz"] if study.design == "paired" else 0.0
+        step = clock_step(cal)
         ops = {}
         for op, per_build in probed.items():
+            batch = {b: k for b, (k, _) in per_build.items()}
             sample = {b: max(raw, 1) for b, (k, raw) in per_build.items()}
             # an op whose every call outlasts the warm-up is its own warm-up
             nowarm = study.design == "paired" and min(raw / k for k, raw in per_build.values()) > warm
-            if study.design == "paired":
-                rep_cost, fixed = sum(sample.values()), (0.0 if nowarm else warm * len(sample))
-            else:
-                rep_cost, fixed = max(sample.values()), 0.0
-            spins, reps = choose(rep_cost, fixed, budget_ticks, study.spins, study.reps, study.min_spins,
-                                 study.min_reps, study.max_spins)
+            spins, reps, rep_cost, fixed, limited = fit_budget(study, batch, sample, budget_ticks,
+                                                               0.0 if nowarm else warm)
             # warmup spins cost like any other: no more than half the budget on them
             spin_cost = reps * rep_cost + fixed
             warmup = int(min(study.warmup, (budget_ticks / 2) // max(spin_cost, 1.0)))
+            steps = {b: sample[b] / step for b in batch}
             ops[op] = {"spins": spins, "reps": reps, "warmup": warmup, "nowarm": nowarm,
-                       "batch": {b: k for b, (k, _) in per_build.items()},
-                       "probe_ticks": {b: raw for b, (_, raw) in per_build.items()},
+                       "batch": batch, "probe_ticks": {b: raw for b, (_, raw) in per_build.items()},
+                       "sample_steps": steps, "budget_limited": limited,
                        "expected_s": (spins + warmup) * spin_cost / cal["tsc_hz"]}
-        out["schemes"][scheme] = {"tsc_hz": cal["tsc_hz"], "builds": builds, "family": catalog.family_of(scheme).name,
+            if limited:
+                short.append(f"{scheme} {op} ({min(steps.values()):,.0f} steps)")
+        out["schemes"][scheme] = {"tsc_hz": cal["tsc_hz"], "timer_step": step, "builds": builds,
+                                  "family": catalog.family_of(scheme).name,
                                   "probe_time_limit": cal["time_limit"], "ops": ops}
+    if short and console:
+        console.print(f"sizing: the budget of {study.budget:g} s per op cannot afford samples of {MIN_CLOCK_STEPS:,} "
+                      f"clock steps for {len(short)} op(s), which are timed with fewer calls per sample (coarser "
+                      f"resolution, recorded per group): {', '.join(short[:6])}{' ...' if len(short) > 6 else ''}")
     plan["sizing"] = out
     sd.write_plan(plan)  # the plan first: a sizing.json without its copy would be adopted unchecked
     sd.write_sizing(out)

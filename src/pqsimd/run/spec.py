@@ -37,6 +37,12 @@ def timed_ops(study, scheme: str, build_ops: list[dict[str, float] | None]) -> d
     return out
 
 
+def quantum_line(study) -> list[str]:
+    """The spec line of `--timer-quantum` (none when the clock is read as it is)."""
+    q = getattr(study, "timer_quantum", 0)
+    return [f"timer_quantum {q}"] if q and q > 1 else []
+
+
 def op_sizes(study, sizing: dict | None, scheme: str, op: str, builds: list[str]) -> tuple[int, int, int, list[str]]:
     """(spins, reps, warmup, batch per build) of one op: from the budget sizing when the study has
     one (run/sizing.py), else the study's fixed S × R and batch."""
@@ -75,6 +81,7 @@ def job_spec(study, job: dict, builds: list[str], libraries: list[Path], cpu: in
         f"warmup_ns {study.warmup_ns if study.design == 'paired' else 0}",
         f"target {study.batch_target}",
     ]
+    lines += quantum_line(study)
     if counters:
         lines.append(f"counters {','.join(counters)}")
     for op, which in timed.items():

@@ -2,7 +2,7 @@
  * them with identical code, whatever compiler built the variants.
  *
  *   driver list LIB...                      "lib scheme impl kind op..." per scheme
- *   driver calibrate                        calibration JSON
+ *   driver calibrate [QUANTUM]              calibration JSON (QUANTUM: reads rounded down to multiples of it)
  *   driver run SPEC|-                       calibration JSON line, then TSV samples (runner.h)
  *   driver probe SPEC|-                     per op and variant: "op variant batch median_raw"
  *   driver gate LIB SCHEME                  the kind's gate vectors (gate.h), stdin -> stdout
@@ -45,10 +45,11 @@ static void print_calibration(FILE *out, const pqsimd_calibration *cal, int cpu,
     double cpt, cpt_best;
     pqsimd_core_per_tsc(&cpt, &cpt_best);
     fprintf(out,
-            "{\"overhead\": %.1f, \"overhead_min\": %llu, \"granularity\": %llu, \"tsc_hz\": %.0f, "
+            "{\"overhead\": %.1f, \"overhead_min\": %llu, \"tsc_hz\": %.0f, "
             "\"call_overhead\": %.3f, \"cpu\": %d, \"core_per_tsc\": %.4f, \"core_per_tsc_best\": %.4f",
-            cal->overhead, (unsigned long long)cal->overhead_min, (unsigned long long)cal->granularity,
-            cal->tsc_hz, pqsimd_call_overhead(cal->overhead), cpu, cpt, cpt_best);
+            cal->overhead, (unsigned long long)cal->overhead_min, cal->tsc_hz, pqsimd_call_overhead(cal->overhead), cpu,
+            cpt, cpt_best);
+    pqsimd_step_json(out, cal);
     fprintf(out, ", \"timer\": ");
     pqsimd_timer_json(out);
     if (spec) {
@@ -56,7 +57,7 @@ static void print_calibration(FILE *out, const pqsimd_calibration *cal, int cpu,
                 "\"batch_target\": %llu",
                 spec->design == PQSIMD_PAIRED ? "paired" : "separate", spec->warmup_ns,
                 spec->warmup_ns * cal->tsc_hz * 1e-9, (unsigned long long)spec->seed,
-                (unsigned long long)pqsimd_batch_target(spec->target, cal->granularity));
+                (unsigned long long)pqsimd_batch_target(spec->target, cal->step));
     }
     if (counters) {
         fprintf(out, ", \"counters\": ");
@@ -228,6 +229,7 @@ static int cmd_run(int argc, char **argv, int probe) {
     if (prepare(&spec, loaded, ops)) {
         return 2;
     }
+    pqsimd_timer_quantum = spec.timer_quantum;
     pqsimd_timer_init(); /* before the counters' calibration reads it */
     static pqsimd_counters counters;
     pqsimd_counters *active = NULL;
@@ -257,7 +259,7 @@ static int cmd_run(int argc, char **argv, int probe) {
         .null_calls = (void (*const *)(void))null_calls,
         .order_state = spec.seed,
         .warm_ticks = spec.warmup_ns * cal.tsc_hz * 1e-9,
-        .target = pqsimd_batch_target(spec.target, cal.granularity),
+        .target = pqsimd_batch_target(spec.target, cal.step),
         .overhead = cal.overhead,
         .counters = active,
     };
@@ -350,6 +352,7 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "calibrate") == 0) {
         pqsimd_calibration cal;
+        pqsimd_timer_quantum = argc > 2 ? strtoull(argv[2], NULL, 10) : 0;
         pqsimd_calibrate_runner(&cal);
         print_calibration(stdout, &cal, -1, NULL, NULL);
         return 0;

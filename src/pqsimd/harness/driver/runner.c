@@ -79,8 +79,8 @@ uint64_t pqsimd_auto_batch(const pqsimd_op *op, uint64_t target, double overhead
     return k;
 }
 
-uint64_t pqsimd_batch_target(uint64_t requested, uint64_t granularity) {
-    uint64_t floor = PQSIMD_MIN_TSC_STEPS * (granularity ? granularity : 1);
+uint64_t pqsimd_batch_target(uint64_t requested, uint64_t step) {
+    uint64_t floor = PQSIMD_MIN_CLOCK_STEPS * (step ? step : 1);
     return requested > floor ? requested : floor;
 }
 

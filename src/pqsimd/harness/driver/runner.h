@@ -60,10 +60,10 @@ double pqsimd_call_overhead(double overhead);
  * sample of that k, so a probe need not time it again. */
 uint64_t pqsimd_auto_batch(const pqsimd_op *op, uint64_t target, double overhead, uint64_t *median_raw);
 
-/* A sample shorter than about 100 TSC steps carries a quantization error of about 1% (a median
- * ratio of two such ops moves by the +-2% threshold), so auto batching aims for at least that. */
-#define PQSIMD_MIN_TSC_STEPS 100
-uint64_t pqsimd_batch_target(uint64_t requested, uint64_t granularity);
+/* A sample of n clock steps is known to +-1/n: auto batching aims for at least 1,000 steps (0.1%),
+ * whatever the step (1 tick, 2, or 26 on some TSCs; 30-145 core cycles for a slow generic timer). */
+#define PQSIMD_MIN_CLOCK_STEPS 1000
+uint64_t pqsimd_batch_target(uint64_t requested, uint64_t step);
 /* Median raw ticks of 9 samples of k calls. */
 uint64_t pqsimd_median_sample(const pqsimd_op *op, uint64_t k);
 

@@ -189,6 +189,8 @@ int pqsimd_read_spec(FILE *in, pqsimd_spec *spec) {
             spec->warmup_ns = strtod(val, NULL);
         } else if (strcmp(key, "target") == 0) {
             spec->target = strtoull(val, NULL, 10);
+        } else if (strcmp(key, "timer_quantum") == 0) {
+            spec->timer_quantum = strtoull(val, NULL, 10);
         } else if (strcmp(key, "counters") == 0) {
             spec->counters = strdup(val);
         } else {

@@ -11,8 +11,9 @@
  *   cpu 1                                   (-1: do not pin)
  *   seed 1234                               (paired: the per-spin order)
  *   warmup_ns 50000                         (paired: untimed warm-up before each variant's reps)
- *   target 1000                             (auto batching: ticks per sample; at least 100 TSC steps)
+ *   target 1000                             (auto batching: ticks per sample; at least 1,000 clock steps)
  *   counters cycles,instructions            (optional perf_event_open group)
+ *   timer_quantum 26                        (optional: every clock read rounded down to a multiple of it)
  *   op NAME SPINS REPS WARMUP BATCH... [nowarm]   (one batch per variant: a number, "auto", or
  *                                           "-": that variant does not time this op; nowarm:
  *                                           skip the paired warm-up, the op is longer than it)
@@ -47,6 +48,7 @@ typedef struct {
     double warmup_ns;
     uint64_t target;
     char *counters;
+    uint64_t timer_quantum; /* 0: the clock as it is */
     int n_ops;
     pqsimd_spec_op *ops;
 } pqsimd_spec;

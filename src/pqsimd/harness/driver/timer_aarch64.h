@@ -57,7 +57,7 @@ static inline uint64_t pqsimd_a64_pmccntr_user(void) {
     return count;
 }
 
-static inline uint64_t pqsimd_timer_raw(void) {
+static inline uint64_t pqsimd_clock_raw(void) {
     switch (pqsimd_a64_timer) {
     case PQSIMD_A64_PMCCNTR: return pqsimd_a64_pmccntr_user();
     case PQSIMD_A64_PMCCNTR_DIRECT: return pqsimd_a64_pmccntr();
@@ -67,15 +67,15 @@ static inline uint64_t pqsimd_timer_raw(void) {
 }
 
 /* isb before: earlier instructions complete before the read; after: later ones wait for it. */
-static inline uint64_t pqsimd_timer_start(void) {
+static inline uint64_t pqsimd_clock_start(void) {
     __asm__ volatile("isb" ::: "memory");
-    uint64_t v = pqsimd_timer_raw();
+    uint64_t v = pqsimd_clock_raw();
     __asm__ volatile("isb" ::: "memory");
     return v;
 }
 
-static inline uint64_t pqsimd_timer_stop(void) {
-    return pqsimd_timer_start();
+static inline uint64_t pqsimd_clock_stop(void) {
+    return pqsimd_clock_start();
 }
 
 #define PQSIMD_ADD_CHAIN_100(x, y) __asm__ volatile(".rept 100\n\tadd %0, %0, %1\n\t.endr" : "+r"(x) : "r"(y))

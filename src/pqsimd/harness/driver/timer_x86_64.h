@@ -4,21 +4,21 @@
 #include <stdint.h>
 
 /* lfence before and after rdtsc: earlier instructions retire first, later ones wait. */
-static inline uint64_t pqsimd_timer_start(void) {
+static inline uint64_t pqsimd_clock_start(void) {
     uint32_t lo, hi;
     __asm__ volatile("lfence\n\trdtsc\n\tlfence" : "=a"(lo), "=d"(hi)::"memory");
     return ((uint64_t)hi << 32) | lo;
 }
 
 /* rdtscp waits for the timed code to finish; the trailing lfence keeps later code out. */
-static inline uint64_t pqsimd_timer_stop(void) {
+static inline uint64_t pqsimd_clock_stop(void) {
     uint32_t lo, hi, aux;
     __asm__ volatile("rdtscp\n\tlfence" : "=a"(lo), "=d"(hi), "=c"(aux)::"memory");
     return ((uint64_t)hi << 32) | lo;
 }
 
-/* Unfenced: for the granularity only, where read cost must not hide the counter's step. */
-static inline uint64_t pqsimd_timer_raw(void) {
+/* Unfenced: for the step only, where read cost must not hide the counter's step. */
+static inline uint64_t pqsimd_clock_raw(void) {
     uint32_t lo, hi;
     __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
     return ((uint64_t)hi << 32) | lo;
