@@ -197,7 +197,14 @@ def report(directory: Path, reference: str | None, beside: Path | None) -> None:
 @click.option("--beside", type=click.Path(path_type=Path), default=None,
               help="a study of another ISA: print the cross-ISA lines too")
 def show(directory: Path, metric: str | None, stage: str | None, compiler: str | None, beside: Path | None) -> None:
-    """The results of a study as a terminal table, grouped by family."""
+    """The results of a study (or of a campaign) as a terminal table, grouped by family."""
+    from .analyze.campaign import is_campaign
+
+    if is_campaign(directory):
+        from .report.campaign import show_campaign
+
+        show_campaign(directory, stage=stage)
+        return
     from .report.terminal import show_study
 
     show_study(directory, metric=metric, stage=stage, compiler=compiler, beside=beside)
@@ -224,6 +231,32 @@ def compare(dir_a: Path, dir_b: Path) -> None:
     from .report.terminal import compare_studies
 
     compare_studies(dir_a, dir_b)
+
+
+@cli.command()
+@click.argument("out", type=click.Path(path_type=Path))
+@click.argument("studies", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--labels", type=str, default=None, help="comma list: a name per study (default: the directory names)")
+@click.option("--schemes", type=str, default=None, help="stated subset: only these parameter sets")
+@click.option("--ops", type=str, default=None, help="stated subset: only these ops")
+@click.option("--variants", type=str, default=None, help="stated subset: only comparisons between these variants")
+@click.option("--compilers", type=str, default=None, help="stated subset: only these compilers")
+@click.option("--bootstrap", "n_boot", type=int, default=None, help="job resamples per ratio (default 4000)")
+@click.option("--seed", type=int, default=None, help="bootstrap seed")
+def campaign(out: Path, studies: tuple[Path, ...], labels: str | None, n_boot: int | None, seed: int | None,
+             **subset) -> None:
+    """The same study on several machines (or compilers): does each speedup hold? Reads each STUDY's
+    results/, manifest, plan and study.toml (no raw/) into OUT/results and OUT/report. Without
+    STUDIES: from OUT/campaign.toml."""
+    from .analyze.campaign import DEFAULT_BOOT, DEFAULT_SEED, run_campaign
+    from .report.campaign import write_campaign_report
+
+    if n_boot is not None and n_boot < 100:
+        raise PqsimdError(f"--bootstrap {n_boot} is too few; give at least 100 resamples")
+    results = run_campaign(out, list(studies), {k: _csv(v) for k, v in subset.items()}, _csv(labels),
+                           n_boot=n_boot or DEFAULT_BOOT, seed=DEFAULT_SEED if seed is None else seed)
+    report = write_campaign_report(out)
+    click.echo(f"campaign results in {results}, report in {report}/ — `pqsimd show {out}` prints the table")
 
 
 @cli.group()

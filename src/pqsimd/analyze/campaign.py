@@ -490,6 +490,7 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
         ratios["machine_effect"] = ratios["verdict"].isin(["larger", "smaller"])
     decomposition = pd.concat([_decomposition(a, spec.subset) for a in arms], ignore_index=True)
     ranking = rank_ops(ratios, band) if len(ratios) else pd.DataFrame()
+    mechanism = mechanism_evidence(arms, ratios)
     machines_notes = same_microarchitecture(machines)
     summary = {
         "schema_version": CAMPAIGN_SCHEMA_VERSION, "kind": "campaign",
@@ -504,7 +505,7 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
         "methods": methods_text(fam, threshold, n_boot, reference.name),
     }
     return {"machines": machines, "speedups": speedups, "ratios": ratios, "decomposition": decomposition,
-            "ranking": ranking, "summary": summary}
+            "ranking": ranking, "mechanism": mechanism, "summary": summary}
 
 
 def _decomposition(arm: Arm, subset: dict[str, list[str]]) -> pd.DataFrame:
@@ -534,6 +535,38 @@ def rank_ops(ratios: pd.DataFrame, band: float) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+MECHANISM_COLUMNS = ["scheme", "op", "baseline", "variant", "arm", "study", "class", "class_label", "base_count",
+                     "var_count", "ratio", "share_of_difference"]
+TOP_CLASSES = 3
+
+
+def mechanism_evidence(arms: list[Arm], ratios: pd.DataFrame) -> pd.DataFrame:
+    """For the comparisons with a machine effect, each study's instruction-mix evidence where it has
+    one (`--metric mix`: results/mix_ratios): the classes that make most of the instruction
+    difference between baseline and variant. Counts are the same on every machine of one ISA and
+    compiler; beside a machine effect they say which instructions the machines may run at
+    different costs (e.g. BMI2 pdep/pext, microcoded on Zen 1/2)."""
+    from ..results import read_table
+
+    out = []
+    effects = ratios[ratios["machine_effect"]] if len(ratios) and "machine_effect" in ratios else ratios.iloc[0:0]
+    wanted = set(zip(effects.get("scheme", []), effects.get("op", []), effects.get("baseline", []),
+                     effects.get("variant", [])))
+    for a in arms:
+        mr = read_table(a.member.directory, "mix_ratios", strict=False)
+        if mr.empty or not wanted:
+            continue
+        mr = mr[(mr["compiler"].astype(str) == a.compiler) & (mr["class"].astype(str) != "total")]
+        for (scheme, op, base, var), d in mr.groupby(["scheme", "op", "baseline", "variant"], sort=False):
+            if (scheme, op, base, var) not in wanted:
+                continue
+            d = d.assign(_w=d["share_of_difference"].astype(float).abs()).sort_values("_w", ascending=False)
+            for _, r in d.head(TOP_CLASSES).iterrows():
+                out.append({"scheme": scheme, "op": op, "baseline": base, "variant": var, "arm": a.name,
+                            "study": a.member.label} | {c: r[c] for c in MECHANISM_COLUMNS[6:]})
+    return pd.DataFrame(out, columns=MECHANISM_COLUMNS)
+
+
 def methods_text(fam, threshold: float, n_boot: int, reference: str) -> list[str]:
     return [
         "Each study's speedup and interval are that study's own comparisons row (its estimand and method, "
@@ -553,7 +586,7 @@ def methods_text(fam, threshold: float, n_boot: int, reference: str) -> list[str
 def write_campaign(out: Path, spec: Spec, tables: dict) -> Path:
     results = out / "results"
     atomic_write_bytes(out / CAMPAIGN_FILE, spec.to_toml(out).encode())
-    for name in ("machines", "speedups", "ratios", "decomposition", "ranking"):
+    for name in ("machines", "speedups", "ratios", "decomposition", "ranking", "mechanism"):
         write_table(tables[name], results, name)
     write_json(tables["summary"], results / SUMMARY_FILE)
     return results
