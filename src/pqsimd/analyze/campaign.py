@@ -198,6 +198,12 @@ def check_comparable(members: list[Member], subset: dict[str, list[str]]) -> lis
     differences that do not (one line each), for the summary and the report."""
     ref, notes = members[0], []
     refused: list[str] = []
+    for what in ("schemes", "ops", "variants", "compilers"):
+        for x in subset.get(what) or []:
+            missing = [m.label for m in members if x not in _set_of(m, what)]
+            if missing:
+                raise PqsimdError(f"the stated {what} subset names {x}, which {', '.join(missing)} did not measure; "
+                                  f"state only what every study measured")
     for m in members[1:]:
         who = f"{m.label} vs {ref.label}"
         if _sources(m) != _sources(ref):
@@ -228,8 +234,7 @@ def check_comparable(members: list[Member], subset: dict[str, list[str]]) -> lis
             a, b = set(_set_of(ref, what)), set(_set_of(m, what))
             if a == b:
                 continue
-            stated = set(subset.get(what) or [])
-            if stated and stated <= a & b:
+            if subset.get(what):  # checked above: the stated subset is in every study
                 notes.append(f"{who}: {what} differ ({', '.join(sorted(a ^ b))}); the stated subset is in both")
             else:
                 refused.append(f"{who}: {what} differ (only in one: {', '.join(sorted(a ^ b))}); "
@@ -246,11 +251,6 @@ def check_comparable(members: list[Member], subset: dict[str, list[str]]) -> lis
                 notes.append(f"{who}: compiler {c} is {cb[c]} vs {ca[c]}")
     if refused:
         raise PqsimdError("the studies are not comparable: " + "; ".join(refused))
-    for what in ("schemes", "ops", "variants", "compilers"):
-        for x in subset.get(what) or []:
-            missing = [m.label for m in members if x not in _set_of(m, what)]
-            if missing:
-                raise PqsimdError(f"the stated {what} subset names {x}, which {', '.join(missing)} did not measure")
     return notes
 
 
@@ -352,11 +352,11 @@ def _boot_stat(ev: Evidence, draws: np.ndarray | None, rng: np.random.Generator,
 def ratio_bootstrap(ev: Evidence, ev_ref: Evidence, same_jobs: bool, rng: np.random.Generator,
                     n_boot: int) -> np.ndarray:
     """Bootstrap distribution of log(speedup on the arm / speedup on the reference arm)."""
-    if same_jobs and ev.design == ev_ref.design == "paired":
-        common = ev.ratios.index.intersection(ev_ref.ratios.index)
-        a, r = Evidence("paired", ratios=ev.ratios[common]), Evidence("paired", ratios=ev_ref.ratios[common])
-        draws = rng.integers(0, len(common), size=(n_boot, len(common)))
-        return _boot_stat(a, draws, rng, n_boot) - _boot_stat(r, draws, rng, n_boot)
+    if (same_jobs and ev.design == ev_ref.design == "paired"
+            and set(ev.ratios.index) == set(ev_ref.ratios.index)):  # one study's arms timed in the same jobs
+        r = Evidence("paired", ratios=ev_ref.ratios[ev.ratios.index])
+        draws = rng.integers(0, ev.ratios.size, size=(n_boot, ev.ratios.size))
+        return _boot_stat(ev, draws, rng, n_boot) - _boot_stat(r, draws, rng, n_boot)
     return _boot_stat(ev, None, rng, n_boot) - _boot_stat(ev_ref, None, rng, n_boot)
 
 
