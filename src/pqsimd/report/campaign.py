@@ -39,6 +39,7 @@ class Campaign:
     ratios: pd.DataFrame
     ranking: pd.DataFrame
     mechanism: pd.DataFrame
+    decomposition: pd.DataFrame
 
     @property
     def arms(self) -> list[str]:
@@ -100,7 +101,8 @@ def load_campaign(directory: Path) -> Campaign:
     if not summary:
         raise PqsimdError(f"no campaign results in {results}; run {command('campaign', directory, 'DIR1', 'DIR2')}")
     return Campaign(Path(directory), summary, *(_read(results, n) for n in
-                                                 ("machines", "speedups", "ratios", "ranking", "mechanism")))
+                                                 ("machines", "speedups", "ratios", "ranking", "mechanism",
+                                                  "decomposition")))
 
 
 # -- cells -------------------------------------------------------------------------------------------
@@ -176,6 +178,38 @@ def step_table(c: Campaign, fam: tuple[str, dict, list[str]], step: tuple[str, s
     return Table(name=safe, title=f"{f.get('title', name)}: {c.step_label(stage, base, var)} on each machine",
                  caption=f"{c.step_label(stage, base, var)}, {style.metric_title(metric)}", header=header, rows=rows,
                  notes=notes, data=pd.DataFrame(data), align="l" + "r" * (len(header) - 1), family=name)
+
+
+def decomposition_table(c: Campaign, fam: tuple[str, dict, list[str]]) -> Table | None:
+    """Each machine's decomposition (its study's own: the chain's stage factors and their product)."""
+    name, f, schemes = fam
+    d = c.decomposition
+    stages = [s.stage for s in c.chain.steps if f"factor_{s.stage}" in d.columns]
+    if d.empty or not stages:
+        return None
+    labels, order = f.get("labels", {}), list(f.get("ops", []))
+    rows: list = []
+    for scheme in schemes:
+        ds = d[(d["scheme"].astype(str) == scheme) & (d["metric"].astype(str) == c.steps()[0][0])]
+        if ds.empty:
+            continue
+        rows.append(f.get("schemes", {}).get(scheme, {}).get("label", scheme))
+        ops = sorted(set(ds["op"]) - {f.get("self_check")}, key=lambda o: (order.index(o) if o in order else len(order), o))
+        for op in ops:
+            row = [Cell(labels.get(op, op))]
+            for arm in c.arms:
+                r = ds[(ds["op"] == op) & (ds["arm"] == arm)]
+                if r.empty:
+                    row.append(Cell(fmt.NA))
+                    continue
+                r = r.iloc[0]
+                row.append(Cell(" · ".join(fmt.num(r[f"factor_{s}"]) for s in stages) + f" = {fmt.times(r['total'])}"))
+            rows.append(row)
+    chain = " · ".join(c.chain.labels.get(s, s) for s in stages)
+    return Table(name="campaign_decomposition", title=f"{f.get('title', name)}: the decomposition on each machine",
+                 caption=f"stage factors ({chain}) and their product, each study's own", header=["op"] + c.arms,
+                 rows=rows, notes=[f"factors: {chain} (each study's decomposition.csv, with its intervals there)"],
+                 data=d[d["scheme"].astype(str).isin(schemes)], align="l" + "r" * len(c.arms), family=name)
 
 
 def machines_table(c: Campaign) -> Table:
@@ -302,6 +336,10 @@ def write_campaign_report(directory: Path) -> Path:
             if t.body_rows:
                 write_table(t, out / fam[0])
                 parts.append(_html_table(t))
+        dt = decomposition_table(c, fam)
+        if dt is not None and dt.body_rows:
+            write_table(dt, out / fam[0])
+            parts.append(_html_table(dt))
     parts.append("<h2>Machine-sensitive ops</h2>")
     so = sensitive_ops(c)
     if so.empty:
