@@ -74,6 +74,14 @@ class Campaign:
         cols = ["metric", "stage", "baseline", "variant"]
         return [tuple(r) for r in self.speedups[cols].astype(str).drop_duplicates().itertuples(index=False)]
 
+    @property
+    def axis(self) -> str:
+        """What the columns differ in: machines, or only compilers (a campaign on one machine)."""
+        if len(self.machines) and self.machines["microarchitecture"].nunique() == 1 \
+                and self.machines["compiler"].nunique() == len(self.machines):
+            return "compiler"
+        return "machine"
+
     def step_label(self, stage: str, baseline: str, variant: str) -> str:
         s = self.chain.step(stage)
         return f"{s.label} ({baseline}→{variant})" if s is not None else f"{stage} ({baseline}→{variant})"
@@ -175,7 +183,7 @@ def step_table(c: Campaign, fam: tuple[str, dict, list[str]], step: tuple[str, s
              f"Verdicts against ±{fmt.pct(c.summary.get('threshold'))}: ▲ larger, ▼ smaller (the machine changes the "
              "speedup; bold), ≈ same, ~ undecided."]
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in f"campaign_{stage}_{base}_{var}")
-    return Table(name=safe, title=f"{f.get('title', name)}: {c.step_label(stage, base, var)} on each machine",
+    return Table(name=safe, title=f"{f.get('title', name)}: {c.step_label(stage, base, var)} on each {c.axis}",
                  caption=f"{c.step_label(stage, base, var)}, {style.metric_title(metric)}", header=header, rows=rows,
                  notes=notes, data=pd.DataFrame(data), align="l" + "r" * (len(header) - 1), family=name)
 
@@ -206,7 +214,7 @@ def decomposition_table(c: Campaign, fam: tuple[str, dict, list[str]]) -> Table 
                 row.append(Cell(" · ".join(fmt.num(r[f"factor_{s}"]) for s in stages) + f" = {fmt.times(r['total'])}"))
             rows.append(row)
     chain = " · ".join(c.chain.labels.get(s, s) for s in stages)
-    return Table(name="campaign_decomposition", title=f"{f.get('title', name)}: the decomposition on each machine",
+    return Table(name="campaign_decomposition", title=f"{f.get('title', name)}: the decomposition on each {c.axis}",
                  caption=f"stage factors ({chain}) and their product, each study's own", header=["op"] + c.arms,
                  rows=rows, notes=[f"factors: {chain} (each study's decomposition.csv, with its intervals there)"],
                  data=d[d["scheme"].astype(str).isin(schemes)], align="l" + "r" * len(c.arms), family=name)
@@ -280,7 +288,7 @@ def forest_figure(c: Campaign, fam: tuple[str, dict, list[str]], outdir: Path) -
     axes[0][0].invert_yaxis()
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, loc="upper center", ncol=min(n, 4), fontsize=8, frameon=False)
-    fig.text(0.5, 0.003, "speedup (log scale) with each study's interval; hollow: no machine effect against "
+    fig.text(0.5, 0.003, f"speedup (log scale) with each study's interval; hollow: no {c.axis} effect against "
              f"{c.reference} (ratio within ±{fmt.pct(c.summary.get('threshold'))} or undecided)", ha="center", fontsize=7)
     fig.tight_layout(rect=(0, 0.02, 1, 1 - 0.6 / (0.16 * len(ylabels) + 1.6)))
     path = outdir / name / "campaign_forest.png"
@@ -323,7 +331,7 @@ def write_campaign_report(directory: Path) -> Path:
     for note in c.summary.get("same_microarchitecture", []) + c.summary.get("differences", []):
         parts.append(f"<p class=note>{e(note)}</p>")
     counts, fam_level = c.summary.get("counts", {}), c.summary.get("family", {})
-    parts.append(f"<p>{counts.get('machine_effects', 0)} of {counts.get('ratios', 0)} ratios of speedups show a machine "
+    parts.append(f"<p>{counts.get('machine_effects', 0)} of {counts.get('ratios', 0)} ratios of speedups show a {c.axis} "
                  f"effect beyond ±{fmt.pct(c.summary.get('threshold'))} (intervals at {fmt.level(fam_level.get('level'))}, "
                  f"FCR over {fam_level.get('m')}).</p>")
     for fam in c.families():
@@ -340,13 +348,13 @@ def write_campaign_report(directory: Path) -> Path:
         if dt is not None and dt.body_rows:
             write_table(dt, out / fam[0])
             parts.append(_html_table(dt))
-    parts.append("<h2>Machine-sensitive ops</h2>")
+    parts.append(f"<h2>{c.axis.capitalize()}-sensitive ops</h2>")
     so = sensitive_ops(c)
     if so.empty:
-        parts.append("<p>No op's speedup changes with the machine beyond the threshold.</p>")
+        parts.append(f"<p>No op's speedup changes with the {c.axis} beyond the threshold.</p>")
     else:
         parts.append("<table><tr><th>step</th><th>op</th><th>largest ratio (median over schemes)</th>"
-                     "<th>machine effects</th></tr>" + "".join(
+                     f"<th>{c.axis} effects</th></tr>" + "".join(
                          f"<tr><td>{e(c.step_label(r['stage'], r['baseline'], r['variant']))}</td><td>{e(r['op'])}</td>"
                          f"<td>{fmt.times(r['sensitivity'])}</td><td>{r['machine_effects']} of {r['ratios']}</td></tr>"
                          for _, r in so.iterrows()) + "</table>")
@@ -411,6 +419,6 @@ def show_campaign(directory: Path, stage: str | None = None, console=None) -> No
             con.print()
     fam_level = c.summary.get("family", {})
     counts = c.summary.get("counts", {})
-    con.print(f"{counts.get('machine_effects', 0)} of {counts.get('ratios', 0)} ratios show a machine effect "
+    con.print(f"{counts.get('machine_effects', 0)} of {counts.get('ratios', 0)} ratios show a {c.axis} effect "
               f"(▲ larger / ▼ smaller beyond ±{fmt.pct(c.summary.get('threshold'))}; ≈ same; ~ undecided); "
               f"intervals at {fmt.level(fam_level.get('level'))}, FCR over {fam_level.get('m')} ratios.", style="dim")
