@@ -246,3 +246,28 @@ def test_the_real_campaign_zen5_vs_emerald_rapids(tmp_path):
     assert np.allclose(r["ratio"], r["speedup"] / r["speedup_reference"], rtol=1e-9)
     assert ((r["ci_low"] <= r["ratio"]) & (r["ratio"] <= r["ci_high"])).all()
     assert (out / "report" / "index.html").exists()
+
+
+def test_separate_design_and_exact_counts(tmp_path):
+    """Separate-design studies (the ratio of geometric means of job medians, each build's jobs
+    resampled on their own) and deterministic counts (exact ratios) make a campaign too."""
+    dirs = []
+    for i, (machine, k) in enumerate([(ZEN5_MACHINE, 1.0), (EMR_MACHINE, 1.3)]):
+        d = tmp_path / f"s{i}"
+        make_synthetic_study(d, schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt", "basemul"), jobs=6,
+                             spins=20, reps=3, job_sigma=0.03, seed=10 + i, design="separate", outlier_rate=0.0,
+                             medians=lambda s, v, o, k=k: MEDIANS[v] / (k if (v, o) == ("avx2", "ntt") else 1.0),
+                             metric=("ticks", "instructions"), analysis={"n_boot": 200})
+        _records(d, machine)
+        (d / "plan.json").write_text(json.dumps({"design": "separate", "compilers": ["gcc"]}))
+        analyze_study(d)
+        dirs.append(d)
+    run_campaign(tmp_path / "c", dirs, {}, n_boot=1000)
+    r = _ratios(tmp_path / "c").set_index(["metric", "op"])
+    assert r.loc[("ticks", "ntt"), "verdict"] == "larger" and r.loc[("ticks", "ntt"), "method"] == "bootstrap"
+    assert r.loc[("ticks", "basemul"), "verdict"] != "larger" and not r.loc[("ticks", "basemul"), "machine_effect"]
+    assert r.loc[("instructions", "ntt"), "method"] == "exact"
+    exact = (6000 / round(200 / 1.3)) / (6000 / 200)  # the synthetic counts are whole instructions per call
+    assert r.loc[("instructions", "ntt"), "ci_low"] == r.loc[("instructions", "ntt"), "ratio"] == pytest.approx(exact)
+    sp = pd.read_parquet(tmp_path / "c" / "results" / "speedups.parquet")
+    assert (sp["note"] == "").all()
