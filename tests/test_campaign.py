@@ -271,3 +271,14 @@ def test_separate_design_and_exact_counts(tmp_path):
     assert r.loc[("instructions", "ntt"), "ci_low"] == r.loc[("instructions", "ntt"), "ratio"] == pytest.approx(exact)
     sp = pd.read_parquet(tmp_path / "c" / "results" / "speedups.parquet")
     assert (sp["note"] == "").all()
+
+
+def test_compare_speedups_is_a_campaign_of_two(base, tmp_path):
+    other = synthetic_member(tmp_path / "emr", 7, EMR_MACHINE, scale={"ntt": 1.3})
+    out = subprocess.run([sys.executable, "-m", "pqsimd.cli", "compare", str(base), str(other), "--speedups"],
+                         capture_output=True, text=True, env={"COLUMNS": "220", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    ntt = next(line for line in out.stdout.splitlines() if line.startswith("NTT"))
+    assert "▲" in ntt and "Emerald Rapids" in out.stdout
+    assert not any("▲" in line or "▼" in line for line in out.stdout.splitlines() if line.startswith(("INVNTT", "basemul")))
+    assert not list(tmp_path.glob("*/results/campaign.json"))  # nothing written

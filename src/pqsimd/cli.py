@@ -226,8 +226,18 @@ def explain(directory: Path, scheme: str, op: str, variants: str | None, compile
 @cli.command()
 @click.argument("dir_a", type=click.Path(path_type=Path))
 @click.argument("dir_b", type=click.Path(path_type=Path))
-def compare(dir_a: Path, dir_b: Path) -> None:
+@click.option("--speedups", is_flag=True, default=False,
+              help="compare speedups, not times: a campaign of the two studies (machines named, ratio of each speedup)")
+@click.option("--stage", type=str, default=None, help="with --speedups: only this stage, e.g. hand_simd")
+def compare(dir_a: Path, dir_b: Path, speedups: bool, stage: str | None) -> None:
     """The same (scheme, op, variant) across two studies: B/A ratio, CI and verdict."""
+    if speedups:
+        from .analyze.campaign import build_campaign, read_spec
+        from .report.campaign import from_tables, show_campaign
+
+        spec = read_spec(Path("."), [dir_a, dir_b], {})
+        show_campaign(from_tables(build_campaign(spec)), stage=stage)
+        return
     from .report.terminal import compare_studies
 
     compare_studies(dir_a, dir_b)

@@ -384,11 +384,18 @@ def mechanism_html(c: Campaign) -> str:
 
 # -- terminal ----------------------------------------------------------------------------------------
 
-def show_campaign(directory: Path, stage: str | None = None, console=None) -> None:
+def from_tables(tables: dict, directory: Path | None = None) -> Campaign:
+    """A campaign analyze/campaign.py built but did not write (`pqsimd compare A B --speedups`)."""
+    return Campaign(Path(directory or "."), tables["summary"], *(tables[n] for n in
+                                                                 ("machines", "speedups", "ratios", "ranking", "mechanism",
+                                                                  "decomposition")))
+
+
+def show_campaign(directory: Path | Campaign, stage: str | None = None, console=None) -> None:
     from rich.console import Console
     from rich.table import Table as RichTable
 
-    c = load_campaign(directory)
+    c = directory if isinstance(directory, Campaign) else load_campaign(directory)
     con = console or Console()
     mt = machines_table(c)
     t = RichTable(title="machines", title_justify="left", box=None, header_style="bold")
