@@ -109,6 +109,11 @@ def read_spec(out: Path, studies: list[Path], subset: dict[str, list[str] | None
             if doc.get(k) and k not in subset:
                 subset[k] = [str(x) for x in doc[k]]
     studies = [Path(s) for s in studies]
+    seen = [s.resolve() for s in studies]
+    twice = sorted({str(s) for s in seen if seen.count(s) > 1})
+    if twice:
+        raise PqsimdError(f"{twice[0]} is given twice; give each study once (a study with two compilers is two "
+                          f"columns by itself)")
     if len(studies) < 1:
         raise PqsimdError(f"a campaign needs at least one study; {command('campaign', out, 'DIR1', 'DIR2')}")
     for s in studies:

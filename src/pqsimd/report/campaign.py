@@ -324,7 +324,7 @@ def write_campaign_report(directory: Path) -> Path:
     c = load_campaign(directory)
     out = Path(directory) / "report"
     e = html.escape
-    parts = [f"<h1>Campaign: {e(', '.join(c.arms))}</h1>", "<h2>Machines</h2>"]
+    parts = [f"<h1>Campaign: {e(', '.join(c.arms))}</h1>"]
     mt = machines_table(c)
     write_table(mt, out)
     parts.append(_html_table(mt))
