@@ -282,3 +282,25 @@ def test_compare_speedups_is_a_campaign_of_two(base, tmp_path):
     assert "▲" in ntt and "Emerald Rapids" in out.stdout
     assert not any("▲" in line or "▼" in line for line in out.stdout.splitlines() if line.startswith(("INVNTT", "basemul")))
     assert not list(tmp_path.glob("*/results/campaign.json"))  # nothing written
+
+
+@pytest.mark.slurm
+def test_slurm_machines_make_one_study_per_partition_and_their_campaign(tmp_path, slurm_cluster):
+    d = tmp_path / "cluster"
+    tiny = ["--schemes", "ml-kem-512", "--variants", "ref,avx2", "--ops", "ntt,basemul,empty", "--jobs", "3",
+            "--spins", "5", "--reps", "3", "--design", "paired"]
+    run = subprocess.run([sys.executable, "-m", "pqsimd.cli", "run", str(d), *tiny, "--executor", "slurm",
+                          "--machines", "debug,second"], capture_output=True, text=True, timeout=1800)
+    assert run.returncode == 0, run.stdout + run.stderr
+    for part in ("debug", "second"):
+        sub = d / "machines" / part
+        subs = json.loads((sub / "slurm" / "submissions.json").read_text())["submissions"]
+        assert f"--partition={part}" in (sub / "slurm" / "submit-1.sbatch").read_text() and subs
+        assert len(list((sub / "raw").glob("*.parquet"))) == 3 and (sub / "results" / "spins.parquet").exists()
+    summary = json.loads((d / "campaign" / "results" / "campaign.json").read_text())
+    assert summary["arms"] == ["debug", "second"]
+    assert any("same microarchitecture" in s for s in summary["same_microarchitecture"])  # one node, two partitions
+    assert (d / "campaign" / "report" / "index.html").exists()
+    local = subprocess.run([sys.executable, "-m", "pqsimd.cli", "run", str(tmp_path / "x"), "--machines", "a,b"],
+                           capture_output=True, text=True)
+    assert local.returncode == 2 and "--executor slurm" in local.stderr and len(local.stderr.strip().splitlines()) == 1

@@ -94,6 +94,9 @@ def cli() -> None:
 @click.option("--time", "time_limit", type=str, default=None, help="slurm: time limit HH:MM:SS per task")
 @click.option("--account", type=str, default=None, help="slurm: account")
 @click.option("--sbatch-arg", "sbatch_args", type=str, multiple=True, help="slurm: extra sbatch argument (repeatable)")
+@click.option("--machines", type=str, default=None,
+              help="slurm: comma list of partitions (machine types): the study once per partition in "
+                   "DIR/machines/<name>, then their campaign in DIR/campaign")
 @click.option("--no-run", is_flag=True, default=False, help="build and verify only")
 @click.option("--ablation", is_flag=True, default=False,
               help="time each family's ablation: its variant with every subset of its kernel groups native")
@@ -112,6 +115,16 @@ def run(directory: Path, **opts) -> None:
     slurm = {k: opts.pop(k) for k in ("partition", "nodelist", "exclusive", "time_limit", "account", "sbatch_args")}
     executor = opts.pop("executor")
     no_run = opts.pop("no_run")
+    machines = _csv(opts.pop("machines"))
+    if machines:
+        if executor != "slurm":
+            raise PqsimdError("--machines runs on a SLURM cluster: add --executor slurm")
+        from .run.machines import run_machines
+
+        ok = run_machines(directory, machines, opts, slurm, time_jobs=not no_run)
+        if not ok:
+            sys.exit(1)
+        return
     ok = run_study(directory, overrides=opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
     if not ok:
         sys.exit(1)
