@@ -304,3 +304,19 @@ def test_slurm_machines_make_one_study_per_partition_and_their_campaign(tmp_path
     local = subprocess.run([sys.executable, "-m", "pqsimd.cli", "run", str(tmp_path / "x"), "--machines", "a,b"],
                            capture_output=True, text=True)
     assert local.returncode == 2 and "--executor slurm" in local.stderr and len(local.stderr.strip().splitlines()) == 1
+
+
+def test_jobs_that_ran_on_another_cpu_than_the_manifest_says_are_not_named_by_it(base, tmp_path):
+    """On SLURM the manifest describes the submit host; when the jobs' CPU differs, the machine is
+    not named from the manifest."""
+    other = tmp_path / "node"
+    shutil.copytree(base, other)
+    m = json.loads((other / "manifest.json").read_text())
+    m["jobs"] = {"paired.ml-kem-512.0": {"cpu_model": "AMD EPYC 7742 64-Core Processor", "hostname": "n1",
+                                         "calibration": {"granularity": 1}}}
+    (other / "manifest.json").write_text(json.dumps(m))
+    run_campaign(tmp_path / "c", [base, other], {}, n_boot=200)
+    machines = pd.read_parquet(tmp_path / "c" / "results" / "machines.parquet").set_index("study")
+    assert machines.loc["zen5", "microarchitecture"] == "Zen 5"
+    assert machines.loc["node", "microarchitecture"].startswith("AMD EPYC 7742 64-Core Processor (not identified")
+    assert machines.loc["node", "job_hosts"] == "n1"

@@ -269,14 +269,21 @@ def compiler_versions(m: Member) -> dict[str, str]:
 def machine_row(m: Member, compiler: str) -> dict:
     mach = m.study.manifest.get("machine") or {}
     ua = microarch.identify(mach)
-    cal = [j.get("calibration") or {} for j in (m.study.manifest.get("jobs") or {}).values() if isinstance(j, dict)]
+    records = [j for j in (m.study.manifest.get("jobs") or {}).values() if isinstance(j, dict)]
+    job_models = sorted({str(j["cpu_model"]) for j in records if j.get("cpu_model")})
+    name = ua.name
+    if job_models and job_models != [str(mach.get("cpu_model", ""))]:
+        # the manifest describes the host that ran `pqsimd run` (a SLURM submit host); the jobs ran elsewhere
+        name = f"{' / '.join(job_models)} (not identified: the manifest's machine is not where the jobs ran)"
+    cal = [j.get("calibration") or {} for j in records]
     steps = sorted({c["granularity"] for c in cal if isinstance(c.get("granularity"), (int, float))})
     hz = [c["tsc_hz"] for c in cal if isinstance(c.get("tsc_hz"), (int, float))]
     jobs = m.study.jobs
     disturbed = int(jobs["disturbed"].astype(bool).sum()) if "disturbed" in jobs.columns else 0
     tsc = (f"{steps[0]:g}" if len(steps) == 1 else f"{steps[0]:g}-{steps[-1]:g}") if steps else "not recorded"
-    return {"study": m.label, "compiler": compiler, "directory": str(m.directory), "microarchitecture": ua.name,
-            "microarchitecture_source": ua.source, "vendor": ua.vendor, "cpu_model": str(mach.get("cpu_model", "")),
+    return {"study": m.label, "compiler": compiler, "directory": str(m.directory), "microarchitecture": name,
+            "microarchitecture_source": ua.source if name == ua.name else "",
+            "job_hosts": ", ".join(sorted({str(j["hostname"]) for j in records if j.get("hostname")})), "vendor": ua.vendor, "cpu_model": str(mach.get("cpu_model", "")),
             "cpu_family": str(mach.get("cpu_family", "")), "cpu_model_number": str(mach.get("cpu_model_number", "")),
             "stepping": str(mach.get("stepping", "")), "virtualization": str(mach.get("virtualization") or "none recorded"),
             "tsc_step": tsc, "tsc_ghz": float(np.median(hz)) / 1e9 if hz else math.nan,
