@@ -320,3 +320,25 @@ def test_jobs_that_ran_on_another_cpu_than_the_manifest_says_are_not_named_by_it
     assert machines.loc["zen5", "microarchitecture"] == "Zen 5"
     assert machines.loc["node", "microarchitecture"].startswith("AMD EPYC 7742 64-Core Processor (not identified")
     assert machines.loc["node", "job_hosts"] == "n1"
+
+
+def test_the_instruction_mix_of_a_machine_sensitive_op_is_carried_where_a_study_has_it(base, tmp_path):
+    other = synthetic_member(tmp_path / "emr", 8, EMR_MACHINE, scale={"ntt": 1.3})
+    rows = [("ntt", cls, label, b, v, share) for cls, label, b, v, share in
+            (("total", "total", 900, 60, 1.0), ("vec_mul", "vector multiply", 0, 20, -0.02),
+             ("bmi", "BMI/BMI2/POPCNT", 0, 0, 0.0), ("alu", "scalar ALU", 600, 10, 0.70),
+             ("load", "loads", 200, 15, 0.22), ("store", "stores", 100, 15, 0.10))]
+    rows += [("basemul", "alu", "scalar ALU", 500, 50, 1.0)]
+    mr = pd.DataFrame([{"scheme": "ml-kem-512", "op": op, "compiler": "gcc", "stage": "hand_simd", "baseline": "ref",
+                        "variant": "avx2", "class": c, "class_label": lab, "base_count": b, "var_count": v,
+                        "ratio": b / v if v else float("nan"), "difference": b - v, "share_of_difference": s, "note": ""}
+                       for op, c, lab, b, v, s in rows])
+    mr.to_parquet(other / "results" / "mix_ratios.parquet")
+    run_campaign(tmp_path / "c", [base, other], {}, n_boot=1000)
+    mech = pd.read_parquet(tmp_path / "c" / "results" / "mechanism.parquet")
+    assert set(mech["op"]) == {"ntt"}  # basemul has no machine effect: no evidence carried for it
+    assert list(mech["class_label"]) == ["scalar ALU", "loads", "stores"]  # the largest shares, total left out
+    from pqsimd.report.campaign import write_campaign_report
+
+    html = (write_campaign_report(tmp_path / "c") / "index.html").read_text()
+    assert "Instruction mix of the machine-sensitive comparisons" in html and "scalar ALU" in html
