@@ -247,6 +247,10 @@ def check_comparable(members: list[Member], subset: dict[str, list[str]]) -> lis
         for k in ("jobs", "spins", "reps", "budget"):
             if m.st.get(k) != ref.st.get(k):
                 notes.append(f"{who}: {k} {m.st.get(k)} vs {ref.st.get(k)}")
+        fa, fb = ((x.study.manifest.get("families") or {}) for x in (ref, m))
+        for fam in sorted(set(fa) & set(fb)):
+            if (fa[fam] or {}).get("toml") != (fb[fam] or {}).get("toml"):
+                notes.append(f"{who}: family {fam}'s TOML differs (other pqsimd versions: check its ops time the same code)")
         ta, tb = ((x.study.manifest.get("tool") or {}).get("git_commit") for x in (ref, m))
         if ta != tb:
             notes.append(f"{who}: pqsimd {str(tb)[:7]} vs {str(ta)[:7]}")
