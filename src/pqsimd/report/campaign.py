@@ -277,7 +277,13 @@ def forest_figure(c: Campaign, fam: tuple[str, dict, list[str]], outdir: Path) -
         for k in range(1, len(schemes)):  # a rule between parameter sets
             ax.axhline(k * len(ops) - 0.5, color="grey", lw=0.5)
         ax.set_xscale("log")
+        lo_x, hi_x = ax.get_xlim()
+        decades = math.log10(max(hi_x, 1e-9) / max(lo_x, 1e-9))  # a narrow panel gets finer ticks
+        subs = ((1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0) if decades < 0.6 else
+                (1.0, 2.0, 3.0, 5.0) if decades < 1.5 else (1.0, 2.0, 5.0))
+        ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=subs))
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}×"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(c.step_label(stage, base, var), fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(axis="x", alpha=0.3)
