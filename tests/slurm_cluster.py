@@ -112,6 +112,8 @@ class SlurmCluster:
                     "AccountingStorageType=accounting_storage/none",
                     f"NodeName=localhost CPUs={self.cpus} State=UNKNOWN",
                     "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP",
+                    # a second machine type for `--machines` (the same node: a campaign of one microarchitecture)
+                    "PartitionName=second Nodes=localhost MaxTime=INFINITE State=UP",
                     "",
                 ]
             )
@@ -149,7 +151,8 @@ class SlurmCluster:
 
     def _node_idle(self) -> bool:
         proc = self.client(["sinfo", "-h", "-N", "-o", "%T"])
-        return proc.returncode == 0 and proc.stdout.strip().rstrip("*") in ("idle", "mixed", "allocated")
+        states = [line.strip().rstrip("*") for line in proc.stdout.splitlines() if line.strip()]  # a line per partition
+        return proc.returncode == 0 and bool(states) and all(s in ("idle", "mixed", "allocated") for s in states)
 
     def _wait(self, ready, what: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout

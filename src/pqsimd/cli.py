@@ -105,6 +105,9 @@ def cli() -> None:
 @click.option("--time", "time_limit", type=str, default=None, help="slurm: time limit HH:MM:SS per task")
 @click.option("--account", type=str, default=None, help="slurm: account")
 @click.option("--sbatch-arg", "sbatch_args", type=str, multiple=True, help="slurm: extra sbatch argument (repeatable)")
+@click.option("--machines", type=str, default=None,
+              help="slurm: comma list of partitions (machine types): the study once per partition in "
+                   "DIR/machines/<name>, then their campaign in DIR/campaign")
 @click.option("--no-run", is_flag=True, default=False, help="build and verify only")
 @click.option("--ablation", is_flag=True, default=False,
               help="time each family's ablation: its variant with every subset of its kernel groups native")
@@ -123,6 +126,16 @@ def run(directory: Path, **opts) -> None:
     slurm = {k: opts.pop(k) for k in ("partition", "nodelist", "exclusive", "time_limit", "account", "sbatch_args")}
     executor = opts.pop("executor")
     no_run = opts.pop("no_run")
+    machines = _csv(opts.pop("machines"))
+    if machines:
+        if executor != "slurm":
+            raise PqsimdError("--machines runs on a SLURM cluster: add --executor slurm")
+        from .run.machines import run_machines
+
+        ok = run_machines(directory, machines, opts, slurm, time_jobs=not no_run)
+        if not ok:
+            sys.exit(1)
+        return
     ok = run_study(directory, overrides=opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
     if not ok:
         sys.exit(1)
@@ -208,7 +221,14 @@ def report(directory: Path, reference: str | None, beside: Path | None) -> None:
 @click.option("--beside", type=click.Path(path_type=Path), default=None,
               help="a study of another ISA: print the cross-ISA lines too")
 def show(directory: Path, metric: str | None, stage: str | None, compiler: str | None, beside: Path | None) -> None:
-    """The results of a study as a terminal table, grouped by family."""
+    """The results of a study (or of a campaign) as a terminal table, grouped by family."""
+    from .analyze.campaign import is_campaign
+
+    if is_campaign(directory):
+        from .report.campaign import show_campaign
+
+        show_campaign(directory, stage=stage)
+        return
     from .report.terminal import show_study
 
     show_study(directory, metric=metric, stage=stage, compiler=compiler, beside=beside)
@@ -230,11 +250,47 @@ def explain(directory: Path, scheme: str, op: str, variants: str | None, compile
 @cli.command()
 @click.argument("dir_a", type=click.Path(path_type=Path))
 @click.argument("dir_b", type=click.Path(path_type=Path))
-def compare(dir_a: Path, dir_b: Path) -> None:
+@click.option("--speedups", is_flag=True, default=False,
+              help="compare speedups, not times: a campaign of the two studies (machines named, ratio of each speedup)")
+@click.option("--stage", type=str, default=None, help="with --speedups: only this stage, e.g. hand_simd")
+def compare(dir_a: Path, dir_b: Path, speedups: bool, stage: str | None) -> None:
     """The same (scheme, op, variant) across two studies: B/A ratio, CI and verdict."""
+    if speedups:
+        from .analyze.campaign import build_campaign, read_spec
+        from .report.campaign import from_tables, show_campaign
+
+        spec = read_spec(Path("."), [dir_a, dir_b], {})
+        show_campaign(from_tables(build_campaign(spec)), stage=stage)
+        return
     from .report.terminal import compare_studies
 
     compare_studies(dir_a, dir_b)
+
+
+@cli.command()
+@click.argument("out", type=click.Path(path_type=Path))
+@click.argument("studies", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--labels", type=str, default=None, help="comma list: a name per study (default: the directory names)")
+@click.option("--schemes", type=str, default=None, help="stated subset: only these parameter sets")
+@click.option("--ops", type=str, default=None, help="stated subset: only these ops")
+@click.option("--variants", type=str, default=None, help="stated subset: only comparisons between these variants")
+@click.option("--compilers", type=str, default=None, help="stated subset: only these compilers")
+@click.option("--bootstrap", "n_boot", type=int, default=None, help="job resamples per ratio (default 4000)")
+@click.option("--seed", type=int, default=None, help="bootstrap seed")
+def campaign(out: Path, studies: tuple[Path, ...], labels: str | None, n_boot: int | None, seed: int | None,
+             **subset) -> None:
+    """The same study on several machines (or compilers): does each speedup hold? Reads each STUDY's
+    results/, manifest, plan and study.toml (no raw/) into OUT/results and OUT/report. Without
+    STUDIES: from OUT/campaign.toml."""
+    from .analyze.campaign import DEFAULT_BOOT, DEFAULT_SEED, run_campaign
+    from .report.campaign import write_campaign_report
+
+    if n_boot is not None and n_boot < 100:
+        raise PqsimdError(f"--bootstrap {n_boot} is too few; give at least 100 resamples")
+    results = run_campaign(out, list(studies), {k: _csv(v) for k, v in subset.items()}, _csv(labels),
+                           n_boot=n_boot or DEFAULT_BOOT, seed=DEFAULT_SEED if seed is None else seed)
+    report = write_campaign_report(out)
+    click.echo(f"campaign results in {results}, report in {report}/ — `pqsimd show {out}` prints the table")
 
 
 @cli.group()

@@ -70,6 +70,9 @@ def machine_info() -> dict:
     return {
         "hostname": socket.gethostname(),
         "cpu_model": cpu_model(),
+        "vendor_id": ci.get("vendor_id"),  # x86-64; aarch64 has the MIDR implementer and part
+        "cpu_implementer": ci.get("CPU implementer"),
+        "cpu_part": ci.get("CPU part"),
         "cpu_family": ci.get("cpu family"),
         "cpu_model_number": ci.get("model"),
         "stepping": ci.get("stepping"),

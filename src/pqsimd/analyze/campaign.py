@@ -1,0 +1,624 @@
+"""A campaign: studies that measured the same thing on different machines (or with different
+compilers), merged into one answer to "does this speedup hold on other hardware?".
+
+Inputs are each study's results/ (comparisons, decomposition, spins.parquet, summary.json) and its
+manifest, plan and study.toml: no raw files. `check_comparable` refuses studies that did not measure
+the same thing (pinned sources, variants and flags, ISA, design, chain, preset, analysis threshold;
+schemes, ops, variants outside a stated subset), naming the difference in one line; differences
+that do not change what was measured (compiler versions, pqsimd versions, J) are listed, one line
+each, in the campaign's summary.
+
+One column of the campaign is an **arm**: one study under one of its compilers (a study with two
+compilers gives two arms on one machine). Per (metric, scheme, op, baseline, variant) and arm:
+- the arm's speedup and interval are the study's own comparisons row (unchanged);
+- the arm's job-level evidence is rebuilt from its spins.parquet: per (job, build) the median of the
+  spin medians; paired design: the log job ratios log(baseline / variant) (estimand: their median,
+  as analyze's `sign` method), separate design: the log job medians of each build (estimand: the
+  difference of their means, as analyze's `t`); the rebuilt estimate is checked against the row.
+- the **ratio of speedups** of an arm to the reference arm (the first): the same estimand on each
+  arm, log ratio = estimate(arm) - estimate(reference); its interval is the percentile bootstrap of
+  that difference, resampling each arm's jobs independently (arms of one study share their jobs, so
+  they are resampled together). The decision p-value is the smallest miss probability at which that
+  interval clears or stays inside ±log(1 + threshold); Benjamini-Hochberg over all the campaign's
+  ratios sets the printed level (multiplicity.py, `fcr`), and the verdict (larger | smaller | same
+  | ~) is read off the printed interval. Coverage and false alarms: bench/bench_campaign.py.
+Absolute times are never compared across machines (their TSC rates differ); only speedups.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import microarch
+from ..errors import PqsimdError, command
+from ..results import Study, load_study, read_json
+from ..store import atomic_write_bytes
+from ..studydir import StudyDir
+from .interval import verdict_of
+from .multiplicity import family_level
+from .write import write_json, write_table
+
+CAMPAIGN_SCHEMA_VERSION = 1
+CAMPAIGN_FILE = "campaign.toml"
+SUMMARY_FILE = "campaign.json"
+KEY = ["metric", "scheme", "op", "baseline", "variant"]
+RATIO_VERDICTS = {"faster": "larger", "slower": "smaller", "same": "same", "~": "~"}
+DEFAULT_BOOT = 4000
+DEFAULT_SEED = 28
+
+
+# -- what the campaign is --------------------------------------------------------------------------
+
+@dataclass
+class Spec:
+    """What OUT/campaign.toml says: the studies (paths relative to OUT) and a stated subset."""
+
+    studies: list[Path]
+    labels: list[str] = field(default_factory=list)
+    subset: dict[str, list[str]] = field(default_factory=dict)  # schemes, ops, variants, compilers
+
+    def to_toml(self, out: Path) -> str:
+        def rel(p: Path) -> str:
+            try:
+                return str(Path(p).resolve().relative_to(out.resolve()))
+            except ValueError:
+                import os
+
+                return os.path.relpath(Path(p).resolve(), out.resolve())
+
+        lines = ["# pqsimd campaign: studies of the same plan on other machines or compilers.",
+                 "# `pqsimd campaign OUT` (without studies) runs it again from this file.", "[campaign]",
+                 "studies = [" + ", ".join(json.dumps(rel(p)) for p in self.studies) + "]",
+                 "labels = [" + ", ".join(json.dumps(x) for x in self.labels) + "]"]
+        for k in ("schemes", "ops", "variants", "compilers"):
+            if self.subset.get(k):
+                lines.append(f"{k} = [" + ", ".join(json.dumps(x) for x in self.subset[k]) + "]")
+        return "\n".join(lines) + "\n"
+
+
+def read_spec(out: Path, studies: list[Path], subset: dict[str, list[str] | None],
+              labels: list[str] | None = None) -> Spec:
+    """The campaign from the command line (then written to OUT/campaign.toml) or, without studies,
+    from OUT/campaign.toml (or a campaign.toml given as the one study)."""
+    subset = {k: list(v) for k, v in subset.items() if v}
+    if len(studies) == 1 and Path(studies[0]).is_file():
+        path, studies = Path(studies[0]), []
+    else:
+        path = out / CAMPAIGN_FILE
+    if not studies:
+        if not path.is_file():
+            raise PqsimdError(f"no studies given and no {path}; give them: {command('campaign', out, 'DIR1', 'DIR2')}")
+        try:
+            doc = tomllib.loads(path.read_text()).get("campaign", {})
+        except tomllib.TOMLDecodeError as e:
+            raise PqsimdError(f"{path} is not valid TOML ({e}); fix it or give the studies on the command line") from None
+        listed = doc.get("studies") or []
+        if not isinstance(listed, list) or not all(isinstance(s, str) for s in listed):
+            raise PqsimdError(f"{path}: [campaign] studies must be a list of study directories")
+        studies = [(path.parent / s) for s in listed]
+        labels = labels or [str(x) for x in doc.get("labels") or []]
+        for k in ("schemes", "ops", "variants", "compilers"):
+            if doc.get(k) and k not in subset:
+                subset[k] = [str(x) for x in doc[k]]
+    studies = [Path(s) for s in studies]
+    seen = [s.resolve() for s in studies]
+    twice = sorted({str(s) for s in seen if seen.count(s) > 1})
+    if twice:
+        raise PqsimdError(f"{twice[0]} is given twice; give each study once (a study with two compilers is two "
+                          f"columns by itself)")
+    if len(studies) < 1:
+        raise PqsimdError(f"a campaign needs at least one study; {command('campaign', out, 'DIR1', 'DIR2')}")
+    for s in studies:
+        if not s.is_dir():
+            raise PqsimdError(f"no study directory at {s}; give the directories of analyzed studies")
+    if labels and len(labels) != len(studies):
+        raise PqsimdError(f"{len(labels)} labels for {len(studies)} studies; give one label per study")
+    labels = labels or _default_labels(studies)
+    if len(set(labels)) != len(labels):
+        raise PqsimdError(f"two studies have the same label ({', '.join(labels)}); give distinct --labels")
+    return Spec(studies, labels, subset)
+
+
+def _default_labels(studies: list[Path]) -> list[str]:
+    names = [s.resolve().name for s in studies]
+    return [n if names.count(n) == 1 else f"{n}-{i + 1}" for i, n in enumerate(names)]
+
+
+# -- one study as the campaign reads it -----------------------------------------------------------------
+
+@dataclass
+class Member:
+    label: str
+    study: Study
+    plan: dict
+    sizing_present: bool
+
+    @property
+    def directory(self) -> Path:
+        return self.study.directory
+
+    @property
+    def st(self) -> dict:
+        return self.study.study.get("study", {}) or {}
+
+    @property
+    def compilers(self) -> list[str]:
+        return [str(c) for c in (self.plan.get("compilers") or sorted(set(self.study.groups.get("compiler", []))))]
+
+    @property
+    def design(self) -> str:
+        return str(self.plan.get("design") or self.study.summary.get("design") or self.st.get("design") or "")
+
+    @property
+    def isa(self) -> str:
+        return str((self.study.manifest.get("isa") or {}).get("name") or self.study.summary.get("isa") or "")
+
+
+def read_member(label: str, directory: Path) -> Member:
+    sd = StudyDir(directory)
+    for need, path in (("manifest.json", sd.manifest_json), ("plan.json", sd.plan_json), ("study.toml", sd.study_toml)):
+        if not path.is_file():
+            raise PqsimdError(f"{directory} has no {need}; a campaign needs each study's results/, manifest.json, "
+                              f"plan.json and study.toml")
+    study = load_study(directory)
+    if not sd.results("spins.parquet").exists():
+        raise PqsimdError(f"{directory} has no results/spins.parquet; re-run {command('analyze', directory)}")
+    return Member(label, study, read_json(sd.plan_json), sd.sizing_json.exists())
+
+
+# -- comparability -----------------------------------------------------------------------------------
+
+def _sources(m: Member) -> dict:
+    src = m.study.manifest.get("source") or {}
+    crates = {k: (v.get("version"), v.get("checksum")) for k, v in (src.get("crates") or {}).items()}
+    return {"origin": src.get("origin"), "crates": crates,
+            "tree": None if src.get("origin") == "crate" else src.get("root")}
+
+
+def _variant_defs(m: Member) -> dict:
+    return {v: (d.get("sources"), tuple(d.get("flags") or ())) for v, d in (m.study.study.get("variants") or {}).items()}
+
+
+def _set_of(m: Member, what: str) -> list[str]:
+    c = m.study.comparisons
+    if what == "schemes":
+        return [str(x) for x in (m.st.get("schemes") or sorted(set(c["scheme"])))]
+    if what == "variants":
+        return [str(x) for x in (m.st.get("variants") or [])]
+    if what == "ops":
+        return sorted(set(c["op"].astype(str)))
+    return m.compilers
+
+
+def check_comparable(members: list[Member], subset: dict[str, list[str]]) -> list[str]:
+    """Refuse (PqsimdError, one line) what makes studies measure different things; return the
+    differences that do not (one line each), for the summary and the report."""
+    ref, notes = members[0], []
+    refused: list[str] = []
+    for what in ("schemes", "ops", "variants", "compilers"):
+        for x in subset.get(what) or []:
+            missing = [m.label for m in members if x not in _set_of(m, what)]
+            if missing:
+                raise PqsimdError(f"the stated {what} subset names {x}, which {', '.join(missing)} did not measure; "
+                                  f"state only what every study measured")
+    for m in members[1:]:
+        who = f"{m.label} vs {ref.label}"
+        if _sources(m) != _sources(ref):
+            a, b = _sources(ref), _sources(m)
+            diff = [k for k in sorted(set(a["crates"]) | set(b["crates"])) if a["crates"].get(k) != b["crates"].get(k)]
+            what = (f"pinned crate {diff[0]} {a['crates'].get(diff[0], ('absent',))[0]} vs "
+                    f"{b['crates'].get(diff[0], ('absent',))[0]}" if diff else f"source {a['origin']} vs {b['origin']}")
+            refused.append(f"{who}: the sources differ ({what})")
+        if m.isa != ref.isa:
+            refused.append(f"{who}: ISA {m.isa} vs {ref.isa} (a cross-ISA comparison is `pqsimd report DIR --beside OTHER`)")
+        if m.design != ref.design:
+            refused.append(f"{who}: design {m.design} vs {ref.design}")
+        if (m.study.manifest.get("chain") or {}).get("steps") != (ref.study.manifest.get("chain") or {}).get("steps"):
+            refused.append(f"{who}: the decomposition chain differs")
+        if m.st.get("preset") != ref.st.get("preset"):
+            refused.append(f"{who}: preset {m.st.get('preset')} vs {ref.st.get('preset')}")
+        for k in ("threshold", "alpha", "adjust"):
+            a, b = (x.study.summary.get("settings", {}).get(k) for x in (ref, m))
+            if a != b:
+                refused.append(f"{who}: analysis {k} {b} vs {a}")
+        va, vb = _variant_defs(ref), _variant_defs(m)
+        for v in sorted(set(va) & set(vb)):
+            if subset.get("variants") and v not in subset["variants"]:
+                continue
+            if va[v] != vb[v]:
+                refused.append(f"{who}: variant {v} differs (sources/flags {' '.join(vb[v][1])} vs {' '.join(va[v][1])})")
+        for what in ("schemes", "variants", "ops"):
+            a, b = set(_set_of(ref, what)), set(_set_of(m, what))
+            if a == b:
+                continue
+            if subset.get(what):  # checked above: the stated subset is in every study
+                notes.append(f"{who}: {what} differ ({', '.join(sorted(a ^ b))}); the stated subset is in both")
+            else:
+                refused.append(f"{who}: {what} differ (only in one: {', '.join(sorted(a ^ b))}); "
+                               f"state a subset in both with --{what}")
+        for k in ("jobs", "spins", "reps", "budget"):
+            if m.st.get(k) != ref.st.get(k):
+                notes.append(f"{who}: {k} {m.st.get(k)} vs {ref.st.get(k)}")
+        fa, fb = ((x.study.manifest.get("families") or {}) for x in (ref, m))
+        for fam in sorted(set(fa) & set(fb)):
+            if (fa[fam] or {}).get("toml") != (fb[fam] or {}).get("toml"):
+                notes.append(f"{who}: family {fam}'s TOML differs (other pqsimd versions: check its ops time the same code)")
+        ta, tb = ((x.study.manifest.get("tool") or {}).get("git_commit") for x in (ref, m))
+        if ta != tb:
+            notes.append(f"{who}: pqsimd {str(tb)[:7]} vs {str(ta)[:7]}")
+        ca, cb = compiler_versions(ref), compiler_versions(m)
+        for c in sorted(set(ca) & set(cb)):
+            if ca[c] != cb[c]:
+                notes.append(f"{who}: compiler {c} is {cb[c]} vs {ca[c]}")
+    if refused:
+        raise PqsimdError("the studies are not comparable: " + "; ".join(refused))
+    return notes
+
+
+def compiler_versions(m: Member) -> dict[str, str]:
+    return {c: str(d.get("version", "")).splitlines()[0] if d.get("version") else "?"
+            for c, d in (m.study.manifest.get("compilers") or {}).items()}
+
+
+# -- machines -----------------------------------------------------------------------------------------
+
+def machine_row(m: Member, compiler: str) -> dict:
+    mach = m.study.manifest.get("machine") or {}
+    ua = microarch.identify(mach)
+    records = [j for j in (m.study.manifest.get("jobs") or {}).values() if isinstance(j, dict)]
+    job_models = sorted({str(j["cpu_model"]) for j in records if j.get("cpu_model")})
+    name = ua.name
+    if job_models and job_models != [str(mach.get("cpu_model", ""))]:
+        # the manifest describes the host that ran `pqsimd run` (a SLURM submit host); the jobs ran elsewhere
+        name = f"{' / '.join(job_models)} (not identified: the manifest's machine is not where the jobs ran)"
+    cal = [j.get("calibration") or {} for j in records]
+    steps = sorted({c["granularity"] for c in cal if isinstance(c.get("granularity"), (int, float))})
+    hz = [c["tsc_hz"] for c in cal if isinstance(c.get("tsc_hz"), (int, float))]
+    jobs = m.study.jobs
+    disturbed = int(jobs["disturbed"].astype(bool).sum()) if "disturbed" in jobs.columns else 0
+    tsc = (f"{steps[0]:g}" if len(steps) == 1 else f"{steps[0]:g}-{steps[-1]:g}") if steps else "not recorded"
+    return {"study": m.label, "compiler": compiler, "directory": str(m.directory), "microarchitecture": name,
+            "microarchitecture_source": ua.source if name == ua.name else "",
+            "job_hosts": ", ".join(sorted({str(j["hostname"]) for j in records if j.get("hostname")})), "vendor": ua.vendor, "cpu_model": str(mach.get("cpu_model", "")),
+            "cpu_family": str(mach.get("cpu_family", "")), "cpu_model_number": str(mach.get("cpu_model_number", "")),
+            "stepping": str(mach.get("stepping", "")), "virtualization": str(mach.get("virtualization") or "none recorded"),
+            "tsc_step": tsc, "tsc_ghz": float(np.median(hz)) / 1e9 if hz else math.nan,
+            "compiler_version": compiler_versions(m).get(compiler, "?"), "isa": m.isa, "design": m.design,
+            "jobs_per_group": m.st.get("jobs"), "disturbed_jobs": disturbed,
+            "pqsimd": str((m.study.manifest.get("tool") or {}).get("git_commit", ""))[:7]}
+
+
+def same_microarchitecture(machines: pd.DataFrame) -> list[str]:
+    out = []
+    by_study = machines.drop_duplicates("study")
+    for name, d in by_study.groupby("microarchitecture", sort=False):
+        if len(d) > 1:
+            out.append(f"{', '.join(d['study'])} come from the same microarchitecture ({name}): a machine effect "
+                       f"between them is one of host, virtualization or setup, not of the core")
+    return out
+
+
+# -- job-level evidence ---------------------------------------------------------------------------------
+
+@dataclass
+class Evidence:
+    """One arm's jobs for one comparison (log scale): paired: the job log ratios (by job id);
+    separate: the log job medians of the baseline and of the variant."""
+
+    design: str
+    ratios: pd.Series | None = None
+    base: np.ndarray | None = None
+    var: np.ndarray | None = None
+
+    @property
+    def estimate(self) -> float:
+        if self.design == "paired":
+            return float(np.median(self.ratios.to_numpy()))
+        return float(np.mean(self.base) - np.mean(self.var))
+
+    @property
+    def n_jobs(self) -> int:
+        return int(self.ratios.size) if self.design == "paired" else int(min(self.base.size, self.var.size))
+
+
+def job_medians(spins: pd.DataFrame) -> dict[tuple, pd.Series]:
+    """(metric, scheme, op, variant, compiler) -> per job: the median of the spin medians."""
+    cols = ["metric", "scheme", "op", "variant", "compiler"]
+    s = spins[cols + ["job", "value"]].copy()
+    for c in cols + ["job"]:
+        s[c] = s[c].astype(str)
+    jm = s.groupby(cols + ["job"], sort=False)["value"].median().reset_index()
+    return {k: d.set_index("job")["value"] for k, d in jm.groupby(cols, sort=False)}
+
+
+def evidence(jm: dict[tuple, pd.Series], key: tuple, compiler: str, design: str) -> Evidence | None:
+    """An arm's jobs for the comparison key (metric, scheme, op, baseline, variant)."""
+    metric, scheme, op, baseline, variant = key
+    b, v = jm.get((metric, scheme, op, baseline, compiler)), jm.get((metric, scheme, op, variant, compiler))
+    if b is None or v is None:
+        return None
+    b, v = b[b > 0], v[v > 0]
+    if design == "paired":
+        r = (np.log(b) - np.log(v)).dropna()
+        return Evidence("paired", ratios=r) if len(r) else None
+    if len(b) and len(v):
+        return Evidence("separate", base=np.log(b.to_numpy()), var=np.log(v.to_numpy()))
+    return None
+
+
+def _boot_stat(ev: Evidence, draws: np.ndarray | None, rng: np.random.Generator, n_boot: int) -> np.ndarray:
+    """The estimand on n_boot job resamples (draws: shared job indices, for arms of one study)."""
+    if ev.design == "paired":
+        x = ev.ratios.to_numpy()
+        idx = draws if draws is not None else rng.integers(0, x.size, size=(n_boot, x.size))
+        return np.median(x[idx], axis=1)
+    b = ev.base[rng.integers(0, ev.base.size, size=(n_boot, ev.base.size))].mean(axis=1)
+    v = ev.var[rng.integers(0, ev.var.size, size=(n_boot, ev.var.size))].mean(axis=1)
+    return b - v
+
+
+def ratio_bootstrap(ev: Evidence, ev_ref: Evidence, same_jobs: bool, rng: np.random.Generator,
+                    n_boot: int) -> np.ndarray:
+    """Bootstrap distribution of log(speedup on the arm / speedup on the reference arm)."""
+    if (same_jobs and ev.design == ev_ref.design == "paired"
+            and set(ev.ratios.index) == set(ev_ref.ratios.index)):  # one study's arms timed in the same jobs
+        r = Evidence("paired", ratios=ev_ref.ratios[ev.ratios.index])
+        draws = rng.integers(0, ev.ratios.size, size=(n_boot, ev.ratios.size))
+        return _boot_stat(ev, draws, rng, n_boot) - _boot_stat(r, draws, rng, n_boot)
+    return _boot_stat(ev, None, rng, n_boot) - _boot_stat(ev_ref, None, rng, n_boot)
+
+
+def decision_p(boot: np.ndarray, band: float) -> float:
+    """The smallest gamma whose percentile interval [q(gamma/2), q(1 - gamma/2)] gives a verdict:
+    above +band, below -band, or inside (-band, +band)."""
+    lo_share, hi_share = float(np.mean(boot <= band)), float(np.mean(boot >= -band))
+    inside = max(float(np.mean(boot <= -band)), float(np.mean(boot >= band)))
+    return min(1.0, 2 * lo_share, 2 * hi_share, 2 * inside)
+
+
+def percentile_interval(boot: np.ndarray, gamma: float) -> tuple[float, float]:
+    lo, hi = np.quantile(boot, [gamma / 2, 1 - gamma / 2], method="inverted_cdf")
+    return float(lo), float(hi)
+
+
+# -- the campaign --------------------------------------------------------------------------------------
+
+@dataclass
+class Arm:
+    member: Member
+    compiler: str
+    name: str  # the column: the study's label, with the compiler when the campaign has several
+
+
+def _arms(members: list[Member], subset: dict[str, list[str]]) -> list[Arm]:
+    pairs = [(m, c) for m in members for c in m.compilers if not subset.get("compilers") or c in subset["compilers"]]
+    several = len({c for _, c in pairs}) > 1
+    return [Arm(m, c, f"{m.label} · {c}" if several else m.label) for m, c in pairs]
+
+
+def _rows(arm: Arm, subset: dict[str, list[str]]) -> pd.DataFrame:
+    c = arm.member.study.comparisons.copy()
+    for k in ("metric", "scheme", "op", "baseline", "variant", "compiler", "baseline_compiler", "stage", "method"):
+        if k in c.columns:
+            c[k] = c[k].astype(str)
+    c = c[(c["compiler"] == arm.compiler) & (c["baseline_compiler"] == arm.compiler)]
+    c = c[~c["stage"].isin(["aa", "ablation"])]
+    for what, col in (("schemes", "scheme"), ("ops", "op")):
+        if subset.get(what):
+            c = c[c[col].isin(subset[what])]
+    if subset.get("variants"):
+        c = c[c["baseline"].isin(subset["variants"]) & c["variant"].isin(subset["variants"])]
+    return c.drop_duplicates(KEY)
+
+
+def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_SEED) -> dict[str, pd.DataFrame | dict]:
+    """Every table of the campaign (analysis only; `write_campaign` stores them)."""
+    members = [read_member(label, d) for label, d in zip(spec.labels, spec.studies)]
+    notes = check_comparable(members, spec.subset)
+    arms = _arms(members, spec.subset)
+    if not arms:
+        raise PqsimdError("the stated compilers subset leaves no study with a compiler; check --compilers")
+    ref = members[0].study
+    settings = ref.summary.get("settings", {})
+    alpha, threshold, adjust = float(settings.get("alpha", 0.05)), float(settings.get("threshold", 0.02)), \
+        str(settings.get("adjust", "fcr"))
+    band = math.log1p(threshold)
+    rng = np.random.default_rng(seed)
+
+    machines = pd.DataFrame([{"arm": a.name} | machine_row(a.member, a.compiler) for a in arms])
+    jms = {id(m): job_medians(m.study.spins()) for m in members}
+    rows = {a.name: _rows(a, spec.subset).set_index(KEY) for a in arms}
+    keys = [k for k in rows[arms[0].name].index if all(k in rows[a.name].index for a in arms)]
+    dropped = {a.name: len(rows[a.name]) - len(keys) for a in arms}
+    notes += [f"{n}: {d} comparisons not in every study, left out" for n, d in dropped.items() if d]
+
+    speed, evs = [], {}
+    for a in arms:
+        r = rows[a.name]
+        jm = jms[id(a.member)]
+        for key in keys:
+            row = r.loc[key]
+            rec = dict(zip(KEY, key)) | {"arm": a.name, "study": a.member.label, "compiler": a.compiler,
+                                          "stage": row["stage"], "method": row["method"]}
+            for col in ("speedup", "ci_low", "ci_high", "ci_level", "p_decision"):
+                rec[col] = float(row[col]) if pd.notna(row[col]) else math.nan
+            rec["verdict"], note = str(row["verdict"]), ""
+            ev = None
+            if row["method"] in ("sign", "t"):
+                ev = evidence(jm, key, a.compiler, a.member.design)
+                if ev is None:
+                    note = "no job medians in spins.parquet"
+                elif not math.isclose(math.exp(ev.estimate), rec["speedup"], rel_tol=1e-6):
+                    note = f"the job medians give {math.exp(ev.estimate):.6g}, the study's row {rec['speedup']:.6g}"
+            rec["n_jobs"] = ev.n_jobs if ev is not None else 0
+            rec["rebuilt"] = math.exp(ev.estimate) if ev is not None else math.nan
+            rec["note"] = note
+            evs[(a.name, key)] = ev
+            speed.append(rec)
+    speedups = pd.DataFrame(speed)
+
+    ratio_rows, boots = [], []
+    reference = arms[0]
+    by_arm = {name: d.set_index(KEY) for name, d in speedups.groupby("arm", sort=False)}
+    for a in arms[1:]:
+        same_jobs = a.member is reference.member
+        for key in keys:
+            ev, ev_ref = evs[(a.name, key)], evs[(reference.name, key)]
+            sp, sr = by_arm[a.name].loc[key], by_arm[reference.name].loc[key]
+            rec = dict(zip(KEY, key)) | {"stage": sp["stage"], "arm": a.name, "reference": reference.name,
+                                          "speedup": sp["speedup"], "speedup_reference": sr["speedup"]}
+            if ev is None or ev_ref is None or ev.design != ev_ref.design:
+                exact = sp["method"] == sr["method"] == "exact"
+                rec.update(ratio=sp["speedup"] / sr["speedup"] if exact else math.nan, method="exact" if exact else "n/a",
+                           note="" if exact else "no job-level evidence in one of the studies")
+                boots.append(None)
+            else:
+                b = ratio_bootstrap(ev, ev_ref, same_jobs, rng, n_boot)
+                rec.update(ratio=math.exp(ev.estimate - ev_ref.estimate), method="bootstrap", note="",
+                           p_decision=decision_p(b, band), jobs=ev.n_jobs, jobs_reference=ev_ref.n_jobs)
+                boots.append(b)
+            ratio_rows.append(rec)
+    ratios = pd.DataFrame(ratio_rows)
+    fam = family_level(ratios["p_decision"].to_numpy(dtype=float) if "p_decision" in ratios else np.array([]),
+                       alpha, adjust)
+    lo, hi, lvl, verdicts = [], [], [], []
+    for rec, b in zip(ratio_rows, boots):
+        if b is None:
+            ok = rec["method"] == "exact"
+            r = math.log(rec["ratio"]) if ok and rec["ratio"] > 0 else math.nan
+            lo.append(r), hi.append(r), lvl.append(1.0 if ok else math.nan)
+            verdicts.append(RATIO_VERDICTS[verdict_of(r, r, band)] if ok else "n/a")
+            continue
+        l, h = percentile_interval(b, fam.gamma)
+        lo.append(l), hi.append(h), lvl.append(fam.level)
+        verdicts.append(RATIO_VERDICTS[verdict_of(l, h, band)])
+    if len(ratios):
+        ratios["ci_low"], ratios["ci_high"] = np.exp(lo), np.exp(hi)
+        ratios["ci_level"], ratios["verdict"] = lvl, verdicts
+        ratios["machine_effect"] = ratios["verdict"].isin(["larger", "smaller"])
+    decomposition = pd.concat([_decomposition(a, spec.subset) for a in arms], ignore_index=True)
+    ranking = rank_ops(ratios, band) if len(ratios) else pd.DataFrame()
+    mechanism = mechanism_evidence(arms, ratios)
+    machines_notes = same_microarchitecture(machines)
+    summary = {
+        "schema_version": CAMPAIGN_SCHEMA_VERSION, "kind": "campaign",
+        "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "studies": [{"label": m.label, "directory": str(m.directory)} for m in members],
+        "arms": [a.name for a in arms], "reference": reference.name, "subset": spec.subset,
+        "differences": notes, "same_microarchitecture": machines_notes,
+        "alpha": alpha, "threshold": threshold, "n_boot": n_boot, "seed": seed, "family": fam.to_dict(),
+        "chain": ref.summary.get("chain"), "families": ref.summary.get("families"),
+        "counts": {"comparisons": len(keys), "ratios": int(len(ratios)),
+                   "machine_effects": int(ratios["machine_effect"].sum()) if len(ratios) else 0},
+        "methods": methods_text(fam, threshold, n_boot, reference.name),
+    }
+    return {"machines": machines, "speedups": speedups, "ratios": ratios, "decomposition": decomposition,
+            "ranking": ranking, "mechanism": mechanism, "summary": summary}
+
+
+def _decomposition(arm: Arm, subset: dict[str, list[str]]) -> pd.DataFrame:
+    d = arm.member.study.decomposition.copy()
+    if d.empty:
+        return d
+    d = d[d["compiler"].astype(str) == arm.compiler]
+    for what, col in (("schemes", "scheme"), ("ops", "op")):
+        if subset.get(what):
+            d = d[d[col].astype(str).isin(subset[what])]
+    return d.assign(arm=arm.name, study=arm.member.label)
+
+
+def rank_ops(ratios: pd.DataFrame, band: float) -> pd.DataFrame:
+    """Ops by how machine-sensitive their speedup is: per (metric, stage, baseline, variant, op), the
+    largest |log ratio| over the other arms in each scheme, its median over schemes (as a factor),
+    and how many (scheme, arm) ratios have a machine effect."""
+    r = ratios[np.isfinite(ratios["ratio"].astype(float))].copy()
+    r["abs_log"] = np.abs(np.log(r["ratio"].astype(float)))
+    per_scheme = r.groupby(["metric", "stage", "baseline", "variant", "op", "scheme"], sort=False).agg(
+        worst=("abs_log", "max"), effects=("machine_effect", "sum"), n=("machine_effect", "size")).reset_index()
+    out = per_scheme.groupby(["metric", "stage", "baseline", "variant", "op"], sort=False).agg(
+        sensitivity=("worst", "median"), machine_effects=("effects", "sum"), ratios=("n", "sum")).reset_index()
+    out["sensitivity"] = np.exp(out["sensitivity"])
+    out = out.sort_values(["metric", "stage", "sensitivity"], ascending=[True, True, False], kind="stable")
+    out["rank"] = out.groupby(["metric", "stage", "baseline", "variant"], sort=False).cumcount() + 1
+    return out.reset_index(drop=True)
+
+
+MECHANISM_COLUMNS = ["scheme", "op", "baseline", "variant", "arm", "study", "class", "class_label", "base_count",
+                     "var_count", "ratio", "share_of_difference"]
+TOP_CLASSES = 3
+
+
+def mechanism_evidence(arms: list[Arm], ratios: pd.DataFrame) -> pd.DataFrame:
+    """For the comparisons with a machine effect, each study's instruction-mix evidence where it has
+    one (`--metric mix`: results/mix_ratios): the classes that make most of the instruction
+    difference between baseline and variant. Counts are the same on every machine of one ISA and
+    compiler; beside a machine effect they say which instructions the machines may run at
+    different costs (e.g. BMI2 pdep/pext, microcoded on Zen 1/2)."""
+    from ..results import read_table
+
+    out = []
+    effects = ratios[ratios["machine_effect"]] if len(ratios) and "machine_effect" in ratios else ratios.iloc[0:0]
+    wanted = set(zip(effects.get("scheme", []), effects.get("op", []), effects.get("baseline", []),
+                     effects.get("variant", [])))
+    for a in arms:
+        mr = read_table(a.member.directory, "mix_ratios", strict=False)
+        if mr.empty or not wanted:
+            continue
+        mr = mr[(mr["compiler"].astype(str) == a.compiler) & (mr["class"].astype(str) != "total")]
+        for (scheme, op, base, var), d in mr.groupby(["scheme", "op", "baseline", "variant"], sort=False):
+            if (scheme, op, base, var) not in wanted:
+                continue
+            d = d.assign(_w=d["share_of_difference"].astype(float).abs()).sort_values("_w", ascending=False)
+            for _, r in d.head(TOP_CLASSES).iterrows():
+                out.append({"scheme": scheme, "op": op, "baseline": base, "variant": var, "arm": a.name,
+                            "study": a.member.label} | {c: r[c] for c in MECHANISM_COLUMNS[6:]})
+    return pd.DataFrame(out, columns=MECHANISM_COLUMNS)
+
+
+def methods_text(fam, threshold: float, n_boot: int, reference: str) -> list[str]:
+    return [
+        "Each study's speedup and interval are that study's own comparisons row (its estimand and method, "
+        "at its own family level).",
+        f"Ratio of speedups = speedup on the arm / speedup on {reference}, the same estimand rebuilt from each "
+        "study's spins.parquet (paired: the median over jobs of the job ratio; separate: the ratio of geometric "
+        "means of job medians). Interval: percentile bootstrap of the log ratio, "
+        f"{n_boot} resamples of each study's jobs, independently per machine (arms of one study together).",
+        f"Printed at {100 * fam.level:.4g}%: Benjamini-Hochberg at alpha = {fam.alpha} over the {fam.m} ratios "
+        f"with an interval selects {fam.selected}; the verdict is read off the interval against "
+        f"±{100 * threshold:g}%: larger/smaller (the machine changes the speedup), same, or ~ (undecided).",
+        "Coverage and false alarms of this interval: bench/bench_campaign.py (BENCHMARKS.md).",
+        "Speedups are compared across machines, never absolute times (their TSC rates differ).",
+    ]
+
+
+def write_campaign(out: Path, spec: Spec, tables: dict) -> Path:
+    results = out / "results"
+    atomic_write_bytes(out / CAMPAIGN_FILE, spec.to_toml(out).encode())
+    for name in ("machines", "speedups", "ratios", "decomposition", "ranking", "mechanism"):
+        write_table(tables[name], results, name)
+    write_json(tables["summary"], results / SUMMARY_FILE)
+    return results
+
+
+def run_campaign(out: Path, studies: list[Path], subset: dict[str, list[str] | None], labels: list[str] | None = None,
+                 n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_SEED) -> Path:
+    out = Path(out)
+    spec = read_spec(out, studies, subset, labels)
+    if out.resolve() in [s.resolve() for s in spec.studies]:
+        raise PqsimdError(f"{out} is one of the studies; give the campaign its own directory")
+    if (out / "manifest.json").exists():
+        raise PqsimdError(f"{out} is a study directory; give the campaign its own directory")
+    tables = build_campaign(spec, n_boot=n_boot, seed=seed)
+    return write_campaign(out, spec, tables)
+
+
+def is_campaign(directory: Path) -> bool:
+    return (Path(directory) / "results" / SUMMARY_FILE).is_file()

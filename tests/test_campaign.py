@@ -1,0 +1,344 @@
+"""`pqsimd campaign`: studies of one plan on several machines (or compilers), merged.
+
+Synthetic studies go through the real `analyze` (raw → results), get the records a run writes
+(manifest, plan), and are then read as a campaign: a machine whose speedup of one op is 1.3× the
+other's must be found, one without any difference must not; incomparable studies are refused in one
+line. The real studies of ../shared/studies (other machines) are used as inputs when present."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pqsimd import microarch
+from pqsimd.analyze import analyze_study
+from pqsimd.analyze.campaign import decision_p, percentile_interval, run_campaign
+from pqsimd.analyze.interval import verdict_of
+from pqsimd.errors import PqsimdError
+from synthetic import make_synthetic_study
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "studies"
+ZEN5, EMR = SHARED / "zen5-ml-kem-standard", SHARED / "emr-ml-kem-standard"
+OPS = ("ntt", "invntt", "basemul", "poly_tomsg")
+MEDIANS = {"ref": 6000.0, "avx2": 200.0}
+ZEN5_MACHINE = {"cpu_model": "AMD EPYC", "vendor_id": "AuthenticAMD", "cpu_family": "26", "cpu_model_number": "2",
+                "stepping": "1", "virtualization": "kvm"}
+EMR_MACHINE = {"cpu_model": "Intel(R) Xeon(R) Processor", "vendor_id": "GenuineIntel", "cpu_family": "6",
+               "cpu_model_number": "207", "stepping": "2", "virtualization": "kvm"}
+
+
+def _records(d: Path, machine: dict, compilers=("gcc",), crate_version="0.1.1") -> None:
+    """The manifest and plan a run writes, as far as a campaign reads them."""
+    chain = {"extra_baseline": "ref", "steps": [{"stage": "hand_simd", "from": "ref", "to": "avx2", "label": "hand SIMD"}]}
+    manifest = {"tool": {"name": "pqsimd", "git_commit": "0" * 40}, "machine": machine, "isa": {"name": "x86_64"},
+                "source": {"origin": "crate", "crates": {"pqcrypto-mlkem": {"version": crate_version, "checksum": "c"}}},
+                "compilers": {c: {"id": c, "version": f"{c} (Debian 12.2.0) 12.2.0"} for c in compilers},
+                "chain": chain, "jobs": {"paired.ml-kem-512.0": {"calibration": {"granularity": 2, "tsc_hz": 2.6e9}}}}
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    (d / "plan.json").write_text(json.dumps({"design": "paired", "compilers": list(compilers)}))
+
+
+def synthetic_member(d: Path, seed: int, machine: dict, scale: dict | None = None, compilers=("gcc",),
+                     ops=OPS) -> Path:
+    """A paired study, J = 10; scale {op: k} makes the variant k× faster on this machine, i.e. every
+    job ratio of that op k× larger."""
+    scale = scale or {}
+
+    def medians(scheme, variant, op):
+        return MEDIANS[variant] / (scale.get(op, 1.0) if variant == "avx2" else 1.0)
+
+    make_synthetic_study(d, schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=ops, jobs=10, spins=20,
+                         reps=3, medians=medians, job_sigma=0.03, seed=seed, design="paired", outlier_rate=0.0,
+                         compilers=compilers, analysis={"n_boot": 200})
+    _records(d, machine, compilers)
+    analyze_study(d)
+    return d
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    return synthetic_member(tmp_path_factory.mktemp("a") / "zen5", 1, ZEN5_MACHINE)
+
+
+def _ratios(out: Path) -> pd.DataFrame:
+    return pd.read_parquet(out / "results" / "ratios.parquet")
+
+
+def test_a_machine_that_scales_one_op_by_1_3_is_found(base, tmp_path):
+    other = synthetic_member(tmp_path / "emr", 2, EMR_MACHINE, scale={"ntt": 1.3})
+    run_campaign(tmp_path / "c", [base, other], {}, n_boot=2000)
+    r = _ratios(tmp_path / "c").set_index("op")
+    assert r.loc["ntt", "verdict"] == "larger" and r.loc["ntt", "machine_effect"]
+    assert r.loc["ntt", "ci_low"] <= 1.3 <= r.loc["ntt", "ci_high"] or abs(r.loc["ntt", "ratio"] / 1.3 - 1) < 0.05
+    assert not r.drop(index="ntt")["machine_effect"].any(), r
+    machines = pd.read_parquet(tmp_path / "c" / "results" / "machines.parquet")
+    assert list(machines["microarchitecture"]) == ["Zen 5", "Emerald Rapids"]
+    # the rebuilt estimate from spins.parquet is the study's own comparisons row
+    sp = pd.read_parquet(tmp_path / "c" / "results" / "speedups.parquet")
+    assert np.allclose(sp["rebuilt"], sp["speedup"], rtol=1e-9) and (sp["note"] == "").all()
+
+
+def test_no_machine_effect_where_there_is_none_and_same_microarchitecture_said(base, tmp_path):
+    twin = synthetic_member(tmp_path / "zen5b", 3, ZEN5_MACHINE)
+    run_campaign(tmp_path / "c", [base, twin], {}, n_boot=2000)
+    r = _ratios(tmp_path / "c")
+    assert len(r) == len(OPS) and not r["machine_effect"].any(), r
+    summary = json.loads((tmp_path / "c" / "results" / "campaign.json").read_text())
+    assert any("same microarchitecture (Zen 5)" in s for s in summary["same_microarchitecture"])
+
+
+@pytest.mark.parametrize("change, needle", [
+    (lambda d: (d / "study.toml").write_text((d / "study.toml").read_text()
+                                              + '\n[variants.avx2]\nsources = "avx2"\nflags = ["-O2", "-mavx2"]\n'),
+     "variant avx2 differs"),
+    (lambda d: _records(d, EMR_MACHINE, crate_version="0.1.0"), "pinned crate pqcrypto-mlkem 0.1.1 vs 0.1.0"),
+])
+def test_an_incomparable_study_is_refused_in_one_line(base, tmp_path, change, needle):
+    other = tmp_path / "other"
+    shutil.copytree(base, other)
+    if needle.startswith("variant"):  # both declare the variant; only the flags differ
+        (base_copy := tmp_path / "base")
+        shutil.copytree(base, base_copy)
+        (base_copy / "study.toml").write_text((base_copy / "study.toml").read_text()
+                                              + '\n[variants.avx2]\nsources = "avx2"\nflags = ["-O3", "-mavx2"]\n')
+        first = base_copy
+    else:
+        first = base
+    change(other)
+    with pytest.raises(PqsimdError, match="not comparable") as e:
+        run_campaign(tmp_path / "c", [first, other], {})
+    assert needle in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "c" / "results").exists()  # nothing written
+    cli = subprocess.run([sys.executable, "-m", "pqsimd.cli", "campaign", str(tmp_path / "c"), str(first), str(other)],
+                         capture_output=True, text=True)
+    assert cli.returncode == 2 and len(cli.stderr.strip().splitlines()) == 1 and needle in cli.stderr
+    assert "Traceback" not in cli.stderr
+
+
+def test_other_ops_need_a_stated_subset(base, tmp_path):
+    fewer = synthetic_member(tmp_path / "fewer", 4, EMR_MACHINE, ops=OPS[:2])
+    with pytest.raises(PqsimdError, match="ops differ .*--ops"):
+        run_campaign(tmp_path / "c", [base, fewer], {})
+    run_campaign(tmp_path / "c", [base, fewer], {"ops": list(OPS[:2])}, n_boot=500)
+    assert set(_ratios(tmp_path / "c")["op"]) == set(OPS[:2])
+    # the statement is kept: the campaign runs again from its campaign.toml
+    first = _ratios(tmp_path / "c")
+    run_campaign(tmp_path / "c", [], {}, n_boot=500)
+    pd.testing.assert_frame_equal(first, _ratios(tmp_path / "c"))
+    with pytest.raises(PqsimdError, match="did not measure"):
+        run_campaign(tmp_path / "d", [base, fewer], {"ops": [OPS[3]]})
+
+
+def test_two_compilers_on_one_machine_are_two_columns(tmp_path):
+    gcc = synthetic_member(tmp_path / "g", 5, ZEN5_MACHINE, compilers=("gcc",))
+    clang = synthetic_member(tmp_path / "c", 6, ZEN5_MACHINE, compilers=("clang",), scale={"invntt": 1.3})
+    run_campaign(tmp_path / "camp", [gcc, clang], {}, n_boot=1000)
+    r = _ratios(tmp_path / "camp").set_index("op")
+    assert set(r["arm"]) == {"c · clang"} and set(r["reference"]) == {"g · gcc"} and len(r) == len(OPS)
+    assert list(r.index[r["machine_effect"]]) == ["invntt"]
+    from pqsimd.report.campaign import write_campaign_report
+
+    out = write_campaign_report(tmp_path / "camp")
+    md = (out / "ml-kem" / "campaign_hand_simd_ref_avx2.md").read_text()
+    assert "speedup g · gcc" in md and "speedup c · clang" in md
+
+
+def test_arms_of_one_study_resample_their_shared_jobs_together():
+    """Two compilers timed in the same jobs: the ratio's bootstrap draws the same jobs for both, so
+    an arm against an identical copy of itself has no spread at all; independent draws would."""
+    from pqsimd.analyze.campaign import Evidence, ratio_bootstrap
+
+    jobs = pd.Series(np.random.default_rng(1).normal(0.5, 0.05, 10), index=[f"paired.x.{i}" for i in range(10)])
+    ev = Evidence("paired", ratios=jobs)
+    twin = Evidence("paired", ratios=jobs.iloc[::-1])  # the same jobs, listed in another order
+    rng = np.random.default_rng(0)
+    assert np.all(ratio_bootstrap(ev, twin, True, rng, 500) == 0.0)
+    assert np.std(ratio_bootstrap(ev, twin, False, rng, 500)) > 0.005
+
+
+def test_report_and_show(base, tmp_path):
+    other = synthetic_member(tmp_path / "emr", 6, EMR_MACHINE, scale={"basemul": 1.3})
+    cli = subprocess.run([sys.executable, "-m", "pqsimd.cli", "campaign", str(tmp_path / "c"), str(base), str(other),
+                          "--labels", "zen5,emr", "--bootstrap", "1000"], capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    rep = tmp_path / "c" / "report"
+    tex = (rep / "ml-kem" / "campaign_hand_simd_ref_avx2.tex").read_text()
+    assert "\\begin{tabular}" in tex and "\\textbf{1.3" in tex  # the machine effect, in bold
+    assert (rep / "ml-kem" / "campaign_forest.png").read_bytes()[:4] == b"\x89PNG"
+    html = (rep / "index.html").read_text()
+    assert "Emerald Rapids" in html and "Zen 5" in html and "campaign_forest.png" in html
+    show = subprocess.run([sys.executable, "-m", "pqsimd.cli", "show", str(tmp_path / "c")], capture_output=True,
+                          text=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert show.returncode == 0, show.stderr
+    assert "Emerald Rapids" in show.stdout and "▲" in show.stdout and "emr / zen5" in show.stdout
+
+
+def test_decision_p_is_where_the_percentile_interval_starts_to_give_a_verdict():
+    """Brute force over gamma: the interval at level 1 - gamma gives a verdict exactly for gamma >= p."""
+    rng = np.random.default_rng(0)
+    band = np.log1p(0.02)
+    for _ in range(60):
+        boot = rng.normal(rng.uniform(-0.06, 0.06), rng.uniform(0.005, 0.04), size=1000)
+        p = decision_p(boot, band)
+        grid = np.linspace(0.001, 1.0, 1000)
+        gives = [verdict_of(*percentile_interval(boot, g), band) != "~" for g in grid]
+        first = next((g for g, ok in zip(grid, gives) if ok), None)
+        if p >= 1.0:
+            assert first is None or first >= 0.998
+        else:
+            assert first is not None and abs(first - p) <= 0.0021, (p, first)
+
+
+@pytest.mark.parametrize("machine, name", [
+    # published identities of real CPUs (family/model/stepping of /proc/cpuinfo)
+    ({"vendor_id": "AuthenticAMD", "cpu_family": "23", "cpu_model_number": "1"}, "Zen"),  # EPYC 7601 (Naples)
+    ({"vendor_id": "AuthenticAMD", "cpu_family": "23", "cpu_model_number": "8"}, "Zen+"),  # Ryzen 7 2700X
+    ({"vendor_id": "AuthenticAMD", "cpu_family": "23", "cpu_model_number": "49"}, "Zen 2"),  # EPYC 7742 (Rome)
+    ({"cpu_model": "AMD Ryzen 9 3900X", "cpu_family": "23", "cpu_model_number": "113"}, "Zen 2"),  # Matisse
+    ({"vendor_id": "AuthenticAMD", "cpu_family": "25", "cpu_model_number": "1"}, "Zen 3"),  # EPYC 7763 (Milan)
+    ({"vendor_id": "AuthenticAMD", "cpu_family": "25", "cpu_model_number": "17"}, "Zen 4"),  # EPYC 9654 (Genoa)
+    ({"vendor_id": "AuthenticAMD", "cpu_family": "25", "cpu_model_number": "97"}, "Zen 4"),  # Ryzen 7950X
+    ({"vendor_id": "AuthenticAMD", "cpu_family": "26", "cpu_model_number": "2"}, "Zen 5"),  # EPYC 9005 (Turin)
+    ({"vendor_id": "GenuineIntel", "cpu_family": "6", "cpu_model_number": "85", "stepping": "4"}, "Skylake-SP"),
+    ({"vendor_id": "GenuineIntel", "cpu_family": "6", "cpu_model_number": "85", "stepping": "7"}, "Cascade Lake"),
+    ({"vendor_id": "GenuineIntel", "cpu_family": "6", "cpu_model_number": "106"}, "Ice Lake-SP"),
+    ({"vendor_id": "GenuineIntel", "cpu_family": "6", "cpu_model_number": "143"}, "Sapphire Rapids"),
+    ({"cpu_model": "Intel(R) Xeon(R) Processor", "cpu_family": "6", "cpu_model_number": "207"}, "Emerald Rapids"),
+    ({"vendor_id": "GenuineIntel", "cpu_family": "6", "cpu_model_number": "142", "stepping": "10"},
+     "Kaby Lake / Coffee Lake (Skylake core)"),  # Core i5-8279U
+    ({"cpu_implementer": "0x41", "cpu_part": "0xd08"}, "Cortex-A72"),  # Raspberry Pi 4
+    ({"cpu_implementer": "0x41", "cpu_part": "0xd0c"}, "Neoverse N1"),  # Graviton2
+    ({"cpu_implementer": "0x41", "cpu_part": "0xd40"}, "Neoverse V1"),  # Graviton3
+    ({"cpu_implementer": "0x41", "cpu_part": "0xd4f"}, "Neoverse V2"),  # Grace, Graviton4
+    ({"cpu_implementer": "0x61", "cpu_part": "0x023"}, "Apple M1"),
+])
+def test_machines_are_named_by_microarchitecture(machine, name):
+    ua = microarch.identify(machine)
+    assert ua.name == name and ua.known and ua.source
+
+
+def test_an_unknown_cpu_says_what_it_is():
+    ua = microarch.identify({"vendor_id": "GenuineIntel", "cpu_family": "6", "cpu_model_number": "1"})
+    assert not ua.known and ua.name == "intel family 6 model 1"
+    assert all(e.get("source") for k in ("x86", "arm") for e in microarch.table()[k])
+
+
+@pytest.mark.skipif(not (ZEN5.is_dir() and EMR.is_dir()), reason=f"the shared real studies are not at {SHARED}")
+def test_the_real_campaign_zen5_vs_emerald_rapids(tmp_path):
+    out = tmp_path / "c"
+    cli = subprocess.run([sys.executable, "-m", "pqsimd.cli", "campaign", str(out), str(ZEN5), str(EMR),
+                          "--schemes", "ml-kem-768", "--bootstrap", "1000"], capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    machines = pd.read_parquet(out / "results" / "machines.parquet")
+    assert list(machines["microarchitecture"]) == ["Zen 5", "Emerald Rapids"]
+    r = _ratios(out)
+    assert set(r["scheme"]) == {"ml-kem-768"}
+    sp = pd.read_parquet(out / "results" / "speedups.parquet")
+    assert (sp["note"] == "").all()  # every speedup rebuilt from spins.parquet is the study's own
+    # every ratio is the quotient of the two studies' own speedups, inside its own interval
+    assert np.allclose(r["ratio"], r["speedup"] / r["speedup_reference"], rtol=1e-9)
+    assert ((r["ci_low"] <= r["ratio"]) & (r["ratio"] <= r["ci_high"])).all()
+    assert (out / "report" / "index.html").exists()
+
+
+def test_separate_design_and_exact_counts(tmp_path):
+    """Separate-design studies (the ratio of geometric means of job medians, each build's jobs
+    resampled on their own) and deterministic counts (exact ratios) make a campaign too."""
+    dirs = []
+    for i, (machine, k) in enumerate([(ZEN5_MACHINE, 1.0), (EMR_MACHINE, 1.3)]):
+        d = tmp_path / f"s{i}"
+        make_synthetic_study(d, schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt", "basemul"), jobs=6,
+                             spins=20, reps=3, job_sigma=0.03, seed=10 + i, design="separate", outlier_rate=0.0,
+                             medians=lambda s, v, o, k=k: MEDIANS[v] / (k if (v, o) == ("avx2", "ntt") else 1.0),
+                             metric=("ticks", "instructions"), analysis={"n_boot": 200})
+        _records(d, machine)
+        (d / "plan.json").write_text(json.dumps({"design": "separate", "compilers": ["gcc"]}))
+        analyze_study(d)
+        dirs.append(d)
+    run_campaign(tmp_path / "c", dirs, {}, n_boot=1000)
+    r = _ratios(tmp_path / "c").set_index(["metric", "op"])
+    assert r.loc[("ticks", "ntt"), "verdict"] == "larger" and r.loc[("ticks", "ntt"), "method"] == "bootstrap"
+    assert r.loc[("ticks", "basemul"), "verdict"] != "larger" and not r.loc[("ticks", "basemul"), "machine_effect"]
+    assert r.loc[("instructions", "ntt"), "method"] == "exact"
+    exact = (6000 / round(200 / 1.3)) / (6000 / 200)  # the synthetic counts are whole instructions per call
+    assert r.loc[("instructions", "ntt"), "ci_low"] == r.loc[("instructions", "ntt"), "ratio"] == pytest.approx(exact)
+    sp = pd.read_parquet(tmp_path / "c" / "results" / "speedups.parquet")
+    assert (sp["note"] == "").all()
+
+
+def test_compare_speedups_is_a_campaign_of_two(base, tmp_path):
+    other = synthetic_member(tmp_path / "emr", 7, EMR_MACHINE, scale={"ntt": 1.3})
+    out = subprocess.run([sys.executable, "-m", "pqsimd.cli", "compare", str(base), str(other), "--speedups"],
+                         capture_output=True, text=True, env={"COLUMNS": "220", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    ntt = next(line for line in out.stdout.splitlines() if line.startswith("NTT"))
+    assert "▲" in ntt and "Emerald Rapids" in out.stdout
+    assert not any("▲" in line or "▼" in line for line in out.stdout.splitlines() if line.startswith(("INVNTT", "basemul")))
+    assert not list(tmp_path.glob("*/results/campaign.json"))  # nothing written
+
+
+@pytest.mark.slurm
+def test_slurm_machines_make_one_study_per_partition_and_their_campaign(tmp_path, slurm_cluster):
+    d = tmp_path / "cluster"
+    tiny = ["--schemes", "ml-kem-512", "--variants", "ref,avx2", "--ops", "ntt,basemul,empty", "--jobs", "3",
+            "--spins", "5", "--reps", "3", "--design", "paired"]
+    run = subprocess.run([sys.executable, "-m", "pqsimd.cli", "run", str(d), *tiny, "--executor", "slurm",
+                          "--machines", "debug,second"], capture_output=True, text=True, timeout=1800)
+    assert run.returncode == 0, run.stdout + run.stderr
+    for part in ("debug", "second"):
+        sub = d / "machines" / part
+        subs = json.loads((sub / "slurm" / "submissions.json").read_text())["submissions"]
+        assert f"--partition={part}" in (sub / "slurm" / "submit-1.sbatch").read_text() and subs
+        assert len(list((sub / "raw").glob("*.parquet"))) == 3 and (sub / "results" / "spins.parquet").exists()
+    summary = json.loads((d / "campaign" / "results" / "campaign.json").read_text())
+    assert summary["arms"] == ["debug", "second"]
+    assert any("same microarchitecture" in s for s in summary["same_microarchitecture"])  # one node, two partitions
+    assert (d / "campaign" / "report" / "index.html").exists()
+    local = subprocess.run([sys.executable, "-m", "pqsimd.cli", "run", str(tmp_path / "x"), "--machines", "a,b"],
+                           capture_output=True, text=True)
+    assert local.returncode == 2 and "--executor slurm" in local.stderr and len(local.stderr.strip().splitlines()) == 1
+
+
+def test_jobs_that_ran_on_another_cpu_than_the_manifest_says_are_not_named_by_it(base, tmp_path):
+    """On SLURM the manifest describes the submit host; when the jobs' CPU differs, the machine is
+    not named from the manifest."""
+    other = tmp_path / "node"
+    shutil.copytree(base, other)
+    m = json.loads((other / "manifest.json").read_text())
+    m["jobs"] = {"paired.ml-kem-512.0": {"cpu_model": "AMD EPYC 7742 64-Core Processor", "hostname": "n1",
+                                         "calibration": {"granularity": 1}}}
+    (other / "manifest.json").write_text(json.dumps(m))
+    run_campaign(tmp_path / "c", [base, other], {}, n_boot=200)
+    machines = pd.read_parquet(tmp_path / "c" / "results" / "machines.parquet").set_index("study")
+    assert machines.loc["zen5", "microarchitecture"] == "Zen 5"
+    assert machines.loc["node", "microarchitecture"].startswith("AMD EPYC 7742 64-Core Processor (not identified")
+    assert machines.loc["node", "job_hosts"] == "n1"
+
+
+def test_the_instruction_mix_of_a_machine_sensitive_op_is_carried_where_a_study_has_it(base, tmp_path):
+    other = synthetic_member(tmp_path / "emr", 8, EMR_MACHINE, scale={"ntt": 1.3})
+    rows = [("ntt", cls, label, b, v, share) for cls, label, b, v, share in
+            (("total", "total", 900, 60, 1.0), ("vec_mul", "vector multiply", 0, 20, -0.02),
+             ("bmi", "BMI/BMI2/POPCNT", 0, 0, 0.0), ("alu", "scalar ALU", 600, 10, 0.70),
+             ("load", "loads", 200, 15, 0.22), ("store", "stores", 100, 15, 0.10))]
+    rows += [("basemul", "alu", "scalar ALU", 500, 50, 1.0)]
+    mr = pd.DataFrame([{"scheme": "ml-kem-512", "op": op, "compiler": "gcc", "stage": "hand_simd", "baseline": "ref",
+                        "variant": "avx2", "class": c, "class_label": lab, "base_count": b, "var_count": v,
+                        "ratio": b / v if v else float("nan"), "difference": b - v, "share_of_difference": s, "note": ""}
+                       for op, c, lab, b, v, s in rows])
+    mr.to_parquet(other / "results" / "mix_ratios.parquet")
+    run_campaign(tmp_path / "c", [base, other], {}, n_boot=1000)
+    mech = pd.read_parquet(tmp_path / "c" / "results" / "mechanism.parquet")
+    assert set(mech["op"]) == {"ntt"}  # basemul has no machine effect: no evidence carried for it
+    assert list(mech["class_label"]) == ["scalar ALU", "loads", "stores"]  # the largest shares, total left out
+    from pqsimd.report.campaign import write_campaign_report
+
+    html = (write_campaign_report(tmp_path / "c") / "index.html").read_text()
+    assert "Instruction mix of the machine-sensitive comparisons" in html and "scalar ALU" in html
