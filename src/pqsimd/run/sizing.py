@@ -27,6 +27,7 @@ from rich.console import Console
 
 from .. import catalog
 from ..errors import PqsimdError
+from ..ids import AA_SUFFIX, BuildId
 from ..studydir import StudyDir
 from . import child, limits
 from .job import BuildDied, build_ops, death_of, exclude, job_builds, pick_cpu
@@ -47,6 +48,21 @@ def choose(cost_per_rep: float, fixed_per_spin: float, budget_ticks: float, s0: 
     r = max(min_reps, min(r0, int(round(r0 * math.sqrt(shrink)))))
     s = int(budget_ticks // max(r * cost_per_rep + fixed_per_spin, 1e-9))
     return max(min_spins, min(s, s_cap)), r
+
+
+def like_originals(per_build: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """{build: (k, probe ticks)} with every A/A duplicate (variant ids.aa_variant_id(v)) given its
+    original's k and probe: the duplicate is the same code, and a batch size of its own would make
+    the A/A comparison measure the batch-size effect as well (the probe's auto batch varies between
+    two probes of one build)."""
+    out = dict(per_build)
+    for b in per_build:
+        bid = BuildId.parse(b)
+        if bid.variant.endswith(AA_SUFFIX):
+            orig = str(BuildId(bid.variant[: -len(AA_SUFFIX)], bid.compiler, bid.family))
+            if orig in per_build:
+                out[b] = per_build[orig]
+    return out
 
 
 def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None = None) -> tuple[dict, dict[str, dict[str, tuple[int, int]]]]:
@@ -208,6 +224,7 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
         warm = study.warmup_ns * 1e-9 * cal["tsc_hz"] if study.design == "paired" else 0.0
         ops = {}
         for op, per_build in probed.items():
+            per_build = like_originals(per_build)
             sample = {b: max(raw, 1) for b, (k, raw) in per_build.items()}
             # an op whose every call outlasts the warm-up is its own warm-up
             nowarm = study.design == "paired" and min(raw / k for k, raw in per_build.values()) > warm
