@@ -347,9 +347,16 @@ class Study:
         if "gamma" not in fam:
             return "methods not recorded (results from an older pqsimd: re-run pqsimd analyze)"
         alpha, thr = self.summary.get("alpha"), self.summary.get("threshold")
-        how = {"fcr": f"FCR-adjusted: {fam.get('selected')} of {fam.get('m')} comparisons selected at alpha = {alpha}",
+        how = {"fcr": f"FCR-adjusted, Benjamini-Hochberg: {fam.get('selected')} of {fam.get('m')} comparisons selected "
+                      f"at alpha = {alpha}",
+               "by": f"FCR-adjusted, Benjamini-Yekutieli (any dependence): {fam.get('selected')} of {fam.get('m')} "
+                     f"comparisons selected at alpha = {alpha}",
                "bonferroni": f"Bonferroni over {fam.get('m')} comparisons",
                "none": "no multiplicity adjustment"}.get(fam.get("adjust"), str(fam.get("adjust")))
+        other = fam.get("other") or {}
+        if other.get("adjust") in ("fcr", "by"):
+            how += (f"; {'Benjamini-Yekutieli' if other['adjust'] == 'by' else 'Benjamini-Hochberg'} would change "
+                    f"{other.get('verdicts_changed')} verdict(s)")
         est = ("median over jobs of the job ratio (job median of the baseline / of the variant), with its "
                "distribution-free order-statistic interval" if self.design == "paired" else
                "ratio of the geometric means of the job medians, with the job-level t interval")

@@ -271,7 +271,8 @@ def _job_diagnostics(groups: dict, comparisons: pd.DataFrame, threshold: float, 
     return jobs_mod.table(rows)
 
 
-def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None = None) -> Path:
+def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None = None,
+                  adjust: str | None = None) -> Path:
     """Analyse DIR/raw into DIR/results/ (groups, comparisons, decomposition, jobs, aa, ... + summary.json);
     return DIR/results. Bad input is a one-line PqsimdError."""
     t0 = time.perf_counter()
@@ -279,7 +280,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     if not directory.is_dir():
         raise PqsimdError(f"no study directory at {directory}; create one with `pqsimd run {directory}`")
     study = read_study_toml(directory)
-    settings = resolve(directory, study, n_boot=n_boot, seed=seed)
+    settings = resolve(directory, study, n_boot=n_boot, seed=seed, adjust=adjust)
     ctx = study_context(directory, study)
     chain = Chain.from_dict(ctx["chain"])
     if not settings.extra_baseline:

@@ -18,11 +18,21 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
                 + (f" = {fam.selected} of m = {fam.m}" if fam else "") + f"; every interval is printed at level "
                 f"1 - R alpha / m ({level}); the expected share of verdicts whose interval misses the true speedup "
                 f"is at most {settings.alpha:g}"),
+        "by": (f"false coverage-statement rate control under any dependence (Benjamini & Yekutieli 2001, 2005): the "
+               f"Benjamini-Yekutieli step-up at alpha = {settings.alpha:g} / c(m), c(m) = sum of 1/i for i <= m, selects R"
+               + (f" = {fam.selected} of m = {fam.m}" if fam else "") + f"; every interval is printed at level "
+               f"1 - R alpha / (m c(m)) ({level}); the expected share of verdicts whose interval misses the true "
+               f"speedup is at most {settings.alpha:g} whatever the correlation between comparisons"),
         "bonferroni": (f"Bonferroni: every interval at level 1 - alpha / m ({level}"
                        + (f", m = {fam.m}" if fam else "") + f"): the chance that any interval misses is at most "
                        f"{settings.alpha:g}"),
         "none": f"no multiplicity control: every interval at level 1 - alpha ({level})",
     }[settings.adjust]
+    other = (fam.other or {}) if fam else {}
+    if other:
+        name = {"fcr": "Benjamini-Hochberg (fcr)", "by": "Benjamini-Yekutieli (by)"}
+        adjust += (f"; {name[other['adjust']]} would print at {level_text(other['level'])} and change "
+                   f"{other['verdicts_changed']} verdict(s) (given or withheld)")
     return {
         "unit": "spin median = median of per_call over the R reps of one (job, spin); warmup spins excluded; "
                 "job median = median of a job's spin medians; the job (one process) is the unit of independence",
