@@ -349,7 +349,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     decomposition = decompose(main, chain, settings.threshold,
                               keys=list(dict.fromkeys((m, s, o, c) for (m, s, o, _v, c) in groups)))
     jobs_table = _job_diagnostics(groups, comparisons, settings.threshold, self_checks)
-    attr = attribution_mod.attribution_table(comparisons, ablations, settings.threshold)
+    attr = attribution_mod.attribution_table(comparisons, ablations, settings.threshold, level=1.0 - settings.alpha,
+                                             n_boot=settings.n_boot, seed=settings.seed)
     attribution_mod.check(attr)
     t_cmp = time.perf_counter()
     aa_table, aa_summary = aa_record(comparisons, aa_pairs, data.spins, settings, ops_order, priors, self_checks,
