@@ -22,7 +22,7 @@ from .errors import PqsimdError, command
 from .studydir import StudyDir
 
 RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa", "jobs", "attribution")
-SCHEMA_VERSION = 4  # what this reader understands (analyze writes the same)
+SCHEMA_VERSION = 5  # what this reader understands (analyze writes the same)
 
 
 class Step(tuple):
@@ -440,6 +440,55 @@ def level_text(v) -> str:
     while d < 9 and x < 100 and round(x, d) >= 100:
         d += 1
     return f"{x:.{d}f}%"
+
+
+def achieved_levels(levels) -> list[float]:
+    """The distinct achieved levels (analyze's `*_ci_level`) of a set of printed intervals, ascending;
+    missing ones are left out (an interval that is n/a has no level)."""
+    out = set()
+    for x in levels:
+        try:
+            v = float(x)
+        except (TypeError, ValueError):
+            continue
+        if np.isfinite(v):
+            out.add(round(v, 9))
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class Levels:
+    """How a table or caption states the levels of the intervals it prints: the one level they share,
+    or, when they differ, each interval with its own (`per_row`)."""
+
+    values: tuple[float, ...]
+
+    @classmethod
+    def of(cls, levels) -> "Levels":
+        return cls(tuple(achieved_levels(levels)))
+
+    @property
+    def per_row(self) -> bool:
+        return len(self.values) > 1
+
+    def text(self, own: str = "each interval's own level after it") -> str:
+        """'97.85%'; '50% to 97.85% (each interval's own level after it)'; 'n/a' when none is known.
+        own: where a reader finds each interval's level (a figure: the results column)."""
+        if not self.values:
+            return "n/a"
+        if not self.per_row:
+            return level_text(self.values[0])
+        return f"{level_text(self.values[0])} to {level_text(self.values[-1])} ({own})"
+
+    def after(self, level) -> str:
+        """What follows an interval: its own level when the table's levels differ, else nothing."""
+        if not self.per_row:
+            return ""
+        try:
+            v = float(level)
+        except (TypeError, ValueError):
+            return ""
+        return f" ({level_text(v)})" if np.isfinite(v) else ""
 
 
 def find_key(d: dict, *names):

@@ -30,9 +30,10 @@ from ..studydir import StudyDir
 
 __all__ = ["analyze_study", "Settings"]
 
-RESULTS_SCHEMA_VERSION = 4  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
+RESULTS_SCHEMA_VERSION = 5  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
 # 3: job-level test columns, verdicts same/withheld, variance components; 4: one estimand and one
-# interval per comparison (speedup, ci_*, ci_level, method, p_decision), the family level, jobs table
+# interval per comparison (speedup, ci_*, ci_level, method, p_decision), the family level, jobs table;
+# 5: every derived interval's level (decomposition factor_/share_*_ci_level, attribution *_ci_level)
 
 def study_context(directory: Path, study: dict) -> dict:
     """What the analysis needs to know beyond the raw data, from the study's own records: the chain
@@ -315,9 +316,10 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     # the self-check op (an empty function, ~2 ticks) is a harness check, not a measurement: its
     # carry-over "shifts" are fractions of a tick, so it is not tested (nor counted in the Holm family)
     sc = groups_df["op"].isin(self_checks).to_numpy()
-    groups_df.loc[sc, ["carryover_p", "carryover_shift"]] = np.nan
+    groups_df.loc[sc, ["carryover_p", "carryover_shift", "position0_p", "position0_shift"]] = np.nan
     groups_df.loc[sc, "carryover_after"] = ""
     groups_df["carryover"] = flag_carryover(groups_df, settings.alpha, settings.threshold)
+    groups_df["position0"] = flag_carryover(groups_df, settings.alpha, settings.threshold, "position0")
     groups_df["short_jobs"] = short_samples(data.spins, data.jobs, groups_df)
     t_groups = time.perf_counter()
 
@@ -484,6 +486,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         "carryover": {
             "tested": int(np.isfinite(groups_df["carryover_p"].to_numpy(dtype=float)).sum()),
             "flagged": n_carry,
+            "position0_tested": int(np.isfinite(groups_df["position0_p"].to_numpy(dtype=float)).sum()),
+            "position0_flagged": int(groups_df["position0"].sum()),
         },
         "warmup": warmup_record(directory, ctx["design"]),
         "self_check": self_check,

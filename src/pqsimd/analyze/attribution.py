@@ -23,8 +23,9 @@ Intervals, each with its level (`<number>_ci_level`):
   and recomputes every phi_i and share), at level 1 - alpha, widened to hold the estimate when it
   falls outside. The box over all 2^k - 1 cells would guarantee only 1 - (2^k - 1) x miss (about
   33% for 5 groups at J = 10) and is several times wider; the bootstrap's coverage at its stated
-  level is measured in bench/bench_attribution.py (BENCHMARKS.md). Separate design or exact counts:
-  the box, with its Bonferroni level (exact counts: level 1, zero width).
+  level is measured in bench/bench_attribution.py (BENCHMARKS.md). Separate design, fewer than 5 jobs
+  (a bootstrap of 2-4 jobs' medians cannot reach past their [min, max]) or exact counts: the box,
+  with its Bonferroni level (exact counts: level 1, zero width; J = 2: 0%).
 A group whose code changes its neighbours' data layout moves with them: the ablation measures the
 groups as the implementation lets them be switched, not kernels in isolation.
 """
@@ -218,14 +219,18 @@ def attribute(rows: Mapping[Cell, tuple[float, ...]], groups: Sequence[str], thr
 RATIO_COLUMNS = ("shapley", "leave_one_out", "add_one_in", "total", "interaction")
 
 
+MIN_BOOTSTRAP_JOBS = 5  # fewer jobs: a resample of medians cannot leave [min, max] (bench/bench_attribution.py)
+
+
 def job_log_ratios(d: pd.DataFrame, cells: Mapping[str, Cell]) -> dict[Cell, np.ndarray] | None:
     """Per cell, the jobs' log ratios of its comparison (the hidden columns compare.py keeps), in one
-    job order; None unless every cell has them for the same jobs (the paired design)."""
+    job order; None unless every cell has them for the same MIN_BOOTSTRAP_JOBS or more jobs (the
+    paired design)."""
     if "_job_ids" not in d.columns:
         return None
     out, order = {}, None
     for variant, ids, logs in zip(d["variant"], d["_job_ids"], d["_job_logs"]):
-        if not isinstance(ids, list) or logs is None or len(ids) < 2:
+        if not isinstance(ids, list) or logs is None or len(ids) < MIN_BOOTSTRAP_JOBS:
             return None
         by = dict(zip(ids, np.asarray(logs, dtype=np.float64)))
         order = order or sorted(ids)
