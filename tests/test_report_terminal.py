@@ -229,3 +229,42 @@ def test_levels_that_differ_are_printed_after_each_interval():
     one = Levels.of([0.9785, 0.9785])
     assert not one.per_row and one.text() == "97.85%" and one.after(0.9785) == ""
     assert Levels.of([]).text() == "n/a"
+
+
+def test_multiplicity_by_is_used_named_and_compared_with_bh(tmp_path):
+    """`pqsimd analyze --multiplicity by`: Benjamini-Yekutieli's level (statsmodels' fdr_by count),
+    named in summary.json, the methods and show; the count of verdicts BH would change is the count of
+    rows whose decision p lies between the two levels; [analysis] adjust = "by" does the same, and a
+    bad value is one line."""
+    import json
+
+    import pandas as pd
+    from statsmodels.stats.multitest import multipletests
+
+    from conftest import one_line_error, run_cli
+
+    med = {("ref", "ntt"): 600.0, ("avx2", "ntt"): 590.0, ("ref", "invntt"): 600.0, ("avx2", "invntt"): 60.0,
+           ("ref", "gen_a"): 600.0, ("avx2", "gen_a"): 583.0}
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512", "ml-kem-768"), variants=("ref", "avx2"),
+                             ops=("ntt", "invntt", "gen_a"), jobs=8, spins=20, reps=3, medians=med, job_sigma=0.01,
+                             design="paired", analysis={"n_boot": 100, "seed": 1})
+    r = run_cli("analyze", d, "--multiplicity", "by")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((d / "results" / "summary.json").read_text())
+    c = pd.read_csv(d / "results" / "comparisons.csv")
+    p = c.loc[c["method"].isin(["sign", "t"]), "p_decision"].to_numpy(dtype=float)
+    fam = s["family"]
+    assert fam["adjust"] == "by" and fam["selected"] == int(multipletests(p, 0.05, "fdr_by")[0].sum())
+    other = fam["other"]
+    lo, hi = sorted((fam["gamma"], other["gamma"]))
+    assert other["adjust"] == "fcr" and other["verdicts_changed"] == int(((p > lo) & (p <= hi)).sum())
+    assert "Benjamini-Yekutieli" in s["methods"]["family"] and "Benjamini-Hochberg (fcr) would print at" in s["methods"]["family"]
+    r = run_cli("show", d)
+    assert r.returncode == 0 and "Benjamini-Yekutieli (any dependence)" in " ".join(r.stdout.split())
+    (d / "study.toml").write_text((d / "study.toml").read_text().replace("[analysis]", '[analysis]\nadjust = "by"'))
+    r = run_cli("analyze", d)
+    assert r.returncode == 0 and json.loads((d / "results" / "summary.json").read_text())["family"]["adjust"] == "by"
+    r = run_cli("analyze", d, "--multiplicity", "holm")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "holm" in r.stderr
+    (d / "study.toml").write_text((d / "study.toml").read_text().replace('adjust = "by"', 'adjust = "BY"'))
+    one_line_error(run_cli("analyze", d), "adjust", '"by"')

@@ -94,10 +94,19 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
                           "the median over jobs|); disturbed when that exceeds 4 x the median over the scheme's jobs "
                           "and a quarter of the threshold",
         "carryover": "paired design: does the build run just before in the spin change a group's time? "
-                     "Kruskal-Wallis of job-centred log spin medians across predecessor builds (levels with < 3 "
-                     "spins left out; too few levels: predecessors pooled by variant across compilers), Holm over "
-                     "the groups tested; carryover = adjusted p < alpha and the worst level's median shifted by "
-                     "more than the threshold",
+                     "Kruskal-Wallis of log spin medians across predecessor builds, each (job, position in the spin) "
+                     "centred on its own, over the positions >= 1 with two or more predecessors (two builds: "
+                     "position 0 alone, after itself or after the other); levels with < 3 spins left out; too few "
+                     "levels: predecessors pooled by variant across compilers; Holm over the groups tested; "
+                     "carryover = adjusted p < alpha and the worst level's median shifted by more than the "
+                     "threshold. Position 0 follows the driver writing the previous spin's results: position0 "
+                     "tests first against later positions (job-centred Kruskal-Wallis, Holm, the same rule)",
+        "attribution": f"an ablation's Shapley values, shares, leave-one-out, add-one-in and interaction from the "
+                       f"comparisons all-C -> cell; each interval with its level (*_ci_level): the Shapley values "
+                       f"and shares by a job-level percentile bootstrap at {1 - settings.alpha:.0%} ({settings.n_boot} "
+                       f"resamples of the paired jobs, every cell's median recomputed; from 5 jobs on, coverage "
+                       f"measured in bench/bench_attribution.py), else and for the rest the range over the cells' "
+                       f"intervals at 1 - their summed miss probabilities",
         "groups": "iqr, min, max, mad (unscaled) of spin medians; outliers by Tukey fences (1.5 IQR) on log spin "
                   "medians, counted never dropped; icc = one-way random-effects ICC(1) of log spin medians within "
                   "jobs; job_cv = sd/mean of job medians, between_var = var of log job medians, within_sd = sqrt of "
