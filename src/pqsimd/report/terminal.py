@@ -301,8 +301,10 @@ def compare_studies(dir_a, dir_b, console: Console | None = None) -> pd.DataFram
         unit = style.metric_unit(metric)
         t = Table(title=f"{label} · {style.metric_title(metric)} · {comp}", title_justify="left", header_style="bold",
                   box=None, pad_edge=False)
+        lv = Levels.of(d.loc[d["ratio"].notna(), "ci_level"])
         for col, just in (("op", "left"), ("variant", "left"), (f"A median ({unit}/call)", "right"),
-                          (f"B median ({unit}/call)", "right"), (f"B/A [CI ≥ {pct}]", "right"),
+                          (f"B median ({unit}/call)", "right"),
+                          (f"B/A [CI {lv.text()}]" if not lv.per_row else "B/A [CI] (level)", "right"),
                           ("verdict (B vs A)", "left"), ("", "left")):
             t.add_column(col, justify=just, no_wrap=True)
         prev = None
@@ -316,7 +318,7 @@ def compare_studies(dir_a, dir_b, console: Console | None = None) -> pd.DataFram
                 continue
             for _, r in dop.iterrows():
                 ratio = fmt.num(r["ratio"])
-                cell = ratio if ratio == fmt.NA else f"{ratio} {fmt.ci(r['ci_low'], r['ci_high'])}"
+                cell = ratio if ratio == fmt.NA else f"{ratio} {fmt.ci(r['ci_low'], r['ci_high'])}{lv.after(r['ci_level'])}"
                 t.add_row(oplabel if op != prev else "",
                           Text(r["variant"], style=f"bold {style.variant_colour(r['variant'], colours)}"),
                           fmt.quantity(r["median_a"]), fmt.quantity(r["median_b"]), cell,
