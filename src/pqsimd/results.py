@@ -286,7 +286,11 @@ class Study:
                           f"{float(r['carryover_shift']):+.0%} after {r['carryover_after']}")
             carry = f"found in {c['flagged']} of {c['tested']} groups{detail} (groups.csv carryover_*)"
         else:
-            carry = f"none found in {c['tested']} groups (Kruskal-Wallis over the build run just before, Holm)"
+            carry = (f"none found in {c['tested']} groups (Kruskal-Wallis over the build run just before, within "
+                     f"each position of the spin, Holm)")
+        if paired and c and c.get("position0_tested"):
+            carry += (f"; first in the spin (after the driver wrote the last spin's results): "
+                      f"{c.get('position0_flagged', 0)} of {c['position0_tested']} groups differ (groups.csv position0_*)")
         return design, warm, carry
 
     def power_note(self) -> str | None:

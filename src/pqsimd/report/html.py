@@ -71,9 +71,10 @@ def headlines(study: Study, fam: FamilyView) -> list[str]:
     if h is not None and not df.empty and df["speedup"].notna().any():
         d = df[df["op"] != fam.self_check]
         best = d.loc[d["speedup"].idxmax()]
-        _sp, lo, hi, _lvl = interval(best)
+        _sp, lo, hi, lvl = interval(best)
+        at = f" ({fmt.level(lvl)} interval)" if not fmt.is_missing(lvl) else ""
         out.append(f"The largest {h.label} speedup ({h.base}→{h.variant}) is {fam.label(best['op'])} at "
-                   f"{fam.scheme_label(best['scheme'])}: {fmt.times(best['speedup'])} {fmt.ci(lo, hi)}.")
+                   f"{fam.scheme_label(best['scheme'])}: {fmt.times(best['speedup'])} {fmt.ci(lo, hi)}{at}.")
         worst = d.loc[d["speedup"].idxmin()]
         if worst["speedup"] < 1:
             out.append(f"{h.variant} is slower than {h.base} on {fam.label(worst['op'])} at "
