@@ -1,6 +1,6 @@
 """False alarms and power of pqsimd's diagnostics and verdict rule, by simulation.
 
-    .venv/bin/python bench/bench_diagnostics.py [--studies 200] [--seed 1]
+    .venv/bin/python bench/bench_diagnostics.py [--studies 200] [--seed 1] [--part carryover ...]
 
 One simulated study is shaped like a standard ML-KEM study: 3 parameter sets x 105 paired comparisons
 x J = 10 jobs (S = 200 spins for drift). Single-state nulls (the machine in one state, however noisy):
@@ -8,6 +8,13 @@ job log ratios normal, t3, lognormal (skewed), heteroscedastic (each job its own
 quantized (most jobs tied), and spins AR(1) with phi 0.4 or 0.7 (drift). Alternatives: a two-state
 machine (3 of 10 jobs in a state that moves a third of the comparisons by 3-30%: disturbed jobs;
 half the jobs in the other state: regimes), and a drift of 5% over a job.
+
+Carry-over (groups.carryover, paired design): groups of J = 10 jobs x 60 spins, 2 or 3 builds in a
+fresh random order every spin; null: no carry-over, with or without a first-position effect (every
+build 5% slower when it runs first in its spin, after the driver wrote the previous spin's results);
+alternative: the group 5% slower right after one other build. `stratified` is the test analyze runs
+(positions >= 1 centred per job and position; position 0 alone with two builds), `pooled` the rule
+before it (every spin, centred per job), `position0` the first-position test.
 
 Columns: `per unit` is the share of comparisons (jobs, job trends) flagged, `per study` the share of
 studies with any flag. The verdict part: the share of false verdicts among verdicts (FCR-adjusted, the
@@ -29,7 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mdtable import md  # noqa: E402
 from pqsimd.analyze import drift as drift_mod  # noqa: E402
 from pqsimd.analyze import jobs as jobs_mod  # noqa: E402
+from pqsimd.analyze.groups import Group, carryover, position0  # noqa: E402
 from pqsimd.analyze.interval import Evidence, verdict_of  # noqa: E402
+from pqsimd.analyze.significance import holm  # noqa: E402
 from pqsimd.analyze.multiplicity import family_level  # noqa: E402
 from pqsimd.analyze.regime import regime_test  # noqa: E402
 from pqsimd.analyze.significance import bh  # noqa: E402
@@ -183,20 +192,80 @@ def verdicts(studies: int, rng: np.random.Generator, adjust: str) -> pd.DataFram
     return pd.DataFrame(rows)
 
 
+def carry_group(rng: np.random.Generator, builds: int, first: float, carry: float, jobs: int = 10,
+                spins: int = 60) -> tuple[Group, Group]:
+    """Build 0's group (with positions, and without: the pooled rule), builds in a random order per spin."""
+    vals, job, spin, pos, prev = [], [], [], [], []
+    for j in range(jobs):
+        level = rng.normal(0, 0.02)
+        last = ""
+        for s in range(spins):
+            order = rng.permutation(builds)
+            p = int(np.flatnonzero(order == 0)[0])
+            before = f"b{order[p - 1]}" if p else last
+            x = level + rng.normal(0, 0.01) + np.log1p(first) * (p == 0) + np.log1p(carry) * (before == "b1")
+            vals.append(1000 * np.exp(x)), job.append(j), spin.append(s), pos.append(p), prev.append(before)
+            last = f"b{order[-1]}"
+    kw = dict(metric="ticks", scheme="s", op="o", variant="b0", compiler="gcc", values=np.array(vals),
+              job=np.array(job), spin=np.array(spin), job_ids=[f"j{j}" for j in range(jobs)], n_reps=5,
+              prev=np.array(prev, dtype=object))
+    return Group(**kw, pos=np.array(pos)), Group(**kw, pos=None)
+
+
+def carry(studies: int, rng: np.random.Generator, per_study: int = 10, threshold: float = 0.02) -> pd.DataFrame:
+    rows = []
+    for builds in (2, 3):
+        for label, first, eff in (("null", 0.0, 0.0), ("null + first-position 5%", 0.05, 0.0),
+                                  ("carry-over 5% after one build", 0.0, 0.05)):
+            res = {"stratified": [], "pooled": [], "position0": []}
+            for _ in range(studies):
+                per = {k: [] for k in res}
+                for _g in range(per_study):
+                    g, flat = carry_group(rng, builds, first, eff)
+                    per["stratified"].append(carryover(g)[:2])
+                    per["pooled"].append(carryover(flat)[:2])
+                    per["position0"].append(position0(g))
+                for k, v in per.items():
+                    p, sh = np.array(v, dtype=float).T
+                    adj = holm(p) if np.isfinite(p).all() else np.full_like(p, np.nan)
+                    res[k].append((p < 0.05, (p < 0.05) & (np.abs(sh) > threshold),
+                                   (adj < 0.05) & (np.abs(sh) > threshold)))
+            for k, v in res.items():
+                rows.append({"builds": builds, "truth": label, "test": k,
+                             "groups with p < 0.05": float(np.mean([a.mean() for a, _, _ in v])),
+                             "groups flagged (p < 0.05, shift > 2%)": float(np.mean([b.mean() for _, b, _ in v])),
+                             "studies with a Holm flag": float(np.mean([c.any() for _, _, c in v]))})
+    return pd.DataFrame(rows)
+
+
+PARTS = ("disturbed", "regimes", "drift", "verdicts", "carryover")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--studies", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--part", action="append", choices=PARTS, help="only these parts (default: all)")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
-    print("## disturbed jobs (results/jobs)\n")
-    print(md(disturbed(a.studies, rng)))
-    print("\n## regimes (dip test, BH)\n")
-    print(md(regimes(a.studies, rng)))
-    print("\n## drift (block medians, BH)\n")
-    print(md(drift(a.studies, rng)))
-    print("\n## verdicts\n")
-    print(md(pd.concat([verdicts(a.studies, rng, "fcr"), verdicts(a.studies, rng, "bonferroni")])))
+    for part in a.part or PARTS:
+        if a.part:  # a part alone: its own generator (all parts: one sequence, as before --part existed)
+            rng = np.random.default_rng([a.seed, PARTS.index(part)])
+        if part == "disturbed":
+            print("## disturbed jobs (results/jobs)\n")
+            print(md(disturbed(a.studies, rng)))
+        elif part == "regimes":
+            print("\n## regimes (dip test, BH)\n")
+            print(md(regimes(a.studies, rng)))
+        elif part == "drift":
+            print("\n## drift (block medians, BH)\n")
+            print(md(drift(a.studies, rng)))
+        elif part == "verdicts":
+            print("\n## verdicts\n")
+            print(md(pd.concat([verdicts(a.studies, rng, adj) for adj in ("fcr", "bonferroni", "by")])))
+        else:
+            print(f"\n## carry-over ({max(a.studies // 4, 10)} studies of 10 groups)\n")
+            print(md(carry(max(a.studies // 4, 10), rng)))
 
 
 if __name__ == "__main__":

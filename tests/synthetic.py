@@ -71,6 +71,7 @@ def make_synthetic_study(
     state: Callable | None = None,
     shuffle: bool = False,
     carryover: Mapping[tuple[str, str], float] | None = None,
+    first_position: float = 0.0,
 ) -> Path:
     """Write a synthetic study into `directory`; return the directory.
 
@@ -90,6 +91,8 @@ def make_synthetic_study(
     carryover: paired design only: {(previous variant, variant): relative change}, e.g.
       {("avx2", "ref"): 0.2} makes ref 20% slower in spins where avx2 ran just before it
       (the first in a spin follows the last of the previous spin; "" = the very first spin).
+    first_position: paired design only: relative change of every variant in the spins where it runs
+      first (it follows the driver writing the previous spin's results, not only the previous build).
     """
     directory = Path(directory)
     raw_dir = directory / "raw"
@@ -181,12 +184,13 @@ def make_synthetic_study(
                              else np.tile(np.arange(nv), (n_spin, 1)))  # order[s, pos] = variant index
                     where = np.argsort(order, axis=1)  # where[s, v] = position of variant v in spin s
                     for vi, variant in enumerate(variants):
-                        extra = None
+                        extra = np.log1p(first_position * (where[:, vi] == 0)) if first_position else None
                         if carryover:
                             # what ran just before: the previous position, or the last of the previous spin
                             prev = [variants[order[s, where[s, vi] - 1]] if where[s, vi]
                                     else variants[order[s - 1, nv - 1]] if s else "" for s in range(n_spin)]
-                            extra = np.log1p(np.array([carryover.get((p, variant), 0.0) for p in prev]))
+                            extra = np.log1p(np.array([carryover.get((p, variant), 0.0) for p in prev])) + \
+                                (extra if extra is not None else 0.0)
                         job_rows(f"paired.{scheme}.{j}", j, variant, compiler, scheme, job_shift, states, cols,
                                  where[:, vi], extra)
                     write(f"paired.{scheme}.{j}" if len(compilers) == 1 else f"paired.{compiler}.{scheme}.{j}", j,

@@ -65,3 +65,26 @@ def test_the_duplicate_survives_a_resumed_run_and_bad_aa_is_one_line(aa_study, t
     (tmp_path / "y" / "study.toml").write_text('[variants."ref+aa"]\nsources = "clean"\nflags = ["-O0"]\n')
     one_line_error(run_cli("run", tmp_path / "y", "--schemes", "ml-kem-512", "--variants", "ref", "--aa", "ref"),
                    "ref+aa", "not the A/A duplicate")
+
+
+def test_the_duplicate_is_sized_exactly_like_its_original(aa_study):
+    """The A/A pair differs only in its id: the sizing gives the duplicate its original's batch, so
+    every raw sample of the two has the same number of calls (a batch of its own would make A/A
+    measure the batch-size effect too)."""
+    sizing = json.loads((aa_study / "sizing.json").read_text())
+    ops = sizing["schemes"]["ml-kem-512"]["ops"]
+    assert ops and all(o["batch"]["avx2+aa.gcc.ml-kem"] == o["batch"]["avx2.gcc.ml-kem"] for o in ops.values())
+    raw = pd.concat([pd.read_parquet(f, columns=["op", "variant", "batch"]) for f in (aa_study / "raw").glob("*.parquet")])
+    raw = raw[raw["variant"].isin(["avx2", "avx2+aa"])]
+    per = raw.groupby(["op", "variant"], observed=True)["batch"].agg(lambda b: tuple(sorted(set(b)))).unstack()
+    assert len(per) == len(OPS.split(",")) and (per["avx2"] == per["avx2+aa"]).all()
+
+
+def test_the_sizing_gives_a_duplicate_its_originals_probe():
+    from pqsimd.run.sizing import like_originals
+
+    probed = {"avx2.gcc.ml-kem": (66, 1066), "avx2+aa.gcc.ml-kem": (64, 1030), "ref.gcc.ml-kem": (9, 1200),
+              "ref+aa.clang.ml-kem": (10, 1300)}  # ref+aa's original under clang was not probed: kept as is
+    got = like_originals(probed)
+    assert got["avx2+aa.gcc.ml-kem"] == (66, 1066) and got["ref.gcc.ml-kem"] == (9, 1200)
+    assert got["ref+aa.clang.ml-kem"] == (10, 1300) and probed["avx2+aa.gcc.ml-kem"] == (64, 1030)

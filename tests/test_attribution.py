@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from pqsimd.analyze.attribution import Ablation, Cell, attribute, attribution_table, check, linear_range, \
-    ratio_range, shapley_weights
+    ratio_range, shapley_bootstrap, shapley_weights
 
 GROUPS = ("ntt", "keccak", "rej")
 
@@ -81,6 +81,44 @@ def test_attribute_sums_and_holds_its_estimates():
             assert r[f"{col}_ci_low"] <= r[col] <= r[f"{col}_ci_high"]
 
 
+def test_every_interval_carries_the_level_it_guarantees():
+    """Each number's level from the levels of the cells it uses: add-one-in and total their cell's, a
+    box range 1 - the sum of its cells' misses (the box Shapley interval: every cell's, 1 - 7 x 2.15%)."""
+    v = {c: (0.1 * len(c), 0.1 * len(c) - 0.01, 0.1 * len(c) + 0.01, 0.9785 if len(c) < 3 else 0.99) for c in cells()}
+    rows = {r["group"]: r for r in attribute(v, GROUPS, 0.02)}
+    r = rows["ntt"]
+    assert r["total_ci_level"] == 0.99 and r["add_one_in_ci_level"] == 0.9785
+    assert r["leave_one_out_ci_level"] == pytest.approx(1 - 0.01 - 0.0215)
+    assert r["interaction_ci_level"] == pytest.approx(1 - 0.01 - 3 * 0.0215)
+    assert r["shapley_ci_method"] == "box" and r["shapley_ci_level"] == pytest.approx(1 - 0.01 - 6 * 0.0215)
+    assert r["share_ci_level"] == r["shapley_ci_level"]
+    # J = 2 everywhere: [min, max] of two jobs is a 50% interval; the box guarantees nothing
+    two = {c: (x[0], x[1], x[2], 0.5) for c, x in v.items()}
+    r2 = attribute(two, GROUPS, 0.02)[0]
+    assert r2["add_one_in_ci_level"] == 0.5 and r2["shapley_ci_level"] == 0.0 and r2["interaction_ci_level"] == 0.0
+
+
+def test_the_shapley_bootstrap_is_a_plain_loop_over_job_resamples():
+    rng = np.random.default_rng(8)
+    J = 7
+    logs = {c: 0.2 * len(c) + rng.normal(0, 0.05, J) for c in cells()}
+    boot = shapley_bootstrap(logs, GROUPS, 0.9, 300, np.random.default_rng(1))
+    draws = np.random.default_rng(1).integers(0, J, size=(300, J))
+    w = shapley_weights(list(GROUPS))
+    phi = {g: [] for g in GROUPS}
+    share = {g: [] for g in GROUPS}
+    for idx in draws:
+        v = {c: float(np.median(x[idx])) for c, x in logs.items()}
+        for g in GROUPS:
+            p = sum(c * v[s] for s, c in w[g].items())
+            phi[g].append(p)
+            share[g].append(p / v[Cell(GROUPS)])
+    for g in GROUPS:
+        assert boot.shapley[g] == pytest.approx(tuple(np.quantile(phi[g], [0.05, 0.95])))
+        assert boot.share[g] == pytest.approx(tuple(np.quantile(share[g], [0.05, 0.95])))
+    assert boot.level == 0.9
+
+
 def test_without_the_factorial_only_loo_and_aoi():
     v = {c: (1.0, 0.9, 1.1) for c in cells() if len(c) in (1, 2, 3)}
     del v[Cell({"ntt", "keccak"})]  # one pair missing: not a factorial
@@ -138,6 +176,18 @@ def test_an_ablation_study_end_to_end(tmp_path):
         assert g["interaction"].iloc[0] == pytest.approx(1.0, abs=0.02)
         for col in ("shapley", "share", "leave_one_out", "add_one_in"):
             assert ((g[f"{col}_ci_low"] <= g[col]) & (g[col] <= g[f"{col}_ci_high"])).all()
+        # the Shapley values' interval is the job bootstrap's at 1 - alpha, narrower than the box over
+        # the cells' intervals (which would guarantee only 1 - 3 x their miss)
+        assert set(g["shapley_ci_method"]) == {"bootstrap"} and set(g["shapley_ci_level"]) == {0.95}
+        cc = c[(c["stage"] == "ablation") & (c["op"] == op)].set_index("variant")
+        cell = {"impl-ntt": Cell({"ntt"}), "impl-keccak": Cell({"keccak"}), "impl-full": Cell({"ntt", "keccak"})}
+        v = {cell[x]: (math.log(r.speedup), math.log(r.ci_low), math.log(r.ci_high), r.ci_level)
+             for x, r in cc.iterrows()}
+        box = {r["group"]: r for r in attribute(v, ("ntt", "keccak"), 0.02)}
+        for grp, r in g.iterrows():
+            assert math.log(r["shapley_ci_high"] / r["shapley_ci_low"]) < \
+                box[grp]["shapley_ci_high"] - box[grp]["shapley_ci_low"]
+            assert box[grp]["shapley_ci_level"] == pytest.approx(1 - 3 * (1 - cc["ci_level"].iloc[0]))
 
 
 def test_the_report_and_show_present_the_attribution(tmp_path):

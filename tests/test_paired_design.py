@@ -150,7 +150,7 @@ def test_carry_over_is_found_where_it_was_put_and_nowhere_else(tmp_path):
     import json
 
     summary = json.loads((d / "results" / "summary.json").read_text())
-    assert summary["carryover"] == {"tested": 6, "flagged": 2}
+    assert summary["carryover"] == {"tested": 6, "flagged": 2, "position0_tested": 6, "position0_flagged": 0}
     assert any("carry-over in 2 group(s)" in w for w in summary["warnings"])
     # what a user reads: show's header and the HTML methods state the design, warm-up and carry-over
     from rich.console import Console
@@ -180,6 +180,32 @@ def test_carry_over_is_found_where_it_was_put_and_nowhere_else(tmp_path):
     g = pd.read_csv(clean / "results" / "groups.csv", keep_default_na=False)
     assert not (g["carryover"].astype(str) == "True").any()
     assert json.loads((clean / "results" / "summary.json").read_text())["carryover"]["flagged"] == 0
+
+
+def test_a_first_position_effect_is_not_read_as_carry_over(tmp_path):
+    """Every build runs 10% slower when it is first in its spin (after the driver wrote the previous
+    spin's results) and nothing carries over: the carry-over test, stratified by position, flags
+    nothing; position0 flags every group with its shift. Unstratified (the old rule, pos unknown),
+    position 0's predecessor (the previous spin's last build, sometimes the group itself) reads as
+    carry-over."""
+    import json
+
+    from pqsimd.analyze.groups import build_groups, carryover
+    from pqsimd.analyze.load import load_spins
+
+    d = make_synthetic_study(tmp_path / "p0", variants=("refnv", "ref", "avx2"), ops=("ntt", "basemul"), jobs=4,
+                             spins=60, reps=3, medians={"refnv": 9000.0, "ref": 6000.0, "avx2": 150.0},
+                             design="paired", shuffle=True, spin_sigma=0.02, rep_sigma=0.02, first_position=0.10,
+                             seed=5, analysis={"n_boot": 100})
+    analyze_study(d)
+    g = pd.read_parquet(d / "results" / "groups.parquet")
+    assert not g["carryover"].any() and g["position0"].all()
+    assert g["position0_shift"].between(0.07, 0.13).all(), g["position0_shift"]
+    s = json.loads((d / "results" / "summary.json").read_text())["carryover"]
+    assert s == {"tested": 6, "flagged": 0, "position0_tested": 6, "position0_flagged": 6}
+    old = [carryover(grp) for grp in build_groups(load_spins(d).spins).values()
+           if setattr(grp, "pos", None) is None]
+    assert sum(p < 0.05 / 6 and abs(shift) > 0.02 for p, shift, _ in old) >= 3  # the confound this removes
 
 
 def test_the_separate_design_is_not_tested_for_carry_over(tmp_path):

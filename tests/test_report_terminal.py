@@ -6,6 +6,7 @@ import math
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from rich.console import Console
 
@@ -33,7 +34,7 @@ def test_show_prints_every_op_and_variant_with_speedup_ci_delta_p_verdict(fake):
     show_study(fake, console=con)
     out = con.export_text()
     for needle in ("ML-KEM (FIPS 203)", "ML-KEM-512", "ML-KEM-768", "INVNTT", "NTT", "gen_a", "refo0", "refnv", "ref",
-                   "avx2", "median ± CI", "speedup [CI ≥", "verdict", "faster", "+1.000",
+                   "avx2", "median ± CI", "speedup [CI 95.71%]", "verdict", "faster", "+1.000",
                    "design: separate"):
         assert needle in out, needle
     inv = [line for line in out.splitlines() if "avx2" in line and "×" in line]
@@ -101,7 +102,10 @@ def test_compare_prints_rows_and_na(pair):
     con = _console()
     compare_studies(a, b, console=con)
     out = con.export_text()
-    assert f"A = {a}" in out and f"B = {b}" in out and "B/A [CI ≥" in out
+    from pqsimd.results import Levels
+
+    lv = Levels.of(compare_table(a, b)[0].dropna(subset=["ratio"])["ci_level"])
+    assert f"A = {a}" in out and f"B = {b}" in out and not lv.per_row and f"B/A [CI {lv.text()}]" in out
     ntt = [line for line in out.splitlines() if "avx2" in line and "slower" in line]
     assert ntt and "1.1" in ntt[0]
     gen = next(line for line in out.splitlines() if line.startswith("gen_a"))
@@ -153,3 +157,117 @@ def test_power_note_says_withheld_when_nothing_was_tested(tmp_path):
     note = study.power_note()
     assert note.startswith("2 of 2 comparisons withheld")
     assert dict(methods(study))["power"] == note
+
+
+def _sign_level(J: int, gamma: float) -> float:
+    """The coverage of the order-statistic interval analyze prints for J jobs at miss probability
+    gamma, from scipy's binomial alone: the widest [x(k), x(J+1-k)] missing with probability <= gamma,
+    else [min, max] with its own level."""
+    from scipy.stats import binom
+
+    ks = [k for k in range(1, (J + 1) // 2 + 1) if 2 * binom.cdf(k - 1, J, 0.5) <= gamma * (1 + 1e-12)]
+    return 1 - 2 * binom.cdf((max(ks) if ks else 1) - 1, J, 0.5)
+
+
+@pytest.mark.parametrize("J", [2, 5, 10])
+def test_every_printed_level_is_the_level_its_interval_achieves(tmp_path, J):
+    """J = 2: [min, max] of two jobs is a 50% interval; J = 5: 93.75%; J = 10: the order statistics
+    reach 97.85%, above the family's level. show's headers, the attribution's caption, the
+    decomposition, Table 1 and the portfolio tables print exactly those levels (not the family's
+    target, which none of them has), and the decomposition's total the Bonferroni bound of its three
+    stages (0% at J = 2)."""
+    import json
+
+    from pqsimd.analyze import analyze_study
+    from pqsimd.report import portfolio, tables
+    from pqsimd.report.attribution import table as attribution_table
+    from pqsimd.results import level_text, load_study
+
+    med = {"refo0": 4000.0, "refnv": 2000.0, "ref": 1800.0, "avx2": 300.0,
+           "impl-c": 1000.0, "impl-ntt": 250.0, "impl-keccak": 500.0, "impl-full": 125.0}
+    d = make_synthetic_study(tmp_path / "s", variants=tuple(med), ops=("ntt", "kem_decaps"), jobs=J, spins=10, reps=3,
+                             medians=lambda sc, v, op: med[v], job_sigma=0.01, design="paired", seed=J,
+                             analysis={"n_boot": 200, "seed": 1})
+    (d / "manifest.json").write_text(json.dumps({"ablations": [{
+        "implementation": "impl", "groups": ["ntt", "keccak"],
+        "cells": {"impl-c": [], "impl-ntt": ["ntt"], "impl-keccak": ["keccak"], "impl-full": ["ntt", "keccak"]}}]}))
+    analyze_study(d)
+    study = load_study(d)
+    gamma = study.summary["family"]["gamma"]
+    sign, median = _sign_level(J, gamma), _sign_level(J, 0.05)
+    total = max(0.0, 1 - 3 * (1 - sign))  # three stages refo0 -> refnv -> ref -> avx2
+    c = study.comparisons
+    assert np.allclose(c.loc[c["method"] == "sign", "ci_level"], sign)
+    assert np.allclose(study.groups["median_ci_level"], median)
+    if J == 10:
+        assert sign > study.summary["family"]["level"]  # 97.85%: not the family's target
+    con = _console()
+    show_study(d, console=con)
+    out = con.export_text()
+    assert f"speedup [CI {level_text(sign)}]" in out and f"median ± CI {level_text(median)}" in out
+    assert "≥" not in out.split("speedup [CI")[1].split("\n")[0]
+    att = study.attribution
+    # the shares: a job bootstrap at 95% from 5 jobs on; with 2 the box over 3 cells, 1 - 3 x 50% = 0%
+    share, how = (0.95, "bootstrap") if J >= 5 else (0.0, "box")
+    assert np.allclose(att["total_ci_level"], sign) and set(att["shapley_ci_method"]) == {how}
+    assert np.allclose(att["share_ci_level"], share)
+    assert f"the total's {level_text(sign)}; the shares' {level_text(share)} ({how})" in " ".join(out.split())
+    fam = study.families[0]
+    assert f"with its interval at {level_text(share)} (" in attribution_table(study, fam, att, "ticks").caption
+    dec = tables.table_decomposition(study, fam, "ticks")
+    assert f"at {level_text(total)} (1 - the stages' summed miss probabilities)" in dec.caption
+    assert np.allclose(dec.data["total_ci_level"], total) and np.allclose(dec.data["share_hand_simd_ci_level"], total)
+    assert f"at {level_text(sign)} (the level each interval achieves" in tables.table1_hand_simd(study, fam, "ticks").caption
+    port = portfolio.table(study, portfolio.rows(study))
+    assert f"(at {level_text(sign)})" in port.caption
+    assert np.allclose(port.data.loc[port.data["speedup"] > 0, "ci_level"], sign)
+
+
+def test_levels_that_differ_are_printed_after_each_interval():
+    from pqsimd.results import Levels
+
+    lv = Levels.of([0.5, 0.9785, float("nan"), None, 0.5])
+    assert lv.per_row and lv.text() == "50% to 97.85% (each interval's own level after it)"
+    assert lv.after(0.5) == " (50%)" and lv.after(float("nan")) == ""
+    one = Levels.of([0.9785, 0.9785])
+    assert not one.per_row and one.text() == "97.85%" and one.after(0.9785) == ""
+    assert Levels.of([]).text() == "n/a"
+
+
+def test_multiplicity_by_is_used_named_and_compared_with_bh(tmp_path):
+    """`pqsimd analyze --multiplicity by`: Benjamini-Yekutieli's level (statsmodels' fdr_by count),
+    named in summary.json, the methods and show; the count of verdicts BH would change is the count of
+    rows whose decision p lies between the two levels; [analysis] adjust = "by" does the same, and a
+    bad value is one line."""
+    import json
+
+    import pandas as pd
+    from statsmodels.stats.multitest import multipletests
+
+    from conftest import one_line_error, run_cli
+
+    med = {("ref", "ntt"): 600.0, ("avx2", "ntt"): 590.0, ("ref", "invntt"): 600.0, ("avx2", "invntt"): 60.0,
+           ("ref", "gen_a"): 600.0, ("avx2", "gen_a"): 583.0}
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512", "ml-kem-768"), variants=("ref", "avx2"),
+                             ops=("ntt", "invntt", "gen_a"), jobs=8, spins=20, reps=3, medians=med, job_sigma=0.01,
+                             design="paired", analysis={"n_boot": 100, "seed": 1})
+    r = run_cli("analyze", d, "--multiplicity", "by")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((d / "results" / "summary.json").read_text())
+    c = pd.read_csv(d / "results" / "comparisons.csv")
+    p = c.loc[c["method"].isin(["sign", "t"]), "p_decision"].to_numpy(dtype=float)
+    fam = s["family"]
+    assert fam["adjust"] == "by" and fam["selected"] == int(multipletests(p, 0.05, "fdr_by")[0].sum())
+    other = fam["other"]
+    lo, hi = sorted((fam["gamma"], other["gamma"]))
+    assert other["adjust"] == "fcr" and other["verdicts_changed"] == int(((p > lo) & (p <= hi)).sum())
+    assert "Benjamini-Yekutieli" in s["methods"]["family"] and "Benjamini-Hochberg (fcr) would print at" in s["methods"]["family"]
+    r = run_cli("show", d)
+    assert r.returncode == 0 and "Benjamini-Yekutieli (any dependence)" in " ".join(r.stdout.split())
+    (d / "study.toml").write_text((d / "study.toml").read_text().replace("[analysis]", '[analysis]\nadjust = "by"'))
+    r = run_cli("analyze", d)
+    assert r.returncode == 0 and json.loads((d / "results" / "summary.json").read_text())["family"]["adjust"] == "by"
+    r = run_cli("analyze", d, "--multiplicity", "holm")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "holm" in r.stderr
+    (d / "study.toml").write_text((d / "study.toml").read_text().replace('adjust = "by"', 'adjust = "BY"'))
+    one_line_error(run_cli("analyze", d), "adjust", '"by"')

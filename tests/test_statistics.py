@@ -119,6 +119,31 @@ def test_family_level_is_the_bh_count_of_statsmodels():
     assert family_level(np.array([0.01, 0.2]), 0.05, "none").gamma == 0.05
 
 
+def test_by_is_statsmodels_benjamini_yekutieli_and_counts_the_verdicts_it_changes():
+    """`by`: R is statsmodels' fdr_by rejections, the level 1 - R alpha / (m c(m)); each of fcr and by
+    records the other's level and how many rows get a verdict at one level and not at the other,
+    counted here from the intervals themselves (sign intervals of simulated job ratios)."""
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(11)
+    evs = [Evidence.sign(rng.normal(mu, 0.01, 12)) for mu in rng.choice([0.0, 0.02, 0.03, 0.05, 0.3], 60)]
+    p = np.array([ev.decision_p(BAND)[0] for ev in evs])
+    r_by = int(multipletests(p, alpha=0.05, method="fdr_by")[0].sum())
+    c = sum(1 / i for i in range(1, p.size + 1))
+    by, bh = family_level(p, 0.05, "by"), family_level(p, 0.05, "fcr")
+    assert by.selected == r_by and by.gamma == pytest.approx(max(r_by, 1) * 0.05 / (p.size * c))
+    assert by.gamma < bh.gamma and bh.other["adjust"] == "by" and by.other["adjust"] == "fcr"
+    assert bh.other["gamma"] == pytest.approx(by.gamma) and by.other["gamma"] == pytest.approx(bh.gamma)
+
+    def verdicts(gamma):
+        return [verdict_of(iv.lo, iv.hi, BAND) if iv.reachable else "withheld"
+                for iv in (ev.interval(gamma) for ev in evs)]
+
+    changed = sum(a != b for a, b in zip(verdicts(bh.gamma), verdicts(by.gamma)))
+    assert changed > 0 and bh.other["verdicts_changed"] == by.other["verdicts_changed"] == changed
+    assert "other" not in family_level(p, 0.05, "bonferroni").to_dict()
+
+
 def test_share_range_is_the_extremes_over_the_box():
     rng = np.random.default_rng(7)
     for _ in range(200):

@@ -192,11 +192,14 @@ def doctor() -> None:
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--bootstrap", "n_boot", type=int, default=None, help="bootstrap resamples B (default 5000)")
 @click.option("--seed", type=int, default=None, help="bootstrap seed")
-def analyze(directory: Path, n_boot: int | None, seed: int | None) -> None:
+@click.option("--multiplicity", "adjust", type=click.Choice(["fcr", "by", "bonferroni", "none"]), default=None,
+              help="the family level of the intervals: fcr (Benjamini-Hochberg, default), by (Benjamini-Yekutieli: "
+                   "any dependence), bonferroni, none; [analysis] adjust")
+def analyze(directory: Path, n_boot: int | None, seed: int | None, adjust: str | None) -> None:
     """Statistics of a study into DIRECTORY/results/."""
     from .analyze import analyze_study
 
-    out = analyze_study(directory, n_boot=n_boot, seed=seed)
+    out = analyze_study(directory, n_boot=n_boot, seed=seed, adjust=adjust)
     click.echo(f"results written to {out}")
 
 

@@ -22,7 +22,7 @@ from .errors import PqsimdError, command
 from .studydir import StudyDir
 
 RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa", "jobs", "attribution")
-SCHEMA_VERSION = 4  # what this reader understands (analyze writes the same)
+SCHEMA_VERSION = 5  # what this reader understands (analyze writes the same)
 
 
 class Step(tuple):
@@ -286,7 +286,11 @@ class Study:
                           f"{float(r['carryover_shift']):+.0%} after {r['carryover_after']}")
             carry = f"found in {c['flagged']} of {c['tested']} groups{detail} (groups.csv carryover_*)"
         else:
-            carry = f"none found in {c['tested']} groups (Kruskal-Wallis over the build run just before, Holm)"
+            carry = (f"none found in {c['tested']} groups (Kruskal-Wallis over the build run just before, within "
+                     f"each position of the spin, Holm)")
+        if paired and c and c.get("position0_tested"):
+            carry += (f"; first in the spin (after the driver wrote the last spin's results): "
+                      f"{c.get('position0_flagged', 0)} of {c['position0_tested']} groups differ (groups.csv position0_*)")
         return design, warm, carry
 
     def clock_note(self) -> str | None:
@@ -399,9 +403,16 @@ class Study:
         if "gamma" not in fam:
             return "methods not recorded (results from an older pqsimd: re-run pqsimd analyze)"
         alpha, thr = self.summary.get("alpha"), self.summary.get("threshold")
-        how = {"fcr": f"FCR-adjusted: {fam.get('selected')} of {fam.get('m')} comparisons selected at alpha = {alpha}",
+        how = {"fcr": f"FCR-adjusted, Benjamini-Hochberg: {fam.get('selected')} of {fam.get('m')} comparisons selected "
+                      f"at alpha = {alpha}",
+               "by": f"FCR-adjusted, Benjamini-Yekutieli (any dependence): {fam.get('selected')} of {fam.get('m')} "
+                     f"comparisons selected at alpha = {alpha}",
                "bonferroni": f"Bonferroni over {fam.get('m')} comparisons",
                "none": "no multiplicity adjustment"}.get(fam.get("adjust"), str(fam.get("adjust")))
+        other = fam.get("other") or {}
+        if other.get("adjust") in ("fcr", "by"):
+            how += (f"; {'Benjamini-Yekutieli' if other['adjust'] == 'by' else 'Benjamini-Hochberg'} would change "
+                    f"{other.get('verdicts_changed')} verdict(s)")
         est = ("median over jobs of the job ratio (job median of the baseline / of the variant), with its "
                "distribution-free order-statistic interval" if self.design == "paired" else
                "ratio of the geometric means of the job medians, with the job-level t interval")
@@ -485,6 +496,55 @@ def level_text(v) -> str:
     while d < 9 and x < 100 and round(x, d) >= 100:
         d += 1
     return f"{x:.{d}f}%"
+
+
+def achieved_levels(levels) -> list[float]:
+    """The distinct achieved levels (analyze's `*_ci_level`) of a set of printed intervals, ascending;
+    missing ones are left out (an interval that is n/a has no level)."""
+    out = set()
+    for x in levels:
+        try:
+            v = float(x)
+        except (TypeError, ValueError):
+            continue
+        if np.isfinite(v):
+            out.add(round(v, 9))
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class Levels:
+    """How a table or caption states the levels of the intervals it prints: the one level they share,
+    or, when they differ, each interval with its own (`per_row`)."""
+
+    values: tuple[float, ...]
+
+    @classmethod
+    def of(cls, levels) -> "Levels":
+        return cls(tuple(achieved_levels(levels)))
+
+    @property
+    def per_row(self) -> bool:
+        return len(self.values) > 1
+
+    def text(self, own: str = "each interval's own level after it") -> str:
+        """'97.85%'; '50% to 97.85% (each interval's own level after it)'; 'n/a' when none is known.
+        own: where a reader finds each interval's level (a figure: the results column)."""
+        if not self.values:
+            return "n/a"
+        if not self.per_row:
+            return level_text(self.values[0])
+        return f"{level_text(self.values[0])} to {level_text(self.values[-1])} ({own})"
+
+    def after(self, level) -> str:
+        """What follows an interval: its own level when the table's levels differ, else nothing."""
+        if not self.per_row:
+            return ""
+        try:
+            v = float(level)
+        except (TypeError, ValueError):
+            return ""
+        return f" ({level_text(v)})" if np.isfinite(v) else ""
 
 
 def find_key(d: dict, *names):

@@ -33,9 +33,10 @@ from ..studydir import StudyDir
 
 __all__ = ["analyze_study", "Settings"]
 
-RESULTS_SCHEMA_VERSION = 4  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
+RESULTS_SCHEMA_VERSION = 5  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
 # 3: job-level test columns, verdicts same/withheld, variance components; 4: one estimand and one
-# interval per comparison (speedup, ci_*, ci_level, method, p_decision), the family level, jobs table
+# interval per comparison (speedup, ci_*, ci_level, method, p_decision), the family level, jobs table;
+# 5: every derived interval's level (decomposition factor_/share_*_ci_level, attribution *_ci_level)
 
 def study_context(directory: Path, study: dict) -> dict:
     """What the analysis needs to know beyond the raw data, from the study's own records: the chain
@@ -319,7 +320,8 @@ def _layout_record(directory: Path, laid: pd.DataFrame) -> dict:
     return rec
 
 
-def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None = None) -> Path:
+def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None = None,
+                  adjust: str | None = None) -> Path:
     """Analyse DIR/raw into DIR/results/ (groups, comparisons, decomposition, jobs, aa, ... + summary.json);
     return DIR/results. Bad input is a one-line PqsimdError."""
     t0 = time.perf_counter()
@@ -327,7 +329,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     if not directory.is_dir():
         raise PqsimdError(f"no study directory at {directory}; create one with `pqsimd run {directory}`")
     study = read_study_toml(directory)
-    settings = resolve(directory, study, n_boot=n_boot, seed=seed)
+    settings = resolve(directory, study, n_boot=n_boot, seed=seed, adjust=adjust)
     ctx = study_context(directory, study)
     chain = Chain.from_dict(ctx["chain"])
     if not settings.extra_baseline:
@@ -364,9 +366,10 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     # the self-check op (an empty function, ~2 ticks) is a harness check, not a measurement: its
     # carry-over "shifts" are fractions of a tick, so it is not tested (nor counted in the Holm family)
     sc = groups_df["op"].isin(self_checks).to_numpy()
-    groups_df.loc[sc, ["carryover_p", "carryover_shift"]] = np.nan
+    groups_df.loc[sc, ["carryover_p", "carryover_shift", "position0_p", "position0_shift"]] = np.nan
     groups_df.loc[sc, "carryover_after"] = ""
     groups_df["carryover"] = flag_carryover(groups_df, settings.alpha, settings.threshold)
+    groups_df["position0"] = flag_carryover(groups_df, settings.alpha, settings.threshold, "position0")
     groups_df["short_jobs"] = short_samples(data.spins, data.jobs, groups_df)
     t_groups = time.perf_counter()
 
@@ -400,7 +403,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     decomposition = decompose(main, chain, settings.threshold,
                               keys=list(dict.fromkeys((m, s, o, c) for (m, s, o, _v, c) in groups)))
     jobs_table = _job_diagnostics(groups, comparisons, settings.threshold, self_checks)
-    attr = attribution_mod.attribution_table(comparisons, ablations, settings.threshold)
+    attr = attribution_mod.attribution_table(comparisons, ablations, settings.threshold, level=1.0 - settings.alpha,
+                                             n_boot=settings.n_boot, seed=settings.seed)
     attribution_mod.check(attr)
     t_cmp = time.perf_counter()
     aa_table, aa_summary = aa_record(comparisons, aa_pairs, data.spins, settings, ops_order, priors, self_checks,
@@ -552,6 +556,8 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         "carryover": {
             "tested": int(np.isfinite(groups_df["carryover_p"].to_numpy(dtype=float)).sum()),
             "flagged": n_carry,
+            "position0_tested": int(np.isfinite(groups_df["position0_p"].to_numpy(dtype=float)).sum()),
+            "position0_flagged": int(groups_df["position0"].sum()),
         },
         "warmup": warmup_record(directory, ctx["design"]),
         "clock": clock_record(data.calibrations, groups_df[~groups_df["op"].isin(self_checks)], main),

@@ -1,6 +1,6 @@
 """Where inside an implementation the speedup comes from: each kernel group's Shapley share of the
 speedup C -> full native, measured from an ablation (builds with subsets of the groups switched to
-their native code), with intervals over the same comparisons' printed intervals.
+their native code).
 
 An ablation of k groups has cells S (the groups switched on); v(S) = log speedup of cell S over the
 all-C cell, which is the comparison all-C -> S (its estimate and interval exactly as in comparisons).
@@ -13,10 +13,20 @@ From the full factorial (all 2^k cells, k <= 5):
   interaction    v(all) - sum_i v({i}): what the groups give together beyond their sum.
 Without the full factorial (more groups) only leave-one-out, add-one-in and the interaction.
 
-Every number is a linear (or, for shares, linear-fractional) function of the v(S), so its interval is
-its range over the box of the v(S) intervals: exact extremes at the box's corners, computed per
-coordinate; it holds its estimate by construction and covers whenever every v(S) interval does. A
-group whose code changes its neighbours' data layout moves with them: the ablation measures the
+Intervals, each with its level (`<number>_ci_level`):
+- total and add-one-in: the comparison's own interval and ci_level.
+- leave-one-out and interaction: the range over the box of the few v(S) intervals they use (exact
+  extremes at the box's corners); it covers whenever each of those does, so its level is at least
+  1 - the sum of their miss probabilities (Bonferroni).
+- Shapley values and shares, paired design: a percentile bootstrap over jobs (every cell is timed in
+  the same jobs; a resample draws J jobs with replacement, takes each cell's median job log ratio,
+  and recomputes every phi_i and share), at level 1 - alpha, widened to hold the estimate when it
+  falls outside. The box over all 2^k - 1 cells would guarantee only 1 - (2^k - 1) x miss (about
+  33% for 5 groups at J = 10) and is several times wider; the bootstrap's coverage at its stated
+  level is measured in bench/bench_attribution.py (BENCHMARKS.md). Separate design, fewer than 5 jobs
+  (a bootstrap of 2-4 jobs' medians cannot reach past their [min, max]) or exact counts: the box,
+  with its Bonferroni level (exact counts: level 1, zero width; J = 2: 0%).
+A group whose code changes its neighbours' data layout moves with them: the ablation measures the
 groups as the implementation lets them be switched, not kernels in isolation.
 """
 
@@ -32,10 +42,10 @@ import pandas as pd
 
 Cell = frozenset  # the groups switched to native code
 
-COLUMNS = ["metric", "scheme", "op", "compiler", "implementation", "design", "group", "shapley", "shapley_ci_low",
-           "shapley_ci_high", "share", "share_ci_low", "share_ci_high", "leave_one_out", "leave_one_out_ci_low",
-           "leave_one_out_ci_high", "add_one_in", "add_one_in_ci_low", "add_one_in_ci_high", "total", "total_ci_low",
-           "total_ci_high", "interaction", "interaction_ci_low", "interaction_ci_high", "note"]
+NUMBERS = ("shapley", "share", "leave_one_out", "add_one_in", "total", "interaction")
+COLUMNS = ["metric", "scheme", "op", "compiler", "implementation", "design", "group",
+           *(f"{n}{suf}" for n in NUMBERS for suf in ("", "_ci_low", "_ci_high", "_ci_level")), "shapley_ci_method",
+           "note"]
 
 
 def shapley_weights(groups: Sequence[str]) -> dict[str, dict[Cell, float]]:
@@ -73,6 +83,50 @@ def ratio_range(weights: Mapping[Cell, float], total: Cell, lo: Mapping[Cell, fl
     return min(vals), max(vals)
 
 
+def box_level(weights: Mapping[Cell, float], level: Mapping[Cell, float]) -> float:
+    """The guaranteed level of a range over the box of the v(S) intervals a number uses: it covers
+    whenever each of them does, so at least 1 - the sum of their miss probabilities."""
+    miss = sum(1.0 - level[s] for s, w in weights.items() if w != 0 and s)
+    return max(0.0, 1.0 - miss)
+
+
+@dataclass(frozen=True)
+class ShapleyBootstrap:
+    """Percentile intervals of the Shapley values and shares over job resamples (log scale)."""
+
+    shapley: Mapping[str, tuple[float, float]]
+    share: Mapping[str, tuple[float, float]]
+    level: float
+
+
+def shapley_bootstrap(job_logs: Mapping[Cell, np.ndarray], groups: Sequence[str], level: float, n_boot: int,
+                      rng: np.random.Generator) -> ShapleyBootstrap:
+    """The job-level bootstrap of the Shapley values: job_logs holds, per cell, the J jobs' log ratios
+    (all-C job median / the cell's), the same jobs in the same order for every cell (the paired
+    design). Each resample draws J jobs with replacement, v*(S) = the median of their log ratios,
+    phi*_i = sum w v*, share*_i = phi*_i / v*(all); the interval is the (1 -+ level)/2 quantiles."""
+    cells = list(job_logs)
+    x = np.stack([np.asarray(job_logs[c], dtype=np.float64) for c in cells], axis=1)  # J x C
+    j = x.shape[0]
+    v = np.median(x[rng.integers(0, j, size=(n_boot, j))], axis=1)  # B x C
+    w = shapley_weights(list(groups))
+    wm = np.array([[w[g].get(c, 0.0) for c in cells] for g in groups])  # G x C
+    phi = v @ wm.T
+    total = v[:, cells.index(Cell(groups))]
+    q = [(1.0 - level) / 2.0, (1.0 + level) / 2.0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = phi / total[:, None]
+    lo_p, hi_p = np.quantile(phi, q, axis=0)
+    lo_s, hi_s = np.quantile(share, q, axis=0) if np.all(np.isfinite(share)) else (np.full(len(groups), np.nan),) * 2
+    return ShapleyBootstrap({g: (float(lo_p[i]), float(hi_p[i])) for i, g in enumerate(groups)},
+                            {g: (float(lo_s[i]), float(hi_s[i])) for i, g in enumerate(groups)}, float(level))
+
+
+def _holding(point: float, lo: float, hi: float) -> tuple[float, float]:
+    """An interval widened to hold its estimate (a percentile interval of a median need not)."""
+    return min(lo, point), max(hi, point)
+
+
 @dataclass(frozen=True)
 class Ablation:
     """The design of one implementation's ablation (from the study): its groups and which variant
@@ -96,16 +150,21 @@ class Ablation:
                                                        for s in itertools.combinations(self.groups, r)}
 
 
-def attribute(rows: Mapping[Cell, tuple[float, float, float]], groups: Sequence[str], threshold: float) -> list[dict]:
-    """The attribution of one (metric, scheme, op, compiler) from v(S) = (estimate, low, high), log
-    scale, for the cells measured (the all-C cell is v = 0 and not listed). One row per group."""
+def attribute(rows: Mapping[Cell, tuple[float, ...]], groups: Sequence[str], threshold: float,
+              boot: ShapleyBootstrap | None = None) -> list[dict]:
+    """The attribution of one (metric, scheme, op, compiler) from v(S) = (estimate, low, high[, level]),
+    log scale, for the cells measured (the all-C cell is v = 0 and not listed; a level not given is
+    1, the interval of an exact count). boot: the Shapley values' bootstrap (paired design); without
+    it their intervals are the box's. One row per group."""
     full = Cell(groups)
     have = set(rows) | {Cell()}
     pt = {s: r[0] for s, r in rows.items()}
     lo = {s: r[1] for s, r in rows.items()}
     hi = {s: r[2] for s, r in rows.items()}
+    lvl = {s: (r[3] if len(r) > 3 else 1.0) for s, r in rows.items()}
     for d in (pt, lo, hi):
         d[Cell()] = 0.0
+    lvl[Cell()] = 1.0
     factorial = have >= {Cell(s) for r in range(len(groups) + 1) for s in itertools.combinations(groups, r)}
     out = []
     band = math.log1p(threshold)
@@ -122,27 +181,37 @@ def attribute(rows: Mapping[Cell, tuple[float, float, float]], groups: Sequence[
     w = shapley_weights(list(groups)) if factorial else {}
     singles = [Cell({g}) for g in groups]
     inter_w = {full: 1.0, **{s: -1.0 for s in singles}}
-    inter = (sum(pt[s] * c for s, c in inter_w.items()), *linear_range(inter_w, lo, hi)) \
-        if all(s in have for s in singles) else (math.nan, math.nan, math.nan)
+    inter = (sum(pt[s] * c for s, c in inter_w.items()), *linear_range(inter_w, lo, hi), box_level(inter_w, lvl)) \
+        if all(s in have for s in singles) else (math.nan, math.nan, math.nan, math.nan)
+    all_cells = {s: 1.0 for s in have if s}
     for g in groups:
         row = {"group": g, "total": total, "total_ci_low": lo[full], "total_ci_high": hi[full],
-               "interaction": inter[0], "interaction_ci_low": inter[1], "interaction_ci_high": inter[2],
-               "note": "; ".join(notes)}
+               "total_ci_level": lvl[full], "interaction": inter[0], "interaction_ci_low": inter[1],
+               "interaction_ci_high": inter[2], "interaction_ci_level": inter[3], "note": "; ".join(notes)}
         if factorial:
             phi = sum(c * pt[s] for s, c in w[g].items())
             row["shapley"] = phi
-            row["shapley_ci_low"], row["shapley_ci_high"] = linear_range(w[g], lo, hi)
+            if boot is not None:
+                row["shapley_ci_low"], row["shapley_ci_high"] = _holding(phi, *boot.shapley[g])
+                row["shapley_ci_level"], row["shapley_ci_method"] = boot.level, "bootstrap"
+            else:
+                row["shapley_ci_low"], row["shapley_ci_high"] = linear_range(w[g], lo, hi)
+                row["shapley_ci_level"], row["shapley_ci_method"] = box_level(all_cells, lvl), "box"
             if not near_one:
                 row["share"] = phi / total
-                row["share_ci_low"], row["share_ci_high"] = ratio_range(w[g], full, lo, hi)
+                row["share_ci_low"], row["share_ci_high"] = (_holding(phi / total, *boot.share[g]) if boot is not None
+                                                             else ratio_range(w[g], full, lo, hi))
+                row["share_ci_level"] = row["shapley_ci_level"]
         without = full - {g}
         if without in have:
             loo_w = {full: 1.0, **({without: -1.0} if without else {})}
             row["leave_one_out"] = sum(pt[s] * c for s, c in loo_w.items())
             row["leave_one_out_ci_low"], row["leave_one_out_ci_high"] = linear_range(loo_w, lo, hi)
+            row["leave_one_out_ci_level"] = box_level(loo_w, lvl)
         if Cell({g}) in have:
-            row["add_one_in"], row["add_one_in_ci_low"], row["add_one_in_ci_high"] = (pt[Cell({g})], lo[Cell({g})],
-                                                                                        hi[Cell({g})])
+            one = Cell({g})
+            row["add_one_in"], row["add_one_in_ci_low"], row["add_one_in_ci_high"] = pt[one], lo[one], hi[one]
+            row["add_one_in_ci_level"] = lvl[one]
         out.append(row)
     return out
 
@@ -150,10 +219,34 @@ def attribute(rows: Mapping[Cell, tuple[float, float, float]], groups: Sequence[
 RATIO_COLUMNS = ("shapley", "leave_one_out", "add_one_in", "total", "interaction")
 
 
-def attribution_table(comparisons: pd.DataFrame, ablations: Sequence[Ablation], threshold: float) -> pd.DataFrame:
+MIN_BOOTSTRAP_JOBS = 5  # fewer jobs: a resample of medians cannot leave [min, max] (bench/bench_attribution.py)
+
+
+def job_log_ratios(d: pd.DataFrame, cells: Mapping[str, Cell]) -> dict[Cell, np.ndarray] | None:
+    """Per cell, the jobs' log ratios of its comparison (the hidden columns compare.py keeps), in one
+    job order; None unless every cell has them for the same MIN_BOOTSTRAP_JOBS or more jobs (the
+    paired design)."""
+    if "_job_ids" not in d.columns:
+        return None
+    out, order = {}, None
+    for variant, ids, logs in zip(d["variant"], d["_job_ids"], d["_job_logs"]):
+        if not isinstance(ids, list) or logs is None or len(ids) < MIN_BOOTSTRAP_JOBS:
+            return None
+        by = dict(zip(ids, np.asarray(logs, dtype=np.float64)))
+        order = order or sorted(ids)
+        if set(ids) != set(order):
+            return None
+        out[cells[variant]] = np.array([by[j] for j in order])
+    return out
+
+
+def attribution_table(comparisons: pd.DataFrame, ablations: Sequence[Ablation], threshold: float,
+                      level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """results/attribution: per ablation, (metric, scheme, op, compiler) and group. The v(S) are the
     comparisons all-C cell -> cell S (same compiler); log-scale numbers are written as factors
-    (exp), shares as fractions."""
+    (exp), shares as fractions. level, n_boot, seed: the Shapley bootstrap's (paired design)."""
+    from .bootstrap import rng_for
+
     rows = []
     if not len(comparisons):
         return pd.DataFrame(columns=COLUMNS)
@@ -167,10 +260,16 @@ def attribution_table(comparisons: pd.DataFrame, ablations: Sequence[Ablation], 
             v = {}
             for r in d.itertuples(index=False):
                 if r.speedup > 0 and r.ci_low > 0 and r.ci_high > 0:
-                    v[ab.cells[r.variant]] = (math.log(r.speedup), math.log(r.ci_low), math.log(r.ci_high))
+                    lv = float(getattr(r, "ci_level", 1.0))
+                    v[ab.cells[r.variant]] = (math.log(r.speedup), math.log(r.ci_low), math.log(r.ci_high),
+                                              lv if math.isfinite(lv) else 0.0)
             design = str(d["design"].iloc[0])
-            for row in attribute(v, ab.groups, threshold):
-                out = {k: math.nan for k in COLUMNS}
+            jobs = job_log_ratios(d[d["variant"].isin([x for x, c in ab.cells.items() if c in v])], ab.cells) \
+                if design == "paired" and ab.factorial and len(v) == 2 ** len(ab.groups) - 1 else None
+            boot = shapley_bootstrap(jobs, ab.groups, level, n_boot, rng_for(seed, "attribution", metric, scheme, op,
+                                                                             comp)) if jobs else None
+            for row in attribute(v, ab.groups, threshold, boot):
+                out = {k: math.nan for k in COLUMNS} | {"shapley_ci_method": ""}
                 out.update(metric=metric, scheme=scheme, op=op, compiler=comp, implementation=ab.implementation,
                            design=design, **row)
                 for col in RATIO_COLUMNS:
@@ -185,7 +284,7 @@ def check(table: pd.DataFrame) -> None:
     """Shares sum to 1 and every number lies in its interval (the construction guarantees both)."""
     if not len(table):
         return
-    for col in ("shapley", "share", "leave_one_out", "add_one_in", "total", "interaction"):
+    for col in NUMBERS:
         p, a, b = (table[f"{col}{s}"].to_numpy(dtype=float) for s in ("", "_ci_low", "_ci_high"))
         ok = ~(np.isfinite(p) & np.isfinite(a) & np.isfinite(b)) | ((a - 1e-9 <= p) & (p <= b + 1e-9))
         if not ok.all():

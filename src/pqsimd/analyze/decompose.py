@@ -6,8 +6,10 @@ Every number here is a function of the stage comparisons' estimates, and its int
 of that function over the box of the stage comparisons' printed intervals. So the factors multiply to
 the total, the shares sum to 1, every derived number lies inside its own interval by construction,
 and a derived interval covers whenever every stage interval does: its confidence is at least
-1 - sum of the stages' miss probabilities (Bonferroni; total_ci_level), and its coverage as printed
-is measured in bench/bench_coverage.py.
+1 - sum of the stages' miss probabilities (Bonferroni; total_ci_level, and share_<stage>_ci_level,
+the same bound), and its coverage as printed is measured in bench/bench_coverage.py. With few jobs
+that bound is low (J = 2: each stage's [min, max] is a 50% interval, the total's bound 0%), and
+it is what the report prints beside the interval.
 
 The total is the product of the stages' median speedups; the cumulative comparison first -> last is
 the median of the jobs' total ratios. Both estimate the same speedup and agree when the same jobs are
@@ -38,8 +40,8 @@ def share_range(lo: np.ndarray, hi: np.ndarray, k: int) -> tuple[float, float]:
 def columns(chain: Chain) -> list[str]:
     cols = ["metric", "scheme", "op", "compiler", "total", "total_ci_low", "total_ci_high", "total_ci_level"]
     for stage, _, _ in chain.steps:
-        cols += [f"factor_{stage}", f"factor_{stage}_ci_low", f"factor_{stage}_ci_high", f"share_{stage}",
-                 f"share_{stage}_ci_low", f"share_{stage}_ci_high"]
+        cols += [f"factor_{stage}", f"factor_{stage}_ci_low", f"factor_{stage}_ci_high", f"factor_{stage}_ci_level",
+                 f"share_{stage}", f"share_{stage}_ci_low", f"share_{stage}_ci_high", f"share_{stage}_ci_level"]
     return cols + ["note"]
 
 
@@ -86,6 +88,7 @@ def decompose(comparisons: pd.DataFrame, chain: Chain, threshold: float = 0.0,
         for (stage, r), p, a, b in zip(steps, pt, lo, hi):
             row[f"factor_{stage}"] = math.exp(p)
             row[f"factor_{stage}_ci_low"], row[f"factor_{stage}_ci_high"] = r.ci_low, r.ci_high
+            row[f"factor_{stage}_ci_level"] = getattr(r, "ci_level", math.nan)
         total = float(pt.sum())
         row["total"] = math.exp(total)
         notes = [f"decomposed up to {end}: no data for {', '.join(cut)}"] if cut else []
@@ -112,6 +115,7 @@ def decompose(comparisons: pd.DataFrame, chain: Chain, threshold: float = 0.0,
                 row[f"share_{stage}"] = float(pt[k] / total)
                 if have_ci:
                     row[f"share_{stage}_ci_low"], row[f"share_{stage}_ci_high"] = share_range(lo, hi, k)
+                    row[f"share_{stage}_ci_level"] = row["total_ci_level"]  # the same box: covers when all stages do
         row["note"] = "; ".join(notes)
         rows.append(row)
     return pd.DataFrame(rows, columns=cols)

@@ -198,11 +198,18 @@ def predecessors(spins: pd.DataFrame, codes: list[np.ndarray], cats: list[list[s
 
 def carryover(group: Group, min_per_level: int = 3) -> tuple[float, float, str]:
     """Does the build that ran just before change this group's spin medians? Kruskal-Wallis of the
-    job-centred log spin medians across predecessors (levels with fewer than `min_per_level` spins
-    are left out; when that leaves fewer than two, the predecessors are pooled by variant across
-    compilers). Jobs are centred on the mean of their levels' medians, which a level holding most
-    of a job's spins cannot drag along; what is left is what the previous build left behind
-    (caches, predictors, frequency) that the warm-up did not wash out.
+    log spin medians across predecessors, stratified by position: each (job, position in the spin)
+    is centred on its own, and only positions >= 1 where two or more predecessors occur are
+    compared. Position 0 follows the end of the previous spin, where the driver also wrote its
+    results: a first-position effect that is not the previous build's; pooled with the rest, it
+    would be read as carry-over from whichever build ran last (the group itself, in a spin after its
+    own). With two builds position 1 always follows the other one, so position 0 alone is compared
+    (the group after itself or after the other). The first-position effect is tested on its own
+    (position0). Levels with fewer than `min_per_level` spins are left out; when that leaves
+    fewer than two, the predecessors are pooled by variant across compilers. A cell is centred on
+    the mean of its levels' medians, which a level holding most of its spins cannot drag along; what
+    is left is what the previous build left behind (caches, predictors, frequency) that the warm-up
+    did not wash out.
 
     Returns (p, shift, after): the level whose median differs most from the other levels' pooled
     median, as a relative change (+0.25 = 25% slower after it), and its label; p is nan when there
@@ -211,18 +218,61 @@ def carryover(group: Group, min_per_level: int = 3) -> tuple[float, float, str]:
     if group.prev is None or group.deterministic or not group.positive:
         return nan, nan, ""
     labels = group.prev.astype(str)
-    known = labels != ""
-    keep_lv, sel = _levels(labels, known, min_per_level)
+    strata = np.asarray(group.pos, dtype=np.int64) if group.pos is not None else np.zeros(labels.size, np.int64)
+    keep_lv, sel = _stratified_levels(labels, strata, labels != "", min_per_level)
     if len(keep_lv) < 2:  # many builds per job (a compiler matrix): pool the predecessors by variant
         labels = np.array([x.split("/", 1)[0] for x in labels], dtype=object).astype(str)
-        keep_lv, sel = _levels(labels, known, min_per_level)
+        keep_lv, sel = _stratified_levels(labels, strata, labels != "", min_per_level)
     if len(keep_lv) < 2:
         return nan, nan, ""
-    lv, lab, job = group.log_values[sel], labels[sel], group.job[sel]
+    cell = group.job[sel].astype(np.int64) * (int(strata.max()) + 1) + strata[sel]
+    return _level_test(group.log_values[sel], labels[sel], cell, keep_lv)
+
+
+def _stratified_levels(labels: np.ndarray, strata: np.ndarray, known: np.ndarray,
+                       min_per_level: int) -> tuple[list[str], np.ndarray]:
+    """The predecessor levels to compare and the spins that take part: spins of positions >= 1 where
+    two or more levels (of >= min_per_level spins) occur; when they have fewer than two levels (two
+    builds: position 1 always follows the other), position 0 alone (the previous spin's last build:
+    the group itself or the other)."""
+    _keep, sel = _levels(labels, known, min_per_level)
+    mixed = [p for p in np.unique(strata[sel]) if p >= 1 and len(set(labels[sel & (strata == p)])) >= 2]
+    keep, out = _levels(labels, sel & np.isin(strata, mixed), min_per_level)
+    return (keep, out) if len(keep) >= 2 else _levels(labels, sel & (strata == 0), min_per_level)
+
+
+def position0(group: Group, min_per_level: int = 3) -> tuple[float, float]:
+    """Is the group slower or faster when it runs first in its spin (right after the driver wrote the
+    previous spin's results) than at positions >= 1? Kruskal-Wallis (two levels) of the job-centred
+    log spin medians, as carryover. Returns (p, shift: relative change at position 0); nan when the
+    group has no positions (the separate design) or fewer than `min_per_level` spins on a side."""
+    nan = float("nan")
+    if group.pos is None or group.deterministic or not group.positive:
+        return nan, nan
+    first = np.where(np.asarray(group.pos) == 0, "first", "later").astype(str)
+    keep, sel = _levels(first, np.ones(first.size, bool), min_per_level)
+    if len(keep) < 2:
+        return nan, nan
+    lab = first[sel]
+    centred = _centred(group.log_values[sel], lab, group.job[sel], keep)
+    a, b = centred[lab == "first"], centred[lab == "later"]
+    if len({*a.tolist(), *b.tolist()}) == 1:
+        return 1.0, 0.0
+    return float(stats.kruskal(a, b).pvalue), float(np.expm1(np.median(a) - np.median(b)))
+
+
+def _centred(lv: np.ndarray, lab: np.ndarray, job: np.ndarray, keep: list[str]) -> np.ndarray:
+    """Log values minus their job's mean of its levels' medians (a level with most spins cannot drag it)."""
     centred = np.empty_like(lv)
     for j in np.unique(job):
         m = job == j
-        centred[m] = lv[m] - np.mean([np.median(lv[m & (lab == x)]) for x in keep_lv if (m & (lab == x)).any()])
+        centred[m] = lv[m] - np.mean([np.median(lv[m & (lab == x)]) for x in keep if (m & (lab == x)).any()])
+    return centred
+
+
+def _level_test(lv: np.ndarray, lab: np.ndarray, job: np.ndarray, keep_lv: list[str]) -> tuple[float, float, str]:
+    """Kruskal-Wallis of job-centred log values across levels: (p, the most different level's shift, it)."""
+    centred = _centred(lv, lab, job, keep_lv)
     samples = [centred[lab == x] for x in keep_lv]
     if len({float(v) for x in samples for v in x}) == 1:
         return 1.0, 0.0, ""
@@ -289,16 +339,17 @@ def short_samples(spins: pd.DataFrame, jobs: pd.DataFrame, groups_df: pd.DataFra
     return pd.Series(short.reindex(idx).fillna(0).astype(np.int64).to_numpy(), index=groups_df.index)
 
 
-def flag_carryover(groups_df: pd.DataFrame, alpha: float, threshold: float) -> pd.Series:
-    """carryover = Holm-adjusted Kruskal-Wallis p (over the groups tested) < alpha and the worst
-    predecessor shifts the median by more than threshold: significant and material."""
-    p = groups_df["carryover_p"].to_numpy(dtype=float)
+def flag_carryover(groups_df: pd.DataFrame, alpha: float, threshold: float, test: str = "carryover") -> pd.Series:
+    """<test> (carryover, or position0) = Holm-adjusted Kruskal-Wallis p (over the groups tested) <
+    alpha and the shift (the worst predecessor's, or position 0's) is more than threshold:
+    significant and material. Writes <test>_p_holm."""
+    p = groups_df[f"{test}_p"].to_numpy(dtype=float)
     tested = np.isfinite(p)
     adj = np.full(p.shape, np.nan)
     if tested.any():
         adj[tested] = holm(p[tested])
-    groups_df["carryover_p_holm"] = adj
-    shift = groups_df["carryover_shift"].to_numpy(dtype=float)
+    groups_df[f"{test}_p_holm"] = adj
+    shift = groups_df[f"{test}_shift"].to_numpy(dtype=float)
     return pd.Series(tested & (np.nan_to_num(adj, nan=1.0) < alpha) & (np.abs(np.nan_to_num(shift)) > threshold),
                      index=groups_df.index)
 
@@ -380,6 +431,7 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
             notes.append("icc, deff, n_eff (and job_cv, between_var) n/a: fewer than 2 jobs" if group.n_jobs < 2
                          else "icc, deff, n_eff n/a: no variation")
     co_p, co_shift, co_after = carryover(group)
+    p0_p, p0_shift = position0(group)
     lo, hi, level = median_interval(group, alpha)
     return {
         "metric": group.metric,
@@ -409,6 +461,8 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
         "carryover_p": co_p,
         "carryover_shift": co_shift,
         "carryover_after": co_after,
+        "position0_p": p0_p,
+        "position0_shift": p0_shift,
         "deterministic": group.deterministic,
         "positive": group.positive,
         "unit": UNITS.get(group.metric, f"{group.metric}/call"),

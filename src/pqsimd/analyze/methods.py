@@ -18,11 +18,21 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
                 + (f" = {fam.selected} of m = {fam.m}" if fam else "") + f"; every interval is printed at level "
                 f"1 - R alpha / m ({level}); the expected share of verdicts whose interval misses the true speedup "
                 f"is at most {settings.alpha:g}"),
+        "by": (f"false coverage-statement rate control under any dependence (Benjamini & Yekutieli 2001, 2005): the "
+               f"Benjamini-Yekutieli step-up at alpha = {settings.alpha:g} / c(m), c(m) = sum of 1/i for i <= m, selects R"
+               + (f" = {fam.selected} of m = {fam.m}" if fam else "") + f"; every interval is printed at level "
+               f"1 - R alpha / (m c(m)) ({level}); the expected share of verdicts whose interval misses the true "
+               f"speedup is at most {settings.alpha:g} whatever the correlation between comparisons"),
         "bonferroni": (f"Bonferroni: every interval at level 1 - alpha / m ({level}"
                        + (f", m = {fam.m}" if fam else "") + f"): the chance that any interval misses is at most "
                        f"{settings.alpha:g}"),
         "none": f"no multiplicity control: every interval at level 1 - alpha ({level})",
     }[settings.adjust]
+    other = (fam.other or {}) if fam else {}
+    if other:
+        name = {"fcr": "Benjamini-Hochberg (fcr)", "by": "Benjamini-Yekutieli (by)"}
+        adjust += (f"; {name[other['adjust']]} would print at {level_text(other['level'])} and change "
+                   f"{other['verdicts_changed']} verdict(s) (given or withheld)")
     return {
         "unit": "spin median = median of per_call over the R reps of one (job, spin); warmup spins excluded; "
                 "job median = median of a job's spin medians; the job (one process) is the unit of independence",
@@ -84,10 +94,19 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
                           "the median over jobs|); disturbed when that exceeds 4 x the median over the scheme's jobs "
                           "and a quarter of the threshold",
         "carryover": "paired design: does the build run just before in the spin change a group's time? "
-                     "Kruskal-Wallis of job-centred log spin medians across predecessor builds (levels with < 3 "
-                     "spins left out; too few levels: predecessors pooled by variant across compilers), Holm over "
-                     "the groups tested; carryover = adjusted p < alpha and the worst level's median shifted by "
-                     "more than the threshold",
+                     "Kruskal-Wallis of log spin medians across predecessor builds, each (job, position in the spin) "
+                     "centred on its own, over the positions >= 1 with two or more predecessors (two builds: "
+                     "position 0 alone, after itself or after the other); levels with < 3 spins left out; too few "
+                     "levels: predecessors pooled by variant across compilers; Holm over the groups tested; "
+                     "carryover = adjusted p < alpha and the worst level's median shifted by more than the "
+                     "threshold. Position 0 follows the driver writing the previous spin's results: position0 "
+                     "tests first against later positions (job-centred Kruskal-Wallis, Holm, the same rule)",
+        "attribution": f"an ablation's Shapley values, shares, leave-one-out, add-one-in and interaction from the "
+                       f"comparisons all-C -> cell; each interval with its level (*_ci_level): the Shapley values "
+                       f"and shares by a job-level percentile bootstrap at {1 - settings.alpha:.0%} ({settings.n_boot} "
+                       f"resamples of the paired jobs, every cell's median recomputed; from 5 jobs on, coverage "
+                       f"measured in bench/bench_attribution.py), else and for the rest the range over the cells' "
+                       f"intervals at 1 - their summed miss probabilities",
         "groups": "iqr, min, max, mad (unscaled) of spin medians; outliers by Tukey fences (1.5 IQR) on log spin "
                   "medians, counted never dropped; icc = one-way random-effects ICC(1) of log spin medians within "
                   "jobs; job_cv = sd/mean of job medians, between_var = var of log job medians, within_sd = sqrt of "

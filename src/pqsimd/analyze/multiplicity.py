@@ -7,6 +7,11 @@ Benjamini-Hochberg step-up at alpha are selected (R of m); every interval is pri
 which is exactly the BH-selected set, and the expected share of verdicts whose interval misses the
 truth (the false coverage-statement rate, which bounds the share of false verdicts) is at most alpha.
 When most comparisons are clear (R ~ m) the level is close to 1 - alpha; when few are, it tightens.
+Both rest on the decision p-values being positively dependent (PRDS); comparisons that share a
+baseline or a job can be negatively correlated, which PRDS does not cover.
+`by` (Benjamini & Yekutieli 2001, 2005): the same with alpha / c(m), c(m) = sum_{i<=m} 1/i, which
+holds under any dependence: the Benjamini-Yekutieli step-up selects R, every interval is printed
+at 1 - R alpha / (m c(m)).
 `bonferroni`: level 1 - alpha / m (simultaneous: the chance of any interval missing <= alpha).
 `none`: level 1 - alpha, no control over the family (each interval alone covers with 1 - alpha).
 """
@@ -17,16 +22,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ADJUSTMENTS = ("fcr", "bonferroni", "none")
+ADJUSTMENTS = ("fcr", "by", "bonferroni", "none")
 
 
 @dataclass(frozen=True)
 class FamilyLevel:
     gamma: float  # the miss probability each interval is printed at (level 1 - gamma)
     m: int  # comparisons in the family
-    selected: int  # R: BH-selected (fcr), else the count with decision p <= gamma
+    selected: int  # R: BH-selected (fcr) or BY-selected (by), else the count with decision p <= gamma
     adjust: str
     alpha: float
+    other: dict | None = None  # fcr and by: the other one's level and how many verdicts it would change
 
     @property
     def level(self) -> float:
@@ -34,7 +40,7 @@ class FamilyLevel:
 
     def to_dict(self) -> dict:
         return {"adjust": self.adjust, "alpha": self.alpha, "m": self.m, "selected": self.selected,
-                "gamma": self.gamma, "level": self.level}
+                "gamma": self.gamma, "level": self.level, **({"other": self.other} if self.other else {})}
 
 
 def bh_count(p: np.ndarray, q: float) -> int:
@@ -47,18 +53,41 @@ def bh_count(p: np.ndarray, q: float) -> int:
     return int(ok[-1] + 1) if ok.size else 0
 
 
+def by_constant(m: int) -> float:
+    """c(m) = sum_{i<=m} 1/i: Benjamini-Yekutieli's price of arbitrary dependence."""
+    return float(np.sum(1.0 / np.arange(1, m + 1))) if m else 1.0
+
+
+def _gamma_selected(p: np.ndarray, alpha: float, adjust: str) -> tuple[float, int]:
+    m = int(p.size)
+    if adjust == "none" or m == 0:
+        return alpha, int((p <= alpha).sum())
+    if adjust == "bonferroni":
+        return alpha / m, int((p <= alpha / m).sum())
+    q = alpha / by_constant(m) if adjust == "by" else alpha
+    r = bh_count(p, q)
+    return max(r, 1) * q / m, r
+
+
+def verdicts_changed(p: np.ndarray, gamma_a: float, gamma_b: float) -> int:
+    """How many members get a verdict at one level and not at the other: a row's interval gives a
+    verdict exactly when its decision p <= gamma (interval.py), so the rows with p between the two."""
+    lo, hi = sorted((gamma_a, gamma_b))
+    return int(((p > lo) & (p <= hi)).sum())
+
+
 def family_level(decision_p: np.ndarray, alpha: float, adjust: str = "fcr") -> FamilyLevel:
-    """The family's printed level from its members' decision p-values (NaN: not in the family)."""
+    """The family's printed level from its members' decision p-values (NaN: not in the family). With
+    fcr or by, `other` holds the other one's level, selection and how many verdicts would change."""
     if adjust not in ADJUSTMENTS:
         raise ValueError(f"adjust must be one of {ADJUSTMENTS}")
     p = np.asarray(decision_p, dtype=np.float64)
     p = p[np.isfinite(p)]
-    m = int(p.size)
-    if adjust == "none" or m == 0:
-        gamma = alpha
-    elif adjust == "bonferroni":
-        gamma = alpha / m
-    else:
-        gamma = max(bh_count(p, alpha), 1) * alpha / m
-    selected = bh_count(p, alpha) if adjust == "fcr" else int((p <= gamma).sum())
-    return FamilyLevel(float(gamma), m, selected, adjust, float(alpha))
+    gamma, selected = _gamma_selected(p, alpha, adjust)
+    other = None
+    if adjust in ("fcr", "by") and p.size:
+        alt = "by" if adjust == "fcr" else "fcr"
+        g_alt, r_alt = _gamma_selected(p, alpha, alt)
+        other = {"adjust": alt, "gamma": float(g_alt), "level": 1.0 - float(g_alt), "selected": r_alt,
+                 "verdicts_changed": verdicts_changed(p, gamma, g_alt)}
+    return FamilyLevel(float(gamma), int(p.size), selected, adjust, float(alpha), other)

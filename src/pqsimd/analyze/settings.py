@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import PqsimdError
 from ..studydir import StudyDir
+from .multiplicity import ADJUSTMENTS
 
 DEFAULT_SEED = 20240
 
@@ -21,7 +22,7 @@ class Settings:
     threshold: float = 0.02  # a speedup must clear ±2% (on the log scale) to be a verdict
     extra_baseline: str = ""  # "": the chain's own (data/variants.toml [chain] extra_baseline)
     pool_cpu_models: bool = False
-    adjust: str = "fcr"  # the family level of the printed intervals: fcr | bonferroni | none (multiplicity.py)
+    adjust: str = "fcr"  # the family level of the printed intervals: fcr | by | bonferroni | none (multiplicity.py)
     aa_variants: tuple[str, ...] | None = None  # A/A calibration: these variants against themselves
     # (None: the chain's hand-stage baseline)
 
@@ -52,7 +53,7 @@ RULES = {
     "threshold": (float, lambda v: 0 <= v < 1, "a number in [0, 1), e.g. 0.02 for ±2%"),
     "extra_baseline": (str, lambda v: bool(v), "a variant id"),
     "pool_cpu_models": (bool, lambda v: True, "true or false"),
-    "adjust": (str, lambda v: v in ("fcr", "bonferroni", "none"), "\"fcr\", \"bonferroni\" or \"none\""),
+    "adjust": (str, lambda v: v in ADJUSTMENTS, " or ".join(f'"{a}"' for a in ADJUSTMENTS)),
     "aa_variants": (tuple, lambda v: all(isinstance(x, str) and x for x in v), "a list of variant ids"),
 }
 

@@ -15,7 +15,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from . import fmt, style  # noqa: E402
-from ..results import FamilyView, Study  # noqa: E402
+from ..results import FamilyView, Levels, Study  # noqa: E402
 
 OUTDIR = "attribution"
 
@@ -63,6 +63,7 @@ def table(study: Study, fam: FamilyView, rows: pd.DataFrame, metric: str):
     from .tables import Cell, Table
 
     groups = list(dict.fromkeys(rows["group"]))
+    tot_lv, sh_lv = Levels.of(rows["total_ci_level"]), Levels.of(rows.loc[rows["share"].notna(), "share_ci_level"])
     header = ["Operation", "set", "total (C → native)"] + [f"{g} share" for g in groups] + ["interaction"]
     body, data = [], []
     for op in _ops(fam, rows) + [o for o in fam.sort_ops(set(rows["op"])) if o not in _ops(fam, rows)]:
@@ -72,16 +73,19 @@ def table(study: Study, fam: FamilyView, rows: pd.DataFrame, metric: str):
                 continue
             r0 = d.iloc[0]
             cells = [Cell(fam.label(op) if k == 0 else ""), Cell(fam.scheme_label(s)),
-                     Cell(f"{fmt.times(r0['total'])} {fmt.ci(r0['total_ci_low'], r0['total_ci_high'])}")]
+                     Cell(f"{fmt.times(r0['total'])} {fmt.ci(r0['total_ci_low'], r0['total_ci_high'])}"
+                          f"{tot_lv.after(r0['total_ci_level'])}")]
             rec = {"op": op, "scheme": s, "total": r0["total"], "total_ci_low": r0["total_ci_low"],
-                   "total_ci_high": r0["total_ci_high"], "interaction": r0["interaction"]}
+                   "total_ci_high": r0["total_ci_high"], "total_ci_level": r0["total_ci_level"],
+                   "interaction": r0["interaction"]}
             for g in groups:
                 if g in d.index and not fmt.is_missing(d.loc[g, "share"]):
                     cells.append(Cell(f"{fmt.pct(d.loc[g, 'share'])} [{fmt.pct(d.loc[g, 'share_ci_low'])}, "
-                                      f"{fmt.pct(d.loc[g, 'share_ci_high'])}]"))
+                                      f"{fmt.pct(d.loc[g, 'share_ci_high'])}]{sh_lv.after(d.loc[g, 'share_ci_level'])}"))
                 else:
                     cells.append(Cell(fmt.NA))
-                for col in ("share", "share_ci_low", "share_ci_high", "shapley", "leave_one_out", "add_one_in"):
+                for col in ("share", "share_ci_low", "share_ci_high", "share_ci_level", "shapley", "leave_one_out",
+                            "add_one_in"):
                     rec[f"{g}_{col}"] = d.loc[g, col] if g in d.index else np.nan
             cells.append(Cell(fmt.times(r0["interaction"])))
             body.append(cells)
@@ -89,13 +93,20 @@ def table(study: Study, fam: FamilyView, rows: pd.DataFrame, metric: str):
     impl = ", ".join(dict.fromkeys(rows["implementation"]))
     caption = (f"{fam.title}: where the speedup of {impl} over its portable C comes from "
                f"({style.metric_title(metric)}): each kernel group's Shapley share of log(total), the average of its "
-               f"marginal gain over every order of switching the groups to native code, with its interval (the range "
-               f"over the ablation comparisons' intervals, printed at "
-               f"{fmt.level(study.summary.get('ci_level'))}); interaction = total / the product of the groups' "
+               f"marginal gain over every order of switching the groups to native code, with its interval at "
+               f"{sh_lv.text()} ({_share_method(rows)}); the total's interval at {tot_lv.text()}; interaction = total / the product of the groups' "
                f"gains alone (1: they add up).")
     return Table(name="table_attribution", title=f"{fam.title}: attribution of the speedup to kernel groups",
                  caption=caption, header=header, rows=body, data=pd.DataFrame(data), family=fam.name,
                  align="ll" + "c" * (len(header) - 2))
+
+
+def _share_method(rows: pd.DataFrame) -> str:
+    """How the shares' intervals were made, in words (analyze/attribution.py)."""
+    words = {"bootstrap": "a percentile bootstrap over jobs, its coverage measured in bench/bench_attribution.py",
+             "box": "the range over the ablation comparisons' intervals, covering whenever they all do"}
+    return "; ".join(words.get(m, m) for m in sorted({str(x) for x in rows["shapley_ci_method"].dropna() if str(x)})) \
+        or "n/a"
 
 
 def sentences(fam: FamilyView, rows: pd.DataFrame) -> list[str]:

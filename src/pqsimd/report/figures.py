@@ -21,7 +21,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from . import files, fmt, style  # noqa: E402
-from ..results import FamilyView, Study  # noqa: E402
+from ..results import FamilyView, Levels, Study  # noqa: E402
 
 FORMATS = ("pdf", "png", "svg")
 DPI = 150
@@ -76,8 +76,10 @@ def _ci_cols(df: pd.DataFrame) -> tuple[str, str, str]:
 
 
 def _level(study: Study) -> str:
-    lvl = study.summary.get("ci_level")
-    return f"≥ {fmt.level(lvl)}" if lvl else "95%"
+    """The achieved levels of the study's comparison intervals (analyze's ci_level), as a caption says them."""
+    c = study.comparisons
+    lv = Levels.of(c.loc[c["speedup"].notna(), "ci_level"]) if len(c) and "ci_level" in c.columns else Levels(())
+    return lv.text("each interval its own: comparisons.csv ci_level")
 
 
 def _yerr(s: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

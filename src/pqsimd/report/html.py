@@ -13,7 +13,7 @@ import pandas as pd
 from .. import __version__
 from . import files, fmt, style
 from .figures import FigureResult
-from ..results import FamilyView, Study, interval
+from ..results import FamilyView, Levels, Study, interval
 from .tables import Table, _env
 
 VERDICT_WORDS = (("faster", "faster"), ("slower", "slower"), ("same", "the same within ±threshold"), ("~", "no verdict"),
@@ -71,9 +71,10 @@ def headlines(study: Study, fam: FamilyView) -> list[str]:
     if h is not None and not df.empty and df["speedup"].notna().any():
         d = df[df["op"] != fam.self_check]
         best = d.loc[d["speedup"].idxmax()]
-        _sp, lo, hi, _lvl = interval(best)
+        _sp, lo, hi, lvl = interval(best)
+        at = f" ({fmt.level(lvl)} interval)" if not fmt.is_missing(lvl) else ""
         out.append(f"The largest {h.label} speedup ({h.base}→{h.variant}) is {fam.label(best['op'])} at "
-                   f"{fam.scheme_label(best['scheme'])}: {fmt.times(best['speedup'])} {fmt.ci(lo, hi)}.")
+                   f"{fam.scheme_label(best['scheme'])}: {fmt.times(best['speedup'])} {fmt.ci(lo, hi)}{at}.")
         worst = d.loc[d["speedup"].idxmin()]
         if worst["speedup"] < 1:
             out.append(f"{h.variant} is slower than {h.base} on {fam.label(worst['op'])} at "
@@ -215,8 +216,10 @@ def methods(study: Study) -> list[tuple[str, str]]:
         ("metrics", ", ".join(study.metrics)),
         ("significance level α", g("alpha")),
         ("practical threshold", fmt.pct(thr) if thr is not None else None),
-        ("multiple-testing family", f"{fam.get('m', 'n/a')} comparisons ({fam.get('selected', 'n/a')} selected); "
-                                    f"intervals printed at {fmt.level(fam.get('level'))}: {fam.get('definition', 'n/a')}"
+        ("multiple-testing family", f"{fam.get('m', 'n/a')} comparisons ({fam.get('selected', 'n/a')} selected, "
+                                    f"{_adjust_name(fam.get('adjust'))}); target level {fmt.level(fam.get('level'))}, "
+                                    f"achieved by the intervals: {_achieved(study)}: {fam.get('definition', 'n/a')}"
+                                    + _other_adjust(fam)
          if fam else g("family")),
         ("A/A check", study.aa_note()),
         ("code layout", study.layout_note()),
@@ -225,6 +228,26 @@ def methods(study: Study) -> list[tuple[str, str]]:
         ("resamples (Cliff's δ interval), seed", f"{g('n_boot')}, {g('seed')}"),
     ]
     return [(k, "n/a" if v is None or v == "" else str(v)) for k, v in rows]
+
+
+def _adjust_name(adjust) -> str:
+    return {"fcr": "Benjamini-Hochberg FCR", "by": "Benjamini-Yekutieli FCR (any dependence)",
+            "bonferroni": "Bonferroni", "none": "no adjustment"}.get(adjust, str(adjust))
+
+
+def _other_adjust(fam: dict) -> str:
+    other = fam.get("other") or {}
+    if not other:
+        return ""
+    return (f"; {_adjust_name(other.get('adjust'))} would print at {fmt.level(other.get('level'))} and change "
+            f"{other.get('verdicts_changed')} verdict(s)")
+
+
+def _achieved(study: Study) -> str:
+    """The levels the comparisons' intervals achieve (analyze's ci_level), as the tables print them."""
+    c = study.comparisons
+    return Levels.of(c.loc[c["speedup"].notna(), "ci_level"]).text("each row's ci_level") \
+        if len(c) and "ci_level" in c.columns else "n/a"
 
 
 def _flatten(d, prefix="") -> list[tuple[str, str]]:

@@ -117,7 +117,8 @@ def build_macros(study: Study) -> MacroSet:
     fam_test = study.summary.get("family")
     if isinstance(fam_test, dict) and fam_test.get("m") is not None:
         ms.add(macro_name("FamilySize"), str(fam_test["m"]), "comparisons in the multiple-testing family")
-        ms.add(macro_name("CiLevel"), f"{100 * float(fam_test['level']):.2f}", "confidence level of the printed intervals (%)")
+        ms.add(macro_name("CiLevel"), f"{100 * float(fam_test['level']):.2f}",
+               "the family's target confidence level (%); each interval's achieved level is its own ...Level macro")
 
     h = study.chain.hand
     att = study.attribution
@@ -133,6 +134,7 @@ def build_macros(study: Study) -> MacroSet:
             ms.add(name, fmt.num(100 * r.share), desc + ", %")
             ms.add(name + "Low", fmt.num(100 * r.share_ci_low), desc + ", interval low %")
             ms.add(name + "High", fmt.num(100 * r.share_ci_high), desc + ", interval high %")
+            ms.add(name + "Level", fmt.level(r.share_ci_level).rstrip("%"), desc + ", the interval's level %")
     for fam in study.families:
         fp = fam.macro_prefix
         for metric in study.metrics:
@@ -153,6 +155,7 @@ def build_macros(study: Study) -> MacroSet:
                 _sp, lo, hi, _lvl = interval(r)
                 ms.add(name + "Low", fmt.num(lo), desc + " CI low")
                 ms.add(name + "High", fmt.num(hi), desc + " CI high")
+                ms.add(name + "Level", fmt.level(_lvl).rstrip("%"), desc + " CI level (achieved, %)")
                 if what == "Speedup":
                     ms.add(macro_name(prefix, "Delta", key), fmt.delta(r.get("cliffs_delta")), desc + " Cliff's delta")
             if h is None:

@@ -17,11 +17,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from . import fmt, style  # noqa: E402
-from ..results import Study, read_table  # noqa: E402
+from ..results import Levels, Study, read_table  # noqa: E402
 
 E2E = "end-to-end"
 COLUMNS = ["family", "family_title", "scheme", "scheme_label", "op", "op_label", "role", "kind", "kind_label",
-           "baseline", "variant", "speedup", "ci_low", "ci_high", "verdict", "vector_share", "note"]
+           "baseline", "variant", "speedup", "ci_low", "ci_high", "ci_level", "verdict", "vector_share", "note"]
 KIND_COLOURS = [style.OKABE_ITO[c] for c in ("blue", "vermillion", "bluish_green", "orange", "reddish_purple",
                                               "sky_blue", "black", "grey", "yellow")] + ["#7F3800", "#053061"]
 
@@ -57,7 +57,8 @@ def rows(study: Study, metric: str | None = None) -> pd.DataFrame:
                             (math_kinds.get(kind) or {}).get("label", kind),
                             "baseline": h.base if h else "", "variant": h.variant if h else "",
                             "speedup": r.get("speedup") if r else math.nan, "ci_low": r.get("ci_low") if r else math.nan,
-                            "ci_high": r.get("ci_high") if r else math.nan, "verdict": r.get("verdict") if r else "n/a",
+                            "ci_high": r.get("ci_high") if r else math.nan,
+                            "ci_level": r.get("ci_level") if r else math.nan, "verdict": r.get("verdict") if r else "n/a",
                             "vector_share": vs, "note": note})
     return pd.DataFrame(out, columns=COLUMNS)
 
@@ -114,13 +115,14 @@ def table(study: Study, df: pd.DataFrame):
     from .tables import Cell, Table
 
     body, data = [], []
+    lv = Levels.of(df.loc[df["speedup"] > 0, "ci_level"])
     for kind, fam, op in _order(df):
         d = df[(df["family"] == fam) & (df["op"] == op) & (df["kind"] == kind)]
         r0 = d.iloc[0]
         cells = [Cell(r0["kind_label"]), Cell(r0["family_title"].split(" (")[0]), Cell(r0["op_label"])]
         factors = []
         for r in d.itertuples(index=False):
-            factors.append(f"{r.scheme_label} {fmt.times(r.speedup)} {fmt.ci(r.ci_low, r.ci_high)}"
+            factors.append(f"{r.scheme_label} {fmt.times(r.speedup)} {fmt.ci(r.ci_low, r.ci_high)}{lv.after(r.ci_level)}"
                            if isinstance(r.speedup, float) and r.speedup > 0 else f"{r.scheme_label} {fmt.NA}")
         cells.append(Cell("; ".join(factors)))
         vs = d["vector_share"].dropna()
@@ -130,7 +132,7 @@ def table(study: Study, df: pd.DataFrame):
     h = study.chain.hand
     caption = (f"Across the portfolio: the hand-SIMD factor ({h.base} → {h.variant}) of every family's end-to-end "
                f"ops and dominant kernels, grouped by the mathematics the kernel computes; per parameter set with its "
-               f"interval (printed at {fmt.level(study.summary.get('ci_level'))}); vector share: the share of the "
+               f"interval (at {lv.text()}); vector share: the share of the "
                f"{h.variant} build's executed instructions that are vector instructions (median over sets, where "
                f"--metric mix measured it). n/a: the family has no hand-SIMD build.")
     return Table(name="table_portfolio", title="Where does SIMD help PQC: the portfolio", caption=caption,

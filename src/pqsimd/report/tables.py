@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from . import files, fmt, style
-from ..results import FamilyView, Study, interval
+from ..results import FamilyView, Levels, Study, interval
 
 UNRELIABLE = "†"
 # marks beside a speedup (faster needs none): the verdict legend of every table says what they mean
@@ -99,7 +99,8 @@ def _ci_pair(row: dict) -> tuple[float, float, bool]:
     return lo, hi, str(row.get("verdict")) != "withheld"
 
 
-def speedup_cell(row: dict | None, with_ci: bool = True, verdict: bool = False) -> Cell:
+def speedup_cell(row: dict | None, with_ci: bool = True, verdict: bool = False, levels: Levels | None = None) -> Cell:
+    """A speedup with its interval (and the interval's own level when the table's levels differ)."""
     if row is None or fmt.is_missing(row.get("speedup")):
         return Cell(fmt.NA)
     s = row["speedup"]
@@ -108,7 +109,7 @@ def speedup_cell(row: dict | None, with_ci: bool = True, verdict: bool = False) 
     text = fmt.times(s)
     latex = rf"${fmt.num(s)}\times$"
     if with_ci:
-        ci = fmt.ci(lo, hi)
+        ci = fmt.ci(lo, hi) + (levels.after(row.get("ci_level")) if levels else "")
         text += f" {ci}{mark}"
         latex += rf" {{\scriptsize {tex(ci)}{tex(mark)}}}"
     if verdict:
@@ -128,11 +129,16 @@ def _notes_common(study: Study, rows: list[dict]) -> list[str]:
     return notes
 
 
+def row_levels(rows: list[dict]) -> Levels:
+    """The achieved levels of the comparison rows a table prints (analyze's ci_level)."""
+    return Levels.of(r.get("ci_level") for r in rows if r and not fmt.is_missing(r.get("speedup")))
+
+
 def _ci_name(study: Study, rows: list[dict]) -> str:
-    lvl = study.summary.get("ci_level")
     what = ("order-statistic interval of the jobs' ratios" if study.design == "paired"
             else "job-level t interval")
-    return f"{what} at a confidence of at least {fmt.level(lvl) if lvl else 'n/a'} (multiplicity-adjusted)"
+    return (f"{what} at {row_levels(rows).text()} (the level each interval achieves; the family's target "
+            f"{fmt.level(study.summary.get('ci_level'))}, multiplicity-adjusted)")
 
 
 def _design(study: Study) -> str:
@@ -168,6 +174,7 @@ def table1_hand_simd(study: Study, fam: FamilyView, metric: str, reference: str 
         else:
             header.append(fam.scheme_label(sc))
     ops = [o for o in (fam.views.get("table1") or fam.shown_ops(fam.ops))]
+    lv = row_levels([study.lookup(metric, sc, op, h.base, h.variant) for op in ops for sc in schemes])
     for op in ops:
         label = fam.label(op)
         cells = [Cell(label)]
@@ -175,10 +182,11 @@ def table1_hand_simd(study: Study, fam: FamilyView, metric: str, reference: str 
         for sc in schemes:
             row = study.lookup(metric, sc, op, h.base, h.variant)
             seen.append(row)
-            cells.append(speedup_cell(row))
+            cells.append(speedup_cell(row, levels=lv))
             lo, hi, _ = _ci_pair(row) if row else (np.nan, np.nan, True)
             sp = row.get("speedup") if row else np.nan
             rec.update({f"{sc}_speedup": sp, f"{sc}_ci_low": lo, f"{sc}_ci_high": hi,
+                        f"{sc}_ci_level": row.get("ci_level") if row else np.nan,
                         f"{sc}_cliffs_delta": row.get("cliffs_delta") if row else np.nan,
                         f"{sc}_verdict": row.get("verdict") if row else np.nan})
             if paper is not None:
@@ -237,6 +245,9 @@ def table_full(study: Study, fam: FamilyView, metric: str) -> Table:
     header = ["Operation", f"{base_var} median"] + [c[1] for c in cols]
     rows, data, seen = [], [], []
     comp = study.comparison(metric)
+    lv = row_levels([study.lookup(metric, sc, op, b, v) for sc in fam.schemes
+                     for op in (comp.loc[comp["scheme"] == sc, "op"].unique() if not comp.empty else [])
+                     for _k, _h, b, v in cols])
     for scheme in fam.schemes:
         ops = fam.sort_ops(comp.loc[comp["scheme"] == scheme, "op"].unique()) if not comp.empty else []
         if not ops:
@@ -250,10 +261,11 @@ def table_full(study: Study, fam: FamilyView, metric: str) -> Table:
             for key, _, base, var in cols:
                 row = study.lookup(metric, scheme, op, base, var)
                 seen.append(row)
-                cells.append(speedup_cell(row, verdict=True))
+                cells.append(speedup_cell(row, verdict=True, levels=lv))
                 lo, hi, _ = _ci_pair(row) if row else (np.nan, np.nan, True)
                 rec.update({f"{key}_speedup": row.get("speedup") if row else np.nan, f"{key}_ci_low": lo,
-                            f"{key}_ci_high": hi, f"{key}_verdict": row.get("verdict") if row else np.nan})
+                            f"{key}_ci_high": hi, f"{key}_ci_level": row.get("ci_level") if row else np.nan,
+                            f"{key}_verdict": row.get("verdict") if row else np.nan})
             rows.append(cells)
             data.append(rec)
     got = [r for r in seen if r]
@@ -279,6 +291,8 @@ def table_decomposition(study: Study, fam: FamilyView, metric: str) -> Table:
             df = df[df["compiler"] == study.primary_compiler]
     header = ["Operation", "total"] + [s.label for s in ch.steps]
     rows, data = [], []
+    share_cols = [f"share_{s.stage}_ci_level" for s in ch.steps if f"share_{s.stage}_ci_level" in df.columns]
+    lv = Levels.of([*df.get("total_ci_level", []), *(x for c in share_cols for x in df[c])] if not df.empty else [])
     for scheme in fam.schemes:
         d = df[df["scheme"] == scheme] if not df.empty else df
         if d.empty:
@@ -287,26 +301,29 @@ def table_decomposition(study: Study, fam: FamilyView, metric: str) -> Table:
         for op in fam.sort_ops(d["op"].unique()):
             r = d[d["op"] == op].iloc[0].to_dict()
             cells = [Cell(fam.label(op)), speedup_cell({"speedup": r.get("total"), "ci_low": r.get("total_ci_low"),
-                                                        "ci_high": r.get("total_ci_high")})]
+                                                        "ci_high": r.get("total_ci_high"),
+                                                        "ci_level": r.get("total_ci_level")}, levels=lv)]
             rec = {"scheme": scheme, "op": op, "total": r.get("total", np.nan),
-                   "total_ci_low": r.get("total_ci_low", np.nan), "total_ci_high": r.get("total_ci_high", np.nan)}
+                   "total_ci_low": r.get("total_ci_low", np.nan), "total_ci_high": r.get("total_ci_high", np.nan),
+                   "total_ci_level": r.get("total_ci_level", np.nan)}
             for s in ch.steps:
                 v, share = r.get(f"factor_{s.stage}"), r.get(f"share_{s.stage}")
                 lo, hi = r.get(f"share_{s.stage}_ci_low"), r.get(f"share_{s.stage}_ci_high")
                 text = fmt.times(v)
+                share_lv = r.get(f"share_{s.stage}_ci_level")
                 if not fmt.is_missing(share):
-                    text += f" ({fmt.pct(share)}" + ("" if fmt.is_missing(lo) else f" [{fmt.pct(lo)}, {fmt.pct(hi)}]") + ")"
+                    text += f" ({fmt.pct(share)}" + ("" if fmt.is_missing(lo) else
+                                                     f" [{fmt.pct(lo)}, {fmt.pct(hi)}]{lv.after(share_lv)}") + ")"
                 cells.append(Cell(text))
                 rec.update({f"factor_{s.stage}": v, f"share_{s.stage}": share, f"share_{s.stage}_ci_low": lo,
-                            f"share_{s.stage}_ci_high": hi})
+                            f"share_{s.stage}_ci_high": hi, f"share_{s.stage}_ci_level": share_lv})
             rows.append(cells)
             data.append(rec)
-    lvl = study.summary.get("ci_level")
     caption = (f"{fam.title}: the speedup {ch.first}→{ch.last} ({style.metric_title(metric)}) as the product of the "
                f"stages {' × '.join(s.label for s in ch.steps)} (each the stage comparison); in parentheses each "
-               f"factor's share of log(total) with its interval: the range over the stages' intervals (printed at "
-               f"{fmt.level(lvl) if lvl else 'n/a'}), so it covers whenever they all do. A negative share is a factor "
-               f"below 1× (a slowdown).")
+               f"factor's share of log(total) with its interval. The total's and the shares' intervals are ranges over "
+               f"the stages' intervals, so they cover whenever all stages' do: at {lv.text()} (1 - the stages' summed "
+               f"miss probabilities). A negative share is a factor below 1× (a slowdown).")
     return Table(name="table_decomposition", title=f"{fam.title}: speedup decomposition", caption=caption,
                  header=header, rows=rows, data=pd.DataFrame(data), align="l" + "c" * (len(ch.steps) + 1))
 
@@ -331,7 +348,7 @@ def compiler_rows(study: Study, fam: FamilyView, metric: str) -> pd.DataFrame:
                 r = r.iloc[0]
                 lo, hi, _ = _ci_pair(r.to_dict())
                 rec.update({f"{st}_speedup": r["speedup"], f"{st}_ci_low": lo, f"{st}_ci_high": hi,
-                            f"{st}_verdict": r["verdict"]})
+                            f"{st}_ci_level": r.get("ci_level", np.nan), f"{st}_verdict": r["verdict"]})
         out.append(rec)
     return pd.DataFrame(out)
 
@@ -345,6 +362,10 @@ def table_compilers(study: Study, fam: FamilyView, metric: str) -> Table | None:
     stages = [s for s in stages if f"{s}_speedup" in data.columns]
     comps = study.compilers
     header = ["Operation", "compiler"] + [ch.stage_label(s) for s in stages]
+    as_rows = [{"speedup": r.get(f"{st}_speedup"), "ci_low": r.get(f"{st}_ci_low"), "ci_high": r.get(f"{st}_ci_high"),
+                "ci_level": r.get(f"{st}_ci_level"), "verdict": r.get(f"{st}_verdict")}
+               for r in data.to_dict("records") for st in stages]
+    lv = row_levels(as_rows)
     rows = []
     for scheme in fam.schemes:
         d = data[data["scheme"] == scheme]
@@ -357,13 +378,13 @@ def table_compilers(study: Study, fam: FamilyView, metric: str) -> Table | None:
                 cells = [Cell(fam.label(op) if i == 0 else ""), Cell(comp)]
                 for st in stages:
                     cells.append(speedup_cell({"speedup": r.get(f"{st}_speedup"), "ci_low": r.get(f"{st}_ci_low"),
-                                               "ci_high": r.get(f"{st}_ci_high"), "verdict": r.get(f"{st}_verdict")},
-                                              verdict=True))
+                                               "ci_high": r.get(f"{st}_ci_high"), "ci_level": r.get(f"{st}_ci_level"),
+                                               "verdict": r.get(f"{st}_verdict")}, verdict=True, levels=lv))
                 rows.append(cells)
     versions = (study.manifest.get("compilers") or {})
     notes = [f"{c}: {versions[c].get('version')}" for c in comps if isinstance(versions.get(c), dict)]
     caption = (f"{fam.title}: the same stages under every compiler ({style.metric_title(metric)}); "
-               f"median ratio with {_ci_name(study, data.to_dict('records'))}.")
+               f"median ratio with {_ci_name(study, as_rows)}.")
     return Table(name="table_compilers", title=f"{fam.title}: compiler sensitivity", caption=caption, header=header,
                  rows=rows, notes=notes, data=data, align="ll" + "c" * len(stages))
 

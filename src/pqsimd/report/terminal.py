@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..errors import PqsimdError
 from . import fmt, style
-from ..results import Study, interval, load_study
+from ..results import Levels, Study, interval, load_study
 
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "~": "dim", "same": "cyan", "withheld": "magenta",
                  fmt.NA: "yellow"}
@@ -100,7 +100,6 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     notes = _Footnotes()
     unit = style.metric_unit(metric)
     colours = style.variant_colours(study.chain.variants, study.variants)
-    pct = fmt.level(study.summary.get("ci_level") or 0.95)
     design, warm, carry = study.design_notes()
     con.print(Text(f"design: {design}; warm-up: {warm}; carry-over: {carry}", style="dim"))
     power = study.power_note()
@@ -124,13 +123,9 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
                     title += f" · {comp}"
                 if stage:
                     title += f" · stage {study.chain.stage_label(stage)}"
-                t = Table(title=title, title_justify="left", header_style="bold", box=None, pad_edge=False)
-                for col, just in (("op", "left"), ("variant", "left"), (f"median ± CI ({unit}/call)", "right"),
-                                  ("vs", "left"), (f"speedup [CI ≥ {pct}]", "right"), ("δ", "right"),
-                                  ("verdict", "left")):
-                    t.add_column(col, justify=just, no_wrap=True)
                 comp_df = study.comparison(metric, compiler=comp, scheme=scheme)
                 ops = fam.sort_ops(comp_df["op"].unique()) if not comp_df.empty else []
+                body: list = []  # (op label, variant text, group row, comparison row) or None: a blank line
                 for i, op in enumerate(ops):
                     first_row = True
                     for variant in study.variants:
@@ -152,35 +147,13 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
                                 row = pick.iloc[0].to_dict() if not pick.empty else {}
                             if g is None and not row:
                                 continue
-                        med = fmt.NA
-                        if g:
-                            m = g.get("median")
-                            med = fmt.quantity(m)
-                            lo, hi = g.get("median_ci_low"), g.get("median_ci_high")
-                            if not (fmt.is_missing(lo) or fmt.is_missing(m)) and m:
-                                half = max(hi - m, m - lo)
-                                # near zero (the self-check op) a relative spread means nothing: give the unit
-                                med += f" ± {fmt.quantity(half)}" if abs(m) < 1 else f" ± {fmt.small_pct(half / abs(m))}"
-                        name = Text(fam.label(op) if first_row else "")
+                        body.append((Text(fam.label(op) if first_row else ""),
+                                     Text(variant + _row_marks(row, notes),
+                                          style=f"bold {style.variant_colour(variant, colours)}"), g, row))
                         first_row = False
-                        var_text = Text(variant + _row_marks(row, notes),
-                                        style=f"bold {style.variant_colour(variant, colours)}")
-                        if not row:
-                            t.add_row(name, var_text, med, "", "", "", "")
-                            continue
-                        lo, hi = _ci_of(row)
-                        sp = fmt.times(row.get("speedup"))
-                        ci = fmt.ci(lo, hi)
-                        lvl = row.get("ci_level")
-                        if not fmt.is_missing(lvl) and float(lvl) < float(study.summary.get("ci_level") or 0):
-                            ci += notes.mark("interval below the family's level: too few jobs for it (the row's "
-                                             "ci_level; verdict withheld)")
-                        t.add_row(name, var_text, med, row.get("baseline", "") or "",
-                                  sp if sp == fmt.NA else f"{sp} {ci}", fmt.delta(row.get("cliffs_delta")),
-                                  _verdict(row.get("verdict")))
                     if i < len(ops) - 1 and not stage:
-                        t.add_row()
-                con.print(t)
+                        body.append(None)
+                con.print(_show_table(title, unit, body, study, notes))
                 con.print()
     _attribution(study, metric, compiler or study.primary_compiler, con)
     if sum(bool(f.views.get("portfolio")) for f in study.families) >= 2:
@@ -202,6 +175,48 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     return study
 
 
+def _show_table(title: str, unit: str, body: list, study: Study, notes: _Footnotes) -> Table:
+    """One parameter set's table of `show`: every interval with the level analyze computed for it, in
+    the header when the table's intervals share one, else after each interval."""
+    rows = [b for b in body if b is not None]
+    med_lv = Levels.of(g.get("median_ci_level") for _, _, g, _ in rows if g)
+    sp_lv = Levels.of(r.get("ci_level") for _, _, _, r in rows if r and not fmt.is_missing(r.get("speedup")))
+    t = Table(title=title, title_justify="left", header_style="bold", box=None, pad_edge=False)
+    med_head = f"median ± CI {med_lv.text()}" if not med_lv.per_row else "median ± CI (level)"
+    sp_head = f"speedup [CI {sp_lv.text()}]" if not sp_lv.per_row else "speedup [CI] (level)"
+    for col, just in (("op", "left"), ("variant", "left"), (f"{med_head} ({unit}/call)", "right"), ("vs", "left"),
+                      (sp_head, "right"), ("δ", "right"), ("verdict", "left")):
+        t.add_column(col, justify=just, no_wrap=True)
+    for b in body:
+        if b is None:
+            t.add_row()
+            continue
+        name, var_text, g, row = b
+        med = fmt.NA
+        if g:
+            m = g.get("median")
+            med = fmt.quantity(m)
+            lo, hi = g.get("median_ci_low"), g.get("median_ci_high")
+            if not (fmt.is_missing(lo) or fmt.is_missing(m)) and m:
+                half = max(hi - m, m - lo)
+                # near zero (the self-check op) a relative spread means nothing: give the unit
+                med += f" ± {fmt.quantity(half)}" if abs(m) < 1 else f" ± {fmt.small_pct(half / abs(m))}"
+                med += med_lv.after(g.get("median_ci_level"))
+        if not row:
+            t.add_row(name, var_text, med, "", "", "", "")
+            continue
+        lo, hi = _ci_of(row)
+        sp = fmt.times(row.get("speedup"))
+        lvl = row.get("ci_level")
+        ci = fmt.ci(lo, hi) + sp_lv.after(lvl)
+        if not fmt.is_missing(lvl) and float(lvl) < float(study.summary.get("ci_level") or 0):
+            ci += notes.mark("interval below the family's level: too few jobs for it (the row's "
+                             "ci_level; verdict withheld)")
+        t.add_row(name, var_text, med, row.get("baseline", "") or "", sp if sp == fmt.NA else f"{sp} {ci}",
+                  fmt.delta(row.get("cliffs_delta")), _verdict(row.get("verdict")))
+    return t
+
+
 def _attribution(study: Study, metric: str, compiler: str | None, con: Console) -> None:
     """Where inside an ablated implementation the speedup comes from: each kernel group's Shapley
     share of C -> native with its interval, per op and parameter set (results/attribution)."""
@@ -215,8 +230,11 @@ def _attribution(study: Study, metric: str, compiler: str | None, con: Console) 
             continue
         groups = list(dict.fromkeys(rows["group"]))
         impl = ", ".join(dict.fromkeys(rows["implementation"]))
+        tot_lv, sh_lv = Levels.of(rows["total_ci_level"]), Levels.of(rows.loc[rows["share"].notna(), "share_ci_level"])
+        how = ", ".join(sorted({str(x) for x in rows["shapley_ci_method"].dropna() if str(x)})) or "n/a"
         t = Table(title=f"{fam.title} · where {impl}'s speedup over its C comes from (Shapley share of log speedup)",
-                  title_justify="left", header_style="bold", box=None, pad_edge=False)
+                  caption=f"intervals: the total's {tot_lv.text()}; the shares' {sh_lv.text()} ({how})",
+                  caption_justify="left", title_justify="left", header_style="bold", box=None, pad_edge=False)
         for col in ("op", "set", "C → native", *groups, "interaction"):
             t.add_column(col, justify="left" if col in ("op", "set") else "right", no_wrap=True)
         prev = None
@@ -227,11 +245,11 @@ def _attribution(study: Study, metric: str, compiler: str | None, con: Console) 
                     continue
                 r0 = d.iloc[0]
                 shares = [f"{fmt.pct(d.loc[g, 'share'])} [{fmt.pct(d.loc[g, 'share_ci_low'])}, "
-                          f"{fmt.pct(d.loc[g, 'share_ci_high'])}]" if g in d.index and not fmt.is_missing(d.loc[g, "share"])
-                          else fmt.NA for g in groups]
+                          f"{fmt.pct(d.loc[g, 'share_ci_high'])}]{sh_lv.after(d.loc[g, 'share_ci_level'])}"
+                          if g in d.index and not fmt.is_missing(d.loc[g, "share"]) else fmt.NA for g in groups]
                 t.add_row(fam.label(op) if op != prev else "", fam.scheme_label(s),
-                          f"{fmt.times(r0['total'])} {fmt.ci(r0['total_ci_low'], r0['total_ci_high'])}", *shares,
-                          fmt.times(r0["interaction"]))
+                          f"{fmt.times(r0['total'])} {fmt.ci(r0['total_ci_low'], r0['total_ci_high'])}"
+                          f"{tot_lv.after(r0['total_ci_level'])}", *shares, fmt.times(r0["interaction"]))
                 prev = op
         con.print(t)
         con.print()
@@ -246,7 +264,9 @@ def _portfolio(study: Study, metric: str, con: Console) -> None:
     if df.empty:
         return
     h = study.chain.hand
+    lv = Levels.of(df.loc[df["speedup"] > 0, "ci_level"])
     t = Table(title=f"Across the portfolio · hand-SIMD factor ({h.base}→{h.variant}) by kind of mathematics",
+              caption=f"intervals at {lv.text()}", caption_justify="left",
               title_justify="left", header_style="bold", box=None, pad_edge=False)
     for col in ("kind", "family", "op", "per parameter set [interval]"):
         t.add_column(col, no_wrap=col != "per parameter set [interval]")
@@ -254,7 +274,7 @@ def _portfolio(study: Study, metric: str, con: Console) -> None:
     for kind, fam, op in _order(df):
         d = df[(df["family"] == fam) & (df["op"] == op) & (df["kind"] == kind)]
         r0 = d.iloc[0]
-        cells = "; ".join(f"{r.scheme_label} {fmt.times(r.speedup)} {fmt.ci(r.ci_low, r.ci_high)}"
+        cells = "; ".join(f"{r.scheme_label} {fmt.times(r.speedup)} {fmt.ci(r.ci_low, r.ci_high)}{lv.after(r.ci_level)}"
                           if isinstance(r.speedup, float) and r.speedup > 0 else f"{r.scheme_label} n/a"
                           for r in d.itertuples(index=False))
         t.add_row(r0["kind_label"] if kind != prev else "", r0["family_title"].split(" (")[0], r0["op_label"], cells)
@@ -291,8 +311,10 @@ def compare_studies(dir_a, dir_b, console: Console | None = None) -> pd.DataFram
         unit = style.metric_unit(metric)
         t = Table(title=f"{label} · {style.metric_title(metric)} · {comp}", title_justify="left", header_style="bold",
                   box=None, pad_edge=False)
+        lv = Levels.of(d.loc[d["ratio"].notna(), "ci_level"])
         for col, just in (("op", "left"), ("variant", "left"), (f"A median ({unit}/call)", "right"),
-                          (f"B median ({unit}/call)", "right"), (f"B/A [CI ≥ {pct}]", "right"),
+                          (f"B median ({unit}/call)", "right"),
+                          (f"B/A [CI {lv.text()}]" if not lv.per_row else "B/A [CI] (level)", "right"),
                           ("verdict (B vs A)", "left"), ("", "left")):
             t.add_column(col, justify=just, no_wrap=True)
         prev = None
@@ -306,7 +328,7 @@ def compare_studies(dir_a, dir_b, console: Console | None = None) -> pd.DataFram
                 continue
             for _, r in dop.iterrows():
                 ratio = fmt.num(r["ratio"])
-                cell = ratio if ratio == fmt.NA else f"{ratio} {fmt.ci(r['ci_low'], r['ci_high'])}"
+                cell = ratio if ratio == fmt.NA else f"{ratio} {fmt.ci(r['ci_low'], r['ci_high'])}{lv.after(r['ci_level'])}"
                 t.add_row(oplabel if op != prev else "",
                           Text(r["variant"], style=f"bold {style.variant_colour(r['variant'], colours)}"),
                           fmt.quantity(r["median_a"]), fmt.quantity(r["median_b"]), cell,

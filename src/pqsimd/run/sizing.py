@@ -31,6 +31,7 @@ from rich.console import Console
 
 from .. import catalog
 from ..errors import PqsimdError
+from ..ids import AA_SUFFIX, BuildId
 from ..studydir import StudyDir
 from . import child, limits
 from .job import BuildDied, build_ops, death_of, exclude, job_builds, pick_cpu
@@ -90,6 +91,21 @@ def fit_budget(study, batch: dict[str, int], sample: dict[str, float], budget_ti
         spins, reps = choose(rep_cost, fixed, budget_ticks, study.spins, study.reps, study.min_spins,
                              study.min_reps, study.max_spins)
     return spins, reps, rep_cost, fixed, limited
+
+
+def like_originals(per_build: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """{build: (k, probe ticks)} with every A/A duplicate (variant ids.aa_variant_id(v)) given its
+    original's k and probe: the duplicate is the same code, and a batch size of its own would make
+    the A/A comparison measure the batch-size effect as well (the probe's auto batch varies between
+    two probes of one build)."""
+    out = dict(per_build)
+    for b in per_build:
+        bid = BuildId.parse(b)
+        if bid.variant.endswith(AA_SUFFIX):
+            orig = str(BuildId(bid.variant[: -len(AA_SUFFIX)], bid.compiler, bid.family))
+            if orig in per_build:
+                out[b] = per_build[orig]
+    return out
 
 
 def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None = None) -> tuple[dict, dict[str, dict[str, tuple[int, int]]]]:
@@ -253,6 +269,7 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
         step = clock_step(cal)
         ops = {}
         for op, per_build in probed.items():
+            per_build = like_originals(per_build)
             batch = {b: k for b, (k, _) in per_build.items()}
             sample = {b: max(raw, 1) for b, (k, raw) in per_build.items()}
             # an op whose every call outlasts the warm-up is its own warm-up
