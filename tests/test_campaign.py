@@ -296,7 +296,7 @@ def test_slurm_machines_make_one_study_per_partition_and_their_campaign(tmp_path
         sub = d / "machines" / part
         subs = json.loads((sub / "slurm" / "submissions.json").read_text())["submissions"]
         assert f"--partition={part}" in (sub / "slurm" / "submit-1.sbatch").read_text() and subs
-        assert len(list((sub / "raw").glob("*.parquet"))) == 3 and (sub / "results" / "spins.parquet").exists()
+        assert len(list((sub / "raw").glob("paired.*.parquet"))) == 3 and (sub / "results" / "spins.parquet").exists()
     summary = json.loads((d / "campaign" / "results" / "campaign.json").read_text())
     assert summary["arms"] == ["debug", "second"]
     assert any("same microarchitecture" in s for s in summary["same_microarchitecture"])  # one node, two partitions

@@ -305,7 +305,10 @@ def _code_hashes(directory: Path) -> dict[tuple[str, str, str, str], str]:
 
 def _layout_record(directory: Path, laid: pd.DataFrame) -> dict:
     """How the study laid out its code, and how much layout moved its groups."""
-    plan = StudyDir(directory).read_plan() or {}
+    try:
+        plan = StudyDir(directory).read_plan() or {}
+    except PqsimdError:  # a study without a job plan (results mailed in): its layout is not known
+        plan = {}
     st = plan.get("settings") or {}
     mode = st.get("layout", "fixed")
     rec = {"mode": mode, "copies_per_job": int(st.get("layouts", 1) or 1) if mode == "random" else 1,
