@@ -623,15 +623,17 @@ def check_study_dir(directory: Path) -> Path:
     return directory
 
 
-def load_study(directory: Path) -> Study:
-    """Load DIR/results/ (plus study.toml, manifest.json); a one-line PqsimdError if it is not there."""
+def load_study(directory: Path, oldest: int | None = None) -> Study:
+    """Load DIR/results/ (plus study.toml, manifest.json); a one-line PqsimdError if it is not there.
+    `oldest`: the oldest results schema the caller reads (a campaign reads the comparisons and spins of
+    studies mailed in without raw files, which cannot be analysed again); default the current one."""
     directory = check_study_dir(directory)
     sd = StudyDir(directory)
     results = sd.results_dir
     if not results.is_dir() or not any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv")):
         raise PqsimdError(f"no results in {results}; run {command('analyze', directory)} first")
     summary = read_json(results / "summary.json")
-    if summary.get("schema_version", 1) < SCHEMA_VERSION:
+    if summary.get("schema_version", 1) < (oldest or SCHEMA_VERSION):
         raise PqsimdError(f"{results} was written by an older pqsimd; re-run {command('analyze', directory)}")
     tables = {name: _read_table(results, name) for name in RESULT_TABLES}
     return Study(

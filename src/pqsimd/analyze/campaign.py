@@ -40,6 +40,8 @@ import pandas as pd
 from .. import microarch
 from ..errors import PqsimdError, command
 from ..results import Study, load_study, read_json
+
+OLDEST_RESULTS = 4  # results schema 4 has every column a campaign reads (5 added interval levels)
 from ..store import atomic_write_bytes
 from ..studydir import StudyDir
 from .interval import verdict_of
@@ -168,7 +170,7 @@ def read_member(label: str, directory: Path) -> Member:
         if not path.is_file():
             raise PqsimdError(f"{directory} has no {need}; a campaign needs each study's results/, manifest.json, "
                               f"plan.json and study.toml")
-    study = load_study(directory)
+    study = load_study(directory, oldest=OLDEST_RESULTS)
     if not sd.results("spins.parquet").exists():
         raise PqsimdError(f"{directory} has no results/spins.parquet; re-run {command('analyze', directory)}")
     return Member(label, study, read_json(sd.plan_json), sd.sizing_json.exists())
