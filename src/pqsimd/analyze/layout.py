@@ -40,7 +40,7 @@ def layout_component(group) -> dict:
     excess, job_values = [], []
     for j in np.unique(group.job):
         in_job = group.job == j
-        per_copy = [np.log(group.values[in_job & (lay == c)]) for c in np.unique(lay[in_job])]
+        per_copy = [group.log_values[in_job & (lay == c)] for c in np.unique(lay[in_job])]
         meds = np.array([np.median(x) for x in per_copy])
         job_values.append(meds.mean())
         if meds.size < 2:

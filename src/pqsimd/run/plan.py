@@ -3,9 +3,11 @@
 separate design: a job is one build (variant × compiler) of one scheme, one process each.
 paired design:   a job is one scheme; its process holds every build of the scheme's family
                  (all variants of all compilers, so cross-compiler comparisons are paired too).
-                 With `alone` = N, rounds 0..N-1 also hold one job per build and scheme that times
-                 that build alone in its process (design "alone", same protocol): the paired/alone
-                 ratio says what sharing a process costs (analyze/coresidency.py).
+                 With `alone` = N, N jobs per build and scheme also time that build alone in its
+                 process (design "alone", same protocol), spread over the rounds (alone job r of
+                 build k in round (r·J/N + k) mod J) and placed in their round by a second generator,
+                 so the paired jobs' order is the one without them: the paired/alone ratio says what
+                 sharing a process costs (analyze/coresidency.py), not when the alone jobs ran.
 
 Round r holds job r of every group, shuffled, so groups interleave in time and a slow phase of
 the machine hits all of them alike. The plan fixes the study's measurement settings: a later run
@@ -26,22 +28,40 @@ PLAN_VERSION = 2
 def make_plan(study, compilers: list[str]) -> dict:
     """compilers: the study's compiler ids, in order."""
     rng = random.Random(study.seed)
+    place = random.Random(study.seed + 1)  # the alone jobs' places: the paired order stays as without them
+    alone = _alone_rounds(study, compilers)
     order = []
     for r in range(study.jobs):
         if study.design == "paired":
-            rnd = [{"scheme": s} for s in study.schemes]
-            if r < getattr(study, "alone", 0):
-                rnd += [{"scheme": s, "variant": v, "compiler": c, "alone": True}
-                        for v in study.variants for c in compilers for s in study.schemes]
+            rnd = [{"scheme": s, "design": study.design, "index": r} for s in study.schemes]
         else:
-            rnd = [{"scheme": s, "variant": v, "compiler": c} for v in study.variants for c in compilers for s in study.schemes]
+            rnd = [{"scheme": s, "variant": v, "compiler": c, "design": study.design, "index": r}
+                   for v in study.variants for c in compilers for s in study.schemes]
         rng.shuffle(rnd)
+        for j in alone.get(r, []):
+            rnd.insert(place.randrange(len(rnd) + 1), j)
         for j in rnd:
-            design = "alone" if j.pop("alone", False) else study.design
-            order.append({"id": job_id(design, j["scheme"], r, j.get("variant"), j.get("compiler")),
-                          **j, "index": r, "round": r, "design": design})
+            order.append({"id": job_id(j["design"], j["scheme"], j["index"], j.get("variant"), j.get("compiler")),
+                          "scheme": j["scheme"], **{k: j[k] for k in ("variant", "compiler") if k in j},
+                          "index": j["index"], "round": r, "design": j["design"]})
     return {"version": PLAN_VERSION, "seed": study.seed, "design": study.design, "jobs_per_group": study.jobs,
             "compilers": list(compilers), "settings": study.measurement_settings(), "jobs": order}
+
+
+def _alone_rounds(study, compilers: list[str]) -> dict[int, list[dict]]:
+    """round -> the alone jobs placed in it (paired design, [study] alone = N)."""
+    n = getattr(study, "alone", 0) if study.design == "paired" else 0
+    out: dict[int, list[dict]] = {}
+    builds = [(s, v, c) for v in study.variants for c in compilers for s in study.schemes]
+    for r in range(n):
+        for k, (s, v, c) in enumerate(builds):
+            rnd = (r * study.jobs // n + k) % study.jobs
+            out.setdefault(rnd, []).append({"scheme": s, "variant": v, "compiler": c, "design": "alone", "index": r})
+    return out
+
+
+def _paired_only(jobs: list[dict]) -> list[dict]:
+    return [j for j in jobs if j.get("design") != "alone"]
 
 
 def update_plan(sd: StudyDir, study, compilers: list[str]) -> dict:
@@ -55,7 +75,9 @@ def update_plan(sd: StudyDir, study, compilers: list[str]) -> dict:
         raise PqsimdError(f"{sd.plan_json} was written by an older pqsimd (plan version {plan.get('version', 1)}); "
                           f"analyze and report still read the study, but new measurements need a new directory")
     if len(fresh["jobs"]) > len(plan["jobs"]):
-        if fresh["jobs"][: len(plan["jobs"])] != plan["jobs"]:
+        # more jobs extend the seeded order; the alone jobs (a fixed set) may move to other rounds
+        old, new = _paired_only(plan["jobs"]), _paired_only(fresh["jobs"])
+        if new[: len(old)] != old or {j["id"] for j in plan["jobs"]} - {j["id"] for j in fresh["jobs"]}:
             raise PqsimdError(f"{sd.plan_json} does not match the study's seed; restore it or use a new directory")
         if "sizing" in plan:  # fixed once (run/sizing.py): more jobs are timed with the same choices
             fresh["sizing"] = plan["sizing"]
