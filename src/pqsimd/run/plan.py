@@ -3,7 +3,7 @@
 separate design: a job is one build (variant × compiler) of one scheme, one process each.
 paired design:   a job is one scheme; its process holds every build of the scheme's family
                  (all variants of all compilers, so cross-compiler comparisons are paired too).
-                 With `alone` = N, N jobs per build and scheme also time that build alone in its
+                 With `alone` = N, N jobs per build (on each family's first parameter set) also time that build alone in its
                  process (design "alone", same protocol), spread over the rounds (alone job r of
                  build k in round (r·J/N + k) mod J) and placed in their round by a second generator,
                  so the paired jobs' order is the one without them: the paired/alone ratio says what
@@ -52,7 +52,12 @@ def _alone_rounds(study, compilers: list[str]) -> dict[int, list[dict]]:
     """round -> the alone jobs placed in it (paired design, [study] alone = N)."""
     n = getattr(study, "alone", 0) if study.design == "paired" else 0
     out: dict[int, list[dict]] = {}
-    builds = [(s, v, c) for v in study.variants for c in compilers for s in study.schemes]
+    # a sample: each family's first parameter set of the study (co-residency is a matter of the
+    # builds, not of the set), so measuring it costs about N / (J x sets per family) of the study
+    from .. import catalog
+
+    first = list({catalog.family_of(s).name: s for s in reversed(study.schemes)}.values())[::-1] if n else []
+    builds = [(s, v, c) for v in study.variants for c in compilers for s in study.schemes if s in first]
     for r in range(n):
         for k, (s, v, c) in enumerate(builds):
             rnd = (r * study.jobs // n + k) % study.jobs
