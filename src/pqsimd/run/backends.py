@@ -12,7 +12,9 @@ self-check op's) and the mix's per-instruction subtraction are the same for both
 A backend: `version()` (None: not installed, `missing` says what to install), `count(driver, lib,
 scheme, op, calls, counter)` -> (instructions, calls of the counter function or None),
 `profile(...)` -> ({(object, address): executions}, {address: instruction text} or None: take
-objdump's) for the mix, `command(...)` for the job record.
+objdump's) for the mix, `events(driver, lib, scheme, op, calls, options)` -> {event: count} for the
+simulated-events metric (run/sim.py; `simulates` False: the backend has no cache or branch model),
+`command(...)` for the job record.
 """
 
 from __future__ import annotations
@@ -44,6 +46,15 @@ class Callgrind:
 
         return mix.profile_run(driver, library, scheme, op, calls), None  # disassembly: objdump of each object
 
+    simulates = True
+
+    def events(self, driver: Path, library: Path, scheme: str, op: str, calls: int, options: tuple[str, ...]):
+        """Every event callgrind collected inside pqsimd_measure with these options (e.g. its cache
+        and branch simulation): {"Ir": n, "D1mr": n, ...}, names as callgrind's `events:` line."""
+        from . import instructions as ins
+
+        return ins.run_callgrind(driver, library, scheme, op, calls, extra=options, read=ins.parse_callgrind_events)
+
     def command(self, driver: Path, library: Path, scheme: str, extra: tuple[str, ...] = ()) -> list[str]:
         from . import instructions as ins
 
@@ -55,6 +66,7 @@ class QemuPlugin:
     a variant, so the family's call counters are not counted (None)."""
 
     name = "qemu-plugin"
+    simulates = False  # no cache or branch model in the plugin (yet): --metric sim says "not simulated"
 
     def __init__(self, isa):
         self.isa = isa
