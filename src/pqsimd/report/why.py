@@ -159,3 +159,55 @@ def claims_parts(study, outdir: Path) -> list:
               header=["claim", "text", "source", "geometry", "verdict", "numbers", "why"],
               rows=rows, data=cl, align="lllllll")
     return [(t, write_table(t, Path(outdir) / "mechanism"))]
+
+
+def bottleneck_rows(bott: pd.DataFrame, scheme: str, op: str, variants: list[str], compiler: str) -> list[tuple[str, str]]:
+    """`pqsimd explain`: per geometry and variant, the limiter, its confidence and the simulated numbers."""
+    b = bott[(bott["scheme"] == scheme) & (bott["op"] == op) & (bott["compiler"] == compiler)]
+    out = []
+    for geo in dict.fromkeys(b["geometry"]):
+        first = True
+        for v in variants:
+            r = b[(b["geometry"] == geo) & (b["variant"] == v)]
+            if not len(r):
+                continue
+            r = r.iloc[0]
+            out.append((f"bottleneck ({geo})" if first else "",
+                        f"{v}: {_label(r['limiter'])}, {r['confidence']} confidence (×{fmt.num(r['dominance'])} the "
+                        f"runner-up); {r['evidence']}"))
+            first = False
+        texts = b[b["geometry"] == geo]["geometry_text"]
+        if len(texts):
+            out.append(("", f"simulated: {texts.iloc[0]}; no prefetchers, no L2, counter-table branch model"))
+    return out
+
+
+def explain_lines(bott: pd.DataFrame, sim: pd.DataFrame, family: dict, scheme: str, op: str,
+                  variants: list[str] | None, compiler: str | None, order: list[str], directory) -> list[str]:
+    """`pqsimd explain` of a study with simulated events but no instruction mix."""
+    from ..errors import PqsimdError, command
+
+    b = bott[(bott["scheme"] == scheme)]
+    if b.empty:
+        raise PqsimdError(f"scheme {scheme!r} has no simulated events in {directory}; it has: "
+                          f"{', '.join(sorted(set(bott['scheme'])))}")
+    b = b[b["op"] == op]
+    if b.empty:
+        raise PqsimdError(f"op {op!r} has no simulated events for {scheme}; ops with them: "
+                          f"{', '.join(dict.fromkeys(bott[bott['scheme'] == scheme]['op']))}")
+    compiler = compiler or str(b["compiler"].iloc[0])
+    present = list(dict.fromkeys(b[b["compiler"] == compiler]["variant"]))
+    if variants:
+        bad = [v for v in variants if v not in present]
+        if bad:
+            raise PqsimdError(f"variant {bad[0]!r} has no simulated events for {scheme} {op} ({compiler}); "
+                              f"it has: {', '.join(present)}")
+        chosen = list(dict.fromkeys(variants))
+    else:
+        chosen = sorted(present, key=lambda v: (order.index(v) if v in order else len(order), v))
+    label = (family.get("labels") or {}).get(op, op)
+    lines = [f"{scheme} · {label} ({op}) · {compiler}: " + " → ".join(chosen)
+             + "   [simulated events per call: callgrind's cache and branch model; no instruction mix in this study]"]
+    for name, text in bottleneck_rows(bott, scheme, op, chosen, compiler):
+        lines.append(f"  {name:<{20}} {text}")
+    return lines
