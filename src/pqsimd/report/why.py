@@ -61,11 +61,7 @@ def sim_figure(study, d: pd.DataFrame, outdir: Path, name: str) -> dict[str, Pat
         ax.set_title(f"{title} per call", fontsize=9)
     axes[0, 0].legend(frameon=False, fontsize=7)
     fig.tight_layout()
-    out = {}
-    for ext in ("png", "svg", "pdf"):
-        out[ext] = files.save_figure(fig, outdir / f"{name}.{ext}", ext, dpi=150)
-    plt.close(fig)
-    return out
+    return files.save_formats(fig, outdir, name)
 
 
 def why_parts(study, outdir: Path) -> tuple[list, list]:
