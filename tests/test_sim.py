@@ -258,3 +258,15 @@ def test_explain_names_the_bottleneck_of_ref_and_avx2_with_the_simulated_numbers
     lines = [l for l in r.stdout.splitlines() if "confidence" in l]
     assert any(l.strip().startswith(("bottleneck (cascadelake) ref:", "ref:")) for l in lines), r.stdout
     assert any("avx2:" in l and "I1 misses" in l and "mispredicted branches" in l for l in lines), r.stdout
+
+
+def test_real_counters_stand_beside_the_simulation_where_a_pmu_measured_them():
+    from types import SimpleNamespace
+
+    from pqsimd.report import why
+
+    groups = pd.DataFrame([{"metric": m, "scheme": "s", "op": "x", "variant": "a", "compiler": "gcc", "median": v}
+                           for m, v in (("branch_misses", 7.0), ("ticks", 100.0), ("l1d_misses", 3.0))])
+    got = why._measured(SimpleNamespace(groups=groups))
+    assert got == {("s", "x", "a", "gcc"): {"PMU branch-misses": 7.0, "PMU L1D misses": 3.0}}
+    assert why._measured(SimpleNamespace(groups=pd.DataFrame())) == {}
