@@ -49,9 +49,8 @@ class Numbers:
     def __init__(self, geometry: str | None, sim: pd.DataFrame, bottleneck: pd.DataFrame, mix_ops: pd.DataFrame | None,
                  instructions: dict[tuple, float]):
         self.geometry = geometry
-        self.sim = sim[sim["geometry"] == geometry] if geometry is not None and len(sim) else sim.iloc[0:0] if len(sim) else sim
-        self.bottleneck = (bottleneck[bottleneck["geometry"] == geometry]
-                           if geometry is not None and len(bottleneck) else bottleneck.iloc[0:0] if len(bottleneck) else bottleneck)
+        self.sim = sim[sim["geometry"] == geometry] if len(sim) else sim
+        self.bottleneck = bottleneck[bottleneck["geometry"] == geometry] if len(bottleneck) else bottleneck
         self.mix_ops = mix_ops
         self.instructions = instructions
 
