@@ -46,7 +46,8 @@ def sim_figure(study, d: pd.DataFrame, outdir: Path, name: str) -> dict[str, Pat
     import matplotlib.pyplot as plt
 
     keys = list(dict.fromkeys(zip(d["scheme"], d["op"])))
-    variants = list(dict.fromkeys(d["variant"]))
+    order = study.chain.variants
+    variants = sorted(dict.fromkeys(d["variant"]), key=lambda v: (order.index(v) if v in order else len(order), v))
     fig, axes = plt.subplots(1, len(PLOTTED), figsize=(3.2 * len(PLOTTED), 3.2), squeeze=False)
     width = 0.8 / max(1, len(variants))
     colors = list(style.OKABE_ITO.values())
