@@ -193,6 +193,12 @@ def test_a_backend_without_a_cache_model_records_not_simulated(tmp_path):
     assert sim.execute(sd, None, caches.get("neoverse-n1"), [], [], backend=NoModel())
     info = sd.read_manifest()["metrics"]["sim"]["neoverse-n1"]
     assert info["status"] == "unavailable" and "not simulated" in info["reason"]
+    from types import SimpleNamespace
+
+    from pqsimd.report import why
+
+    figs, tabs = why.why_parts(SimpleNamespace(directory=tmp_path, manifest=sd.read_manifest()), tmp_path / "report")
+    assert not figs and len(tabs) == 1 and "not simulated" in tabs[0][0].rows[0][1].text
 
 
 # --- claims -----------------------------------------------------------------------------------

@@ -75,6 +75,14 @@ def why_parts(study, outdir: Path) -> tuple[list, list]:
     figs, tabs = [], []
     sim = read_result(study.directory, "sim")
     if sim.empty:
+        asked = ((study.manifest or {}).get("metrics") or {}).get("sim") or {}
+        gaps = [(g, i.get("reason", "")) for g, i in asked.items() if isinstance(i, dict) and i.get("status") == "unavailable"]
+        if gaps:  # --metric sim was asked for and could not run here (e.g. aarch64: no cache model)
+            t = Table(name="table_sim_unavailable", title=f"Hardware counter breakdown, {SIM_LABEL}",
+                      caption="--metric sim was requested but nothing was simulated.",
+                      header=["geometry", "status"], rows=[[Cell(g), Cell(r)] for g, r in gaps],
+                      data=pd.DataFrame(gaps, columns=["geometry", "reason"]), align="ll")
+            tabs.append((t, write_table(t, outdir)))
         return figs, tabs
     measured = _measured(study)
     bott = read_result(study.directory, "bottleneck")
