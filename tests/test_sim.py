@@ -146,7 +146,7 @@ def test_valgrind_geometry_keeps_size_and_line_and_raises_ways_least():
 def test_valgrind_accepts_every_shipped_geometry(name, tmp_path):
     g = caches.get(name)
     assert g.source and g.title
-    r = subprocess.run([ins.valgrind_path(), "--tool=callgrind", *sim.OPTIONS, *g.valgrind_args(),
+    r = subprocess.run([ins.valgrind_path(), "--tool=callgrind", *Callgrind().sim_options(g),
                         f"--callgrind-out-file={tmp_path / 'out'}", "/bin/true"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 

@@ -14,7 +14,8 @@ The largest is the limiter. The core is split into throughput- and latency-bound
 sees dependencies: llvm-mca (its cycles beyond latency_factor × instructions / issue_width), else
 ticks (the measured cycles minus the stall estimates, the same test); with neither it stays `core`.
 Confidence: high when the limiter's estimate is ≥ 2× the runner-up's, medium ≥ 1.25×, else low.
-The estimates rank limiters under a simple additive model on the simulator's events (no prefetchers,
+A limiter the backend does not simulate (aarch64: branches) is left out of the ranking and caps the
+confidence at medium. The estimates rank limiters under a simple additive model on the simulator's events (no prefetchers,
 no overlap of misses); they do not predict time.
 """
 
@@ -58,6 +59,8 @@ def classify(instructions: float, i1: float, il: float, d1: float, dl: float, mi
         "core": mca_cycles if _finite(mca_cycles) else issue,
     }
     source = "llvm-mca" if _finite(mca_cycles) else f"instructions / {m['issue_width']}"
+    unknown = [k for k, v in est.items() if not _finite(v)]  # a backend without that model (aarch64: branches)
+    est = {k: (v if _finite(v) else 0.0) for k, v in est.items()}
     ranked = sorted(est.items(), key=lambda kv: -kv[1])
     (top, top_v), (_, second_v) = ranked[0], ranked[1]
     limiter = top
@@ -71,16 +74,18 @@ def classify(instructions: float, i1: float, il: float, d1: float, dl: float, mi
     dominance = top_v / second_v if second_v > 0 else math.inf
     total = sum(est.values())
     confidence = "high" if dominance >= c["high"] else "medium" if dominance >= c["medium"] else "low"
+    if unknown and confidence == "high":
+        confidence = "medium"  # an unsimulated limiter could still be the larger one
     return {"limiter": limiter, "confidence": confidence, "dominance": dominance,
             "share": top_v / total if total > 0 else math.nan, "core_source": source,
-            **{f"est_{k}": v for k, v in est.items()}}
+            **{f"est_{k}": (math.nan if k in unknown else v) for k, v in est.items()}}
 
 
 def evidence(r: dict[str, Any]) -> str:
     m = model()["model"]
     parts = [f"{r['instructions']:,.0f} instructions",
              f"I1 misses {r['I1_misses']:,.2f}", f"D1 misses {r['D1_misses']:,.2f}", f"LL misses {r['LL_misses']:,.2f}",
-             f"mispredicted branches {r['mispredicts']:,.2f}"]
+             f"mispredicted branches {r['mispredicts']:,.2f}" if _finite(r["mispredicts"]) else "branches not simulated"]
     if _finite(r.get("mca_cycles")):
         parts.append(f"llvm-mca {r['mca_cycles']:,.0f} cycles")
     if _finite(r.get("measured_cycles")):

@@ -68,20 +68,22 @@ def _rows_of(path: Path) -> list[dict[str, Any]]:
     geo = rec.get("geometry") or {}
     rows = []
     for op, per in (rec.get("per_call_exact") or {}).items():
-        exact = {e: _fraction(per.get(e, "0")) for e in EVENTS}
+        exact = {e: _fraction(per[e]) for e in EVENTS if e in per}  # absent: the backend has no model of it
         row: dict[str, Any] = {"geometry": geo.get("name") or geometry_of_job(path.stem, METRIC), "scheme": rec["scheme"],
                                "op": op, "variant": rec["variant"], "compiler": rec["compiler"]}
-        row.update({e: float(v) for e, v in exact.items()})
+        row.update({e: float(exact[e]) if e in exact else math.nan for e in EVENTS})
         for name, (parts, _) in DERIVED.items():
-            row[name] = float(sum(exact[p] for p in parts))
+            row[name] = float(sum(exact[p] for p in parts)) if all(p in exact for p in parts) else math.nan
         ir = row["Ir"]
         for name in DERIVED:
             if name != "branches":
                 row[f"{name}_pki"] = 1000 * row[name] / ir if ir > 0 else math.nan
         row["mispredict_rate"] = row["mispredicts"] / row["branches"] if row["branches"] > 0 else math.nan
-        row.update({f"{e}_exact": str(v) for e, v in exact.items()})
+        row.update({f"{e}_exact": str(exact[e]) if e in exact else "" for e in EVENTS})
+        missing = rec.get("not_simulated") or [e for e in EVENTS if e not in exact]
         row.update({"geometry_text": geo.get("text", ""), "geometry_source": geo.get("source", ""),
-                    "tool": rec.get("tool", ""), "note": ""})
+                    "tool": rec.get("tool", ""),
+                    "note": f"not simulated by {rec.get('backend')}: {', '.join(missing)}" if missing else ""})
         rows.append(row)
     return rows
 
@@ -100,9 +102,9 @@ def sim_table(directory: Path, groups: pd.DataFrame | None = None) -> pd.DataFra
     # op's work differs between runs (fresh randomness per call) and the events are one draw of it.
     df["ir_matches_instructions"] = [(None if math.isnan(i) else bool(abs(i - ir) < 1e-9))
                                      for i, ir in zip(df["instructions"], df["Ir"])]
-    df["note"] = ["" if m is not False else "Ir differs from the instructions metric: the op's work varies between "
-                  "runs (e.g. rejection sampling on fresh randomness); the events are one run's"
-                  for m in df["ir_matches_instructions"]]
+    df["note"] = ["; ".join(x for x in (n, "" if m is not False else "Ir differs from the instructions metric: the "
+                  "op's work varies between runs (e.g. rejection sampling on fresh randomness); the events are one run's") if x)
+                  for n, m in zip(df["note"], df["ir_matches_instructions"])]
     return df[COLUMNS].sort_values(KEYS, kind="stable").reset_index(drop=True)
 
 

@@ -14,8 +14,10 @@ the instructions metric's), Dr/Dw (data reads/writes), I1mr, D1mr/D1mw (first-le
 ILmr, DLmr/DLmw (last-level misses), Bc/Bcm (conditional branches, mispredicted), Bi/Bim (indirect).
 
 One raw file per (build, scheme, geometry): DIR/raw/<variant>.<compiler>.<scheme>.sim+<geometry>.parquet,
-metric `sim.<event>`, its job record carrying the geometry as specified and as simulated. On a
-backend with no cache model (the QEMU plugin) the metric is recorded as not simulated, with the reason.
+metric `sim.<event>`, its job record carrying the geometry as specified and as simulated. On
+aarch64 the QEMU plugin's own cache model (harness/qemu/count.c: LRU, write-allocate, I1/D1 backed
+by one LL, like valgrind's) gives the cache events under the geometry as specified; it has no
+branch model, so the branch events are absent and recorded as `not_simulated`.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from . import instructions as ins
 METRIC = "sim"
 PREFIX = "sim."  # raw rows: sim.<event>
 REPEATS = 1  # the simulation is deterministic; its Ir is checked against the instructions metric's
-OPTIONS = ("--cache-sim=yes", "--branch-sim=yes")
 EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bc", "Bcm", "Bi", "Bim")
+MODEL_EVENTS = {"cache": ("Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw"), "branch": ("Bc", "Bcm", "Bi", "Bim")}
 
 
 @dataclass(frozen=True)
@@ -54,25 +56,35 @@ class EventPair:
     def batch(self) -> int:
         return self.n2 - self.n1
 
+    def events(self) -> tuple[str, ...]:
+        """The events both runs have (a backend without a branch model has no branch events)."""
+        return tuple(e for e in EVENTS if e in self.e1 and e in self.e2)
+
     def raw(self, event: str) -> int:
-        return self.e2.get(event, 0) - self.e1.get(event, 0)
+        return self.e2[event] - self.e1[event]
 
     def exact(self, event: str) -> Fraction:
         return Fraction(self.raw(event), self.batch)
 
 
 def measure(backend, geometry: caches.Geometry, driver: Path, library: Path, scheme: str, op: str) -> EventPair:
-    options = (*OPTIONS, *geometry.valgrind_args())
-    e1 = backend.events(driver, library, scheme, op, ins.N1, options)
-    e2 = backend.events(driver, library, scheme, op, ins.N2, options)
+    e1 = backend.events(driver, library, scheme, op, ins.N1, geometry)
+    e2 = backend.events(driver, library, scheme, op, ins.N2, geometry)
     return EventPair(e1, e2)
 
 
 def per_call(pairs: dict[str, list[EventPair]], op: str, self_check: str | None) -> dict[str, Fraction]:
-    """Events per call of op alone (first repeat): its difference per call minus the self-check's."""
+    """Events per call of op alone (first repeat): its difference per call minus the self-check's;
+    only the events the backend simulates."""
     p = pairs[op][0]
     base = pairs[self_check][0] if self_check and self_check in pairs else None
-    return {e: p.exact(e) - (base.exact(e) if base else 0) for e in EVENTS}
+    return {e: p.exact(e) - (base.exact(e) if base else 0) for e in p.events()}
+
+
+def not_simulated(backend) -> list[str]:
+    """The events of the models a backend lacks (e.g. the QEMU plugin's branches)."""
+    have = set(getattr(backend, "simulates", ()) or ())
+    return [e for model, events in MODEL_EVENTS.items() if model not in have for e in events]
 
 
 def build_table(build, scheme: str, jid: str, pairs: dict[str, list[EventPair]], ops: list[str], self_check: str | None):
@@ -81,7 +93,7 @@ def build_table(build, scheme: str, jid: str, pairs: dict[str, list[EventPair]],
     for op in ops:
         for r, p in enumerate(pairs[op]):
             b = base[min(r, len(base) - 1)] if base else None
-            for e in EVENTS:
+            for e in p.events():
                 rows["op"].append(op)
                 rows["metric"].append(PREFIX + e)
                 rows["spin"].append(r)
@@ -123,12 +135,12 @@ def execute(sd: StudyDir, study, geometry: caches.Geometry, jobs: list, todo: li
     version = backend.version()
     info: dict[str, Any] = {
         "status": "ok", "tool": version, "backend": backend.name, "geometry": geometry.record(),
-        "method": f"{backend.name} {' '.join(OPTIONS)} {' '.join(geometry.valgrind_args())}: events inside "
-                  "pqsimd_measure, (E(N2) - E(N1)) / (N2 - N1) - the self-check op's",
-        "model_limits": caches.model_limits(), "n1": ins.N1, "n2": ins.N2, "repeats": REPEATS,
-        "skipped": {}, "failed": {},
+        "method": f"{backend.name} {' '.join(backend.sim_options(geometry)) if hasattr(backend, 'sim_options') else ''}: "
+                  "events inside the counted region, (E(N2) - E(N1)) / (N2 - N1) - the self-check op's",
+        "model_limits": caches.model_limits(), "not_simulated": not_simulated(backend),
+        "n1": ins.N1, "n2": ins.N2, "repeats": REPEATS, "skipped": {}, "failed": {},
     }
-    if not getattr(backend, "simulates", False):
+    if not getattr(backend, "simulates", ()):
         reason = f"not simulated: the {backend.name} backend has no cache or branch model"
         console.print(f"[yellow]sim unavailable[/yellow]: {reason}")
         _set_manifest(sd, geometry.name, {**info, "status": "unavailable", "reason": reason})
@@ -159,10 +171,11 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, list[EventPair]], starte
     record = {
         "id": job.id, "variant": b.variant, "compiler": b.compiler.id, "build": b.id, "scheme": scheme, "index": 0,
         "metric": METRIC, "geometry": geometry.record(), "model_limits": caches.model_limits(),
+        "not_simulated": not_simulated(backend),
         "cpu": None, "hostname": socket.gethostname(), "cpu_model": machine.cpu_model(),
         "calibration": {"overhead": 0, "unit": "events", "self_check": self_check},
         "binaries": {b.id: store.sha256_file(lib)}, "tool": version, "backend": backend.name,
-        "command": backend.command(sd.driver_path, lib, scheme, (*OPTIONS, *geometry.valgrind_args())),
+        "command": backend.command(sd.driver_path, lib, scheme, backend.sim_options(geometry)),
         "n1": ins.N1, "n2": ins.N2, "repeats": REPEATS,
         "counts": {op: [[p.e1, p.e2] for p in pairs] for op, pairs in res.items()},
         "per_call_exact": {op: {e: ins._frac_text(v) for e, v in per_call(res, op, self_check).items()} for op in ops},
