@@ -276,3 +276,34 @@ def test_real_counters_stand_beside_the_simulation_where_a_pmu_measured_them():
     got = why._measured(SimpleNamespace(groups=groups))
     assert got == {("s", "x", "a", "gcc"): {"PMU branch-misses": 7.0, "PMU L1D misses": 3.0}}
     assert why._measured(SimpleNamespace(groups=pd.DataFrame())) == {}
+
+
+# --- aarch64: the QEMU plugin's own cache and branch models -----------------------------------
+
+@pytest.fixture(scope="module")
+def limits_aarch64(tmp_path_factory):
+    import shutil
+
+    from pqsimd import isa
+
+    if not (shutil.which(isa.get("aarch64").qemu) and shutil.which("aarch64-linux-gnu-gcc")):
+        pytest.fail("qemu-user or gcc-aarch64-linux-gnu is not installed (make test installs them: tools/test-deps.sh)",
+                    pytrace=False)
+    d = tmp_path_factory.mktemp("limits-a64") / "s"
+    r = run_cli("run", d, "--isa", "aarch64", "--preset", "quick", "--schemes", SCHEME, "--variants", "ref",
+                "--metric", "instructions,sim", "--sim-cpu", "neoverse-n1", env=ENV)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("analyze", d, env=ENV)
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+def test_known_limiters_are_classified_on_aarch64_under_qemu(limits_aarch64):
+    b = _results(limits_aarch64, "bottleneck")
+    assert dict(zip(b["op"], b["limiter"])) == EXPECTED_SIM_ALONE
+    s = _results(limits_aarch64, "sim").set_index("op")
+    assert s["ir_matches_instructions"].all()  # the plugin's cache run counts what the instructions metric counts
+    assert CHASE_STEPS <= s.loc["pointer_chase", "D1mr"] <= CHASE_STEPS + 8  # 64 KiB 4-way D1 < the 256 KiB cycle
+    assert BODY_LINES <= s.loc["large_body", "I1mr"] <= BODY_LINES + 8
+    assert 0.3 * 4096 < s.loc["unpredictable_branch", "Bcm"] < 0.7 * 4096
+    assert s.loc["empty", list(sim.EVENTS)].eq(0).all()

@@ -71,7 +71,7 @@ class QemuPlugin:
     a variant, so the family's call counters are not counted (None)."""
 
     name = "qemu-plugin"
-    simulates = ("cache",)  # the plugin's own cache model; no branch model: branches are "not simulated"
+    simulates = ("cache", "branch")  # the plugin's own models (harness/qemu/count.c), like valgrind's
 
     def __init__(self, isa):
         self.isa = isa
@@ -114,8 +114,8 @@ class QemuPlugin:
         return (qemu.plugin_options(caches=geometry.caches),)
 
     def events(self, driver: Path, library: Path, scheme: str, op: str, calls: int, geometry):
-        """The plugin's cache model with this geometry as specified (any set count): {"Ir": n,
-        "Dr": n, "I1mr": n, ...}, callgrind's names; no branch events."""
+        """The plugin's cache and branch models with this geometry as specified (any set count):
+        {"Ir": n, "Dr": n, "I1mr": n, ..., "Bcm": n}, callgrind's names."""
         from ..isa import qemu
         from .instructions import CountError
 

@@ -15,9 +15,10 @@ ILmr, DLmr/DLmw (last-level misses), Bc/Bcm (conditional branches, mispredicted)
 
 One raw file per (build, scheme, geometry): DIR/raw/<variant>.<compiler>.<scheme>.sim+<geometry>.parquet,
 metric `sim.<event>`, its job record carrying the geometry as specified and as simulated. On
-aarch64 the QEMU plugin's own cache model (harness/qemu/count.c: LRU, write-allocate, I1/D1 backed
-by one LL, like valgrind's) gives the cache events under the geometry as specified; it has no
-branch model, so the branch events are absent and recorded as `not_simulated`.
+aarch64 the QEMU plugin's own models (harness/qemu/count.c: LRU, write-allocate, I1/D1 backed by
+one LL; 16384 two-bit counters and a 512-entry target table, like valgrind's) give the same events
+under the geometry as specified. A backend without a model has its events absent, recorded as
+`not_simulated` (never 0).
 """
 
 from __future__ import annotations

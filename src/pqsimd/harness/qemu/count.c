@@ -24,7 +24,10 @@
  * set-associative with LRU replacement and write-allocate (the model valgrind's callgrind uses on
  * x86-64, so both ISAs' numbers mean the same); an access that straddles two lines touches both
  * and misses if either does. The JSON line then has "cache": {"Dr", "Dw", "I1mr", "D1mr", "D1mw",
- * "ILmr", "DLmr", "DLmw"}. There is no branch model.
+ * "ILmr", "DLmr", "DLmw", "Bc", "Bcm", "Bi", "Bim"}. Branches, like valgrind's model: conditional
+ * ones (b.cond, cbz/cbnz, tbz/tbnz) are predicted by a table of 16384 two-bit counters indexed by
+ * address, taken when the next instruction executed is not the one after the branch; indirect ones
+ * (br, blr; not ret) by a 512-entry table of the last target per address.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -76,6 +79,55 @@ static cache i1, d1, ll;
 static uint64_t d_reads, d_writes, i1_misses, d1_read_misses, d1_write_misses, ll_i_misses, ll_read_misses,
     ll_write_misses;
 
+/* The branch model (cache=on): a branch is resolved by the next instruction fetched. */
+#define COND_ENTRIES 16384
+#define INDIRECT_ENTRIES 512
+enum { NOT_BRANCH, CONDITIONAL, INDIRECT };
+static uint8_t counters[COND_ENTRIES]; /* 0, 1: predict not taken; 2, 3: taken */
+static uint64_t targets[INDIRECT_ENTRIES];
+static uint64_t pending_pc;
+static int pending_kind, pending_counted;
+static uint64_t conditional, conditional_missed, indirect, indirect_missed;
+
+static int branch_kind(uint32_t word) {
+    if ((word & 0xFF000010u) == 0x54000000u || (word & 0x7E000000u) == 0x34000000u ||
+        (word & 0x7E000000u) == 0x36000000u) {
+        return CONDITIONAL; /* b.cond; cbz, cbnz; tbz, tbnz */
+    }
+    if ((word & 0xFFFFFC1Fu) == 0xD61F0000u || (word & 0xFFFFFC1Fu) == 0xD63F0000u) {
+        return INDIRECT; /* br, blr */
+    }
+    return NOT_BRANCH;
+}
+
+static void resolve_branch(uint64_t next_pc) {
+    if (pending_kind == CONDITIONAL) {
+        uint8_t *c = &counters[(pending_pc >> 2) % COND_ENTRIES];
+        int taken = next_pc != pending_pc + 4, predicted = *c >= 2;
+        if (pending_counted) {
+            conditional++;
+            conditional_missed += taken != predicted;
+        }
+        *c = taken ? (*c < 3 ? *c + 1 : 3) : (*c > 0 ? *c - 1 : 0);
+    } else if (pending_kind == INDIRECT) {
+        uint64_t *t = &targets[(pending_pc >> 2) % INDIRECT_ENTRIES];
+        if (pending_counted) {
+            indirect++;
+            indirect_missed += *t != next_pc;
+        }
+        *t = next_pc;
+    }
+    pending_kind = NOT_BRANCH;
+}
+
+static void on_branch(unsigned int vcpu, void *udata) {
+    (void)vcpu;
+    uint64_t packed = (uint64_t)(uintptr_t)udata; /* pc | kind in the low bits (A64 pcs are 4-aligned) */
+    pending_pc = packed & ~(uint64_t)3;
+    pending_kind = (int)(packed & 3);
+    pending_counted = open_window;
+}
+
 static int cache_init(cache *c, const char *spec) {
     unsigned long long size, ways, line;
     if (sscanf(spec, "%llu:%llu:%llu", &size, &ways, &line) != 3 || !ways || !line || (line & (line - 1)) ||
@@ -123,7 +175,11 @@ static int hierarchy(cache *l1, uint64_t addr, unsigned size) {
 
 static void on_fetch(unsigned int vcpu, void *udata) {
     (void)vcpu;
-    int level = hierarchy(&i1, (uint64_t)(uintptr_t)udata, 4);
+    uint64_t pc = (uint64_t)(uintptr_t)udata;
+    if (pending_kind != NOT_BRANCH) {
+        resolve_branch(pc);
+    }
+    int level = hierarchy(&i1, pc, 4);
     if (open_window) {
         i1_misses += level >= 1;
         ll_i_misses += level == 2;
@@ -216,6 +272,11 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
             continue;
         }
         memcpy(&word, qemu_plugin_insn_data(insn), sizeof word); /* A64: little-endian words */
+        int kind = simulate ? branch_kind(word) : NOT_BRANCH;
+        if (kind != NOT_BRANCH) { /* after on_fetch: its own fetch must not resolve it */
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_branch, QEMU_PLUGIN_CB_NO_REGS,
+                                                   (void *)(uintptr_t)(qemu_plugin_insn_vaddr(insn) | (uint64_t)kind));
+        }
         int stop = word == PQSIMD_A64_HINT(PQSIMD_MARKER_HINT_STOP);
         if (stop || word == PQSIMD_A64_HINT(PQSIMD_MARKER_HINT_START)) {
             marker *m = malloc(sizeof *m);
@@ -283,9 +344,10 @@ static void write_results(qemu_plugin_id_t id, void *udata) {
     if (simulate) {
         snprintf(events, sizeof events,
                  ", \"cache\": {\"Dr\": %" PRIu64 ", \"Dw\": %" PRIu64 ", \"I1mr\": %" PRIu64 ", \"D1mr\": %" PRIu64
-                 ", \"D1mw\": %" PRIu64 ", \"ILmr\": %" PRIu64 ", \"DLmr\": %" PRIu64 ", \"DLmw\": %" PRIu64 "}",
+                 ", \"D1mw\": %" PRIu64 ", \"ILmr\": %" PRIu64 ", \"DLmr\": %" PRIu64 ", \"DLmw\": %" PRIu64
+                 ", \"Bc\": %" PRIu64 ", \"Bcm\": %" PRIu64 ", \"Bi\": %" PRIu64 ", \"Bim\": %" PRIu64 "}",
                  d_reads, d_writes, i1_misses, d1_read_misses, d1_write_misses, ll_i_misses, ll_read_misses,
-                 ll_write_misses);
+                 ll_write_misses, conditional, conditional_missed, indirect, indirect_missed);
     }
     snprintf(line, sizeof line,
              "{\"insns\": %" PRIu64 ", \"windows\": %" PRIu64 ", \"unbalanced\": %" PRIu64
