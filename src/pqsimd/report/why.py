@@ -177,8 +177,8 @@ def bottleneck_rows(bott: pd.DataFrame, scheme: str, op: str, variants: list[str
             if not len(r):
                 continue
             r = r.iloc[0]
-            out.append((f"bottleneck ({geo})" if first else "",
-                        f"{v}: {_label(r['limiter'])}, {r['confidence']} confidence (×{fmt.num(r['dominance'])} the "
+            out.append(("bottleneck" if first else "",
+                        f"{v} ({geo}): {_label(r['limiter'])}, {r['confidence']} confidence (×{fmt.num(r['dominance'])} the "
                         f"runner-up); {r['evidence']}"))
             first = False
         texts = b[b["geometry"] == geo]["geometry_text"]
