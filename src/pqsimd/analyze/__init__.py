@@ -284,7 +284,10 @@ def write_why_results(directory: Path, results: Path, groups: pd.DataFrame | Non
     _write_or_remove(table, results, "bottleneck")
     verdicts = claims.evaluate_families(ctx["families"], sim_df, groups, table, mix_dir=results)
     _write_or_remove(verdicts, results, "claims")
-    return []
+    differ = sim_df[sim_df["ir_matches_instructions"].eq(False)] if len(sim_df) else sim_df
+    return [f"{len(differ)} simulated (op, variant) rows ran other instructions than the instructions metric "
+            f"(e.g. {differ['scheme'].iloc[0]} {differ['op'].iloc[0]} {differ['variant'].iloc[0]}): ops with fresh "
+            "randomness per call; their events are one run's (results/sim note)"] if len(differ) else []
 
 
 def _write_or_remove(table: pd.DataFrame, results: Path, name: str) -> None:
