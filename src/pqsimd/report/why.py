@@ -111,7 +111,8 @@ def why_parts(study, outdir: Path) -> tuple[list, list]:
             name = f"table_sim_{fam_name}_{geo}"
             t = Table(name=name, title=f"Hardware counter breakdown, {SIM_LABEL}: {fam_name}, geometry {geo}",
                       caption=f"SIMULATION, not a hardware measurement. Per call (the warm steady state: (N2 − N1) "
-                              f"calls, the self-check's own events subtracted), under {text}. "
+                              f"calls; the self-check's instructions, accesses and branches subtracted, misses and mispredictions "
+                              f"not: they are not additive), under {text}. "
                               + ("Columns 'PMU ...' are real counters of this study's timing jobs. " if extra else
                                  "No real counters in this study (--metric counters; no PMU on most VMs). ")
                               + _limits_note(),
