@@ -309,3 +309,19 @@ def test_known_limiters_are_classified_on_aarch64_under_qemu(limits_aarch64):
     assert BODY_LINES <= s.loc["large_body", "I1mr"] <= BODY_LINES + 8
     assert 0.3 * 4096 < s.loc["unpredictable_branch", "Bcm"] < 0.7 * 4096
     assert s.loc["empty", list(sim.SUBTRACTED)].eq(0).all() and (s[list(sim.EVENTS)] >= 0).all().all()
+
+
+def test_the_core_is_split_by_llvm_mca_else_by_ticks_else_not():
+    c = bottleneck.classify
+    assert c(4000, 0, 0, 0, 0, 0)["limiter"] == "core"  # instructions and simulation alone cannot see dependencies
+    assert c(4000, 0, 0, 0, 0, 0, measured_cycles=5000)["limiter"] == "core-latency"  # 5000 > 2 × 4000 / 4
+    assert c(4000, 0, 0, 0, 0, 0, measured_cycles=1200)["limiter"] == "core-throughput"
+    got = c(4000, 0, 0, 0, 0, 0, mca_cycles=3000, measured_cycles=1200)  # llvm-mca first
+    assert got["limiter"] == "core-latency" and got["est_core"] == 3000
+    # stalls the simulation sees are taken out of the measured cycles before the split
+    assert c(4000, 0, 0, 0, 0, 0, measured_cycles=2600)["limiter"] == "core-latency"  # 2600 > 2000
+    assert c(4000, 0, 0, 50, 0, 0, measured_cycles=2600)["limiter"] == "core-throughput"  # 2600 - 50 × 14 = 1900
+    # a limiter the backend does not simulate is left out of the ranking and caps the confidence
+    nan = float("nan")
+    got = c(4000, 0, 0, 0, 0, nan)
+    assert got["limiter"] == "core" and got["confidence"] == "medium" and got["est_branches"] != got["est_branches"]
