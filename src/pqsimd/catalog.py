@@ -329,7 +329,20 @@ class Family:
         ref = self.views.get("reference")
         if isinstance(ref, str) and ref:
             out["reference"] = reference_table(ref)
+        claims = self.views.get("claims")
+        if isinstance(claims, str) and claims:
+            out["claims"] = claims_file(claims)
         return out
+
+
+def claims_file(name: str) -> dict[str, Any]:
+    """A published paper's mechanistic claims with measurable predictions (data/, beside its
+    reference table; analyze/claims.py tests them)."""
+    try:
+        text = _data_text(name)
+    except (FileNotFoundError, OSError):
+        return {"name": name, "error": f"data/{name} is missing"}
+    return {"name": name, **_toml(text, name)}
 
 
 def reference_table(name: str) -> dict[str, Any]:

@@ -92,9 +92,12 @@ def cli() -> None:
 @click.option("--warmup-ns", "warmup_ns", type=int, default=None, help="paired: untimed warm-up before each variant's reps (ns, default 50000)")
 @click.option("--source", type=click.Path(path_type=Path), default=None, help="your own PQClean-layout tree")
 @click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")
-@click.option("--metric", type=str, default=None, help="comma list of ticks (default), instructions, counters, energy, mix")
+@click.option("--metric", type=str, default=None, help="comma list of ticks (default), instructions, counters, energy, mix, sim")
 @click.option("--mca-cpu", "mca_cpus", type=str, default=None,
               help="mix: llvm-mca CPU models to estimate, comma list, e.g. znver1,znver3,skylake (default: this host's)")
+@click.option("--sim-cpu", "sim_cpus", type=str, default=None,
+              help="sim: cache geometries to simulate, comma list of host (default), cascadelake, zen4, zen5, "
+                   "cortex-a72, neoverse-n1, neoverse-v2, apple-m1 (data/caches.toml)")
 @click.option("--isa", type=str, default=None,
               help="instruction set to build and measure (data/isas.toml; default: this host's); another ISA "
                    "runs under qemu-user: --metric instructions,mix")
@@ -120,6 +123,7 @@ def run(directory: Path, **opts) -> None:
             opts[key] = _csv(opts[key]) or []  # an empty list is refused by the study, with the reason
     opts["metric"] = _csv(opts["metric"])
     opts["mca_cpus"] = _csv(opts["mca_cpus"])
+    opts["sim_cpus"] = _csv(opts["sim_cpus"])
     opts["ablation"] = True if opts["ablation"] else None  # not given: the stored study's
     if opts.get("source") is not None:
         opts["source"] = str(opts["source"])

@@ -14,7 +14,7 @@ GATE_KEYS = ("vectors", "oracle", "implicit_rejection", "pool_bytes")
 REJECTION_KEYS = ("hash", "z_from_secret_key_tail", "z_from_secret_key", "length", "prefix", "suffix",
                   "ciphertext_bytes")
 OP_LIST_VIEWS = ("table1", "cross_parameter", "end_to_end")
-TEXT_VIEWS = ("cross_parameter_note", "end_to_end_title", "reference", "macro_prefix")
+TEXT_VIEWS = ("cross_parameter_note", "end_to_end_title", "reference", "claims", "macro_prefix")
 GROUP_VIEWS = ("headlines", "ordering")  # lists of {label, ops}
 VIEW_KEYS = (*OP_LIST_VIEWS, *TEXT_VIEWS, *GROUP_VIEWS, "distribution", "ranges", "portfolio")  # portfolio: catalog
 

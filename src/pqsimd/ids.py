@@ -100,3 +100,17 @@ def exclusion_id(build: str, scheme: str) -> str:
 
 def metric_job_id(variant: str, compiler: str, scheme: str, metric: str) -> str:
     return _join(variant, compiler, scheme, metric)
+
+
+SIM_JOB_SEPARATOR = "+"  # the sim metric's job ids: <variant>.<compiler>.<scheme>.sim+<geometry>
+
+
+def geometry_job_metric(metric: str, geometry: str) -> str:
+    """The last part of a per-build job id of a metric run once per cache geometry (run/sim.py)."""
+    return f"{metric}{SIM_JOB_SEPARATOR}{geometry}"
+
+
+def geometry_of_job(job_id: str, metric: str) -> str | None:
+    """The geometry of such a job id (or a raw file's name without .parquet); None: another metric's."""
+    last = job_id.rsplit(".", 1)[-1]
+    return last.split(SIM_JOB_SEPARATOR, 1)[1] if last.startswith(metric + SIM_JOB_SEPARATOR) else None

@@ -34,6 +34,7 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "min_reps": ((int,), True), "max_spins": ((int,), True),
     "cpu": ((int,), False), "seed": ((int,), True), "preset": ((str,), False), "source": ((str,), True),
     "mca_cpus": ((list,), False),  # --metric mix: llvm-mca CPU models (more later re-estimate; run/mix.py)
+    "sim_cpus": ((list,), False),  # --metric sim: cache geometries (data/caches.toml; more later simulate more)
     "job_timeout": ((float, int), False),  # seconds per timing job or probe (0: none); default run/limits.py
     "aa": ((list,), True),
     "max_call_s": ((float, int), True),  # an op whose one call (the gate's op check) takes longer is not timed  # A/A: these variants built a second time (ids.aa_variant_id) and timed beside them
@@ -72,6 +73,7 @@ class Study:
     metrics: list[str] = field(default_factory=lambda: ["ticks"])
     source: str | None = None  # None: the pinned crate
     mca_cpus: list[str] | None = None  # --metric mix: llvm-mca CPU models (None: the host's)
+    sim_cpus: list[str] | None = None  # --metric sim: cache geometries (None: the host's)
     job_timeout: float | None = None  # None: derived per job (run/limits.py); 0: no limit
     aa: list[str] = field(default_factory=list)
     max_call_s: float | None = None  # None or 0: no cap
@@ -333,6 +335,12 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         if "mix" not in merged.get("metrics", ["ticks"]):
             raise PqsimdError("--mca-cpu names CPU models for the cost model of --metric mix; add mix to --metric")
         check_mca_cpus(merged["mca_cpus"], target)
+    if merged.get("sim_cpus"):
+        from . import caches
+
+        if "sim" not in merged.get("metrics", ["ticks"]):
+            raise PqsimdError("--sim-cpu names cache geometries for --metric sim; add sim to --metric")
+        caches.check(merged["sim_cpus"])
     if merged["batch"] != "auto" and not (merged["batch"].isdigit() and 1 <= int(merged["batch"]) <= MAX_BATCH):
         raise PqsimdError(f"--batch must be 'auto' or an integer from 1 to {MAX_BATCH}, got {merged['batch']!r}")
     if merged.get("cpu") is not None and merged["cpu"] not in os.sched_getaffinity(0):

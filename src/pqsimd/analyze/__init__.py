@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PqsimdError
-from . import mechanism, mix
+from . import bottleneck, claims, mechanism, mix, sim
 from . import attribution as attribution_mod
 from . import jobs as jobs_mod
 from .calibration import aa_record
@@ -323,6 +323,33 @@ def _layout_record(directory: Path, laid: pd.DataFrame) -> dict:
     return rec
 
 
+def write_why_results(directory: Path, results: Path, groups: pd.DataFrame | None, chain: Chain,
+                      core_per_tsc: float | None, ctx: dict) -> list[str]:
+    """The simulated events (results/sim, sim_comparisons), the bottleneck per op and variant, and
+    the verdicts on the families' claims (results/claims); warnings."""
+    steps = list(chain.steps) + list(chain.also)
+    sim_df = sim.write_sim_results(directory, results, groups, steps)
+    mca_path = results / "mca.parquet"
+    mca = pd.read_parquet(mca_path) if mca_path.exists() else None
+    self_checks = {f.get("self_check") for f in ctx["families"].values() if f.get("self_check")}
+    table = bottleneck.bottleneck_table(sim_df, groups, mca, core_per_tsc, self_checks)
+    _write_or_remove(table, results, "bottleneck")
+    verdicts = claims.evaluate_families(ctx["families"], sim_df, groups, table, mix_dir=results)
+    _write_or_remove(verdicts, results, "claims")
+    differ = sim_df[sim_df["ir_matches_instructions"].eq(False)] if len(sim_df) else sim_df
+    return [f"{len(differ)} simulated (op, variant) rows ran other instructions than the instructions metric "
+            f"(e.g. {differ['scheme'].iloc[0]} {differ['op'].iloc[0]} {differ['variant'].iloc[0]}): ops with fresh "
+            "randomness per call; their events are one run's (results/sim note)"] if len(differ) else []
+
+
+def _write_or_remove(table: pd.DataFrame, results: Path, name: str) -> None:
+    if len(table):
+        write_table(table, results, name)
+    else:
+        for ext in ("csv", "parquet"):
+            (results / f"{name}.{ext}").unlink(missing_ok=True)
+
+
 def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None = None,
                   adjust: str | None = None) -> Path:
     """Analyse DIR/raw into DIR/results/ (groups, comparisons, decomposition, jobs, aa, ... + summary.json);
@@ -340,13 +367,13 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     if settings.aa_variants is None:
         settings = dataclasses.replace(settings, aa_variants=(chain.steps[-1][1],) if chain.steps else ())
     raw_files = StudyDir(directory).raw_files()
-    mix_only = any(f.name.endswith(".mix.parquet") for f in raw_files) and all(
-        f.name.endswith(".mix.parquet") for f in raw_files)
-    if mix_only:  # --metric mix alone: the mix tables are all there is to analyse
+    mix_only = bool(raw_files) and all(f.name.endswith(".mix.parquet") or sim.is_sim_file(f.name) for f in raw_files)
+    if mix_only:  # --metric mix and/or sim alone: their tables are all there is to analyse
         results = StudyDir(directory).results_dir
         results.mkdir(parents=True, exist_ok=True)
         warnings = mix.write_mix_results(directory, results, groups=None, chain=ctx["chain"], core_per_tsc=None,
                                          families=ctx["families"], isa=ctx["isa"])
+        warnings += write_why_results(directory, results, None, chain, None, ctx)
         write_json({"schema_version": RESULTS_SCHEMA_VERSION, "mix_only": True, "chain": ctx["chain"],
                     "families": ctx["families"], "warnings": warnings, "isa": ctx["isa"]}, results / "summary.json")
         return results
@@ -497,6 +524,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     write_table(co_table, results, "coresidency")
     warnings += mix.write_mix_results(directory, results, groups=groups_df, chain=ctx["chain"], core_per_tsc=cpt,
                                       families=ctx["families"], isa=ctx["isa"])
+    warnings += write_why_results(directory, results, groups_df, chain, cpt, ctx)
 
     jobs = data.jobs
     summary = {

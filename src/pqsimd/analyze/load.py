@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from ..errors import PqsimdError
 from .settings import parallel_map, read_study_toml
 from .mix import MIX_FILE_SUFFIX
+from .sim import is_sim_file
 from ..studydir import StudyDir
 
 JOB_METADATA_KEY = b"pqsimd.job"
@@ -180,7 +181,8 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     """All raw files of DIR/raw as spin medians; a one-line PqsimdError for anything unreadable."""
     raw = StudyDir(directory).raw_dir
     files = sorted(raw.glob("*.parquet")) if raw.is_dir() else []
-    files = [f for f in files if not f.name.endswith(MIX_FILE_SUFFIX)]  # --metric mix: analyze/mix.py
+    files = [f for f in files if not f.name.endswith(MIX_FILE_SUFFIX)  # --metric mix: analyze/mix.py
+             and not is_sim_file(f.name)]  # --metric sim: analyze/sim.py
     if not files:
         raise PqsimdError(f"no raw data in {raw} (no *.parquet); run `pqsimd run {directory}` first")
     parts, job_rows, warnings, calibrations = [], [], [], []

@@ -95,6 +95,7 @@ class PluginCount:
     insns: int  # instructions executed inside the marker windows, summed
     windows: int
     hist: tuple[HistRow, ...] | None = None
+    cache: dict[str, int] | None = None  # cache=on: the cache model's events inside the windows
 
 
 def parse_output(text: str) -> PluginCount:
@@ -113,15 +114,16 @@ def parse_output(text: str) -> PluginCount:
         raise CountError(f"{unbalanced} unbalanced marker(s): a start without a stop, or a stop without a start")
     if vcpus > 1:
         raise CountError(f"the guest started {vcpus - 1} thread(s): the plugin's counts are exact for one thread only")
+    cache = {k: int(v) for k, v in head["cache"].items()} if isinstance(head.get("cache"), dict) else None
     if not head.get("hist"):
-        return PluginCount(insns, windows)
+        return PluginCount(insns, windows, cache=cache)
     rows = []
     for line in lines[1:]:
         pc, count, symbol, disas = line.split("\t", 3)
         rows.append(HistRow(int(pc, 16), int(count), None if symbol == "-" else symbol, disas))
     if sum(r.count for r in rows) != insns:
         raise CountError(f"the histogram sums to {sum(r.count for r in rows)}, not the {insns} instructions counted")
-    return PluginCount(insns, windows, tuple(rows))
+    return PluginCount(insns, windows, tuple(rows), cache)
 
 
 def emulator(isa: Isa) -> list[str]:
@@ -132,13 +134,22 @@ def emulator(isa: Isa) -> list[str]:
     return [qemu, "-cpu", isa.qemu_cpu, *([] if isa.native else ["-L", isa.sysroot])]
 
 
+def plugin_options(hist: bool = False, caches: dict | None = None) -> str:
+    """The plugin's arguments after outfile: hist=on, cache=on with each cache as SIZE:WAYS:LINE."""
+    out = ",hist=on" if hist else ""
+    if caches:
+        out += ",cache=on" + "".join(f",{level.lower()}={c.size}:{c.ways}:{c.line}" for level, c in caches.items())
+    return out
+
+
 def count(isa: Isa, argv: list[str], hist: bool = False, env: dict | None = None, timeout: float = TIMEOUT_S,
-          so: Path | None = None) -> PluginCount:
-    """`so`: the plugin (default: plugin(), which hashes its inputs: a caller counting many times passes it)."""
+          so: Path | None = None, caches: dict | None = None) -> PluginCount:
+    """`so`: the plugin (default: plugin(), which hashes its inputs: a caller counting many times passes it);
+    `caches`: {"I1"|"D1"|"LL": caches.Cache} to run the plugin's cache model."""
     so = so or plugin()
     with tempfile.TemporaryDirectory(prefix="pqsimd-qemu-") as tmp:
         out = Path(tmp) / "count.out"  # no comma: qemu splits -plugin arguments on commas
-        cmd = [*emulator(isa), "-plugin", f"{so},outfile={out}" + (",hist=on" if hist else ""), *argv]
+        cmd = [*emulator(isa), "-plugin", f"{so},outfile={out}" + plugin_options(hist, caches), *argv]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
         except subprocess.TimeoutExpired:

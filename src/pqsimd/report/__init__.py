@@ -61,7 +61,12 @@ def write_report(directory, reference: str | None = None, beside: Path | None = 
     # instructions vs time, counters, energy
     p2_figs, p2_tabs = _optional("phase-2 parts (instructions vs time, counters, energy)", "phase2", "report_parts",
                                  ([], []), study, outdir, notes)
-    p2_tabs = [t for t, _ in p2_tabs]
+    # simulated cache and branch events, the bottlenecks; the paper's claims with --reference paper
+    why_figs, why_tabs = _optional("simulated counter breakdown and bottlenecks", "why", "why_parts", ([], []),
+                                   study, outdir, notes)
+    if reference == "paper":
+        why_tabs += _optional("claims section", "why", "claims_parts", [], study, outdir, notes)
+    p2_figs, p2_tabs = p2_figs + why_figs, [t for t, _ in p2_tabs + why_tabs]
     mix_figs, mix_tabs, findings = _optional("instruction-mix parts", "mechanism", "mechanism_parts", ([], [], {}),
                                              study, outdir, notes)  # instruction mix, cost model
     # kernel groups' shares of an ablated implementation

@@ -2,7 +2,8 @@
 lines, from DIR/results/ only (the mix tables of analyze/mix.py, groups, summary.json):
 instructions per call per variant, the classes that account for most of the difference, the
 vector width used, time and ticks per instruction, llvm-mca's estimate per CPU model beside the
-measured time, and the likely reason for a slowdown (per call or per instruction) where there is one.
+measured time, the likely reason for a slowdown (per call or per instruction) where there is one,
+and, with --metric sim, each variant's bottleneck with the simulated events behind it (report/why.py).
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ class _Data:
         if not results.is_dir():
             raise PqsimdError(f"no results in {results}; run {command('analyze', self.directory)} first")
         self.mix = _read(results, "mix")
-        if self.mix.empty:
+        self.bottleneck = _read(results, "bottleneck")
+        self.sim = _read(results, "sim")
+        if self.mix.empty and self.bottleneck.empty:
             raise PqsimdError(f"{results} holds no instruction mix; measure it with "
                               f"{command('run', self.directory, '--metric', 'mix')} (with ticks,instructions for "
                               f"time beside it), then {command('analyze', self.directory)}")
@@ -134,6 +137,11 @@ def _factor(mca: pd.DataFrame) -> str:
 def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None = None,
                compiler: str | None = None) -> str:
     d = _Data(directory)
+    if d.mix.empty:  # --metric sim without mix: the bottlenecks and simulated events alone
+        from .why import explain_lines
+
+        return "\n".join(explain_lines(d.bottleneck, d.sim, d.family(scheme), scheme, op, variants, compiler,
+                                        d.chain_order(), directory))
     compiler, chosen = _choose(d, scheme, op, variants, compiler)
     fam = d.family(scheme)
     label = (fam.get("labels") or {}).get(op, op)
@@ -249,6 +257,11 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     else:
         row("cost model", "none (llvm-mca was not run: --metric mix with llvm-mca installed, --mca-cpu CPU,...)")
 
+    if not d.bottleneck.empty:
+        from .why import bottleneck_rows
+
+        for name, text in bottleneck_rows(d.bottleneck, scheme, op, chosen, compiler):
+            row(name, text)
     seen = set()
     for v in chosen[1:]:
         for name, text in _reason(d, scheme, op, compiler, base, v, total, counts, labels, mn, ticks, tpi, timed, mca, host):

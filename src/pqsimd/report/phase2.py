@@ -151,11 +151,7 @@ def ilp_figure(study, ilp: pd.DataFrame, outdir: Path, name: str = "fig_instruct
     fig.text(0.01, 0.0, "number above a pair: time speedup / instruction reduction (> 1: more work per tick, ILP/throughput)",
              fontsize=7)
     fig.tight_layout()
-    out = {}
-    for ext in ("png", "svg", "pdf"):
-        out[ext] = files.save_figure(fig, outdir / f"{name}.{ext}", ext, dpi=150)
-    plt.close(fig)
-    return out
+    return files.save_formats(fig, outdir, name)
 
 
 def read_result(directory: Path, name: str) -> pd.DataFrame:

@@ -12,7 +12,9 @@ self-check op's) and the mix's per-instruction subtraction are the same for both
 A backend: `version()` (None: not installed, `missing` says what to install), `count(driver, lib,
 scheme, op, calls, counter)` -> (instructions, calls of the counter function or None),
 `profile(...)` -> ({(object, address): executions}, {address: instruction text} or None: take
-objdump's) for the mix, `command(...)` for the job record.
+objdump's) for the mix, `events(driver, lib, scheme, op, calls, options)` -> {event: count} for the
+simulated-events metric (run/sim.py; `simulates`: which models the backend has, cache and/or branch),
+`command(...)` for the job record.
 """
 
 from __future__ import annotations
@@ -44,6 +46,20 @@ class Callgrind:
 
         return mix.profile_run(driver, library, scheme, op, calls), None  # disassembly: objdump of each object
 
+    simulates = ("cache", "branch")
+    SIM_OPTIONS = ("--cache-sim=yes", "--branch-sim=yes")
+
+    def sim_options(self, geometry) -> tuple[str, ...]:
+        return (*self.SIM_OPTIONS, *geometry.valgrind_args())
+
+    def events(self, driver: Path, library: Path, scheme: str, op: str, calls: int, geometry):
+        """Every event callgrind collected inside pqsimd_measure under its cache and branch
+        simulation with this geometry: {"Ir": n, "D1mr": n, "Bcm": n, ...}, callgrind's names."""
+        from . import instructions as ins
+
+        return ins.run_callgrind(driver, library, scheme, op, calls, extra=self.sim_options(geometry),
+                                 read=ins.parse_callgrind_events)
+
     def command(self, driver: Path, library: Path, scheme: str, extra: tuple[str, ...] = ()) -> list[str]:
         from . import instructions as ins
 
@@ -55,6 +71,7 @@ class QemuPlugin:
     a variant, so the family's call counters are not counted (None)."""
 
     name = "qemu-plugin"
+    simulates = ("cache", "branch")  # the plugin's own models (harness/qemu/count.c), like valgrind's
 
     def __init__(self, isa):
         self.isa = isa
@@ -91,6 +108,24 @@ class QemuPlugin:
         except qemu.CountError as e:
             raise CountError(f"{op}: {e}") from None
 
+    def sim_options(self, geometry) -> tuple[str, ...]:
+        from ..isa import qemu
+
+        return (qemu.plugin_options(caches=geometry.caches),)
+
+    def events(self, driver: Path, library: Path, scheme: str, op: str, calls: int, geometry):
+        """The plugin's cache and branch models with this geometry as specified (any set count):
+        {"Ir": n, "Dr": n, "I1mr": n, ..., "Bcm": n}, callgrind's names."""
+        from ..isa import qemu
+        from .instructions import CountError
+
+        try:
+            got = qemu.count(self.isa, self._argv(driver, library, scheme, op, calls), so=self.plugin,
+                             caches=geometry.caches)
+        except qemu.CountError as e:
+            raise CountError(f"{op}: {e}") from None
+        return {"Ir": got.insns, **(got.cache or {})}
+
     def profile(self, driver: Path, library: Path, scheme: str, op: str, calls: int):
         """{("guest", pc): executions} and the disassembly of every pc, from the plugin's histogram."""
         from ..isa import qemu
@@ -105,7 +140,9 @@ class QemuPlugin:
     def command(self, driver: Path, library: Path, scheme: str, extra: tuple[str, ...] = ()) -> list[str]:
         from ..isa import qemu
 
-        return [*qemu.emulator(self.isa), "-plugin", f"<count.so>,outfile=<out>{',hist=on' if extra else ''}",
+        # extra: the mix's histogram (any callgrind-style options: hist=on) or the sim's plugin options (",cache=on,...")
+        opts = "".join(e for e in extra if e.startswith(",")) or (",hist=on" if extra else "")
+        return [*qemu.emulator(self.isa), "-plugin", f"<count.so>,outfile=<out>{opts}",
                 str(driver), "count", str(library), scheme, "<op>", "<N1|N2>"]
 
 

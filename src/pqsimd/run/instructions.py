@@ -86,6 +86,20 @@ def parse_callgrind_totals(text: str) -> int:
     return int(m.group(1))
 
 
+_EVENTS = re.compile(r"^events:\s*(.+)$", re.M)
+_TOTAL_LINE = re.compile(r"^(?:totals|summary):\s*([\d ]+)$", re.M)  # the line parse_callgrind_totals reads
+
+
+def parse_callgrind_events(text: str) -> dict[str, int]:
+    """Every event total of a callgrind out file, by the names of its `events:` line (from the same
+    line as parse_callgrind_totals, so Ir here equals the instructions metric's)."""
+    names, totals = _EVENTS.search(text), _TOTAL_LINE.search(text)
+    if names is None or totals is None:
+        raise ValueError("callgrind output has no events/totals line")
+    values = [int(x) for x in totals.group(1).split()]
+    return dict(zip(names.group(1).split(), values + [0] * (len(names.group(1).split()) - len(values))))
+
+
 def unhandled_instruction(valgrind_stderr: str) -> str | None:
     """The one-line reason if valgrind stopped on an instruction it cannot decode, else None."""
     m = _UNHANDLED.search(valgrind_stderr)

@@ -7,6 +7,8 @@ jobs, which runner) and by analyze and report (which are exact counts, their uni
     mix               the executed instruction mix and the llvm-mca estimate, one job per
                       (build, scheme); backend by ISA
     energy            RAPL energy per call, one job per (build, scheme)
+    sim               simulated cache misses and branch mispredictions per call (callgrind's
+                      cache and branch model), one job per (build, scheme, cache geometry)
 
 A metric's `runner` is the module of run/ whose `run(sd, study, ctx)` measures it (metrics that
 share a runner run together, once). Counting metrics have a backend chosen by the study's ISA
@@ -52,6 +54,8 @@ REGISTRY: dict[str, Metric] = {m.name: m for m in (
     Metric("counters", "events", "hardware counters", "timing", timed=True, exact=False, per_build=False, grouped=False),
     Metric("energy", "µJ", "energy", "energy", timed=True, exact=False, per_build=True, grouped=False),
     Metric("mix", "instructions", "instruction mix", "mix", timed=False, exact=True, per_build=True, grouped=False),
+    Metric("sim", "events", "simulated cache and branch events", "sim", timed=False, exact=True, per_build=True,
+           grouped=False),
 )}
 
 

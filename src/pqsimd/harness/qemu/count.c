@@ -17,6 +17,17 @@
  * correct the marker's own TB the same way), so per instruction: executions inside windows.
  * Exact for single-threaded guests whose counted code raises no synchronous exception mid-TB
  * (a syscall ends its TB, so it is fine); "vcpus" > 1 says a guest thread was started.
+ *
+ * With cache=on,i1=SIZE:WAYS:LINE,d1=...,ll=... every instruction fetch and every guest load and
+ * store also goes through a cache model of our own (simulated all the time, counted inside the
+ * windows): first-level instruction and data caches backed by one last level, each
+ * set-associative with LRU replacement and write-allocate (the model valgrind's callgrind uses on
+ * x86-64, so both ISAs' numbers mean the same); an access that straddles two lines touches both
+ * and misses if either does. The JSON line then has "cache": {"Dr", "Dw", "I1mr", "D1mr", "D1mw",
+ * "ILmr", "DLmr", "DLmw", "Bc", "Bcm", "Bi", "Bim"}. Branches, like valgrind's model: conditional
+ * ones (b.cond, cbz/cbnz, tbz/tbnz) are predicted by a table of 16384 two-bit counters indexed by
+ * address, taken when the next instruction executed is not the one after the branch; indirect ones
+ * (br, blr; not ret) by a 512-entry table of the last target per address.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -55,6 +66,144 @@ static int open_window, hist;
 static unsigned vcpus;
 static const char *outfile;
 static block *blocks;
+
+/* The cache model (cache=on). */
+typedef struct {
+    uint64_t sets, ways, line_shift;
+    uint64_t *tag;   /* sets * ways; line number + 1, 0 = empty */
+    uint64_t *stamp; /* last use, for LRU */
+    uint64_t clock;
+} cache;
+static int simulate;
+static cache i1, d1, ll;
+static uint64_t d_reads, d_writes, i1_misses, d1_read_misses, d1_write_misses, ll_i_misses, ll_read_misses,
+    ll_write_misses;
+
+/* The branch model (cache=on): a branch is resolved by the next instruction fetched. */
+#define COND_ENTRIES 16384
+#define INDIRECT_ENTRIES 512
+enum { NOT_BRANCH, CONDITIONAL, INDIRECT };
+static uint8_t counters[COND_ENTRIES]; /* 0, 1: predict not taken; 2, 3: taken */
+static uint64_t targets[INDIRECT_ENTRIES];
+static uint64_t pending_pc;
+static int pending_kind, pending_counted;
+static uint64_t conditional, conditional_missed, indirect, indirect_missed;
+
+static int branch_kind(uint32_t word) {
+    if ((word & 0xFF000010u) == 0x54000000u || (word & 0x7E000000u) == 0x34000000u ||
+        (word & 0x7E000000u) == 0x36000000u) {
+        return CONDITIONAL; /* b.cond; cbz, cbnz; tbz, tbnz */
+    }
+    if ((word & 0xFFFFFC1Fu) == 0xD61F0000u || (word & 0xFFFFFC1Fu) == 0xD63F0000u) {
+        return INDIRECT; /* br, blr */
+    }
+    return NOT_BRANCH;
+}
+
+static void resolve_branch(uint64_t next_pc) {
+    if (pending_kind == CONDITIONAL) {
+        uint8_t *c = &counters[(pending_pc >> 2) % COND_ENTRIES];
+        int taken = next_pc != pending_pc + 4, predicted = *c >= 2;
+        if (pending_counted) {
+            conditional++;
+            conditional_missed += taken != predicted;
+        }
+        *c = taken ? (*c < 3 ? *c + 1 : 3) : (*c > 0 ? *c - 1 : 0);
+    } else if (pending_kind == INDIRECT) {
+        uint64_t *t = &targets[(pending_pc >> 2) % INDIRECT_ENTRIES];
+        if (pending_counted) {
+            indirect++;
+            indirect_missed += *t != next_pc;
+        }
+        *t = next_pc;
+    }
+    pending_kind = NOT_BRANCH;
+}
+
+static void on_branch(unsigned int vcpu, void *udata) {
+    (void)vcpu;
+    uint64_t packed = (uint64_t)(uintptr_t)udata; /* pc | kind in the low bits (A64 pcs are 4-aligned) */
+    pending_pc = packed & ~(uint64_t)3;
+    pending_kind = (int)(packed & 3);
+    pending_counted = open_window;
+}
+
+static int cache_init(cache *c, const char *spec) {
+    unsigned long long size, ways, line;
+    if (sscanf(spec, "%llu:%llu:%llu", &size, &ways, &line) != 3 || !ways || !line || (line & (line - 1)) ||
+        size % (ways * line)) {
+        return -1;
+    }
+    c->sets = size / (ways * line);
+    c->ways = ways;
+    c->line_shift = (uint64_t)__builtin_ctzll(line);
+    c->tag = calloc(c->sets * c->ways, sizeof *c->tag);
+    c->stamp = calloc(c->sets * c->ways, sizeof *c->stamp);
+    return c->sets && c->tag && c->stamp ? 0 : -1;
+}
+
+/* One access to the line holding addr: 1 on a hit; on a miss the least recently used way is refilled. */
+static int cache_line(cache *c, uint64_t line) {
+    uint64_t base = (line % c->sets) * c->ways, victim = base;
+    for (uint64_t w = base; w < base + c->ways; w++) {
+        if (c->tag[w] == line + 1) {
+            c->stamp[w] = ++c->clock;
+            return 1;
+        }
+        if (c->stamp[w] < c->stamp[victim]) {
+            victim = w;
+        }
+    }
+    c->tag[victim] = line + 1;
+    c->stamp[victim] = ++c->clock;
+    return 0;
+}
+
+/* An access of `size` bytes through a first level backed by the last level: 0 hit, 1 first-level
+ * miss served by the last level, 2 missed both. */
+static int hierarchy(cache *l1, uint64_t addr, unsigned size) {
+    uint64_t first = addr >> l1->line_shift, last = (addr + (size ? size : 1) - 1) >> l1->line_shift;
+    int worst = 0;
+    for (uint64_t line = first; line <= last; line++) {
+        if (!cache_line(l1, line)) {
+            int level = cache_line(&ll, (line << l1->line_shift) >> ll.line_shift) ? 1 : 2;
+            worst = level > worst ? level : worst;
+        }
+    }
+    return worst;
+}
+
+static void on_fetch(unsigned int vcpu, void *udata) {
+    (void)vcpu;
+    uint64_t pc = (uint64_t)(uintptr_t)udata;
+    if (pending_kind != NOT_BRANCH) {
+        resolve_branch(pc);
+    }
+    int level = hierarchy(&i1, pc, 4);
+    if (open_window) {
+        i1_misses += level >= 1;
+        ll_i_misses += level == 2;
+    }
+}
+
+static void on_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata) {
+    (void)vcpu;
+    (void)udata;
+    int store = qemu_plugin_mem_is_store(info);
+    int level = hierarchy(&d1, vaddr, 1u << qemu_plugin_mem_size_shift(info));
+    if (!open_window) {
+        return;
+    }
+    if (store) {
+        d_writes++;
+        d1_write_misses += level >= 1;
+        ll_write_misses += level == 2;
+    } else {
+        d_reads++;
+        d1_read_misses += level >= 1;
+        ll_read_misses += level == 2;
+    }
+}
 
 static void on_marker(unsigned int vcpu, void *udata) {
     (void)vcpu;
@@ -113,11 +262,21 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
             b->disas[i] = qemu_plugin_insn_disas(insn);
             b->symbol[i] = qemu_plugin_insn_symbol(insn);
         }
+        if (simulate) {
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_fetch, QEMU_PLUGIN_CB_NO_REGS,
+                                                   (void *)(uintptr_t)qemu_plugin_insn_vaddr(insn));
+            qemu_plugin_register_vcpu_mem_cb(insn, on_memory, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
+        }
         uint32_t word;
         if (qemu_plugin_insn_size(insn) != sizeof word) {
             continue;
         }
         memcpy(&word, qemu_plugin_insn_data(insn), sizeof word); /* A64: little-endian words */
+        int kind = simulate ? branch_kind(word) : NOT_BRANCH;
+        if (kind != NOT_BRANCH) { /* after on_fetch: its own fetch must not resolve it */
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_branch, QEMU_PLUGIN_CB_NO_REGS,
+                                                   (void *)(uintptr_t)(qemu_plugin_insn_vaddr(insn) | (uint64_t)kind));
+        }
         int stop = word == PQSIMD_A64_HINT(PQSIMD_MARKER_HINT_STOP);
         if (stop || word == PQSIMD_A64_HINT(PQSIMD_MARKER_HINT_START)) {
             marker *m = malloc(sizeof *m);
@@ -181,11 +340,19 @@ static void write_results(qemu_plugin_id_t id, void *udata) {
     (void)id;
     (void)udata;
     unbalanced += open_window; /* a window never closed is not counted */
-    char line[256];
+    char line[1024], events[640] = "";
+    if (simulate) {
+        snprintf(events, sizeof events,
+                 ", \"cache\": {\"Dr\": %" PRIu64 ", \"Dw\": %" PRIu64 ", \"I1mr\": %" PRIu64 ", \"D1mr\": %" PRIu64
+                 ", \"D1mw\": %" PRIu64 ", \"ILmr\": %" PRIu64 ", \"DLmr\": %" PRIu64 ", \"DLmw\": %" PRIu64
+                 ", \"Bc\": %" PRIu64 ", \"Bcm\": %" PRIu64 ", \"Bi\": %" PRIu64 ", \"Bim\": %" PRIu64 "}",
+                 d_reads, d_writes, i1_misses, d1_read_misses, d1_write_misses, ll_i_misses, ll_read_misses,
+                 ll_write_misses, conditional, conditional_missed, indirect, indirect_missed);
+    }
     snprintf(line, sizeof line,
              "{\"insns\": %" PRIu64 ", \"windows\": %" PRIu64 ", \"unbalanced\": %" PRIu64
-             ", \"vcpus\": %u, \"hist\": %s}\n",
-             counted, windows, unbalanced, vcpus, hist ? "true" : "false");
+             ", \"vcpus\": %u, \"hist\": %s%s}\n",
+             counted, windows, unbalanced, vcpus, hist ? "true" : "false", events);
     if (!outfile) {
         qemu_plugin_outs(line);
         return;
@@ -217,10 +384,21 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             outfile = eq + 1;
         } else if (key == 4 && strncmp(argv[i], "hist", key) == 0 && qemu_plugin_bool_parse("hist", eq + 1, &on)) {
             hist = on;
+        } else if (key == 5 && strncmp(argv[i], "cache", key) == 0 && qemu_plugin_bool_parse("cache", eq + 1, &on)) {
+            simulate = on;
+        } else if (key == 2 && (strncmp(argv[i], "i1", key) == 0 || strncmp(argv[i], "d1", key) == 0 ||
+                                strncmp(argv[i], "ll", key) == 0) &&
+                   cache_init(argv[i][0] == 'i' ? &i1 : argv[i][0] == 'd' ? &d1 : &ll, eq + 1) == 0) {
+            continue;
         } else {
-            fprintf(stderr, "pqsimd count plugin: bad argument %s (outfile=PATH, hist=on|off)\n", argv[i]);
+            fprintf(stderr, "pqsimd count plugin: bad argument %s (outfile=PATH, hist=on|off, cache=on|off, "
+                            "i1|d1|ll=SIZE:WAYS:LINE)\n", argv[i]);
             return -1;
         }
+    }
+    if (simulate && !(i1.sets && d1.sets && ll.sets)) {
+        fprintf(stderr, "pqsimd count plugin: cache=on needs i1=, d1= and ll=SIZE:WAYS:LINE\n");
+        return -1;
     }
     qemu_plugin_register_vcpu_init_cb(id, on_vcpu_init);
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
