@@ -32,22 +32,32 @@ def _git_commit() -> str | None:
         return None
 
 
-def _install(sd: StudyDir, source: Path, dest: Path, build: str | None) -> str:
-    """Copy a cached binary into DIR/bin; refuse to swap it under data measured with the old one."""
-    new_sha = store.sha256_file(source)
+def _install(sd: StudyDir, source: Path, dest: Path, build: str | None, gated: str) -> str:
+    """Copy a cached binary into DIR/bin, as the bytes that were built and gated (`gated`: their
+    sha256); refuse to swap it under data measured with the old one (a variant's jobs record its
+    binaries, every job its driver's)."""
+    if dest.exists() and store.sha256_file(dest) == gated:
+        return gated
     if dest.exists():
-        if store.sha256_file(dest) == new_sha:
-            return new_sha
-        if build is not None and any(rec and build in (rec.get("binaries") or {}) for rec in sd.job_records().values()):
+        timed = [rec for rec in sd.job_records().values() if rec]
+        if build is not None and any(build in (rec.get("binaries") or {}) for rec in timed):
             raise PqsimdError(
                 f"build {build} now compiles differently (compiler or sources changed) than when its jobs in {sd.path} "
                 f"ran; use a new directory so the two are not mixed"
             )
+        if build is None and any(rec.get("driver_sha256") not in (None, gated) for rec in timed):
+            raise PqsimdError(
+                f"the pqsimd driver differs from the one that timed the jobs in {sd.path} (rebuilt from other "
+                f"harness code or flags); use a new directory so jobs of two drivers are not mixed"
+            )
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.tmp")
     shutil.copy2(source, tmp)
+    if store.sha256_file(tmp) != gated:
+        tmp.unlink(missing_ok=True)
+        raise PqsimdError(f"{source} changed after it was built and gated (sha256 differs); run again to rebuild it")
     tmp.replace(dest)
-    return new_sha
+    return gated
 
 
 def _missing_cpu_features(required: tuple[str, ...]) -> list[str]:
@@ -190,10 +200,15 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
             console.print(f"[red]gate FAILED[/red] {b.label}: "
                           + "; ".join(f"{c.check} {c.scheme}: {c.detail}" for c in bad[:2]) + more, soft_wrap=True)
             ok = False
+    passing = [b for b in builds if gate_results[b.id]["passed_schemes"]]
+    driver_sha = _install(sd, driver.path, sd.driver_path, None, driver.sha256 or store.sha256_file(driver.path))
+    sd.update_manifest({"driver": {**driver.to_dict(), "sha256": driver_sha}})  # what every launch checks
+    binaries = {b.id: _install(sd, b.library, sd.variant_path(b.id), b.id, b.sha256) for b in passing}
+    for bid, sha in binaries.items():
+        gate_results[bid]["binary_sha256"] = sha  # the bytes that passed: every job checks its libraries against it
     for bid, g in gate_results.items():
         sd.write_gate(bid, g)
 
-    passing = [b for b in builds if gate_results[b.id]["passed_schemes"]]
     if study.max_call_s:
         for b in passing:
             slow = [f"{op} of {sc} ({secs:.2g} s)" for sc, ops in (gate_results[b.id].get("ops") or {}).items()
@@ -203,8 +218,6 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
                 console.print(f"[yellow]not timed[/yellow] {b.label}: one call takes longer than the cap of "
                               f"{study.max_call_s:g} s (max_call_s; --max-call 0 lifts it): " + ", ".join(slow[:6])
                               + (f" and {len(slow) - 6} more" if len(slow) > 6 else ""), soft_wrap=True)
-    driver_sha = _install(sd, driver.path, sd.driver_path, None)
-    binaries = {b.id: _install(sd, b.library, sd.variant_path(b.id), b.id) for b in passing}
     for x in sd.exclusions():  # builds that crashed or hung in an earlier run: still left out
         console.print(f"[red]excluded[/red] {x['build']} from {x['scheme']}: it {x['detail']} (job {x['job']}); "
                       f"delete {x['file']} to try it again", soft_wrap=True)

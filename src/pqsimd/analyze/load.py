@@ -229,6 +229,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
         seen[row["job"]] = row["file"]
     check_settings(jobs, directory)  # a foreign file is named as such before its sizing is compared
     check_sizing({path.name: meta for path, (_, meta) in zip(files, read)}, raw)
+    check_identity({path.name: meta for path, (_, meta) in zip(files, read)}, raw)
     planned = _planned_jobs(directory)
     if planned:
         missing = sorted(set(planned) - set(jobs["job"]))
@@ -314,6 +315,31 @@ def check_sizing(records: dict[str, dict | None], raw: Path) -> None:
                     raise PqsimdError(f"{raw}: {first[0]} and {name} timed {op} of {build} with different sizing "
                                       f"({diff}); a group's jobs are never pooled across sizes: move the jobs of one "
                                       f"sizing out of raw/ (or restore sizing.json and re-run them)")
+
+
+def check_identity(records: dict[str, dict | None], raw: Path) -> None:
+    """Jobs are pooled only when they ran the same code: one driver (its sha256) for every job, and
+    for each build one shared object (the job records' binaries; None: built on a SLURM node). A
+    driver or a compiler changed between runs would otherwise mix two measurements in one group."""
+    def first_clash(field_of) -> tuple[str, str, str] | None:
+        seen: dict[str, tuple[str, str]] = {}
+        for name, rec in sorted(records.items()):
+            for key, sha in field_of(rec or {}):
+                if sha is None:
+                    continue
+                first = seen.setdefault(key, (name, sha))
+                if first[1] != sha:
+                    return key, first[0], name
+        return None
+
+    clash = first_clash(lambda r: [("driver", r["driver_sha256"])] if r.get("driver_sha256") else [])
+    if clash:
+        raise PqsimdError(f"{raw}: {clash[1]} and {clash[2]} were timed by different drivers (sha256 differs); jobs of "
+                          f"two drivers are never pooled: move the jobs of one out of raw/")
+    clash = first_clash(lambda r: list((r.get("binaries") or {}).items()) if isinstance(r.get("binaries"), dict) else [])
+    if clash:
+        raise PqsimdError(f"{raw}: {clash[1]} and {clash[2]} timed different binaries of build {clash[0]} (compiler or "
+                          f"sources changed between them); they are never pooled: move the jobs of one out of raw/")
 
 
 def check_cpu_models(jobs: pd.DataFrame, directory: Path, pool: bool, warnings: list[str]) -> None:

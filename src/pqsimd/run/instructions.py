@@ -271,7 +271,7 @@ def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *,
     its job (info["failed"]); when a job's last run ends, write(job, {op: [results]}, started) stores it
     and returns its path. Ctrl-C drops the queued runs (finished jobs are on disk; a rerun continues).
     False if a job failed."""
-    driver = sd.driver_path
+    driver = sd.gated_driver()
     skipped: dict[str, str] = {}  # build id -> reason (valgrind cannot run it)
     lock = threading.Lock()
 
@@ -281,7 +281,7 @@ def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *,
             if b.id in skipped:
                 return None
         try:
-            return measure(driver, sd.variant_path(b.id), job.info["scheme"], op)
+            return measure(driver, sd.gated_library(b.id), job.info["scheme"], op)
         except CountError as e:
             if e.unsupported:
                 with lock:

@@ -220,11 +220,11 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
             libraries.append(build_here(sd, study, job, variant, compiler))
             built_on_node.append(bid)
         else:
-            lib = sd.variant_path(bid)
+            lib = sd.gated_library(bid)
             if not lib.exists():
                 raise PqsimdError(f"job {job_id}: variant {lib} is missing; run {command('run', sd.path)} to rebuild")
             libraries.append(lib)
-    driver = sd.driver_path
+    driver = sd.gated_driver()
     if not driver.exists():
         raise PqsimdError(f"job {job_id}: driver {driver} is missing; run {command('run', sd.path)} to rebuild")
     cpu = pick_cpu(study)

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import catalog
+from .. import catalog, store
 from ..build import Build, Driver
 from ..run import child
 from ..sources import SourceTree
@@ -231,10 +231,12 @@ def _gate_code_digest() -> str:
     return hashlib.sha256(b"".join(d.joinpath(n).read_bytes() for n in ("gate.c", "gate.h"))).hexdigest()
 
 
-def _vectors_digest(vectors: list[Vector], expected_kat: str | None, gate: dict, only_verify: bool) -> str:
+def _vectors_digest(vectors: list[Vector], expected_kat: str | None, gate: dict, only_verify: bool,
+                    library_sha256: str) -> str:
+    """The key of a cached verdict: the inputs and the very bytes of the shared object checked."""
     mode = "|verify-only" if only_verify else ""
     h = hashlib.sha256(f"{GATE_CACHE_VERSION}|{expected_kat}|{json.dumps(gate, sort_keys=True)}{mode}|"
-                       f"{_gate_code_digest()}".encode())
+                       f"{_gate_code_digest()}|{library_sha256}".encode())
     for v in vectors:
         h.update(v.line.encode())
     return h.hexdigest()
@@ -249,8 +251,12 @@ def _checked(tree: SourceTree, driver: Driver, b: Build, scheme: str, vectors: l
     digest): it is kept beside the build, so a study that reuses a cached build skips the KAT and
     vectors (slow at -O0 for large signature sets). Answers are re-run only when a difference has to
     be named."""
+    library_sha256 = store.sha256_file(b.library)
+    if b.sha256 and library_sha256 != b.sha256:
+        changed = f"{b.library} is not the binary that was built (sha256 {library_sha256[:16]}… != {b.sha256[:16]}…)"
+        return None, changed, "", "", changed
     digest = _vectors_digest(vectors, expected_kat_sha256(tree, scheme) if fam.kat else None, fam.gate_for(scheme),
-                             verify_only(b))
+                             verify_only(b), library_sha256)
     cache = _cache_file(b, scheme)
     try:
         c = json.loads(cache.read_text())
