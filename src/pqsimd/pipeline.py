@@ -60,6 +60,16 @@ def _install(sd: StudyDir, source: Path, dest: Path, build: str | None, gated: s
     return gated
 
 
+def _nothing_to_build(study: study_mod.Study, target, skip_lines: list[str]) -> str:
+    """One line for a study none of whose builds can be made here: what was skipped and what would run."""
+    isas = sorted({i for v in study.variants for i in (study.variant(v).isa or ()) if i != target.name})
+    other = f"; {', '.join(isas)} builds need --isa {isas[0]} (counted, not timed: --metric instructions,mix)" \
+        if isas else ""
+    shown = "; ".join(skip_lines[:3]) + (f"; and {len(skip_lines) - 3} more" if len(skip_lines) > 3 else "")
+    return (f"nothing in this study can be built for {target.name} here, so nothing would be timed: {shown}{other}; "
+            f"choose variants whose sources and ISA fit (`pqsimd list`)")
+
+
 def _missing_cpu_features(required: tuple[str, ...]) -> list[str]:
     flags = machine.cpu_flags()
     return [f for f in required if f not in flags]
@@ -183,9 +193,13 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
                 console.print(f"build {vid} ({comp.id}, {fam.name}): {how} ({comp.command} {' '.join(b.flags)})", soft_wrap=True)
                 builds.append(b)
 
+    skip_lines = []
     for (fam_name, comp_id, why), vids in skipped.items():
         named = ", ".join(vids) if len(vids) <= 3 else f"{len(vids)} variants ({vids[0]} ... {vids[-1]})"
-        console.print(f"[yellow]skip[/yellow] {named} ({comp_id}, {fam_name}): {why}", soft_wrap=True)
+        skip_lines.append(f"{named} ({comp_id}, {fam_name}): {why}")
+        console.print(f"[yellow]skip[/yellow] {skip_lines[-1]}", soft_wrap=True)
+    if not builds and ok:
+        raise PqsimdError(_nothing_to_build(study, target, skip_lines))
 
     from . import verify
 
