@@ -15,11 +15,19 @@ class Seconds(click.ParamType):
 
     name = "seconds"
     UNITS = {"ms": 1e-3, "s": 1.0}
+    NO_LIMIT = ("inf", "infinity", "none")
+
+    def __init__(self, no_limit: bool = False):
+        self.no_limit = no_limit  # inf / none mean "no limit", written 0
 
     def convert(self, value, param, ctx):
         if isinstance(value, (int, float)):
             return float(value)
         text = str(value).strip().lower()
+        if text in self.NO_LIMIT and self.no_limit:
+            return 0.0
+        if text.lstrip("+-") in (*self.NO_LIMIT, "nan"):
+            self.fail(f"{value!r} is not a duration: give seconds, e.g. 0.5, 0.5s or 500ms", param, ctx)
         scale = 1.0
         for unit in ("ms", "s"):
             if text.endswith(unit):
@@ -74,8 +82,8 @@ def cli() -> None:
               help="paired (default): all variants in one process, per-spin random order; separate: one process per variant (the paper's)")
 @click.option("--budget", type=Seconds(), default=None,
               help="time per op and job (0.5, 0.5s or 500ms): spins/reps/batch chosen per op")
-@click.option("--job-timeout", "job_timeout", type=Seconds(), default=None,
-              help="time limit per timing job and probe (0: none; default: derived from the op times, run/limits.py)")
+@click.option("--job-timeout", "job_timeout", type=Seconds(no_limit=True), default=None,
+              help="time limit per timing job and probe (0, inf or none: no limit; default: derived from the op times, run/limits.py)")
 @click.option("--max-call", "max_call_s", type=Seconds(), default=None,
               help="an op whose one call takes longer is not timed for that build (0: no cap; quick 0.2 s, standard 2 s)")
 @click.option("--warmup-ns", "warmup_ns", type=int, default=None, help="paired: untimed warm-up before each variant's reps (ns, default 50000)")

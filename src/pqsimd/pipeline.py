@@ -232,7 +232,12 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
                 console.print(f"[yellow]not timed[/yellow] {b.label}: one call takes longer than the cap of "
                               f"{study.max_call_s:g} s (max_call_s; --max-call 0 lifts it): " + ", ".join(slow[:6])
                               + (f" and {len(slow) - 6} more" if len(slow) > 6 else ""), soft_wrap=True)
-    for x in sd.exclusions():  # builds that crashed or hung in an earlier run: still left out
+    for x in sd.exclusions():
+        if x.get("how") == "hung":  # a time limit may have been too tight, or the host busy: tried again
+            Path(x["file"]).unlink(missing_ok=True)
+            console.print(f"[yellow]retry[/yellow] {x['build']} for {x['scheme']}: in an earlier run it {x['detail']} "
+                          f"(job {x['job']}); it is timed again (a hang excludes it again, for that run)", soft_wrap=True)
+    for x in sd.exclusions():  # builds that crashed in an earlier run: still left out
         console.print(f"[red]excluded[/red] {x['build']} from {x['scheme']}: it {x['detail']} (job {x['job']}); "
                       f"delete {x['file']} to try it again", soft_wrap=True)
         ok = False

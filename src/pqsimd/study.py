@@ -8,6 +8,8 @@ seeded plan). Every input is checked here, before anything is built or timed.
 
 from __future__ import annotations
 
+import math
+
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -283,8 +285,11 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         if isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap < 0:
             raise PqsimdError(f"--max-call must be a time in seconds (0: no cap), got {cap!r}")
         merged["max_call_s"] = float(cap) if cap > 0 else None
-    if merged.get("job_timeout") is not None and merged["job_timeout"] < 0:
-        raise PqsimdError(f"--job-timeout must be a time in seconds (0: none), got {merged['job_timeout']!r}")
+    if merged.get("job_timeout") is not None:
+        t = merged["job_timeout"]
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 or math.isnan(t):
+            raise PqsimdError(f"--job-timeout must be a time in seconds (0, inf or none: no limit), got {t!r}")
+        merged["job_timeout"] = 0.0 if math.isinf(t) else float(t)  # no limit is written 0
     if merged.get("design", "paired") not in DESIGNS:
         raise PqsimdError(f"--design must be one of {', '.join(DESIGNS)}, got {merged.get('design')!r}")
 
