@@ -504,6 +504,22 @@ def read_toml(path: Path) -> dict:
         return {}
 
 
+def computed_from(directory: Path) -> dict[str, str | None]:
+    """Which job runs results/ is computed from: each raw file and the time its job finished (a job
+    run again finishes at another time)."""
+    return {p.name: (rec or {}).get("finished") for p, rec in StudyDir(directory).job_records().items()}
+
+
+def stale_jobs(directory: Path, summary: dict) -> int:
+    """How many job runs in raw/ differ from those results/ was computed from (new, run again or
+    gone); 0 when results/ does not say (an older pqsimd)."""
+    then = summary.get("computed_from")
+    if not isinstance(then, dict):
+        return 0
+    now = computed_from(directory)
+    return sum(then.get(k, "") != v for k, v in now.items()) + sum(k not in now for k in then)
+
+
 def check_study_dir(directory: Path) -> Path:
     directory = Path(directory)
     if not directory.is_dir():
@@ -522,6 +538,11 @@ def load_study(directory: Path) -> Study:
     if summary.get("schema_version", 1) < SCHEMA_VERSION:
         raise PqsimdError(f"{results} was written by an older pqsimd; re-run {command('analyze', directory)}")
     tables = {name: _read_table(results, name) for name in RESULT_TABLES}
+    stale = stale_jobs(directory, summary)
+    if stale:  # said first, in show's notes and the report's warnings
+        summary["warnings"] = [f"stale: {stale} job{'s' if stale != 1 else ''} since these results were computed "
+                               f"({summary.get('generated', 'earlier')}); run {command('analyze', directory)} to "
+                               f"include {'them' if stale != 1 else 'it'}", *(summary.get("warnings") or [])]
     return Study(
         directory=directory, groups=tables["groups"], comparisons=tables["comparisons"],
         decomposition=tables["decomposition"], aa=tables["aa"], jobs=tables["jobs"],
