@@ -142,3 +142,29 @@ def test_results_say_they_are_stale_when_jobs_ran_since(measured, tmp_path, cli)
     assert "stale: 1 job since" in (d / "report" / "index.html").read_text()
     assert cli("analyze", d, env=ENV).returncode == 0
     assert "stale" not in cli("show", d, env=ENV).stdout
+
+
+def test_a_build_that_fails_its_gate_now_loses_its_old_numbers(measured, tmp_path):
+    """Item 9 of issue 29: avx2 was timed, then fails its gate in a later run (the manifest holds the
+    latest gate): analyze leaves its numbers out, says why, and its comparisons are n/a."""
+    import json
+
+    import pandas as pd
+
+    from pqsimd.analyze import analyze_study
+
+    d = tmp_path / "s"
+    shutil.copytree(measured, d)
+    m = json.loads((d / "manifest.json").read_text())
+    b = m["builds"]["avx2.gcc.shake"]
+    b.update(passed=False, passed_schemes=[],
+             checks=[{"check": "vectors", "scheme": "shake-256", "passed": False, "detail": "vector 0: digest differs"}])
+    (d / "manifest.json").write_text(json.dumps(m))
+    results = analyze_study(d)
+    groups = pd.read_parquet(results / "groups.parquet")
+    assert set(groups.variant) == {"ref"}
+    comp = pd.read_parquet(results / "comparisons.parquet")
+    assert comp[comp.variant == "avx2"].speedup.isna().all()
+    warnings = json.loads((results / "summary.json").read_text())["warnings"]
+    assert any("build avx2 (gcc) of shake-256 does not pass its gate now (vectors shake-256: vector 0: digest differs)"
+               in w for w in warnings), warnings

@@ -23,7 +23,7 @@ from .compare import COLUMNS as COMPARISON_COLUMNS
 from .decompose import decompose
 from .methods import methods
 from .groups import EXACT_METRICS, MIN_TSC_STEPS, build_groups, describe, flag_carryover, short_samples
-from .load import load_spins, not_timed_variants
+from .load import drop_failed_builds, load_spins, not_timed_variants
 from .settings import Settings, read_study_toml, resolve
 from .write import staged_results, write_json, write_spins, write_table
 from ..results import computed_from
@@ -307,7 +307,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
                     "computed_from": computed_from(directory)}, results / "summary.json")
         return
     data = load_spins(directory, pool_cpu_models=settings.pool_cpu_models)
-    warnings = list(data.warnings)
+    warnings = list(data.warnings) + drop_failed_builds(data, directory)
     t_load = time.perf_counter()
     ops_order = _ops_order(study, ctx)
 

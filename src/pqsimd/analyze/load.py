@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import PqsimdError
+from ..ids import build_id
 from .settings import parallel_map, read_study_toml
 from .mix import MIX_FILE_SUFFIX
 from ..studydir import StudyDir
@@ -290,6 +291,41 @@ def not_timed_variants(directory: Path) -> dict[str, str]:
         else:
             why[b["variant"]].append("")
     return {v: "; ".join(r) for v, r in why.items() if all(r)}
+
+
+def drop_failed_builds(data: SpinData, directory: Path) -> list[str]:
+    """Leave out the numbers of a build that its latest gate (the manifest's builds) does not pass for
+    that parameter set: it was timed in an earlier run and fails now (sources, compiler or the gate
+    changed), so its old numbers are not what the study now vouches for. One warning per build."""
+    builds = StudyDir(directory).read_manifest().get("builds")
+    if not isinstance(builds, dict) or data.spins.empty:
+        return []
+    family = {s: b.get("family") for b in builds.values() if isinstance(b, dict)  # the schemes each family's gate saw
+              for s in [*(b.get("passed_schemes") or []), *(x.get("scheme") for x in b.get("checks") or [] if isinstance(x, dict))]}
+    keys = data.spins[["variant", "compiler", "scheme"]].drop_duplicates()
+    drop, warnings = [], []
+    for v, c, s in keys.itertuples(index=False):
+        b = builds.get(build_id(str(v), str(c), family[str(s)])) if family.get(str(s)) else None
+        if not isinstance(b, dict) or str(s) in (b.get("passed_schemes") or []):
+            continue
+        why = b.get("skipped") or next((f"{x.get('check')} {x.get('scheme')}: {x.get('detail')}" for x in b.get("checks") or []
+                                        if isinstance(x, dict) and not x.get("passed")), "it did not pass")
+        drop.append((v, c, s))
+        warnings.append(f"build {v} ({c}) of {s} does not pass its gate now ({why}): the numbers of its earlier jobs "
+                        f"are left out")
+    if drop:
+        sp = data.spins
+        gone = pd.MultiIndex.from_frame(sp[["variant", "compiler", "scheme"]].astype(str)).isin(
+            [tuple(map(str, k)) for k in drop])
+        sp = sp[~gone].copy()
+        for col in KEY_COLUMNS:
+            if isinstance(sp[col].dtype, pd.CategoricalDtype):
+                sp[col] = sp[col].cat.remove_unused_categories()
+        data.spins = sp
+        if sp.empty:
+            raise PqsimdError(f"{directory}: no build whose jobs are in raw/ passes its gate now ({warnings[0]}); "
+                              f"nothing is analysed: fix the build and `pqsimd run {directory}` again")
+    return warnings
 
 
 def check_sizing(records: dict[str, dict | None], raw: Path) -> None:
