@@ -112,6 +112,7 @@ class Study:
             "ops": {s: self.ops_for(s) for s in self.schemes}, "metrics": list(self.metrics),
             "spins": self.spins, "reps": self.reps, "warmup": self.warmup, "batch": self.batch,
             "batch_target": self.batch_target, "design": self.design, "warmup_ns": self.warmup_ns,
+            "ablation": self.ablation,  # an ablation cell's build holds the study's parameter sets only
             "budget": self.budget, "min_spins": self.min_spins, "min_reps": self.min_reps,
             "max_spins": self.max_spins, "seed": self.seed, "source": self.source, "max_call_s": self.max_call_s,
             "variant_defs": {v: _measured(self.variant_defs[v]) for v in self.variants if v in self.variant_defs},
