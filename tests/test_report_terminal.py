@@ -153,3 +153,27 @@ def test_power_note_says_withheld_when_nothing_was_tested(tmp_path):
     note = study.power_note()
     assert note.startswith("2 of 2 comparisons withheld")
     assert dict(methods(study))["power"] == note
+
+
+@pytest.mark.parametrize("io_encoding", ["latin-1", None])
+def test_every_command_works_under_a_non_utf8_locale(tmp_path, io_encoding):
+    """Item 12 of issue 29: under a latin-1 (or plain ASCII) locale, analyze, show and report run to
+    the end: files stay UTF-8, and a character the terminal lacks prints as `?`, never a traceback."""
+    import os
+
+    from conftest import PQSIMD
+
+    def run_cli(*args, env):  # the output in the terminal's encoding (latin-1; UTF-8 mode otherwise)
+        return subprocess.run([str(PQSIMD), *map(str, args)], capture_output=True, env=env, timeout=600,
+                              encoding=io_encoding or "utf-8")
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=6,
+                             spins=10, reps=3, medians={"ref": 600.0, "avx2": 60.0}, design="paired",
+                             analysis={"n_boot": 200, "seed": 1})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHONUTF8", "PYTHONIOENCODING"))}
+    env |= {"LC_ALL": "C", "PYTHONUTF8": "0", **({"PYTHONIOENCODING": io_encoding} if io_encoding else {})}
+    for command in ("analyze", "show", "report"):
+        r = run_cli(command, d, env=env)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (command, r.stderr[-2000:])
+    assert "ML-KEM-512" in r.stdout or "ML-KEM-512" in run_cli("show", d, env=env).stdout
+    assert "→" in (d / "report" / "index.html").read_text(encoding="utf-8")

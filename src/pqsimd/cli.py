@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -268,12 +269,34 @@ def job(directory: Path, job_id: str, build_on_node: bool) -> None:
     run_job(directory, job_id, build_on_node=build_on_node)
 
 
+def _utf8_mode() -> None:
+    """pqsimd's files (data TOML, study files, reports) are UTF-8 whatever the locale: under a latin-1
+    or ASCII locale the process starts again in Python's UTF-8 mode (PYTHONUTF8=1, inherited by the
+    processes it starts), before it has done anything."""
+    import locale
+
+    if sys.flags.utf8_mode or locale.getpreferredencoding(False).lower().replace("-", "") == "utf8":
+        return
+    os.environ["PYTHONUTF8"] = "1"
+    os.execv(sys.executable, [sys.executable, "-m", "pqsimd.cli", *sys.argv[1:]])
+
+
+def _tolerant_output() -> None:
+    """A character the terminal's encoding lacks (→, ×, ± under a latin-1 or ASCII locale) prints as
+    `?` instead of stopping the command with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+
+
 def main() -> None:
     from .run.child import install_stop_handlers
 
+    _utf8_mode()
+    _tolerant_output()
     install_stop_handlers()
     try:
-        cli.main(standalone_mode=False)
+        cli.main(standalone_mode=False, prog_name="pqsimd")
     except click.exceptions.Abort:
         click.echo("interrupted: finished jobs are kept; run the same command again to continue", err=True)
         sys.exit(130)
