@@ -115,6 +115,29 @@ def test_bad_source_tree_does_not_stick(tmp_path, cli):
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.parametrize("kind", ["a file", "missing"])
+def test_an_unusable_home_is_named_in_one_line(tmp_path, cli, kind):
+    """Item 13 of issue 29: cargo keeps the pinned sources under $HOME/.cargo; a HOME that is a file
+    or does not exist is named, not cargo's backtrace ("13: <unknown>")."""
+    home = tmp_path / "home"
+    if kind == "a file":
+        home.write_text("")
+    env = {k: v for k, v in os.environ.items() if k != "CARGO_HOME"} | {"HOME": str(home)}
+    line = one_line_error(cli("run", tmp_path / "s", "--schemes", "ml-kem-512", env=env),
+                          f"{home} is not a writable directory", f"HOME={home}", "--source")
+    assert "<unknown>" not in line and not (tmp_path / "s").exists()
+    assert kind == "a file" or not home.exists()  # nothing was made there
+
+
+def test_cargos_own_error_line_is_quoted_not_its_backtrace():
+    from pqsimd.sources import _cargo_error
+
+    stderr = ("error: rustup could not choose a version of cargo to run\nhelp: run 'rustup default stable'\n\n"
+              "Stack backtrace:\n   0: anyhow::error\n  13: <unknown>\n")
+    assert _cargo_error(stderr) == "error: rustup could not choose a version of cargo to run"
+    assert _cargo_error("warning: x\nfailed\n") == "failed"
+
+
 def test_missing_cargo(tmp_path, cli):
     env = {**os.environ, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     if os.path.exists("/usr/bin/cargo"):
