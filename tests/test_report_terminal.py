@@ -177,3 +177,22 @@ def test_every_command_works_under_a_non_utf8_locale(tmp_path, io_encoding):
         assert r.returncode == 0 and "Traceback" not in r.stderr, (command, r.stderr[-2000:])
     assert "ML-KEM-512" in r.stdout or "ML-KEM-512" in run_cli("show", d, env=env).stdout
     assert "→" in (d / "report" / "index.html").read_text(encoding="utf-8")
+
+
+def test_bracketed_text_prints_literally(tmp_path):
+    """Low item of issue 29: rich markup swallowed "[min, max]" in show's footnote and "[study]" in
+    hints; every message and note now prints as written."""
+    from pqsimd.analyze import analyze_study
+    from pqsimd.errors import tagged
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=2,
+                             spins=10, reps=3, medians={"ref": 600.0, "avx2": 591.0}, design="paired",
+                             analysis={"n_boot": 200, "seed": 1})
+    analyze_study(d)
+    con = _console()
+    show_study(d, console=con)
+    out = " ".join(con.export_text().split())
+    assert "most common reason (1x): J = 2: the widest distribution-free interval, [min, max] of the job" in out
+    con = _console()
+    con.print(tagged("failed", "red", "sizing did not finish within 3 s; set [study] job_timeout"))
+    assert "set [study] job_timeout" in con.export_text()

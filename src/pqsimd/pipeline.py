@@ -15,7 +15,7 @@ from . import __version__, catalog, counters, energy, machine, sources, store
 from . import isa as isa_mod
 from . import study as study_mod
 from .build import Build, Compiler, build_driver, build_variant, compiler_id, find_compiler, unavailable
-from .errors import Interrupted, PqsimdError, command
+from .errors import Interrupted, PqsimdError, command, tagged
 from .ids import build_id
 from .run import plan as plan_mod
 from .studydir import StudyDir
@@ -133,7 +133,7 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     study = study_mod.resolve(sd, overrides)
     compilers, missing = resolve_compilers(study)
     for line in missing:
-        console.print(f"[red]compiler missing[/red] {line}; the study goes on without it", soft_wrap=True)
+        console.print(tagged("compiler missing", "red", f"{line}; the study goes on without it"), soft_wrap=True)
     if not compilers:
         raise PqsimdError("none of the study's compilers is installed: " + "; ".join(missing))
     if executor == "slurm":
@@ -145,16 +145,16 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
 
     tree = sources.locate(Path(study.source) if study.source else None)
     console.print(f"sources: {tree.crate or 'user tree'} {tree.version or ''} at {tree.root}"
-                  + "".join(f"; {c.name} {c.version}" for c in tree.crates if c.name != tree.crate))
+                  + "".join(f"; {c.name} {c.version}" for c in tree.crates if c.name != tree.crate), markup=False)
     target = isa_mod.get(study.isa)
     driver = build_driver(target)
     console.print(f"driver: built once with {driver.compiler.command} ({driver.compiler.version})"
                   + ("" if target.native else f"; {target.name} code runs under {' '.join(target.launcher())}"),
-                  soft_wrap=True)
+                  soft_wrap=True, markup=False)
 
     ablations = study.ablations()
     for ab in ablations:
-        console.print(ab.describe(), soft_wrap=True)
+        console.print(ab.describe(), soft_wrap=True, markup=False)
     cells = {v for ab in ablations for v in ab.cells}
     builds: list[Build] = []
     gate_results: dict[str, dict] = {}
@@ -183,21 +183,22 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
                 try:
                     b = build_variant(tree, fam, variant, comp, driver, schemes=subset)
                 except PqsimdError as e:
-                    console.print(f"[red]build failed[/red] {e}", soft_wrap=True)
+                    console.print(tagged("build failed", "red", str(e)), soft_wrap=True)
                     gate_results[bid] = {"build": bid, "variant": vid, "compiler": comp.id, "family": fam.name,
                                          "passed": False, "passed_schemes": [],
                                          "checks": [{"check": "build", "scheme": "*", "passed": False, "detail": str(e)}]}
                     ok = False
                     continue
                 how = "cached" if b.cached else f"built in {b.seconds:.1f} s"
-                console.print(f"build {vid} ({comp.id}, {fam.name}): {how} ({comp.command} {' '.join(b.flags)})", soft_wrap=True)
+                console.print(f"build {vid} ({comp.id}, {fam.name}): {how} ({comp.command} {' '.join(b.flags)})", soft_wrap=True,
+                              markup=False)
                 builds.append(b)
 
     skip_lines = []
     for (fam_name, comp_id, why), vids in skipped.items():
         named = ", ".join(vids) if len(vids) <= 3 else f"{len(vids)} variants ({vids[0]} ... {vids[-1]})"
         skip_lines.append(f"{named} ({comp_id}, {fam_name}): {why}")
-        console.print(f"[yellow]skip[/yellow] {skip_lines[-1]}", soft_wrap=True)
+        console.print(tagged("skip", "yellow", skip_lines[-1]), soft_wrap=True)
     if not builds and ok:
         raise PqsimdError(_nothing_to_build(study, target, skip_lines))
 
@@ -207,12 +208,12 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         gate_results[bid] = g.to_dict()
         b = next(x for x in builds if x.id == bid)
         if g.passed:
-            console.print(f"gate {b.label}: passed ({len(g.checks)} checks)")
+            console.print(f"gate {b.label}: passed ({len(g.checks)} checks)", markup=False)
         else:
             bad = [c for c in g.checks if not c.passed]
             more = f" (+{len(bad) - 2} more in gate/{bid}.json)" if len(bad) > 2 else ""
-            console.print(f"[red]gate FAILED[/red] {b.label}: "
-                          + "; ".join(f"{c.check} {c.scheme}: {c.detail}" for c in bad[:2]) + more, soft_wrap=True)
+            console.print(tagged("gate FAILED", "red", f"{b.label}: " + "; ".join(f"{c.check} {c.scheme}: {c.detail}"
+                                                                             for c in bad[:2]) + more), soft_wrap=True)
             ok = False
     passing = [b for b in builds if gate_results[b.id]["passed_schemes"]]
     driver_sha = _install(sd, driver.path, sd.driver_path, None, driver.sha256 or store.sha256_file(driver.path))
@@ -229,17 +230,17 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
                     if sc in study.schemes for op, secs in (ops or {}).items()
                     if op in study.ops_for(sc) and isinstance(secs, (int, float)) and secs > study.max_call_s]
             if slow:
-                console.print(f"[yellow]not timed[/yellow] {b.label}: one call takes longer than the cap of "
+                console.print(tagged("not timed", "yellow", f"{b.label}: one call takes longer than the cap of "
                               f"{study.max_call_s:g} s (max_call_s; --max-call 0 lifts it): " + ", ".join(slow[:6])
-                              + (f" and {len(slow) - 6} more" if len(slow) > 6 else ""), soft_wrap=True)
+                              + (f" and {len(slow) - 6} more" if len(slow) > 6 else "")), soft_wrap=True)
     for x in sd.exclusions():
         if x.get("how") == "hung":  # a time limit may have been too tight, or the host busy: tried again
             Path(x["file"]).unlink(missing_ok=True)
-            console.print(f"[yellow]retry[/yellow] {x['build']} for {x['scheme']}: in an earlier run it {x['detail']} "
-                          f"(job {x['job']}); it is timed again (a hang excludes it again, for that run)", soft_wrap=True)
+            console.print(tagged("retry", "yellow", f"{x['build']} for {x['scheme']}: in an earlier run it {x['detail']} "
+                          f"(job {x['job']}); it is timed again (a hang excludes it again, for that run)"), soft_wrap=True)
     for x in sd.exclusions():  # builds that crashed in an earlier run: still left out
-        console.print(f"[red]excluded[/red] {x['build']} from {x['scheme']}: it {x['detail']} (job {x['job']}); "
-                      f"delete {x['file']} to try it again", soft_wrap=True)
+        console.print(tagged("excluded", "red", f"{x['build']} from {x['scheme']}: it {x['detail']} (job {x['job']}); "
+                      f"delete {x['file']} to try it again"), soft_wrap=True)
         ok = False
 
     plan = plan_mod.update_plan(sd, study, [c.id for c in compilers])
@@ -292,7 +293,7 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     ok = ok and not sd.exclusions()
     record_jobs(sd)
     sd.update_manifest({"excluded": sd.exclusions()})
-    console.print(f"study: {sd.path}")
+    console.print(f"study: {sd.path}", markup=False)
     return ok
 
 
