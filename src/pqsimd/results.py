@@ -132,6 +132,13 @@ class FamilyView:
         return p if isinstance(p, str) and p.isalpha() else "".join(ch for ch in self.name.title() if ch.isalpha())
 
 
+def counting_tool(manifest: dict) -> str:
+    """Who counted a study's instructions, for captions: callgrind (x86-64), or our QEMU plugin
+    (aarch64 under qemu-user); the manifest's isa.counting (run/backends.py)."""
+    counting = (manifest.get("isa") or {}).get("counting") if isinstance(manifest, dict) else None
+    return "our QEMU plugin" if counting == "qemu-plugin" else "callgrind"
+
+
 @dataclass
 class Study:
     directory: Path
@@ -153,6 +160,10 @@ class Study:
             if "metric" in df.columns:
                 ms.update(df["metric"].dropna().astype(str))
         return sorted(ms, key=lambda m: (m != "ticks", m))
+
+    @property
+    def counted_by(self) -> str:
+        return counting_tool(self.manifest or {})
 
     @property
     def primary_metric(self) -> str:
