@@ -136,10 +136,12 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         console.print(tagged("compiler missing", "red", f"{line}; the study goes on without it"), soft_wrap=True)
     if not compilers:
         raise PqsimdError("none of the study's compilers is installed: " + "; ".join(missing))
-    if executor == "slurm":
-        from .run.slurm import submit
+    from .run.slurm import submit
 
+    if executor == "slurm":
         submit.check_tools()
+    elif time_jobs:  # one run at a time per study, also while its SLURM tasks still run
+        submit.refuse_while_in_flight(sd.path)
     study_mod.save(sd, study)
     ok = not missing
 
