@@ -119,3 +119,16 @@ def test_a_different_driver_is_never_installed_over_jobs_nor_pooled_by_analyze(t
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     line = next(l for l in r.stderr.splitlines() if l.startswith("error:"))
     assert "different drivers" in line and path.name in line
+
+
+def test_analyze_pools_one_binary_per_build_but_node_builds_may_differ():
+    """Two binaries of one build are never pooled; a node-dependent build made on each SLURM node
+    (the job record's built_on_node) differs by design and is exempt."""
+    from pqsimd.analyze.load import check_identity
+
+    node = {"binaries": {"n.gcc.f": "1", "r.gcc.f": "a"}, "built_on_node": ["n.gcc.f"], "driver_sha256": "d"}
+    check_identity({"j0": node, "j1": {**node, "binaries": {"n.gcc.f": "2", "r.gcc.f": "a"}}}, Path("raw"))
+    with pytest.raises(PqsimdError, match="j0 and j1 timed different binaries of build r.gcc.f"):
+        check_identity({"j0": node, "j1": {**node, "binaries": {"n.gcc.f": "1", "r.gcc.f": "b"}}}, Path("raw"))
+    with pytest.raises(PqsimdError, match="j0 and j1 were timed by different drivers"):
+        check_identity({"j0": node, "j1": {**node, "driver_sha256": "e"}}, Path("raw"))

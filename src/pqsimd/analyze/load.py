@@ -355,7 +355,7 @@ def check_sizing(records: dict[str, dict | None], raw: Path) -> None:
 
 def check_identity(records: dict[str, dict | None], raw: Path) -> None:
     """Jobs are pooled only when they ran the same code: one driver (its sha256) for every job, and
-    for each build one shared object (the job records' binaries; None: built on a SLURM node). A
+    for each build one shared object (the job records' binaries; not a build made on each SLURM node). A
     driver or a compiler changed between runs would otherwise mix two measurements in one group."""
     def first_clash(field_of) -> tuple[str, str, str] | None:
         seen: dict[str, tuple[str, str]] = {}
@@ -372,7 +372,9 @@ def check_identity(records: dict[str, dict | None], raw: Path) -> None:
     if clash:
         raise PqsimdError(f"{raw}: {clash[1]} and {clash[2]} were timed by different drivers (sha256 differs); jobs of "
                           f"two drivers are never pooled: move the jobs of one out of raw/")
-    clash = first_clash(lambda r: list((r.get("binaries") or {}).items()) if isinstance(r.get("binaries"), dict) else [])
+    # a node-dependent build made on each SLURM node (built_on_node) differs by design from node to node
+    clash = first_clash(lambda r: [(b, sha) for b, sha in (r.get("binaries") or {}).items()
+                                   if b not in (r.get("built_on_node") or [])] if isinstance(r.get("binaries"), dict) else [])
     if clash:
         raise PqsimdError(f"{raw}: {clash[1]} and {clash[2]} timed different binaries of build {clash[0]} (compiler or "
                           f"sources changed between them); they are never pooled: move the jobs of one out of raw/")
