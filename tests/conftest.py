@@ -114,6 +114,18 @@ def one_line_error(r, *needles):
     return errors[0]
 
 
+def capped_ops(study_dir, build: str, scheme: str) -> set[str]:
+    """The ops of a study's build that one call of takes longer than the study's cap (max_call_s):
+    not timed there, and said so. How many there are depends on the host's speed, so a test asserts
+    "timed, or n/a with the cap named", never that a given op is timed."""
+    import json
+
+    d = _SlurmPath(study_dir)
+    cap = json.loads((d / "plan.json").read_text())["settings"].get("max_call_s")
+    ops = (json.loads((d / "gate" / f"{build}.json").read_text()).get("ops") or {}).get(scheme) or {}
+    return {op for op, secs in ops.items() if cap and secs > cap}
+
+
 # --- the families of issue 21: a family's ref and avx2 builds, a test-only family file ----------------
 
 def ref_and_avx2(tree, family, driver):

@@ -112,3 +112,21 @@ def test_attribution_on_instructions_is_exact_and_sums_to_one(study):
     ab = c[c.stage == "ablation"]
     assert set(ab.baseline) == {"mlkem-native+none"} and len(set(ab.variant)) == 3
     assert set(t.metric) == {"instructions", "ticks"}
+
+
+def test_removing_ablation_from_a_measured_study_is_refused_before_any_build(study, family_path, tmp_path, cli):
+    """Item 11 of issue 29: without `ablation = true` the cells would be ordinary variants, each rebuilt
+    with every parameter set and then refused as "compiles differently"; the plan fixed the ablation,
+    so the change is refused at once, naming it."""
+    import os
+    import shutil
+
+    d, _ = study
+    copy = tmp_path / "s"
+    shutil.copytree(d, copy)
+    text = (copy / "study.toml").read_text()
+    assert "ablation = true" in text
+    (copy / "study.toml").write_text(text.replace("ablation = true\n", ""))
+    r = cli("run", copy, env={**os.environ, "PQSIMD_FAMILY_PATH": str(family_path)})
+    one_line_error(r, "planned with ablation=True but the study now says ablation=False", "restore it")
+    assert "build " not in r.stderr  # nothing was built

@@ -115,6 +115,29 @@ def test_bad_source_tree_does_not_stick(tmp_path, cli):
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.parametrize("kind", ["a file", "missing"])
+def test_an_unusable_home_is_named_in_one_line(tmp_path, cli, kind):
+    """Item 13 of issue 29: cargo keeps the pinned sources under $HOME/.cargo; a HOME that is a file
+    or does not exist is named, not cargo's backtrace ("13: <unknown>")."""
+    home = tmp_path / "home"
+    if kind == "a file":
+        home.write_text("")
+    env = {k: v for k, v in os.environ.items() if k != "CARGO_HOME"} | {"HOME": str(home)}
+    line = one_line_error(cli("run", tmp_path / "s", "--schemes", "ml-kem-512", env=env),
+                          f"{home} is not a writable directory", f"HOME={home}", "--source")
+    assert "<unknown>" not in line and not (tmp_path / "s").exists()
+    assert kind == "a file" or not home.exists()  # nothing was made there
+
+
+def test_cargos_own_error_line_is_quoted_not_its_backtrace():
+    from pqsimd.sources import _cargo_error
+
+    stderr = ("error: rustup could not choose a version of cargo to run\nhelp: run 'rustup default stable'\n\n"
+              "Stack backtrace:\n   0: anyhow::error\n  13: <unknown>\n")
+    assert _cargo_error(stderr) == "error: rustup could not choose a version of cargo to run"
+    assert _cargo_error("warning: x\nfailed\n") == "failed"
+
+
 def test_missing_cargo(tmp_path, cli):
     env = {**os.environ, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     if os.path.exists("/usr/bin/cargo"):
@@ -218,3 +241,24 @@ def test_budget_takes_a_unit(tmp_path, cli):
     r = cli("run", tmp_path / "w", "--budget", "soon")
     assert r.returncode == 2 and "'soon' is not a duration: give seconds, e.g. 0.5, 0.5s or 500ms" in r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("args, study_toml, needles", [
+    (["--variants", "neon"], None, ["neon (gcc, ml-kem): not built for x86_64", "--isa aarch64"]),
+    (["--variants", "mine"], '[variants.mine]\nsources = "cleen"\nflags = ["-O2"]\n',
+     ["mine (gcc, ml-kem): family ml-kem has no 'cleen' implementation"]),
+    (["--isa", "aarch64", "--ablation", "--metric", "instructions"], None,
+     ["32 variants (mlkem-native+none", "not built for aarch64", "--isa x86_64"]),
+])
+def test_a_study_that_can_build_nothing_here_is_refused_in_one_line(tmp_path, cli, args, study_toml, needles):
+    """Item 10 of issue 29: a study whose every build is skipped here (another ISA's variant, a
+    misspelt implementation, an ablation of x86 kernels on aarch64) exits non-zero, one line naming
+    why and what would run, and leaves no directory (it did not exit 0 with nothing timed)."""
+    d = tmp_path / "s"
+    if study_toml:
+        d.mkdir()
+        (d / "study.toml").write_text(study_toml)
+    line = one_line_error(cli("run", d, "--schemes", "ml-kem-512", "--preset", "quick", *args),
+                          "nothing in this study can be built", *needles)
+    assert "pqsimd list" in line
+    assert study_toml or not d.exists()

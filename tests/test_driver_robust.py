@@ -117,6 +117,23 @@ def test_a_build_that_hangs_is_stopped_at_the_time_limit_and_excluded(tmp_path, 
     assert len(recs) == 2 and all(rec["variants"] == ["ref"] for rec in recs)
     assert all(rec["time_limit"] == {"seconds": 3.0, "from": "[study] job_timeout"} for rec in recs)
     assert not _drivers_of(d)
+    if budget == "0":  # the next run tries it again, saying so (the limit may have been too tight), not in silence
+        r = cli("run", d, "--job-timeout", "4", env=env, timeout=300)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert "retry hangs.gcc.shake for shake-256: in an earlier run it did not finish op shake_32 within the time " \
+               "limit of 3 s" in flat(r), r.stderr
+        assert "within the time limit of 4 s" in flat(r), r.stderr  # tried, hung again, excluded again
+        assert all(rec["time_limit"]["seconds"] == 4.0 for rec in records(d))
+
+
+@pytest.mark.parametrize("spelling", ["inf", "none", "0"])
+def test_no_job_timeout_is_spelt_inf_none_or_0(tmp_path, cli, env, spelling):
+    d = tmp_path / "s"
+    r = cli("run", d, *SMALL, "--variants", "ref", "--budget", "0", "--job-timeout", spelling, env=env)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert all(rec["time_limit"] == {"seconds": None, "from": "[study] job_timeout = 0: none"} for rec in records(d))
+    r = cli("run", tmp_path / "t", *SMALL, "--budget", "inf", env=env)
+    assert r.returncode == 2 and "'inf' is not a duration" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_time_limits_are_derived_from_the_op_times_and_recorded(tmp_path, cli, env):

@@ -14,6 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from conftest import capped_ops
+
 from pqsimd import catalog
 from pqsimd.errors import PqsimdError
 
@@ -155,7 +157,10 @@ def test_a_mixed_study_of_the_three_shipped_families_runs_end_to_end(tmp_path, c
     for scheme in schemes:
         fam = catalog.family_of(scheme)
         timed = set(comparisons[scheme])
-        assert timed == set(fam.ops) - {fam.self_check}, scheme  # its own ops, all of them, none of the others'
+        # its own ops, all of them but those one call of which outlasts the cap in both builds (a slow host), none
+        # of the others'
+        slow = capped_ops(d, f"ref.gcc.{fam.name}", scheme) & capped_ops(d, f"avx2.gcc.{fam.name}", scheme)
+        assert timed == set(fam.ops) - {fam.self_check} - slow, scheme
     r = cli("report", d)
     assert r.returncode == 0, r.stderr
     html = (d / "report" / "index.html").read_text()

@@ -99,7 +99,8 @@ self_check = "empty"
 def _tree(good, dest):
     """falcon-512 alone, its avx2 signing changeable by a define: PQSIMD_TEST_NONCE flips a nonce bit
     (other signatures, still valid: what different rounding could do), PQSIMD_TEST_BREAK a bit of s2
-    (signatures that do not verify)."""
+    (signatures that do not verify), PQSIMD_TEST_FOREIGN the hash of sign and verify alike (signatures
+    only this build accepts)."""
     bad = tree_subset(good, dest, ("test/common", "test/crypto_sign", "crypto_sign/falcon-512"))
     src = bad.root / "crypto_sign/falcon-512/avx2/pqclean.c"
     text = src.read_text()
@@ -109,6 +110,11 @@ def _tree(good, dest):
                       "sign_dyn(r.sig, &sc, f, g, F, G, r.hm, 9, tmp.b);\n#ifdef PQSIMD_TEST_BREAK\n    r.sig[3] ^= 1;\n#endif\n")):
         assert text.count(old) == 1
         text = text.replace(old, new)
+    # PQSIMD_TEST_FOREIGN: sign and verify both hash one more byte: signatures this build verifies, no other
+    old = "inner_shake256_inject(&sc, m, mlen);\n"
+    assert text.count(old) == 2
+    text = text.replace(old, old + '#ifdef PQSIMD_TEST_FOREIGN\n    inner_shake256_inject(&sc, (const uint8_t *)"x", 1);\n'
+                                   '#endif\n')
     src.write_text(text)
     return bad
 
@@ -127,18 +133,29 @@ def test_verify_only_gate(tree, driver, tmp_path, monkeypatch):
     exact = build("exact", "avx2", ["-O2", "-mavx2", "-DPQSIMD_TEST_NONCE"])
     loose = build("loose", "avx2", ["-O2", "-mavx2", "-DPQSIMD_TEST_NONCE"], fp_exact=False)
     broken = build("broken", "avx2", ["-O2", "-mavx2", "-DPQSIMD_TEST_BREAK"], fp_exact=False)
+    foreign = build("foreign", "avx2", ["-O2", "-mavx2", "-DPQSIMD_TEST_FOREIGN"], fp_exact=False)
     assert [verify.verify_only(b) for b in (clean1, exact, loose, broken)] == [False, False, True, True]
-    res = verify.gate(bad_tree, driver, [clean1, clean2, exact, loose, broken], ["falcon-512-fixture"])
+    res = verify.gate(bad_tree, driver, [clean1, clean2, exact, loose, broken, foreign], ["falcon-512-fixture"])
     assert res[clean1.id].passed and res[clean2.id].passed
-    by = {b.variant: {c.check: c for c in res[b.id].checks} for b in (exact, loose, broken)}
-    # promised byte-identical output and broke it: the KAT and the agreement fail, the fix is named
+    by = {b.variant: {c.check: c for c in res[b.id].checks} for b in (exact, loose, broken, foreign)}
+    # promised byte-identical output and broke it: the KAT and the agreement fail, the fix is named,
+    # and the message never suggests switching the check off
     assert not by["exact"]["nistkat"].passed and not by["exact"]["vectors"].passed
     assert by["exact"]["vectors"].detail.startswith("differs from the agreeing builds (c1@gcc")
-    assert "fp_exact = false" in by["exact"]["vectors"].detail and "-ffp-contract=off" in by["exact"]["vectors"].detail
-    # did not promise it: the KAT program ran (its hash differs, allowed) and the signatures verify
+    assert "-ffp-contract=off" in by["exact"]["vectors"].detail
+    assert "fp_exact" not in by["exact"]["vectors"].detail and "verify-only" not in by["exact"]["vectors"].detail
+    # did not promise it: the KAT program ran and verified its signatures (its hash differs, allowed),
+    # and the clean reference verifies its signatures and it verifies the reference's
     assert res[loose.id].passed, res[loose.id].to_dict()
     assert "as this build's floating-point rounding allows" in by["loose"]["nistkat"].detail
-    assert "verify-only" in by["loose"]["vectors"].detail
+    assert "verify-only" in by["loose"]["vectors"].detail and "cross-verify both ways with c1@gcc" in by["loose"]["vectors"].detail
     # verify-only is not "anything goes": signatures that do not verify are refused
     assert not res[broken.id].passed
     assert by["broken"]["vectors"].detail == "vector 0: verify rejects a valid signature"
+    # self-consistent signatures (its own verify accepts them, its KAT program runs) that the reference
+    # does not accept: refused by the cross-verification
+    assert by["foreign"]["nistkat"].passed and not res[foreign.id].passed
+    assert by["foreign"]["vectors"].detail == "vector 0: c1@gcc does not verify this build's signature"
+    # with no build that reproduces the KAT to cross-verify against, a verify-only build is not timed
+    alone = verify.gate(bad_tree, driver, [loose], ["falcon-512-fixture"])[loose.id]
+    assert not alone.passed and "cannot be cross-verified" in alone.to_dict()["checks"][-1]["detail"]

@@ -94,3 +94,77 @@ def test_a_read_only_study_directory_is_one_line(small_fs, measured, cli, comman
         assert cli("analyze", d, env=ENV).returncode == 0
     remount("ro")
     one_line(cli(command, d, env=ENV), "Read-only file system", "work on a writable copy")
+
+
+def test_a_failed_analyze_leaves_the_previous_results_or_none(measured, tmp_path, monkeypatch):
+    """Item 7 of issue 29: analyze writes a new results/ and swaps it in whole; a failure part-way
+    (here: no space for the spins table, after the comparisons were written) leaves the previous
+    results byte for byte, or no results/ at all, never a mix that show reads as complete."""
+    import errno
+
+    from pqsimd import analyze
+
+    d = tmp_path / "s"
+    shutil.copytree(measured, d)
+    shutil.rmtree(d / "results", ignore_errors=True)
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(analyze, "write_spins", full)
+        with pytest.raises(OSError):
+            analyze.analyze_study(d)
+    assert not (d / "results").exists() and not list(d.glob(".results*"))  # none
+    results = analyze.analyze_study(d)
+    before = {p.name: p.read_bytes() for p in results.iterdir()}
+    (d / "raw" / sorted(p.name for p in (d / "raw").glob("*.parquet"))[0]).unlink()  # the next analysis differs
+    with monkeypatch.context() as m:
+        m.setattr(analyze, "write_spins", full)
+        with pytest.raises(OSError):
+            analyze.analyze_study(d)
+    assert {p.name: p.read_bytes() for p in results.iterdir()} == before  # the previous results, whole
+    assert not list(d.glob(".results*"))
+
+
+def test_results_say_they_are_stale_when_jobs_ran_since(measured, tmp_path, cli):
+    """show and report say "stale: N jobs since" when raw/ holds job runs results/ was not computed from."""
+    d = tmp_path / "s"
+    shutil.copytree(measured, d)
+    assert cli("analyze", d, env=ENV).returncode == 0
+    r = cli("show", d, env=ENV)
+    assert r.returncode == 0 and "stale" not in r.stdout
+    r = cli("run", d, "--jobs", "3", env=ENV)  # one more job
+    assert r.returncode == 0, r.stderr
+    r = cli("show", d, env=ENV)
+    assert r.returncode == 0 and "stale: 1 job since these results were computed" in " ".join(r.stdout.split())
+    assert cli("report", d, env=ENV).returncode == 0
+    assert "stale: 1 job since" in (d / "report" / "index.html").read_text()
+    assert cli("analyze", d, env=ENV).returncode == 0
+    assert "stale" not in cli("show", d, env=ENV).stdout
+
+
+def test_a_build_that_fails_its_gate_now_loses_its_old_numbers(measured, tmp_path):
+    """Item 9 of issue 29: avx2 was timed, then fails its gate in a later run (the manifest holds the
+    latest gate): analyze leaves its numbers out, says why, and its comparisons are n/a."""
+    import json
+
+    import pandas as pd
+
+    from pqsimd.analyze import analyze_study
+
+    d = tmp_path / "s"
+    shutil.copytree(measured, d)
+    m = json.loads((d / "manifest.json").read_text())
+    b = m["builds"]["avx2.gcc.shake"]
+    b.update(passed=False, passed_schemes=[],
+             checks=[{"check": "vectors", "scheme": "shake-256", "passed": False, "detail": "vector 0: digest differs"}])
+    (d / "manifest.json").write_text(json.dumps(m))
+    results = analyze_study(d)
+    groups = pd.read_parquet(results / "groups.parquet")
+    assert set(groups.variant) == {"ref"}
+    comp = pd.read_parquet(results / "comparisons.parquet")
+    assert comp[comp.variant == "avx2"].speedup.isna().all()
+    warnings = json.loads((results / "summary.json").read_text())["warnings"]
+    assert any("build avx2 (gcc) of shake-256 does not pass its gate now (vectors shake-256: vector 0: digest differs)"
+               in w for w in warnings), warnings

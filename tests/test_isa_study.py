@@ -127,6 +127,27 @@ def test_cross_isa_report_beside_an_x86_study(studies):
     assert shown.returncode == 0 and "Across ISAs" in shown.stdout and "128" in shown.stdout
     same = run_cli("report", a64, "--beside", a64)
     one_line_error(same, "another ISA")
+    # issue 29, item 8: a report without --beside has no cross-ISA section left from an earlier one
+    r = run_cli("report", a64)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert 'id="crossisa"' not in (a64 / "report" / "index.html").read_text()
+    assert not (a64 / "results" / "crossisa.parquet").exists()
+
+
+def test_cross_isa_compares_one_compiler_with_itself(studies, tmp_path):
+    """Issue 29, item 8: aarch64 gcc is never put beside x86-64 clang-16 (no compiler in common: one line)."""
+    a64, x86 = studies
+    other = tmp_path / "x86-clang"
+    shutil.copytree(x86, other)
+    for name in ("groups", "mix_ops", "mix", "mca"):
+        p = other / "results" / f"{name}.parquet"
+        if p.exists():
+            t = pd.read_parquet(p)
+            if "compiler" in t:
+                t["compiler"] = "clang-16"
+                t.to_parquet(p)
+            (other / "results" / f"{name}.csv").unlink(missing_ok=True)
+    one_line_error(run_cli("report", a64, "--beside", other), "no compiler in common", "same --cc")
 
 
 def test_a_timed_study_under_emulation_is_refused_in_one_line(tmp_path):

@@ -271,3 +271,46 @@ def test_multiplicity_by_is_used_named_and_compared_with_bh(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr and "holm" in r.stderr
     (d / "study.toml").write_text((d / "study.toml").read_text().replace('adjust = "by"', 'adjust = "BY"'))
     one_line_error(run_cli("analyze", d), "adjust", '"by"')
+
+
+@pytest.mark.parametrize("io_encoding", ["latin-1", None])
+def test_every_command_works_under_a_non_utf8_locale(tmp_path, io_encoding):
+    """Item 12 of issue 29: under a latin-1 (or plain ASCII) locale, analyze, show and report run to
+    the end: files stay UTF-8, and a character the terminal lacks prints as `?`, never a traceback."""
+    import os
+
+    from conftest import PQSIMD
+
+    def run_cli(*args, env):  # the output in the terminal's encoding (latin-1; UTF-8 mode otherwise)
+        return subprocess.run([str(PQSIMD), *map(str, args)], capture_output=True, env=env, timeout=600,
+                              encoding=io_encoding or "utf-8")
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=6,
+                             spins=10, reps=3, medians={"ref": 600.0, "avx2": 60.0}, design="paired",
+                             analysis={"n_boot": 200, "seed": 1})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHONUTF8", "PYTHONIOENCODING"))}
+    env |= {"LC_ALL": "C", "PYTHONUTF8": "0", **({"PYTHONIOENCODING": io_encoding} if io_encoding else {})}
+    for command in ("analyze", "show", "report"):
+        r = run_cli(command, d, env=env)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (command, r.stderr[-2000:])
+    assert "ML-KEM-512" in r.stdout or "ML-KEM-512" in run_cli("show", d, env=env).stdout
+    assert "→" in (d / "report" / "index.html").read_text(encoding="utf-8")
+
+
+def test_bracketed_text_prints_literally(tmp_path):
+    """Low item of issue 29: rich markup swallowed "[min, max]" in show's footnote and "[study]" in
+    hints; every message and note now prints as written."""
+    from pqsimd.analyze import analyze_study
+    from pqsimd.errors import tagged
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=2,
+                             spins=10, reps=3, medians={"ref": 600.0, "avx2": 591.0}, design="paired",
+                             analysis={"n_boot": 200, "seed": 1})
+    analyze_study(d)
+    con = _console()
+    show_study(d, console=con)
+    out = " ".join(con.export_text().split())
+    assert "most common reason (1x): J = 2: the widest distribution-free interval, [min, max] of the job" in out
+    con = _console()
+    con.print(tagged("failed", "red", "sizing did not finish within 3 s; set [study] job_timeout"))
+    assert "set [study] job_timeout" in con.export_text()

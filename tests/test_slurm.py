@@ -488,3 +488,28 @@ def test_cli_sbatch_arg_status_and_cancel(tmp_path, slurm_cluster):
     assert run.returncode == 1
     assert err.count(": CANCELLED") == 4 and "0 of 4" not in err and "4 of 4 job(s) did not finish" in err
     assert raw_names(d) == set()
+
+
+def test_a_local_run_is_refused_while_the_studys_slurm_tasks_still_run(tmp_path, monkeypatch):
+    """Item 5 of issue 29: the SLURM follower was interrupted (Ctrl-C) and its array still runs on the
+    cluster; `pqsimd run` with the local executor would time those jobs again and keep both, so it
+    is refused in one line naming the array and what to do, before anything is built."""
+    import shutil
+
+    from pqsimd import pipeline
+    from pqsimd.errors import PqsimdError
+
+    d = tmp_path / "s"
+    (d / "slurm").mkdir(parents=True)
+    (d / "slurm" / "submissions.json").write_text(json.dumps({"submissions": [
+        {"number": 1, "array_id": "41", "job_name": "pqsimd-s", "tasks": ["paired.ml-kem-512.0", "paired.ml-kem-512.1"]}]}))
+    monkeypatch.setattr(slurm_submit, "query_squeue", lambda ids: {"41": [([1], "RUNNING")]})
+    monkeypatch.setattr(slurm_submit, "_array_names", lambda ids: {"41": "pqsimd-s"})
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda tool, *a, **k: "/usr/bin/squeue" if tool == "squeue" else real_which(tool))
+    monkeypatch.setattr(pipeline, "build_driver", lambda *a, **k: pytest.fail("built while SLURM tasks still run"))
+    with pytest.raises(PqsimdError, match=r"1 job\(s\) of .* are still queued or running on SLURM \(array 41\)") as e:
+        pipeline.run_study(d, {"schemes": ["ml-kem-512"], "preset": "quick"})
+    assert "--executor slurm" in str(e.value) and "slurm cancel" in str(e.value)
+    monkeypatch.setattr(slurm_submit, "query_squeue", lambda ids: {})  # the array has ended: a local run may go on
+    slurm_submit.refuse_while_in_flight(d)

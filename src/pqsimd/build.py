@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import __version__, catalog, objcache
+from . import __version__, catalog, objcache, store
 from .ids import build_id
 from .catalog import Family, Variant
 from .errors import PqsimdError
@@ -56,6 +56,7 @@ class Compiler:
     family: str  # gcc | clang | unknown
     target: tuple[str, ...] = ()  # arguments that make it build for another ISA (clang --target=...)
     isa: str = ""  # the ISA it builds for, when not this host's
+    digest: str = ""  # sha256 of the resolved executable (a wrapper script's own text) and its `-v` output
 
     @property
     def argv(self) -> list[str]:
@@ -63,7 +64,8 @@ class Compiler:
         return [self.path, *self.target]
 
     def to_dict(self) -> dict:
-        d = {"id": self.id, "command": self.command, "path": self.path, "version": self.version, "family": self.family}
+        d = {"id": self.id, "command": self.command, "path": self.path, "version": self.version, "family": self.family,
+             "digest": self.digest}
         if self.isa:  # only then: a host build's cache key stays what it was
             d |= {"target": list(self.target), "isa": self.isa}
         return d
@@ -106,8 +108,24 @@ def find_compiler(spec: str, isa=None) -> Compiler:
     except (OSError, subprocess.TimeoutExpired) as e:
         raise PqsimdError(f"compiler '{cmd}' does not run ({e})") from None
     first = (out.stdout.strip().splitlines() or ["unknown"])[0]
-    return Compiler(id=cid, command=shlex.join([cmd, *target]), path=os.path.realpath(path), version=first,
-                    family=catalog.compiler_family(out.stdout), target=target, isa=isa.name if cross else "")
+    real = os.path.realpath(path)
+    return Compiler(id=cid, command=shlex.join([cmd, *target]), path=real, version=first,
+                    family=catalog.compiler_family(out.stdout), target=target, isa=isa.name if cross else "",
+                    digest=compiler_digest(real, target))
+
+
+def compiler_digest(path: str, target: tuple[str, ...] = ()) -> str:
+    """What a compiler is, by content: the sha256 of the resolved executable (for a wrapper script,
+    the script) and of its `-v` output (the compiler the wrapper calls, its configuration): an
+    upgrade or an edit under the same path and banner makes a new identity, so nothing is reused."""
+    h = hashlib.sha256()
+    try:
+        h.update(Path(path).read_bytes())
+        out = subprocess.run([path, *target, "-v"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise PqsimdError(f"compiler {path} cannot be read or run ({getattr(e, 'strerror', None) or e})") from None
+    h.update((out.stdout + out.stderr).encode())
+    return h.hexdigest()
 
 
 def cache_root() -> Path:
@@ -170,6 +188,25 @@ def _fail(root: Path, name: str, cmd: list[str], proc: subprocess.CompletedProce
     return PqsimdError(f"{what}: {_error_line(proc.stderr)} (log: {log})")
 
 
+def _intact(final: Path, binary: str) -> bool:
+    """Whether a cached build's binary (variant.so, driver) is still the one it built (the sha256 in
+    its build.json); if not (replaced, truncated, or a record from before the hash), the folder is
+    moved aside and removed, so it is built again: a cached binary is never taken on trust."""
+    try:
+        want = json.loads((final / "build.json").read_text()).get("sha256")
+        if want and store.sha256_file(final / binary) == want:
+            return True
+    except (OSError, ValueError, AttributeError):
+        pass
+    aside = final.with_name(f".tmp-{os.getpid()}-stale-{final.name}")
+    try:
+        os.replace(final, aside)
+    except OSError:
+        return False  # gone already (another process moved it): it is built again either way
+    shutil.rmtree(aside, ignore_errors=True)
+    return False
+
+
 def _publish(work: Path, final: Path) -> None:
     try:
         os.replace(work, final)
@@ -188,6 +225,7 @@ class Driver:
     flags: list[str]
     glue_key: str = ""  # what variants depend on: a change to the timing code alone rebuilds no variant
     isa: Any = None  # pqsimd.isa.Isa it runs on (its launcher runs it here); None: this host's
+    sha256: str = ""  # of the driver as built (its build.json's)
 
     def launcher(self) -> list[str]:
         """What runs the driver (and the programs built beside it) here: nothing natively, else the emulator."""
@@ -220,7 +258,7 @@ def build_driver(isa=None) -> Driver:
     root = cache_root()
     final = root / f"driver-{comp.isa + '-' if comp.isa else ''}{key[:16]}"
     glue_names = ("registry", "rng")
-    if not (final / "driver").exists():
+    if not ((final / "driver").exists() and _intact(final, "driver")):
         clean_stale_builds(root)
         work = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-driver-", dir=root))
         try:
@@ -242,12 +280,14 @@ def build_driver(isa=None) -> Driver:
             if proc.returncode:
                 raise _fail(root, "driver", link, proc, "linking the pqsimd driver failed")
             (work / "build.json").write_text(json.dumps({"compiler": comp.to_dict(), "flags": flags, "key": key,
-                                                         "commands": [shlex.join(c) for c in cmds + [link]]}, indent=2))
+                                                         "commands": [shlex.join(c) for c in cmds + [link]],
+                                                         "sha256": store.sha256_file(work / "driver")}, indent=2))
             _publish(work, final)
         finally:
             if work.exists():
                 shutil.rmtree(work, ignore_errors=True)
-    return Driver(final / "driver", [final / f"{n}.o" for n in glue_names], comp, key, flags, glue_key, isa)
+    sha = json.loads((final / "build.json").read_text()).get("sha256", "")
+    return Driver(final / "driver", [final / f"{n}.o" for n in glue_names], comp, key, flags, glue_key, isa, sha)
 
 
 # --- variants ----------------------------------------------------------------------------------------
@@ -270,6 +310,7 @@ class Build:
     seconds: float = 0.0
     sources: str = ""  # the PQClean implementation it was built from
     fp_exact: bool = True  # the variant's promise that its flags keep floating-point rounding (the gate reads it)
+    sha256: str = ""  # of the shared object as built (the build record's); the gate's verdict is keyed by it
 
     @property
     def id(self) -> str:
@@ -402,9 +443,9 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
                      kat={s: final / f"kat-{s}" for s in fam.schemes if (final / f"kat-{s}").exists()},
                      schemes=info.get("schemes", list(fam.schemes)), commands=info["commands"], cached=cached,
                      seconds=seconds if not cached else info.get("seconds", 0.0), sources=variant.sources,
-                     fp_exact=variant.fp_exact)
+                     fp_exact=variant.fp_exact, sha256=info.get("sha256") or store.sha256_file(final / "variant.so"))
 
-    if record.exists():
+    if record.exists() and _intact(final, "variant.so"):
         return result(True, 0.0)
     t0 = time.monotonic()
     clean_stale_builds(root)
@@ -452,6 +493,7 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
             "key": key, "compiler": comp.to_dict(), "flags": flags, "native": sorted(ctx.native),
             "driver": driver.to_dict(), "commands": recorded, "link": so_link, "seconds": round(seconds, 2),
             "objects_from_cache": sum(hit for _, hit in results), "objects": len(results),
+            "sha256": store.sha256_file(work / "variant.so"),
         }, indent=2))
         _publish(work, final)
         return result(False, seconds)

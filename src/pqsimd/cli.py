@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -15,11 +16,19 @@ class Seconds(click.ParamType):
 
     name = "seconds"
     UNITS = {"ms": 1e-3, "s": 1.0}
+    NO_LIMIT = ("inf", "infinity", "none")
+
+    def __init__(self, no_limit: bool = False):
+        self.no_limit = no_limit  # inf / none mean "no limit", written 0
 
     def convert(self, value, param, ctx):
         if isinstance(value, (int, float)):
             return float(value)
         text = str(value).strip().lower()
+        if text in self.NO_LIMIT and self.no_limit:
+            return 0.0
+        if text.lstrip("+-") in (*self.NO_LIMIT, "nan"):
+            self.fail(f"{value!r} is not a duration: give seconds, e.g. 0.5, 0.5s or 500ms", param, ctx)
         scale = 1.0
         for unit in ("ms", "s"):
             if text.endswith(unit):
@@ -82,8 +91,8 @@ def cli() -> None:
                    "paired/alone (co-residency) ratio (standard 1, 0: none)")
 @click.option("--budget", type=Seconds(), default=None,
               help="time per op and job (0.5, 0.5s or 500ms): spins/reps/batch chosen per op")
-@click.option("--job-timeout", "job_timeout", type=Seconds(), default=None,
-              help="time limit per timing job and probe (0: none; default: derived from the op times, run/limits.py)")
+@click.option("--job-timeout", "job_timeout", type=Seconds(no_limit=True), default=None,
+              help="time limit per timing job and probe (0, inf or none: no limit; default: derived from the op times, run/limits.py)")
 @click.option("--max-call", "max_call_s", type=Seconds(), default=None,
               help="an op whose one call takes longer is not timed for that build (0: no cap; quick 0.2 s, standard 2 s)")
 @click.option("--timer-quantum", "timer_quantum", type=int, default=None,
@@ -334,12 +343,34 @@ def job(directory: Path, job_id: str, build_on_node: bool) -> None:
     run_job(directory, job_id, build_on_node=build_on_node)
 
 
+def _utf8_mode() -> None:
+    """pqsimd's files (data TOML, study files, reports) are UTF-8 whatever the locale: under a latin-1
+    or ASCII locale the process starts again in Python's UTF-8 mode (PYTHONUTF8=1, inherited by the
+    processes it starts), before it has done anything."""
+    import locale
+
+    if sys.flags.utf8_mode or locale.getpreferredencoding(False).lower().replace("-", "") == "utf8":
+        return
+    os.environ["PYTHONUTF8"] = "1"
+    os.execv(sys.executable, [sys.executable, "-m", "pqsimd.cli", *sys.argv[1:]])
+
+
+def _tolerant_output() -> None:
+    """A character the terminal's encoding lacks (→, ×, ± under a latin-1 or ASCII locale) prints as
+    `?` instead of stopping the command with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+
+
 def main() -> None:
     from .run.child import install_stop_handlers
 
+    _utf8_mode()
+    _tolerant_output()
     install_stop_handlers()
     try:
-        cli.main(standalone_mode=False)
+        cli.main(standalone_mode=False, prog_name="pqsimd")
     except click.exceptions.Abort:
         click.echo("interrupted: finished jobs are kept; run the same command again to continue", err=True)
         sys.exit(130)

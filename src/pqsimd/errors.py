@@ -32,3 +32,11 @@ def os_problem(e: OSError) -> str:
     where = f": {e.filename}" if e.filename else ""
     fix = _FIXES.get(e.errno or 0, "check the path")
     return f"{e.strerror or e}{where}; {fix}, then run the same command again"
+
+
+def tagged(label: str, style: str, text: str):
+    """A console line: `label` in `style`, then `text` printed literally, so a path, a message or a
+    hint with [brackets] ("[study] job_timeout", "[min, max]") is never taken for rich markup."""
+    from rich.text import Text
+
+    return Text.assemble((label, style), "" if text.startswith(":") else " ", text)

@@ -17,7 +17,7 @@ from . import __version__, catalog, counters, energy, machine, sources, store
 from . import isa as isa_mod
 from . import study as study_mod
 from .build import Build, Compiler, build_driver, build_variant, compiler_id, find_compiler, unavailable
-from .errors import Interrupted, PqsimdError, command
+from .errors import Interrupted, PqsimdError, command, tagged
 from .ids import build_id
 from .run import plan as plan_mod
 from .studydir import StudyDir
@@ -34,22 +34,42 @@ def _git_commit() -> str | None:
         return None
 
 
-def _install(sd: StudyDir, source: Path, dest: Path, build: str | None) -> str:
-    """Copy a cached binary into DIR/bin; refuse to swap it under data measured with the old one."""
-    new_sha = store.sha256_file(source)
+def _install(sd: StudyDir, source: Path, dest: Path, build: str | None, gated: str) -> str:
+    """Copy a cached binary into DIR/bin, as the bytes that were built and gated (`gated`: their
+    sha256); refuse to swap it under data measured with the old one (a variant's jobs record its
+    binaries, every job its driver's)."""
+    if dest.exists() and store.sha256_file(dest) == gated:
+        return gated
     if dest.exists():
-        if store.sha256_file(dest) == new_sha:
-            return new_sha
-        if build is not None and any(rec and build in (rec.get("binaries") or {}) for rec in sd.job_records().values()):
+        timed = [rec for rec in sd.job_records().values() if rec]
+        if build is not None and any(build in (rec.get("binaries") or {}) for rec in timed):
             raise PqsimdError(
                 f"build {build} now compiles differently (compiler or sources changed) than when its jobs in {sd.path} "
                 f"ran; use a new directory so the two are not mixed"
             )
+        if build is None and any(rec.get("driver_sha256") not in (None, gated) for rec in timed):
+            raise PqsimdError(
+                f"the pqsimd driver differs from the one that timed the jobs in {sd.path} (rebuilt from other "
+                f"harness code or flags); use a new directory so jobs of two drivers are not mixed"
+            )
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.tmp")
     shutil.copy2(source, tmp)
+    if store.sha256_file(tmp) != gated:
+        tmp.unlink(missing_ok=True)
+        raise PqsimdError(f"{source} changed after it was built and gated (sha256 differs); run again to rebuild it")
     tmp.replace(dest)
-    return new_sha
+    return gated
+
+
+def _nothing_to_build(study: study_mod.Study, target, skip_lines: list[str]) -> str:
+    """One line for a study none of whose builds can be made here: what was skipped and what would run."""
+    isas = sorted({i for v in study.variants for i in (study.variant(v).isa or ()) if i != target.name})
+    other = f"; {', '.join(isas)} builds need --isa {isas[0]} (counted, not timed: --metric instructions,mix)" \
+        if isas else ""
+    shown = "; ".join(skip_lines[:3]) + (f"; and {len(skip_lines) - 3} more" if len(skip_lines) > 3 else "")
+    return (f"nothing in this study can be built for {target.name} here, so nothing would be timed: {shown}{other}; "
+            f"choose variants whose sources and ISA fit (`pqsimd list`)")
 
 
 def _missing_cpu_features(required: tuple[str, ...]) -> list[str]:
@@ -115,28 +135,30 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     study = study_mod.resolve(sd, overrides)
     compilers, missing = resolve_compilers(study)
     for line in missing:
-        console.print(f"[red]compiler missing[/red] {line}; the study goes on without it", soft_wrap=True)
+        console.print(tagged("compiler missing", "red", f"{line}; the study goes on without it"), soft_wrap=True)
     if not compilers:
         raise PqsimdError("none of the study's compilers is installed: " + "; ".join(missing))
-    if executor == "slurm":
-        from .run.slurm import submit
+    from .run.slurm import submit
 
+    if executor == "slurm":
         submit.check_tools()
+    elif time_jobs:  # one run at a time per study, also while its SLURM tasks still run
+        submit.refuse_while_in_flight(sd.path)
     study_mod.save(sd, study)
     ok = not missing
 
     tree = sources.locate(Path(study.source) if study.source else None)
     console.print(f"sources: {tree.crate or 'user tree'} {tree.version or ''} at {tree.root}"
-                  + "".join(f"; {c.name} {c.version}" for c in tree.crates if c.name != tree.crate))
+                  + "".join(f"; {c.name} {c.version}" for c in tree.crates if c.name != tree.crate), markup=False)
     target = isa_mod.get(study.isa)
     driver = build_driver(target)
     console.print(f"driver: built once with {driver.compiler.command} ({driver.compiler.version})"
                   + ("" if target.native else f"; {target.name} code runs under {' '.join(target.launcher())}"),
-                  soft_wrap=True)
+                  soft_wrap=True, markup=False)
 
     ablations = study.ablations()
     for ab in ablations:
-        console.print(ab.describe(), soft_wrap=True)
+        console.print(ab.describe(), soft_wrap=True, markup=False)
     cells = {v for ab in ablations for v in ab.cells}
     builds: list[Build] = []
     gate_results: dict[str, dict] = {}
@@ -165,19 +187,24 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
                 try:
                     b = build_variant(tree, fam, variant, comp, driver, schemes=subset)
                 except PqsimdError as e:
-                    console.print(f"[red]build failed[/red] {e}", soft_wrap=True)
+                    console.print(tagged("build failed", "red", str(e)), soft_wrap=True)
                     gate_results[bid] = {"build": bid, "variant": vid, "compiler": comp.id, "family": fam.name,
                                          "passed": False, "passed_schemes": [],
                                          "checks": [{"check": "build", "scheme": "*", "passed": False, "detail": str(e)}]}
                     ok = False
                     continue
                 how = "cached" if b.cached else f"built in {b.seconds:.1f} s"
-                console.print(f"build {vid} ({comp.id}, {fam.name}): {how} ({comp.command} {' '.join(b.flags)})", soft_wrap=True)
+                console.print(f"build {vid} ({comp.id}, {fam.name}): {how} ({comp.command} {' '.join(b.flags)})", soft_wrap=True,
+                              markup=False)
                 builds.append(b)
 
+    skip_lines = []
     for (fam_name, comp_id, why), vids in skipped.items():
         named = ", ".join(vids) if len(vids) <= 3 else f"{len(vids)} variants ({vids[0]} ... {vids[-1]})"
-        console.print(f"[yellow]skip[/yellow] {named} ({comp_id}, {fam_name}): {why}", soft_wrap=True)
+        skip_lines.append(f"{named} ({comp_id}, {fam_name}): {why}")
+        console.print(tagged("skip", "yellow", skip_lines[-1]), soft_wrap=True)
+    if not builds and ok:
+        raise PqsimdError(_nothing_to_build(study, target, skip_lines))
 
     from . import verify
 
@@ -185,12 +212,12 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         gate_results[bid] = g.to_dict()
         b = next(x for x in builds if x.id == bid)
         if g.passed:
-            console.print(f"gate {b.label}: passed ({len(g.checks)} checks)")
+            console.print(f"gate {b.label}: passed ({len(g.checks)} checks)", markup=False)
         else:
             bad = [c for c in g.checks if not c.passed]
             more = f" (+{len(bad) - 2} more in gate/{bid}.json)" if len(bad) > 2 else ""
-            console.print(f"[red]gate FAILED[/red] {b.label}: "
-                          + "; ".join(f"{c.check} {c.scheme}: {c.detail}" for c in bad[:2]) + more, soft_wrap=True)
+            console.print(tagged("gate FAILED", "red", f"{b.label}: " + "; ".join(f"{c.check} {c.scheme}: {c.detail}"
+                                                                             for c in bad[:2]) + more), soft_wrap=True)
             ok = False
     from .verify import codehash
 
@@ -198,24 +225,32 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         if gate_results[b.id].get("passed_schemes"):
             gate_results[b.id]["code"] = codehash.build_hashes(driver.path, b, gate_results[b.id]["passed_schemes"],
                                                                driver.launcher(), target.objdump())
+    passing = [b for b in builds if gate_results[b.id]["passed_schemes"]]
+    driver_sha = _install(sd, driver.path, sd.driver_path, None, driver.sha256 or store.sha256_file(driver.path))
+    sd.update_manifest({"driver": {**driver.to_dict(), "sha256": driver_sha}})  # what every launch checks
+    binaries = {b.id: _install(sd, b.library, sd.variant_path(b.id), b.id, b.sha256) for b in passing}
+    for bid, sha in binaries.items():
+        gate_results[bid]["binary_sha256"] = sha  # the bytes that passed: every job checks its libraries against it
     for bid, g in gate_results.items():
         sd.write_gate(bid, g)
 
-    passing = [b for b in builds if gate_results[b.id]["passed_schemes"]]
     if study.max_call_s:
         for b in passing:
             slow = [f"{op} of {sc} ({secs:.2g} s)" for sc, ops in (gate_results[b.id].get("ops") or {}).items()
                     if sc in study.schemes for op, secs in (ops or {}).items()
                     if op in study.ops_for(sc) and isinstance(secs, (int, float)) and secs > study.max_call_s]
             if slow:
-                console.print(f"[yellow]not timed[/yellow] {b.label}: one call takes longer than the cap of "
+                console.print(tagged("not timed", "yellow", f"{b.label}: one call takes longer than the cap of "
                               f"{study.max_call_s:g} s (max_call_s; --max-call 0 lifts it): " + ", ".join(slow[:6])
-                              + (f" and {len(slow) - 6} more" if len(slow) > 6 else ""), soft_wrap=True)
-    driver_sha = _install(sd, driver.path, sd.driver_path, None)
-    binaries = {b.id: _install(sd, b.library, sd.variant_path(b.id), b.id) for b in passing}
-    for x in sd.exclusions():  # builds that crashed or hung in an earlier run: still left out
-        console.print(f"[red]excluded[/red] {x['build']} from {x['scheme']}: it {x['detail']} (job {x['job']}); "
-                      f"delete {x['file']} to try it again", soft_wrap=True)
+                              + (f" and {len(slow) - 6} more" if len(slow) > 6 else "")), soft_wrap=True)
+    for x in sd.exclusions():
+        if x.get("how") == "hung":  # a time limit may have been too tight, or the host busy: tried again
+            Path(x["file"]).unlink(missing_ok=True)
+            console.print(tagged("retry", "yellow", f"{x['build']} for {x['scheme']}: in an earlier run it {x['detail']} "
+                          f"(job {x['job']}); it is timed again (a hang excludes it again, for that run)"), soft_wrap=True)
+    for x in sd.exclusions():  # builds that crashed in an earlier run: still left out
+        console.print(tagged("excluded", "red", f"{x['build']} from {x['scheme']}: it {x['detail']} (job {x['job']}); "
+                      f"delete {x['file']} to try it again"), soft_wrap=True)
         ok = False
 
     plan = plan_mod.update_plan(sd, study, [c.id for c in compilers])
@@ -271,7 +306,7 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     ok = ok and not sd.exclusions()
     record_jobs(sd)
     sd.update_manifest({"excluded": sd.exclusions()})
-    console.print(f"study: {sd.path}")
+    console.print(f"study: {sd.path}", markup=False)
     return ok
 
 

@@ -132,6 +132,13 @@ class FamilyView:
         return p if isinstance(p, str) and p.isalpha() else "".join(ch for ch in self.name.title() if ch.isalpha())
 
 
+def counting_tool(manifest: dict) -> str:
+    """Who counted a study's instructions, for captions: callgrind (x86-64), or our QEMU plugin
+    (aarch64 under qemu-user); the manifest's isa.counting (run/backends.py)."""
+    counting = (manifest.get("isa") or {}).get("counting") if isinstance(manifest, dict) else None
+    return "our QEMU plugin" if counting == "qemu-plugin" else "callgrind"
+
+
 @dataclass
 class Study:
     directory: Path
@@ -153,6 +160,10 @@ class Study:
             if "metric" in df.columns:
                 ms.update(df["metric"].dropna().astype(str))
         return sorted(ms, key=lambda m: (m != "ticks", m))
+
+    @property
+    def counted_by(self) -> str:
+        return counting_tool(self.manifest or {})
 
     @property
     def primary_metric(self) -> str:
@@ -363,7 +374,8 @@ class Study:
             return "not recorded (results of an older pqsimd: every job loaded the builds as linked)"
         if lay.get("mode") != "random":
             return str(lay.get("note") or "fixed")
-        text = f"randomized per job, {lay.get('copies_per_job')} copies of every build per job"
+        n = lay.get("copies_per_job")
+        text = f"randomized per job, {n} cop{'y' if n == 1 else 'ies'} of every build per job"
         if lay.get("median_layout_sd") is not None:
             text += (f"; layout SD median {100 * lay['median_layout_sd']:.1f}%, largest {100 * lay['max_layout_sd']:.1f}%, "
                      f"above 1% in {lay.get('groups_above_1pct', 0)} of {lay.get('groups_with_layouts')} groups")
@@ -616,6 +628,22 @@ def read_toml(path: Path) -> dict:
         return {}
 
 
+def computed_from(directory: Path) -> dict[str, str | None]:
+    """Which job runs results/ is computed from: each raw file and the time its job finished (a job
+    run again finishes at another time)."""
+    return {p.name: (rec or {}).get("finished") for p, rec in StudyDir(directory).job_records().items()}
+
+
+def stale_jobs(directory: Path, summary: dict) -> int:
+    """How many job runs in raw/ differ from those results/ was computed from (new, run again or
+    gone); 0 when results/ does not say (an older pqsimd)."""
+    then = summary.get("computed_from")
+    if not isinstance(then, dict):
+        return 0
+    now = computed_from(directory)
+    return sum(then.get(k, "") != v for k, v in now.items()) + sum(k not in now for k in then)
+
+
 def check_study_dir(directory: Path) -> Path:
     directory = Path(directory)
     if not directory.is_dir():
@@ -636,6 +664,11 @@ def load_study(directory: Path, oldest: int | None = None) -> Study:
     if summary.get("schema_version", 1) < (oldest or SCHEMA_VERSION):
         raise PqsimdError(f"{results} was written by an older pqsimd; re-run {command('analyze', directory)}")
     tables = {name: _read_table(results, name) for name in RESULT_TABLES}
+    stale = stale_jobs(directory, summary)
+    if stale:  # said first, in show's notes and the report's warnings
+        summary["warnings"] = [f"stale: {stale} job{'s' if stale != 1 else ''} since these results were computed "
+                               f"({summary.get('generated', 'earlier')}); run {command('analyze', directory)} to "
+                               f"include {'them' if stale != 1 else 'it'}", *(summary.get("warnings") or [])]
     return Study(
         directory=directory, groups=tables["groups"], comparisons=tables["comparisons"],
         decomposition=tables["decomposition"], aa=tables["aa"], jobs=tables["jobs"],

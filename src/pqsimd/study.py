@@ -8,6 +8,8 @@ seeded plan). Every input is checked here, before anything is built or timed.
 
 from __future__ import annotations
 
+import math
+
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,6 +123,7 @@ class Study:
             "ops": {s: self.ops_for(s) for s in self.schemes}, "metrics": list(self.metrics),
             "spins": self.spins, "reps": self.reps, "warmup": self.warmup, "batch": self.batch,
             "batch_target": self.batch_target, "design": self.design, "warmup_ns": self.warmup_ns,
+            "ablation": self.ablation,  # an ablation cell's build holds the study's parameter sets only
             "budget": self.budget, "min_spins": self.min_spins, "min_reps": self.min_reps,
             "max_spins": self.max_spins, "seed": self.seed, "source": self.source, "max_call_s": self.max_call_s,
             "variant_defs": {v: _measured(self.variant_defs[v]) for v in self.variants if v in self.variant_defs},
@@ -303,8 +306,11 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         if isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap < 0:
             raise PqsimdError(f"--max-call must be a time in seconds (0: no cap), got {cap!r}")
         merged["max_call_s"] = float(cap) if cap > 0 else None
-    if merged.get("job_timeout") is not None and merged["job_timeout"] < 0:
-        raise PqsimdError(f"--job-timeout must be a time in seconds (0: none), got {merged['job_timeout']!r}")
+    if merged.get("job_timeout") is not None:
+        t = merged["job_timeout"]
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 or math.isnan(t):
+            raise PqsimdError(f"--job-timeout must be a time in seconds (0, inf or none: no limit), got {t!r}")
+        merged["job_timeout"] = 0.0 if math.isinf(t) else float(t)  # no limit is written 0
     if merged.get("layout", "random") not in LAYOUTS:
         raise PqsimdError(f"--layout must be one of {', '.join(LAYOUTS)}, got {merged.get('layout')!r}")
     if "alone" in merged:

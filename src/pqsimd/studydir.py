@@ -107,6 +107,21 @@ class StudyDir:
     def driver_path(self) -> Path:
         return self.bin_dir / "driver"
 
+    def gated_library(self, build_id: str) -> Path:
+        """DIR/bin/<build>.so, checked to be the bytes that passed the gate (the gate record's
+        binary_sha256) right before a driver loads it; one line naming the file if not."""
+        return self._checked(self.variant_path(build_id), (self.read_gate(build_id) or {}).get("binary_sha256"))
+
+    def gated_driver(self) -> Path:
+        """DIR/bin/driver, checked to be the driver the study installed (the manifest's sha256)."""
+        return self._checked(self.driver_path, (self.read_manifest().get("driver") or {}).get("sha256"))
+
+    def _checked(self, path: Path, want: str | None) -> Path:
+        if want and path.exists() and store.sha256_file(path) != want:
+            raise PqsimdError(f"{path} is not the binary this study gated and installed (its sha256 differs); "
+                              f"nothing was timed with it: run {command('run', self.path)} to reinstall it")
+        return path
+
     def gate_path(self, build_id: str) -> Path:
         return self.gate_dir / f"{build_id}.json"
 

@@ -24,11 +24,12 @@ from .decompose import decompose
 from .methods import methods
 from .groups import (EXACT_METRICS, MIN_CLOCK_STEPS, attach_resolution, build_groups, describe, flag_carryover,
                      short_samples)
-from .load import load_spins, not_timed_variants
+from .load import drop_failed_builds, load_spins, not_timed_variants
 from .settings import Settings, read_study_toml, resolve
 from . import coresidency as coresidency_mod
 from . import layout as layout_mod
-from .write import write_json, write_spins, write_table
+from .write import staged_results, write_json, write_spins, write_table
+from ..results import computed_from
 from ..studydir import StudyDir
 
 __all__ = ["analyze_study", "Settings"]
@@ -353,11 +354,20 @@ def _write_or_remove(table: pd.DataFrame, results: Path, name: str) -> None:
 def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None = None,
                   adjust: str | None = None) -> Path:
     """Analyse DIR/raw into DIR/results/ (groups, comparisons, decomposition, jobs, aa, ... + summary.json);
-    return DIR/results. Bad input is a one-line PqsimdError."""
-    t0 = time.perf_counter()
+    return DIR/results. Bad input is a one-line PqsimdError. The tables are written into a new folder
+    that replaces results/ whole when all of them are written: a failure (a full disk, an error)
+    leaves the previous results, or none, never a mix that reads as complete."""
     directory = Path(directory)
     if not directory.is_dir():
         raise PqsimdError(f"no study directory at {directory}; create one with `pqsimd run {directory}`")
+    final = StudyDir(directory).results_dir
+    with staged_results(final) as results:
+        _analyze(directory, results, n_boot, seed, adjust)
+    return final
+
+
+def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | None, adjust: str | None = None) -> None:
+    t0 = time.perf_counter()
     study = read_study_toml(directory)
     settings = resolve(directory, study, n_boot=n_boot, seed=seed, adjust=adjust)
     ctx = study_context(directory, study)
@@ -369,16 +379,15 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     raw_files = StudyDir(directory).raw_files()
     mix_only = bool(raw_files) and all(f.name.endswith(".mix.parquet") or sim.is_sim_file(f.name) for f in raw_files)
     if mix_only:  # --metric mix and/or sim alone: their tables are all there is to analyse
-        results = StudyDir(directory).results_dir
-        results.mkdir(parents=True, exist_ok=True)
         warnings = mix.write_mix_results(directory, results, groups=None, chain=ctx["chain"], core_per_tsc=None,
                                          families=ctx["families"], isa=ctx["isa"])
         warnings += write_why_results(directory, results, None, chain, None, ctx)
         write_json({"schema_version": RESULTS_SCHEMA_VERSION, "mix_only": True, "chain": ctx["chain"],
-                    "families": ctx["families"], "warnings": warnings, "isa": ctx["isa"]}, results / "summary.json")
-        return results
+                    "families": ctx["families"], "warnings": warnings, "isa": ctx["isa"],
+                    "computed_from": computed_from(directory)}, results / "summary.json")
+        return
     data = load_spins(directory, pool_cpu_models=settings.pool_cpu_models)
-    warnings = list(data.warnings)
+    warnings = list(data.warnings) + drop_failed_builds(data, directory)
     alone_spins = _split_alone(data)  # a paired study's builds timed alone: co-residency, not its groups
     t_load = time.perf_counter()
     ops_order = _ops_order(study, ctx)
@@ -497,8 +506,6 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         warnings.append("ticks are TSC ticks at the nominal TSC frequency, not core cycles")
 
     check_estimates(main, decomposition)
-    results = StudyDir(directory).results_dir
-    results.mkdir(parents=True, exist_ok=True)
     write_table(with_isa(groups_df, ctx["isa"]), results, "groups")
     write_table(with_isa(public(main) if len(main) else pd.DataFrame(columns=COMPARISON_COLUMNS), ctx["isa"]), results,
                 "comparisons")
@@ -592,6 +599,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         },
         "warmup": warmup_record(directory, ctx["design"]),
         "clock": clock_record(data.calibrations, groups_df[~groups_df["op"].isin(self_checks)], main),
+        "computed_from": computed_from(directory),
         "self_check": self_check,
         "warnings": warnings,
         "timing_s": {
@@ -603,7 +611,6 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
         },
     }
     write_json(summary, results / "summary.json")
-    return results
 
 
 def clock_record(calibrations: list[dict], groups_df: pd.DataFrame, comparisons: pd.DataFrame) -> dict:

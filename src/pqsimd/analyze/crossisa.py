@@ -114,10 +114,12 @@ def cross_isa(directory: Path, beside: Path) -> dict[str, pd.DataFrame]:
         raise PqsimdError(f"{directory} and {beside} are both {a['isa']} studies; --beside takes a study of "
                           f"another ISA (pqsimd compare compares two studies of one)")
     common = [c for c in a["compilers"] if c in b["compilers"]]
-    ca = common[0] if common else (a["compilers"] or [""])[0]
-    cb = common[0] if common else (b["compilers"] or [""])[0]
-    ra, ma = _rows(a, b, ca, cb)
-    rb, mb = _rows(b, a, cb, ca)
+    if not common:  # like with like: one compiler on both sides, never gcc on one ISA beside clang on the other
+        raise PqsimdError(f"{directory} ({', '.join(a['compilers']) or 'no compiler'}) and {beside} "
+                          f"({', '.join(b['compilers']) or 'no compiler'}) have no compiler in common; the cross-ISA "
+                          f"view compares like with like: run both with the same --cc")
+    ra, ma = _rows(a, b, common[0], common[0])
+    rb, mb = _rows(b, a, common[0], common[0])
     rows = pd.DataFrame(ra + rb)
     if rows.empty:
         raise PqsimdError(f"{directory} and {beside} share no (parameter set, op) with instruction counts of both "
@@ -132,6 +134,15 @@ def cross_isa(directory: Path, beside: Path) -> dict[str, pd.DataFrame]:
     rows["lane_ratio"] = lane
     return {"crossisa": rows, "crossisa_mca": pd.DataFrame(ma + mb, columns=["scheme", "op", "isa", "cpu", "model",
                                                                             "base_cycles", "simd_cycles", "ratio"])}
+
+
+CROSS_ISA_FILES = ("crossisa.csv", "crossisa.parquet", "crossisa_mca.csv", "crossisa_mca.parquet", "crossisa.json")
+
+
+def remove_cross_isa(directory: Path) -> None:
+    """Forget the cross-ISA tables of an earlier `--beside` (a report without it has no such view)."""
+    for name in CROSS_ISA_FILES:
+        StudyDir(directory).results(name).unlink(missing_ok=True)
 
 
 def write_cross_isa(directory: Path, beside: Path) -> Path:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import PqsimdError
+from ..ids import build_id
 from .settings import parallel_map, read_study_toml
 from .mix import MIX_FILE_SUFFIX
 from .sim import is_sim_file
@@ -239,6 +240,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
         seen[row["job"]] = row["file"]
     check_settings(jobs, directory)  # a foreign file is named as such before its sizing is compared
     check_sizing({path.name: meta for path, (_, meta) in zip(files, read)}, raw)
+    check_identity({path.name: meta for path, (_, meta) in zip(files, read)}, raw)
     planned = _planned_jobs(directory)
     if planned:
         missing = sorted(set(planned) - set(jobs["job"]))
@@ -301,6 +303,41 @@ def not_timed_variants(directory: Path) -> dict[str, str]:
     return {v: "; ".join(r) for v, r in why.items() if all(r)}
 
 
+def drop_failed_builds(data: SpinData, directory: Path) -> list[str]:
+    """Leave out the numbers of a build that its latest gate (the manifest's builds) does not pass for
+    that parameter set: it was timed in an earlier run and fails now (sources, compiler or the gate
+    changed), so its old numbers are not what the study now vouches for. One warning per build."""
+    builds = StudyDir(directory).read_manifest().get("builds")
+    if not isinstance(builds, dict) or data.spins.empty:
+        return []
+    family = {s: b.get("family") for b in builds.values() if isinstance(b, dict)  # the schemes each family's gate saw
+              for s in [*(b.get("passed_schemes") or []), *(x.get("scheme") for x in b.get("checks") or [] if isinstance(x, dict))]}
+    keys = data.spins[["variant", "compiler", "scheme"]].drop_duplicates()
+    drop, warnings = [], []
+    for v, c, s in keys.itertuples(index=False):
+        b = builds.get(build_id(str(v), str(c), family[str(s)])) if family.get(str(s)) else None
+        if not isinstance(b, dict) or str(s) in (b.get("passed_schemes") or []):
+            continue
+        why = b.get("skipped") or next((f"{x.get('check')} {x.get('scheme')}: {x.get('detail')}" for x in b.get("checks") or []
+                                        if isinstance(x, dict) and not x.get("passed")), "it did not pass")
+        drop.append((v, c, s))
+        warnings.append(f"build {v} ({c}) of {s} does not pass its gate now ({why}): the numbers of its earlier jobs "
+                        f"are left out")
+    if drop:
+        sp = data.spins
+        gone = pd.MultiIndex.from_frame(sp[["variant", "compiler", "scheme"]].astype(str)).isin(
+            [tuple(map(str, k)) for k in drop])
+        sp = sp[~gone].copy()
+        for col in KEY_COLUMNS:
+            if isinstance(sp[col].dtype, pd.CategoricalDtype):
+                sp[col] = sp[col].cat.remove_unused_categories()
+        data.spins = sp
+        if sp.empty:
+            raise PqsimdError(f"{directory}: no build whose jobs are in raw/ passes its gate now ({warnings[0]}); "
+                              f"nothing is analysed: fix the build and `pqsimd run {directory}` again")
+    return warnings
+
+
 def check_sizing(records: dict[str, dict | None], raw: Path) -> None:
     """Every job of a group must have been timed with the same spins, reps, warm-up and calls per
     sample (each job records its sizing): a hand-edited or re-probed sizing.json would pool
@@ -324,6 +361,33 @@ def check_sizing(records: dict[str, dict | None], raw: Path) -> None:
                     raise PqsimdError(f"{raw}: {first[0]} and {name} timed {op} of {build} with different sizing "
                                       f"({diff}); a group's jobs are never pooled across sizes: move the jobs of one "
                                       f"sizing out of raw/ (or restore sizing.json and re-run them)")
+
+
+def check_identity(records: dict[str, dict | None], raw: Path) -> None:
+    """Jobs are pooled only when they ran the same code: one driver (its sha256) for every job, and
+    for each build one shared object (the job records' binaries; not a build made on each SLURM node). A
+    driver or a compiler changed between runs would otherwise mix two measurements in one group."""
+    def first_clash(field_of) -> tuple[str, str, str] | None:
+        seen: dict[str, tuple[str, str]] = {}
+        for name, rec in sorted(records.items()):
+            for key, sha in field_of(rec or {}):
+                if sha is None:
+                    continue
+                first = seen.setdefault(key, (name, sha))
+                if first[1] != sha:
+                    return key, first[0], name
+        return None
+
+    clash = first_clash(lambda r: [("driver", r["driver_sha256"])] if r.get("driver_sha256") else [])
+    if clash:
+        raise PqsimdError(f"{raw}: {clash[1]} and {clash[2]} were timed by different drivers (sha256 differs); jobs of "
+                          f"two drivers are never pooled: move the jobs of one out of raw/")
+    # a node-dependent build made on each SLURM node (built_on_node) differs by design from node to node
+    clash = first_clash(lambda r: [(b, sha) for b, sha in (r.get("binaries") or {}).items()
+                                   if b not in (r.get("built_on_node") or [])] if isinstance(r.get("binaries"), dict) else [])
+    if clash:
+        raise PqsimdError(f"{raw}: {clash[1]} and {clash[2]} timed different binaries of build {clash[0]} (compiler or "
+                          f"sources changed between them); they are never pooled: move the jobs of one out of raw/")
 
 
 def check_cpu_models(jobs: pd.DataFrame, directory: Path, pool: bool, warnings: list[str]) -> None:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import io
+import os
+import shutil
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 from typing import Any
 
 import pandas as pd
@@ -19,6 +23,29 @@ def write_table(df: pd.DataFrame, results: Path, name: str) -> None:
     buf = io.BytesIO()
     pq.write_table(pa.Table.from_pandas(df, preserve_index=False), buf)
     atomic_write_bytes(results / f"{name}.parquet", buf.getvalue())
+
+
+@contextmanager
+def staged_results(results: Path) -> Iterator[Path]:
+    """A fresh folder beside results/ to write into; when the block ends without an error it replaces
+    results/ whole (rename), else it is removed and results/ is left as it was."""
+    tag = f"{os.getpid()}"
+    stage, old = results.with_name(f".results.new-{tag}"), results.with_name(f".results.old-{tag}")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    try:
+        yield stage
+        if results.exists():
+            os.replace(results, old)
+        try:
+            os.replace(stage, results)
+        except OSError:
+            if old.exists():
+                os.replace(old, results)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def write_json(obj: Any, path: Path) -> None:

@@ -43,11 +43,13 @@ def write_report(directory, reference: str | None = None, beside: Path | None = 
         raise PqsimdError(f"unknown reference {reference!r}; use --reference paper or leave it out")
     directory = check_study_dir(Path(directory))
     _ensure_results(directory)
-    if beside is not None:
-        from ..analyze.crossisa import write_cross_isa
+    from ..analyze.crossisa import remove_cross_isa, write_cross_isa
 
+    if beside is not None:
         _ensure_results(check_study_dir(Path(beside)))
         write_cross_isa(directory, Path(beside))
+    else:  # the view of an earlier --beside is not this report's
+        remove_cross_isa(directory)
     study = load_study(directory)
     if study.comparisons.empty:
         raise PqsimdError(f"{directory / 'results'} holds no comparisons (a study needs at least two variants); "

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import PqsimdError, command
 from . import fmt
-from ..results import read_summary, read_table
+from ..results import counting_tool, read_summary, read_table
 from ..studydir import StudyDir
 
 TPI_FLAG = 1.25  # ticks per instruction this much above the baseline's: a per-instruction slowdown
@@ -163,7 +163,7 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
 
     info = {v: opsrow(v) for v in chosen}
     base = chosen[0]
-    lines = [f"{slabel} · {label} ({op}) · {compiler}: " + " → ".join(chosen) + "   [instruction mix per call: callgrind, exact]"]
+    lines = [f"{slabel} · {label} ({op}) · {compiler}: " + " → ".join(chosen) + f"   [instruction mix per call: {counting_tool(StudyDir(d.directory).read_manifest())}, exact]"]
 
     def row(name: str, text: str):
         lines.append(f"  {name:<{LABEL_W}}{text}")

@@ -199,7 +199,7 @@ def mix_table(study, fam, data: pd.DataFrame):
                         + [Cell(_q(sum(r.get(c, 0.0) for c in rest))), Cell(vec),
                            Cell(fmt.num(tpi) + (" ▲" if far else ""), bold=far)])
     return Table(name=f"table_mix_{fam.name}", title=f"{fam.title} · instruction mix per call",
-                 caption=("Executed instructions per call by class (callgrind, exact; the self-check op's loop "
+                 caption=(f"Executed instructions per call by class ({study.counted_by}, exact; the self-check op's loop "
                           "subtracted, so each row sums to the instructions metric), the share that is vector code "
                           "and its widest register, and ticks per instruction (▲: at least "
                           f"{fmt.times(TPI_FAR)} the family's median for that variant)."),
@@ -366,7 +366,7 @@ def mechanism_parts(study, outdir: Path) -> tuple[list, list, dict[str, list[str
         if fmix.empty:
             continue
         fr = FigureResult(name=f"mechanism/fig_mix_{fam.name}", title=f"{fam.title} · instruction mix by class",
-                          caption="Share of each op's executed instructions per class (callgrind, exact, per call), "
+                          caption=f"Share of each op's executed instructions per class ({study.counted_by}, exact, per call), "
                                   "per variant; the number above a bar is the op's instructions per call.",
                           metric="mix", family=fam.name)
         try:

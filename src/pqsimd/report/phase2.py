@@ -16,7 +16,7 @@ import pandas as pd
 
 from .. import counters as counters_mod
 from . import files, fmt, style
-from ..results import read_table
+from ..results import counting_tool, read_table
 
 EXCLUDED_OPS: tuple[str, ...] = ()
 COUNTER_METRICS = {counters_mod.metric_name(e): e for e in counters_mod.EVENTS}
@@ -91,7 +91,18 @@ def counters_section(groups: pd.DataFrame, manifest: dict) -> Section:
                        status=f"unavailable ({recorded.get('error', '?')})")
     return Section(title, False, "No counter data: this study did not request hardware counters "
                    "(`harness run --counters`). Time is reported in TSC ticks; exact instruction counts "
-                   "come from callgrind (`--metric instructions`).", status="not requested")
+                   f"come from {counting_tool(manifest)} (`--metric instructions`).", status="not requested")
+
+
+ENERGY_COLUMNS = ["scheme", "op", "variant", "compiler", "metric", "median", "median_ci_low", "median_ci_high", "unit"]
+
+
+def energy_groups(groups: pd.DataFrame) -> pd.DataFrame:
+    """The groups of the energy metrics (energy_package, energy_dram, ...), the columns a table shows."""
+    if groups is None or groups.empty or "metric" not in groups:
+        return pd.DataFrame()
+    rows = groups[groups["metric"].astype(str).str.startswith("energy_")]
+    return rows[[c for c in ENERGY_COLUMNS if c in rows.columns]].reset_index(drop=True)
 
 
 def energy_section(manifest: dict, energy_groups: pd.DataFrame | None = None) -> Section:
@@ -202,7 +213,7 @@ def report_parts(study, outdir: Path) -> tuple[list, list]:
         tabs.append((t, write_table(t, outdir)))
         fr = FigureResult(name="mechanism/fig_instructions_vs_time",
                           title=f"Instruction reduction vs time speedup ({h.base}→{h.variant})",
-                          caption=f"Bars: {h.base}/{h.variant} ratio of instructions per call (callgrind, exact) and "
+                          caption=f"Bars: {h.base}/{h.variant} ratio of instructions per call ({study.counted_by}, exact) and "
                                   f"of median time (TSC); the number above a pair is their quotient.",
                           metric="instructions")
         fr.files = {k: v for k, v in ilp_figure(study, ilp, outdir).items()}
@@ -218,13 +229,13 @@ def report_parts(study, outdir: Path) -> tuple[list, list]:
                          Cell(f"{r.variant} ({r.compiler})"), Cell(str(r.function)), Cell(fmt.num(r.per_call)),
                          Cell(str(r.per_call_exact))])
         t = Table(name="table_call_counts", title="Counted calls per call (e.g. signing's rejection-loop iterations)",
-                  caption="Calls of the family's counted function per call of the op, inside the callgrind-collected "
-                          "region (the instructions metric's N2 − N1 calls), one value per repeat. For ML-DSA signing, "
+                  caption=f"Calls of the family's counted function per call of the op, inside the region {study.counted_by} "
+                          "counts (the instructions metric's N2 − N1 calls), one value per repeat. For ML-DSA signing, "
                           "calls of poly_challenge = iterations of the rejection loop.",
                   header=["parameter set", "op", "variant", "function", "per call", "exact, per repeat"], rows=rows,
                   data=cc, align="llllcl")
         tabs.append((t, write_table(t, outdir)))
-    for sec, name in ((counters_section(groups, manifest), "table_counters"), (energy_section(manifest), "table_energy")):
+    for sec, name in ((counters_section(groups, manifest), "table_counters"), (energy_section(manifest, energy_groups(groups)), "table_energy")):
         if sec.available and sec.table is not None and not sec.table.empty:
             df = sec.table
             rows = [[Cell(str(v)) if isinstance(v, str) else Cell(fmt.num(v)) for v in r] for r in df.itertuples(index=False)]

@@ -170,7 +170,7 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
         notes.mark(str(w.get("message", w)) if isinstance(w, dict) else str(w))
     for i, n in enumerate(notes.items):
         mark = MARKS[i] if i < len(MARKS) else f"[{i + 1}]"
-        con.print(f"{mark} {n}", style="dim")
+        con.print(Text(f"{mark} {n}", style="dim"))
     con.print(Text(study.reading_note(), style="dim"))
     return study
 
@@ -298,8 +298,8 @@ def compare_studies(dir_a, dir_b, console: Console | None = None) -> pd.DataFram
     a, b = load_study(Path(dir_a)), load_study(Path(dir_b))
     df, meta = compute(Path(dir_a), Path(dir_b))
     con = _console(console)
-    con.print(f"A = {_who(a)}")
-    con.print(f"B = {_who(b)}")
+    con.print(f"A = {_who(a)}", markup=False)
+    con.print(f"B = {_who(b)}", markup=False)
     if df.empty:
         con.print("the studies have no groups in common or otherwise: n/a")
         return df

@@ -41,14 +41,14 @@ def execute(sd, study, jobs: list, todo: list, console=None, root: Path | None =
         reader = Reader(root)
         for job in todo:
             b, scheme = job.info["build"], job.info["scheme"]
-            library = sd.variant_path(b.id)
+            library = sd.gated_library(b.id)
             started = datetime.now(timezone.utc).isoformat()
             rows: dict[str, list] = {k: [] for k in ("op", "metric", "spin", "batch", "raw", "per_call")}
             details: dict[str, list] = {}
             try:
                 for op in study.ops_for(scheme):
                     for rep in range(repeats):
-                        m = measure_op(sd.driver_path, library, scheme, op, reader, min_seconds, cpu=study.cpu)
+                        m = measure_op(sd.gated_driver(), library, scheme, op, reader, min_seconds, cpu=study.cpu)
                         details.setdefault(op, []).append(m)
                         for dom in reader.domains:
                             uj = round(m["joules"][dom.key] * 1e6)

@@ -46,6 +46,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .. import machine, store
 from .. import study as study_mod
 from . import child
+from ..errors import tagged
 from ..studydir import StudyDir
 
 METRIC = "instructions"
@@ -285,7 +286,7 @@ def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *,
     its job (info["failed"]); when a job's last run ends, write(job, {op: [results]}, started) stores it
     and returns its path. Ctrl-C drops the queued runs (finished jobs are on disk; a rerun continues).
     False if a job failed."""
-    driver = sd.driver_path
+    driver = sd.gated_driver()
     skipped: dict[str, str] = {}  # build id -> reason (valgrind cannot run it)
     lock = threading.Lock()
 
@@ -295,7 +296,7 @@ def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *,
             if b.id in skipped:
                 return None
         try:
-            return measure(driver, sd.variant_path(b.id), job.info["scheme"], op)
+            return measure(driver, sd.gated_library(b.id), job.info["scheme"], op)
         except CountError as e:
             if e.unsupported:
                 with lock:
@@ -342,7 +343,7 @@ def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *,
             except (CountError, ValueError, OSError) as e:
                 ok = False
                 info["failed"][j.id] = str(e)
-                console.print(f"[red]failed[/red] {j.id}: {e}")
+                console.print(tagged("failed", "red", f"{j.id}: {e}"))
                 continue
             console.print(f"{metric} {b.variant} ({b.compiler.id}) {j.info['scheme']}: {path.name}")
     except BaseException:
@@ -354,7 +355,7 @@ def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *,
         pool.shutdown(wait=True)
 
     for bid, reason in skipped.items():
-        console.print(f"[yellow]skip[/yellow] {bid}: skipped for metric {metric} ({reason})", soft_wrap=True)
+        console.print(tagged("skip", "yellow", f"{bid}: skipped for metric {metric} ({reason})"), soft_wrap=True)
         info["skipped"][bid] = reason
     return ok
 
@@ -384,7 +385,7 @@ def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, consol
     }
     if version is None:
         reason = backend.missing
-        console.print(f"[red]instructions unavailable[/red]: {reason}")
+        console.print(tagged("instructions unavailable", "red", f": {reason}"))
         sd.update_manifest(lambda m: m.setdefault("metrics", {}).__setitem__(METRIC, {**info, "status": "unavailable", "reason": reason}))
         return False
     console.print(f"instructions ({version}): {len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")

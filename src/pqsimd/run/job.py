@@ -229,13 +229,13 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
     for bid, variant, compiler in builds:
         if build_on_node and study.variant(variant).node_dependent:
             node_built[bid] = build_here(sd, study, job, variant, compiler)
-        elif not sd.variant_path(bid).exists():
+        elif not sd.gated_library(bid).exists():  # the bytes that passed the gate, checked (one line if not)
             raise PqsimdError(f"job {job_id}: variant {sd.variant_path(bid)} is missing; run {command('run', sd.path)} "
                               f"to rebuild")
     built_on_node = list(node_built)
     libraries, stacks, layout_record = layouts.entries(sd, study, job_id, builds, node_built)
     copies = layout_record["copies_per_job"] if layout_record else None
-    driver = sd.driver_path
+    driver = sd.gated_driver()
     if not driver.exists():
         raise PqsimdError(f"job {job_id}: driver {driver} is missing; run {command('run', sd.path)} to rebuild")
     cpu = pick_cpu(study)

@@ -65,7 +65,7 @@ def prepare(sd: StudyDir, study, jobs: list[dict], console=None) -> None:
     n = copies_per_job(study)
     links = {bid: (b or {}).get("link") for bid, b in (sd.read_manifest().get("builds") or {}).items()}
     launcher = list(study_launcher(study))
-    driver = sd.driver_path
+    driver = sd.gated_driver()
     work = []  # (job, bid, base, base_sha, [(i, seed, out)])
     for job in jobs:
         rec = read(sd, job["id"])
@@ -73,6 +73,7 @@ def prepare(sd: StudyDir, study, jobs: list[dict], console=None) -> None:
             base = sd.variant_path(bid)
             if not base.exists():
                 continue
+            base = sd.gated_library(bid)  # the bytes that passed the gate (one line if they changed)
             sha = store.sha256_file(base)
             if _current(rec, bid, sha, n):
                 continue

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Iterator
 
 from rich.console import Console
+from rich.text import Text
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..errors import Interrupted, PqsimdError, command
+from ..errors import Interrupted, PqsimdError, command, tagged
 from ..studydir import StudyDir
 from .job import pick_cpu, run_job
 
@@ -36,8 +37,8 @@ def cpu_guard(cpu: int, study_path: Path, console: Console) -> Iterator[None]:
             os.pwrite(fd, f"{os.getpid()} {study_path}\n".encode(), 0)
         except BlockingIOError:
             holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
-            console.print(f"[yellow]warning[/yellow]: CPU {cpu} is being timed by another pqsimd study "
-                          f"(pid and directory: {holder}); both will read slow. Use --cpu N for another CPU.",
+            console.print(tagged("warning", "yellow", f": CPU {cpu} is being timed by another pqsimd study "
+                          f"(pid and directory: {holder}); both will read slow. Use --cpu N for another CPU."),
                           soft_wrap=True)
         yield
     finally:
@@ -68,10 +69,10 @@ def execute(directory: Path | StudyDir, jobs: list[dict], study=None, console: C
 
                 try:
                     run_job(sd, job["id"], progress=update, study=study,
-                            notify=lambda line: console.print(f"[red]{line}[/red]", soft_wrap=True))
+                            notify=lambda line: console.print(Text(line, style="red"), soft_wrap=True))
                 except PqsimdError as e:
                     failures.append((job["id"], str(e)))
-                    console.print(f"[red]failed[/red] {e}", soft_wrap=True)
+                    console.print(tagged("failed", "red", str(e)), soft_wrap=True)
                 progress.remove_task(task)
                 progress.advance(overall, w[job["id"]])
     except KeyboardInterrupt:

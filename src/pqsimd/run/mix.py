@@ -58,7 +58,7 @@ from typing import Any
 from rich.console import Console
 
 from .. import machine, store
-from ..errors import PqsimdError
+from ..errors import PqsimdError, tagged
 from ..studydir import StudyDir
 from . import instructions as ins
 
@@ -895,11 +895,11 @@ def execute(sd: StudyDir, study, jobs: list, todo: list, console: Console | None
     if version is None or (callgrind and objdump_path() is None):
         reason = (backend.missing if version is None
                   else "objdump not found on PATH (install it: apt-get install binutils)")
-        console.print(f"[red]mix unavailable[/red]: {reason}")
+        console.print(tagged("mix unavailable", "red", f": {reason}"))
         _set_manifest(sd, {**info, "status": "unavailable", "reason": reason})
         return False
     if mca_why:
-        console.print(f"[yellow]mix: no cost-model estimate[/yellow] ({mca_why}); the instruction mix goes on", soft_wrap=True)
+        console.print(tagged("mix: no cost-model estimate", "yellow", f"({mca_why}); the instruction mix goes on"), soft_wrap=True)
     console.print(f"mix ({version}{', ' + info['mca']['tool'] + ' for ' + ', '.join(cpus) if mca and cpus else ''}): "
                   f"{len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")
     ok = ins.run_per_op(sd, study, todo, console, info, metric=METRIC, label=f"{backend.name} mix runs", repeats=1,

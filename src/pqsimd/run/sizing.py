@@ -115,12 +115,12 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
     op_seconds = [build_ops(sd, b, scheme) for b in builds]
     timed = timed_ops(study, scheme, op_seconds)
     limit = limits.probe_limit(study, scheme, list(timed), op_seconds)
-    lines = ["design paired", f"scheme {scheme}", *(f"variant {escape(sd.variant_path(b))}" for b in builds),
+    lines = ["design paired", f"scheme {scheme}", *(f"variant {escape(sd.gated_library(b))}" for b in builds),
              f"cpu {cpu}", f"target {study.batch_target}", *quantum_line(study),
              *(f"op {op} 1 1 0 {' '.join(study.batch if t else NOT_TIMED for t in which)}" for op, which in timed.items())]
     what = f"sizing: the driver's probe of {scheme}"
     try:
-        p = child.run([*child.launcher_of(study), str(sd.driver_path), "probe", "-"], input="\n".join(lines) + "\n", timeout=limit["seconds"])
+        p = child.run([*child.launcher_of(study), str(sd.gated_driver()), "probe", "-"], input="\n".join(lines) + "\n", timeout=limit["seconds"])
     except child.TimedOut as e:
         raise death_of(what, e.stderr, builds, scheme, limit) or PqsimdError(
             f"{what} did not finish within {e.seconds:g} s ({limit['from']}); set [study] job_timeout") from None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -126,26 +127,45 @@ def _pinned() -> list[str]:
     return re.findall(r"^([A-Za-z0-9_-]+)\s*=", deps, re.M)
 
 
+def _check_cargo_home() -> None:
+    """cargo keeps the pinned crates under $CARGO_HOME (default $HOME/.cargo): a directory that is not
+    there and cannot be made, or cannot be written, is named in one line before cargo fails obscurely."""
+    home = os.environ.get("HOME", "")
+    cargo_home = Path(os.environ.get("CARGO_HOME") or Path(home or "/") / ".cargo")
+    usable = cargo_home if cargo_home.exists() else cargo_home.parent
+    if not usable.is_dir() or not os.access(usable, os.W_OK | os.X_OK):
+        what = "CARGO_HOME" if os.environ.get("CARGO_HOME") else f"HOME={home or '(unset)'}"
+        raise PqsimdError(f"{usable} is not a writable directory, so cargo cannot keep the pinned sources under "
+                          f"{cargo_home} ({what}); set HOME (or CARGO_HOME) to a usable directory, or pass --source "
+                          f"PATH to a PQClean tree")
+
+
+def _cargo_error(stderr: str) -> str:
+    """cargo's (or rustup's) own error line, not the last line of a backtrace."""
+    lines = [l.strip() for l in stderr.strip().splitlines() if l.strip()]
+    return next((l for l in lines if l.startswith("error")), lines[-1] if lines else "(no output)")
+
+
 def locate(source: Path | None = None) -> SourceTree:
     if source is not None:
         return SourceTree(root=check_tree(source), origin="path")
     cargo = _cargo()
+    _check_cargo_home()
     manifest = _crate_dir() / "Cargo.toml"
     fetch = subprocess.run(
         [cargo, "fetch", "--locked", "--manifest-path", str(manifest)], capture_output=True, text=True
     )
     if fetch.returncode != 0:
-        last = (fetch.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise PqsimdError(f"cargo could not fetch the pinned sources ({', '.join(_pinned())}; network or registry "
-                          f"problem?): {last}")
+                          f"problem, or HOME={os.environ.get('HOME', '(unset)')} lacks the Rust toolchain?): "
+                          f"{_cargo_error(fetch.stderr)}")
     meta = subprocess.run(
         [cargo, "metadata", "--locked", "--offline", "--format-version", "1", "--manifest-path", str(manifest)],
         capture_output=True,
         text=True,
     )
     if meta.returncode != 0:
-        last = (meta.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise PqsimdError(f"cargo metadata failed for the pinned sources: {last}")
+        raise PqsimdError(f"cargo metadata failed for the pinned sources: {_cargo_error(meta.stderr)}")
     packages = json.loads(meta.stdout)["packages"]
     lock = (_crate_dir() / "Cargo.lock").read_text()
     crates = []

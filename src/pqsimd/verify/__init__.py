@@ -20,8 +20,13 @@ between disagreeing groups fails them all (nothing says which is right).
 Verify-only builds: an implementation that computes in hardware floating point (`native_fp`,
 e.g. Falcon's AVX2 code) built by a variant whose flags may change rounding (`fp_exact = false`, e.g.
 -march=native contracting multiply-adds into FMA) cannot promise the KAT bytes or byte-identical
-signatures. Such a build must pass its own checks (its signatures verify, tampering is rejected)
-and its KAT program must run; it takes no part in the agreement.
+signatures. Such a build takes no part in the agreement, and must
+- pass its KAT program, which verifies every signature it makes (PQClean's nistkat opens each
+  signed message); the KAT's sha256 is checked where the build reproduces it, else recorded;
+- pass its own checks (its signatures verify, tampering is rejected);
+- cross-verify with the agreement's reference for every gate message: the reference verifies this
+  build's signatures and this build verifies the reference's (`driver gate`'s verify line), so a
+  build whose signatures are only self-consistent (a miscompiled hash, a sabotaged sampler) fails.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import catalog
+from .. import catalog, store
 from ..build import Build, Driver
 from ..run import child
 from ..sources import SourceTree
@@ -112,8 +117,9 @@ def check_kat(tree: SourceTree, build: Build, scheme: str, launcher: list[str] |
         return Check("nistkat", scheme, False, f"KAT program exited {proc.returncode}")
     got = hashlib.sha256(proc.stdout).hexdigest()
     if got != expected and verify_only(build):
-        return Check("nistkat", scheme, True, f"ran; sha256 {got[:16]}… != META.yml {expected[:16]}…, as this "
-                                              f"build's floating-point rounding allows (verify-only)")
+        return Check("nistkat", scheme, True, f"ran and verified its signatures; sha256 {got[:16]}… != META.yml "
+                                              f"{expected[:16]}…, as this build's floating-point rounding allows "
+                                              f"(verify-only: cross-verified with the reference instead)")
     if got != expected:
         return Check("nistkat", scheme, False, f"sha256 {got[:16]}… != META.yml {expected[:16]}…")
     return Check("nistkat", scheme, True, got)
@@ -130,20 +136,33 @@ def vectors_for(scheme: str) -> list[Vector]:
     return KINDS[fam.kind].vectors(scheme, vector_count(fam), int(pool) if isinstance(pool, int) and pool > 0 else POOL_BYTES)
 
 
-def run_vectors(driver: Path, library: Path, scheme: str, vectors: list[Vector],
-                launcher: list[str] | tuple = ()) -> list[dict]:
-    """The driver's answers, parsed; RuntimeError with the driver's message if it fails."""
-    kind = KINDS[catalog.family_of(scheme).kind]
-    text = "".join(v.line + "\n" for v in vectors)
+def _gate_lines(driver: Path, library: Path, scheme: str, lines: list[str], launcher: list[str] | tuple) -> list[str]:
+    """`driver gate`'s answer to each input line; RuntimeError with the driver's message if it fails."""
     try:
-        proc = child.run([*launcher, str(driver), "gate", str(library), scheme], input=text, timeout=TIMEOUT_S)
+        proc = child.run([*launcher, str(driver), "gate", str(library), scheme], input="".join(l + "\n" for l in lines),
+                         timeout=TIMEOUT_S)
     except child.TimedOut as e:
         raise RuntimeError(f"{e}: {(e.stderr.strip().splitlines() or ['?'])[-1]}") from None
     if proc.returncode != 0:
         raise RuntimeError((proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1])
-    lines = proc.stdout.splitlines()
-    if len(lines) != len(vectors):
-        raise RuntimeError(f"the driver answered {len(lines)} of {len(vectors)} vectors")
+    out = proc.stdout.splitlines()
+    if len(out) != len(lines):
+        raise RuntimeError(f"the driver answered {len(out)} of {len(lines)} vectors")
+    return out
+
+
+def run_cross_verify(driver: Path, library: Path, scheme: str, signed: list[tuple[bytes, bytes, bytes]],
+                     launcher: list[str] | tuple = ()) -> list[int]:
+    """Each (public key, message, signature) verified by this library: the return codes."""
+    lines = [f"verify {pk.hex() or '-'} {msg.hex() or '-'} {sig.hex() or '-'}" for pk, msg, sig in signed]
+    return [int(x) for x in _gate_lines(driver, library, scheme, lines, launcher)]
+
+
+def run_vectors(driver: Path, library: Path, scheme: str, vectors: list[Vector],
+                launcher: list[str] | tuple = ()) -> list[dict]:
+    """The driver's answers, parsed; RuntimeError with the driver's message if it fails."""
+    kind = KINDS[catalog.family_of(scheme).kind]
+    lines = _gate_lines(driver, library, scheme, [v.line for v in vectors], launcher)
     try:
         return [kind.parse(line, v) for line, v in zip(lines, vectors)]
     except ValueError as e:
@@ -231,10 +250,12 @@ def _gate_code_digest() -> str:
     return hashlib.sha256(b"".join(d.joinpath(n).read_bytes() for n in ("gate.c", "gate.h"))).hexdigest()
 
 
-def _vectors_digest(vectors: list[Vector], expected_kat: str | None, gate: dict, only_verify: bool) -> str:
+def _vectors_digest(vectors: list[Vector], expected_kat: str | None, gate: dict, only_verify: bool,
+                    library_sha256: str) -> str:
+    """The key of a cached verdict: the inputs and the very bytes of the shared object checked."""
     mode = "|verify-only" if only_verify else ""
     h = hashlib.sha256(f"{GATE_CACHE_VERSION}|{expected_kat}|{json.dumps(gate, sort_keys=True)}{mode}|"
-                       f"{_gate_code_digest()}".encode())
+                       f"{_gate_code_digest()}|{library_sha256}".encode())
     for v in vectors:
         h.update(v.line.encode())
     return h.hexdigest()
@@ -249,8 +270,12 @@ def _checked(tree: SourceTree, driver: Driver, b: Build, scheme: str, vectors: l
     digest): it is kept beside the build, so a study that reuses a cached build skips the KAT and
     vectors (slow at -O0 for large signature sets). Answers are re-run only when a difference has to
     be named."""
+    library_sha256 = store.sha256_file(b.library)
+    if b.sha256 and library_sha256 != b.sha256:
+        changed = f"{b.library} is not the binary that was built (sha256 {library_sha256[:16]}… != {b.sha256[:16]}…)"
+        return None, changed, "", "", changed
     digest = _vectors_digest(vectors, expected_kat_sha256(tree, scheme) if fam.kat else None, fam.gate_for(scheme),
-                             verify_only(b))
+                             verify_only(b), library_sha256)
     cache = _cache_file(b, scheme)
     try:
         c = json.loads(cache.read_text())
@@ -332,6 +357,30 @@ def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[st
                 answers[bid] = run_vectors(driver.path, b.library, scheme, vectors, driver.launcher())
             return answers[bid]  # type: ignore[return-value]
 
+        def cross_check(b: Build) -> str:
+            """The verify-only build and the reference verify each other's signatures ("": they do)."""
+            if kind.signed is None:
+                return f"a verify-only build of a {fam.kind} family has no cross-check; it cannot be gated"
+            if reference is None:
+                return ("no build of the study reproduces the KAT and agrees with the others, so this build's output "
+                        "cannot be cross-verified; time it beside such a build (e.g. the family's clean code)")
+            ref_build = next(x for x in mine if x.id == reference)
+            r = results[reference]
+            try:
+                theirs = run_cross_verify(driver.path, ref_build.library, scheme,
+                                          kind.signed(answers_of(b.id), vectors), driver.launcher())
+                ours = run_cross_verify(driver.path, b.library, scheme,
+                                        kind.signed(answers_of(reference), vectors), driver.launcher())
+            except (RuntimeError, OSError) as e:
+                return f"cross-verification with {r.variant}@{r.compiler} failed: {e}"
+            bad = next((i for i, rc in enumerate(theirs) if rc != 0), None)
+            if bad is not None:
+                return f"vector {bad}: {r.variant}@{r.compiler} does not verify this build's signature"
+            bad = next((i for i, rc in enumerate(ours) if rc != 0), None)
+            if bad is not None:
+                return f"vector {bad}: this build rejects {r.variant}@{r.compiler}'s valid signature"
+            return ""
+
         only_verify = {b.id for b in mine if verify_only(b)}
         candidates = [b.id for b in mine if kat_ok[b.id] and not isinstance(answers[b.id], str) and not own[b.id]
                       and b.id not in only_verify]
@@ -352,9 +401,11 @@ def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[st
                 continue
             detail = own.get(b.id, "")
             if b.id in only_verify:
+                detail = detail or cross_check(b)
                 results[b.id].checks.append(Check("vectors", scheme, not detail, detail or (
-                    f"{len(vectors)} vectors pass the {fam.kind} checks (verify-only: this build's floating-point "
-                    f"rounding may change its output bytes, so they are not compared with other builds)")))
+                    f"{len(vectors)} vectors pass the {fam.kind} checks and cross-verify both ways with "
+                    f"{results[reference].variant}@{results[reference].compiler} (verify-only: this build's "  # type: ignore[index]
+                    f"floating-point rounding may change its output bytes, so they are not compared byte by byte)")))
                 continue
             if not detail and tie:
                 sides = " vs ".join("/".join(results[x].variant + "@" + results[x].compiler for x in g) for g in ranked[:2])
@@ -367,7 +418,7 @@ def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[st
                 if impl is not None and impl.native_fp:
                     detail += (f"; {b.sources} computes in hardware floating point: if {b.variant}'s flags change "
                                f"rounding (e.g. -march=native or -mfma contract multiply-adds into FMA), add "
-                               f"-ffp-contract=off or mark the variant `fp_exact = false` (verify-only gate)")
+                               f"-ffp-contract=off")
             results[b.id].checks.append(Check("vectors", scheme, not detail,
                                               detail or f"{len(vectors)} vectors agree and pass the {fam.kind} checks"))
     return results

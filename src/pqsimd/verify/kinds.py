@@ -158,6 +158,11 @@ def sign_check(i: int, d: dict[str, Any], v: Vector, gate: dict[str, Any]) -> st
     return ""
 
 
+def sign_signed(answers: list[dict[str, Any]], vectors: list[Vector]) -> list[tuple[bytes, bytes, bytes]]:
+    """(public key, message, signature) of each answer: what another build must verify."""
+    return [(d["pk"], v.message, d["sig"]) for d, v in zip(answers, vectors)]
+
+
 # --- hash -----------------------------------------------------------------------------------------
 
 HASH_LENGTHS = (0, 1, 135, 136, 137, 1000, 168, 64)
@@ -198,11 +203,12 @@ class Kind:
     check: Any
     fields: tuple[str, ...]
     default_count: int
+    signed: Any = None  # answers -> (pk, message, signature) another build verifies (the verify-only cross-check)
 
 
 KINDS = {
     "kem": Kind("kem", kem_vectors, kem_parse, kem_check, (*KEM_FIELDS, "ss_tampered"), 8),
     "sign": Kind("sign", sign_vectors, sign_parse, sign_check,
-                 (*SIGN_FIELDS, "verify_rc", "sig_tampered_rc", "msg_tampered_rc"), 8),
+                 (*SIGN_FIELDS, "verify_rc", "sig_tampered_rc", "msg_tampered_rc"), 8, sign_signed),
     "hash": Kind("hash", hash_vectors, hash_parse, hash_check, ("digest",), 8),
 }

@@ -163,6 +163,32 @@ static int sign_line(const pqsimd_loaded *v, const pqsimd_scheme *s, char **tok,
     return 0;
 }
 
+/* "verify PK MSG SIG": another build's signature, verified by this one (the cross-check of a
+ * verify-only build: verify/__init__.py). */
+static int verify_line(const pqsimd_scheme *s, char **tok, FILE *out) {
+    uint8_t *pk, *msg, *sig;
+    size_t pklen = unhex(tok[1], &pk);
+    if (pklen == (size_t)-1) {
+        return -1;
+    }
+    size_t mlen = unhex(tok[2], &msg);
+    if (mlen == (size_t)-1) {
+        free(pk);
+        return -1;
+    }
+    size_t siglen = unhex(tok[3], &sig);
+    if (siglen == (size_t)-1 || pklen != s->sizes.public_key || siglen > s->sizes.signature) {
+        free(pk), free(msg);
+        if (siglen != (size_t)-1) {
+            free(sig);
+        }
+        return -1;
+    }
+    fprintf(out, "%d\n", s->api.verify(sig, siglen, msg, mlen, pk));
+    free(pk), free(msg), free(sig);
+    return 0;
+}
+
 static int hash_line(const pqsimd_scheme *s, char **tok, FILE *out) {
     uint8_t *msg;
     size_t mlen = unhex(tok[0], &msg);
@@ -198,6 +224,7 @@ int pqsimd_gate(const pqsimd_loaded *v, const pqsimd_scheme *s, FILE *in, FILE *
         }
         int rc = nt < want[s->kind] ? -1
                  : s->kind == PQSIMD_KIND_KEM  ? kem_line(v, s, tok, out)
+                 : s->kind == PQSIMD_KIND_SIGN && nt == 4 && strcmp(tok[0], "verify") == 0 ? verify_line(s, tok, out)
                  : s->kind == PQSIMD_KIND_SIGN ? sign_line(v, s, tok, out)
                                                : hash_line(s, tok, out);
         if (rc == -1) {

@@ -3,6 +3,7 @@
  *
  * kem:  "POOL FRACS"     -> "rc used dry pk sk ct ss ss_dec ss_tampered..."
  * sign: "POOL MSG FRACS" -> "rc used dry pk sk sig verify_rc sig_tampered_rcs msg_tampered_rcs"
+ *       "verify PK MSG SIG" -> "rc" (another build's signature verified by this one)
  * hash: "MSG OUTLEN"     -> "digest"
  *
  * POOL: the bytes randombytes serves (key generation, then encapsulation or signing).

@@ -137,6 +137,25 @@ def _live_tasks(directory: Path, submissions: list[dict]) -> list[_Tracked]:
     return tracked
 
 
+def refuse_while_in_flight(directory: Path) -> None:
+    """A local run of a study whose SLURM tasks are still queued or running (its follower was
+    interrupted) would time those jobs a second time and keep both: refused in one line, naming
+    what to do. Without squeue here no cluster of this study is reachable, so nothing is refused."""
+    import shutil
+
+    submissions = load_submissions(directory)
+    if not submissions or shutil.which("squeue") is None:
+        return
+    tracked = _live_tasks(directory, submissions)
+    jobs = sum(len(t.tasks) for t in tracked)
+    if jobs:
+        raise PqsimdError(
+            f"{jobs} job(s) of {directory} are still queued or running on SLURM (array "
+            f"{', '.join(t.array_id for t in tracked)}); a local run would time them twice: follow them with "
+            f"{command('run', directory, '--executor', 'slurm')}, wait for them "
+            f"({command('slurm', 'status', directory)}), or stop them ({command('slurm', 'cancel', directory)})")
+
+
 @contextmanager
 def _defer_sigint():
     """Hold a Ctrl-C until the block is over (main thread only; elsewhere a no-op)."""
