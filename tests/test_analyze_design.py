@@ -652,16 +652,22 @@ def results(d: Path) -> tuple[pd.DataFrame, dict]:
 
 
 def test_zero_variance_groups_get_exact_verdicts_end_to_end(tmp_path):
-    """Every spin median identical (no noise at all): 72 vs 36 ticks is faster, 72 vs 72 the same."""
+    """Every spin median identical (no noise at all): 72 vs 36 ticks is faster; the exact ratio's
+    interval is as wide as the clock's lattice allows (a 1-tick step on 36 and 72 ticks, issue 27),
+    so 72 vs 72 is what that interval says (not a zero-width 'same')."""
     d = make_synthetic_study(tmp_path / "z", variants=("ref", "avx2"), ops=("ntt", "invntt"), jobs=2, spins=20, reps=3,
                              medians={("ref", "ntt"): 72.0, ("avx2", "ntt"): 36.0, "ref": 72.0, "avx2": 72.0},
                              spin_sigma=0.0, rep_sigma=0.0, outlier_rate=0.0, analysis=FAST)
     c, s = results(d)
     c = c.set_index("op")
     assert c.loc["ntt", "method"] == c.loc["invntt", "method"] == "exact"
+    from pqsimd.analyze.interval import resolution_halfwidth, verdict_of
+
+    h_ntt, h_inv = resolution_halfwidth(1 / 72, 1 / 36), resolution_halfwidth(1 / 72, 1 / 72)
     assert c.loc["ntt", "verdict"] == "faster" and c.loc["ntt", "speedup"] == 2.0
-    assert c.loc["ntt", "ci_low"] == c.loc["ntt", "ci_high"] == 2.0
-    assert c.loc["invntt", "verdict"] == "same" and "exact ratio" in c.loc["invntt", "reason"]
+    assert (c.loc["ntt", "ci_low"], c.loc["ntt", "ci_high"]) == pytest.approx((2 * np.exp(-h_ntt), 2 * np.exp(h_ntt)))
+    assert c.loc["invntt", "speedup"] == 1.0 and "clock's resolution" in c.loc["invntt", "reason"]
+    assert c.loc["invntt", "verdict"] == verdict_of(-h_inv, h_inv, np.log(1.02))
     assert not c["deterministic"].any()  # ticks are not an exact metric: the test is exact, the group is not
     assert s["family"]["m"] == 0
 

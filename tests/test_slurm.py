@@ -311,13 +311,19 @@ def test_slurm_run_matches_local_run(tmp_path, slurm_cluster):
 def test_paired_study_on_slurm(tmp_path, slurm_cluster):
     d = tmp_path / "paired"
     out = pqsimd("run", d, *TINY[:-2], "--design", "paired", "--executor", "slurm")
-    assert "2/2 job(s) finished" in out.stderr
-    assert raw_names(d) == {"paired.ml-kem-512.0", "paired.ml-kem-512.1"}
+    # the standard preset also times each build alone once (co-residency): array tasks like the others
+    assert "4/4 job(s) finished" in out.stderr
+    assert raw_names(d) == {"paired.ml-kem-512.0", "paired.ml-kem-512.1", "alone.ref.gcc.ml-kem-512.0",
+                            "alone.avx2.gcc.ml-kem-512.0"}
     from pqsimd import store
 
     rec = store.read_job_record(StudyDir(d).raw_path("paired.ml-kem-512.0"))
     assert rec["variants"] == ["ref", "avx2"] and rec["slurm_job_id"]
     pqsimd("analyze", d)
+    import pandas as pd
+
+    co = pd.read_csv(d / "results" / "coresidency.csv")
+    assert set(co["variant"]) == {"ref", "avx2"} and (co["n_alone"] == 1).all() and (co["n_paired"] == 2).all()
 
 
 @pytest.mark.slurm

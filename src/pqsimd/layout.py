@@ -136,6 +136,9 @@ def relink(link: list[str], seed: int, out: Path, assembler: list[str] | None = 
     lld = require_linker()
     pad = Padding.of(seed)
     cc = link[: link.index("-shared")] if "-shared" in link else link[:1]
+    if any(a.startswith("-flto") for a in link) and _family(cc) == "gcc":
+        # gcc's -flto objects hold GIMPLE for its own linker plugin; lld would link them empty
+        raise PqsimdError("gcc -flto objects hold GIMPLE that only GNU ld's plugin reads; lld cannot relink them")
     with tempfile.TemporaryDirectory(prefix="pqsimd-layout-") as tmp:
         asm, obj = Path(tmp) / "pad.s", Path(tmp) / "pad.o"
         asm.write_text(pad.assembly())
@@ -150,6 +153,14 @@ def relink(link: list[str], seed: int, out: Path, assembler: list[str] | None = 
             raise PqsimdError(f"lld cannot relink this build ({last.strip()[:200]})")
         recorded = [a if a != str(obj) else "<padding.o>" for a in cmd]
     return pad, recorded
+
+
+def _family(cc: list[str]) -> str:
+    try:
+        out = subprocess.run([*cc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return catalog.compiler_family(out)
 
 
 def op_offsets(driver: Path, library: Path, scheme: str, launcher: list[str] | tuple = ()) -> dict[str, int]:
