@@ -60,7 +60,9 @@ def coresidency(groups: dict, alone: dict, alpha: float, threshold: float) -> tu
                      "ci_level": 1 - gamma, "df": df, "flagged": flagged, "note": note})
     df_ = pd.DataFrame(rows, columns=COLUMNS)
     finite = df_[np.isfinite(df_["ratio"])]
-    worst = finite.iloc[int(np.argmax(np.abs(np.log(finite["ratio"]))))] if len(finite) else None
+    # the worst flagged row when any is flagged (a warning names it), else the largest ratio measured
+    pool = finite[finite["flagged"]] if finite["flagged"].any() else finite
+    worst = pool.iloc[int(np.argmax(np.abs(np.log(pool["ratio"]))))] if len(pool) else None
     rec = {"measured": True, "rows": int(len(df_)), "flagged": int(df_["flagged"].sum()), "level": 1 - gamma,
            "median_ratio": float(finite["ratio"].median()) if len(finite) else None,
            "worst": (f"{worst.scheme} {worst.op} {worst.variant} ({worst.compiler}) {worst.ratio:.3f}× "
