@@ -310,6 +310,7 @@ class Build:
     seconds: float = 0.0
     sources: str = ""  # the PQClean implementation it was built from
     fp_exact: bool = True  # the variant's promise that its flags keep floating-point rounding (the gate reads it)
+    link: list[str] = field(default_factory=list)  # the shared object's link from the cached objects (layout.py relinks it)
     sha256: str = ""  # of the shared object as built (the build record's); the gate's verdict is keyed by it
 
     @property
@@ -443,7 +444,8 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
                      kat={s: final / f"kat-{s}" for s in fam.schemes if (final / f"kat-{s}").exists()},
                      schemes=info.get("schemes", list(fam.schemes)), commands=info["commands"], cached=cached,
                      seconds=seconds if not cached else info.get("seconds", 0.0), sources=variant.sources,
-                     fp_exact=variant.fp_exact, sha256=info.get("sha256") or store.sha256_file(final / "variant.so"))
+                     fp_exact=variant.fp_exact, link=info.get("link") or [],
+                     sha256=info.get("sha256") or store.sha256_file(final / "variant.so"))
 
     if record.exists() and _intact(final, "variant.so"):
         return result(True, 0.0)

@@ -3,8 +3,6 @@ study directory. The run holds the study lock throughout and fixes its settings 
 
 from __future__ import annotations
 
-import json
-
 import shutil
 import subprocess
 from datetime import datetime, timezone
@@ -284,7 +282,7 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
                 "build_key": next((b.key for b in builds if b.id == bid), None),
                 "compile_commands": next((b.commands for b in builds if b.id == bid), None),
                 # the link of its shared object from the cached objects: run/layouts.py relinks it per job
-                "link": next((_recorded_link(b) for b in builds if b.id == bid), None),
+                "link": next((b.link or None for b in builds if b.id == bid), None),
                 "binary_sha256": binaries.get(bid),
             }
             for bid, g in gate_results.items()
@@ -308,13 +306,6 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     sd.update_manifest({"excluded": sd.exclusions()})
     console.print(f"study: {sd.path}", markup=False)
     return ok
-
-
-def _recorded_link(b: Build) -> list[str] | None:
-    try:
-        return json.loads((b.directory / "build.json").read_text()).get("link")
-    except (OSError, ValueError):
-        return None
 
 
 def record_jobs(sd: StudyDir) -> None:

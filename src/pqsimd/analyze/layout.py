@@ -35,19 +35,13 @@ def layout_component(group) -> dict:
     out["n_layouts"] = int(len({(int(j), int(c)) for j, c in zip(group.job, lay) if c >= 0}))
     if not group.laid_out:
         return out
-    from .pooled import median_se
+    from .pooled import copy_medians
 
     excess, job_values = [], []
-    for j in np.unique(group.job):
-        in_job = group.job == j
-        per_copy = [group.log_values[in_job & (lay == c)] for c in np.unique(lay[in_job])]
-        meds = np.array([np.median(x) for x in per_copy])
+    for meds, se2, _ in copy_medians(group.log_values, group.job, lay):
         job_values.append(meds.mean())
-        if meds.size < 2:
-            continue
-        se2 = np.array([(median_se(x[None, :])[0] if x.size > 1 else 0.0) for x in per_copy]) ** 2
-        se2 = np.where(np.isfinite(se2), se2, 0.0)
-        excess.append(meds.var(ddof=1) - se2.mean())
+        if meds.size >= 2:
+            excess.append(meds.var(ddof=1) - se2.mean())
     if not excess:
         return out
     lv = max(0.0, float(np.mean(excess)))

@@ -88,20 +88,26 @@ def job_summary(values: np.ndarray, job: np.ndarray | None = None, layout: np.nd
     return JobSummary(np.log(med), se**2, np.array([r.size for r in rows]), bool(np.ptp(allv) == 0))
 
 
+def copy_medians(logv: np.ndarray, job: np.ndarray, layout: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """Per job (in job order): its laid-out copies' log medians, their sampling variances (median_se²,
+    0 for a copy of one spin) and the job's spin count: what a job value and the layout component use."""
+    out = []
+    for j in np.unique(job):
+        in_job = job == j
+        per_copy = [logv[in_job & (layout == c)] for c in np.unique(layout[in_job])]
+        meds = np.array([np.median(x) for x in per_copy])
+        se = np.array([median_se(x[None, :])[0] if x.size > 1 else 0.0 for x in per_copy])
+        out.append((meds, np.where(np.isfinite(se), se, 0.0) ** 2, int(in_job.sum())))
+    return out
+
+
 def _laid_out_summary(v: np.ndarray, job: np.ndarray, layout: np.ndarray) -> JobSummary:
     if not v.size or not np.all(np.isfinite(v)) or v.min() <= 0:
         raise ValueError("spin medians must be finite and > 0 (ratios and logs need positive values)")
-    logs, var, n = [], [], []
-    for j in np.unique(job):
-        in_job = job == j
-        per_copy = [np.log(v[in_job & (layout == c)]) for c in np.unique(layout[in_job])]
-        meds = np.array([np.median(x) for x in per_copy])
-        se = np.array([median_se(x[None, :])[0] if x.size > 1 else 0.0 for x in per_copy])
-        se = np.where(np.isfinite(se), se, 0.0)
-        logs.append(meds.mean())
-        var.append(float(np.sum(se**2)) / meds.size**2)
-        n.append(int(in_job.sum()))
-    return JobSummary(np.array(logs), np.array(var), np.array(n), bool(np.ptp(v) == 0))
+    per_job = copy_medians(np.log(v), job, layout)
+    return JobSummary(np.array([m.mean() for m, _, _ in per_job]),
+                      np.array([float(se2.sum()) / m.size**2 for m, se2, _ in per_job]),
+                      np.array([n for _, _, n in per_job]), bool(np.ptp(v) == 0))
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,9 @@ def prepare(sd: StudyDir, study, jobs: list[dict], console=None) -> None:
     layout.require_linker()
     n = copies_per_job(study)
     links = {bid: (b or {}).get("link") for bid, b in (sd.read_manifest().get("builds") or {}).items()}
-    launcher = list(study_launcher(study))
+    from . import child
+
+    launcher = list(child.launcher_of(study))
     driver = sd.gated_driver()
     work = []  # (job, bid, base, base_sha, [(i, seed, out)])
     for job in jobs:
@@ -136,12 +138,6 @@ def prepare(sd: StudyDir, study, jobs: list[dict], console=None) -> None:
     for bid, why in fixed:
         say(f"[yellow]layout fixed[/yellow] {bid}: {why}; its jobs time the build as linked", soft_wrap=True,
                       markup=True)
-
-
-def study_launcher(study) -> list[str]:
-    from . import child
-
-    return child.launcher_of(study)
 
 
 def entries(sd: StudyDir, study, job_id: str, builds: list[tuple[str, str, str]],
