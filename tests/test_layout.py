@@ -197,3 +197,16 @@ def test_builds_timed_alone_stay_out_of_the_comparisons(tmp_path):
     s = json.loads((d / "results" / "summary.json").read_text())
     assert s["coresidency"]["rows"] == 4
     assert "co-residency:" in run_cli("show", d).stdout
+
+
+def test_no_lld_is_one_line_naming_the_package_and_the_way_out(monkeypatch):
+    from pqsimd import layout
+    from pqsimd.errors import PqsimdError
+
+    real = layout.settings()
+    monkeypatch.setattr(layout, "settings", lambda: {**real, "linkers": ["ld.pqsimd-no-such-linker"]})
+    assert layout.linker() is None
+    with pytest.raises(PqsimdError) as e:
+        layout.require_linker()
+    msg = str(e.value)
+    assert "\n" not in msg and f"apt-get install {real['package']}" in msg and "--layout fixed" in msg
