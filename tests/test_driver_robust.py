@@ -180,10 +180,10 @@ def test_stopping_pqsimd_stops_its_driver_before_the_lock_is_released(tmp_path, 
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not _drivers_of(d):
+        while time.monotonic() < deadline and not _drivers_of(d) and proc.poll() is None:
             time.sleep(0.05)
         drivers = _drivers_of(d)
-        assert drivers, "the driver never started"
+        assert drivers, f"the driver never started: {proc.poll()=} {proc.stderr.read() if proc.poll() is not None else ''}"
         proc.send_signal(sig)  # to pqsimd alone, as `kill` or a SLURM scancel does: not its process group
         err = proc.communicate(timeout=60)[1]
     finally:

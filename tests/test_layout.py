@@ -210,3 +210,22 @@ def test_no_lld_is_one_line_naming_the_package_and_the_way_out(monkeypatch):
         layout.require_linker()
     msg = str(e.value)
     assert "\n" not in msg and f"apt-get install {real['package']}" in msg and "--layout fixed" in msg
+
+
+def test_the_linker_folder_is_made_once_by_racing_threads(tmp_path, monkeypatch):
+    # layouts are prepared by a thread pool: CI once saw two threads of one process collide on the folder's
+    # temporary link ("File exists") on a fresh cache
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pqsimd import layout
+
+    lld = layout.linker()
+    if lld is None:
+        pytest.skip("no lld")
+    for attempt in range(5):
+        monkeypatch.setenv("PQSIMD_CACHE", str(tmp_path / f"cache{attempt}"))
+        with ThreadPoolExecutor(16) as pool:
+            dirs = list(pool.map(lambda _: layout._tool_dir(lld), range(64)))
+        assert len(set(dirs)) == 1
+        assert (dirs[0] / "ld.lld").resolve() == Path(lld).resolve()
+        assert [p.name for p in dirs[0].iterdir()] == ["ld.lld"]  # no temporary link left behind

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import random
 import shlex
 import shutil
@@ -60,7 +61,9 @@ def _tool_dir(lld: str) -> Path:
     link = d / "ld.lld"
     if not link.exists():
         d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".ld.lld.{os.getpid()}"
+        # unique per process *and thread*: layouts are prepared by a thread pool (CI caught two threads
+        # of one process racing on a per-pid name)
+        tmp = d / f".ld.lld.{os.getpid()}.{threading.get_ident()}"
         tmp.unlink(missing_ok=True)
         tmp.symlink_to(lld)
         os.replace(tmp, link)
