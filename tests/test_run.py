@@ -257,22 +257,6 @@ def test_study_cpu_outside_allowed_set_falls_back():
     assert pick_cpu(s) == max(os.sched_getaffinity(0))
 
 
-def test_two_studies_on_one_cpu_warn(tmp_path):
-    from rich.console import Console
-
-    from pqsimd.run.local import cpu_guard
-
-    con = Console(file=open(os.devnull, "w"), record=True)
-    with cpu_guard(0, tmp_path / "a", con):
-        child = subprocess.run(
-            [str(PQSIMD.with_name("python")), "-c",
-             "from pathlib import Path; from rich.console import Console; from pqsimd.run.local import cpu_guard\n"
-             "c = Console(stderr=True)\nwith cpu_guard(0, Path('b'), c): pass"],
-            capture_output=True, text=True, timeout=60)
-    assert "CPU 0 is being timed by another pqsimd study" in " ".join(child.stderr.split())
-    assert str(os.getpid()) in child.stderr
-
-
 def test_show_states_the_paired_design_and_its_warm_up(paired_study):
     """A real paired study, analysed: show's first line says what the engine did (design, warm-up
     spins, the per-build untimed warm-up in microseconds) and what the carry-over check found."""

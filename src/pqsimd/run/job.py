@@ -28,7 +28,7 @@ from .. import study as study_mod
 from ..ids import build_id
 from ..errors import PqsimdError, command, os_problem
 from ..studydir import StudyDir
-from . import child, layouts, limits
+from . import child, cpuclaim, layouts, limits
 from . import spec as spec_mod
 
 BASE_COLUMNS = ["op", "v", "spin", "rep", "pos", "batch", "raw", "null"]
@@ -210,15 +210,44 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
     the run changes nothing); a SLURM task loads it, and an edit is refused against the plan."""
     sd = directory if isinstance(directory, StudyDir) else StudyDir(directory)
     study = study or study_mod.load(sd)
+    shared: list[cpuclaim.Share] = []
     while True:
         try:
-            return _run_once(sd, job_id, progress, build_on_node, study)
+            return _run_once(sd, job_id, progress, build_on_node, study, notify, len(shared))
         except BuildDied as e:
             exclude(sd, e, job_id, notify)
+        except SharedCpu as e:
+            shared.append(e.share)
+            worst = max(x.waited_fraction for x in shared)
+            if len(shared) >= cpuclaim.ATTEMPTS:
+                raise PqsimdError(
+                    f"job {job_id}: another program kept CPU {e.cpu} busy in each of {len(shared)} attempts (the "
+                    f"driver waited up to {worst:.0%} of its time for it); nothing kept, the job stays pending: run "
+                    f"{command('run', sd.path)} again when the CPU is free, or --cpu N for another CPU") from None
+            if notify:
+                notify(f"job {job_id}: discarded and run again: CPU {e.cpu} was shared with another program "
+                       f"(the driver waited {e.share.waited_fraction:.0%} of its time for it)")
+
+
+class SharedCpu(Exception):
+    """The job's driver waited for its CPU too long: its samples are not kept (cpuclaim)."""
+
+    def __init__(self, cpu: int, share: cpuclaim.Share):
+        super().__init__(f"CPU {cpu} shared")
+        self.cpu, self.share = cpu, share
+
+
+def _share_at_exit(proc: subprocess.Popen) -> cpuclaim.Share | None:
+    """The driver's scheduler statistics once it has exited, before it is reaped."""
+    try:
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+    except (ChildProcessError, OSError):  # reaped already (the watchdog stopped it)
+        return None
+    return cpuclaim.share_of(proc.pid)
 
 
 def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | None, build_on_node: bool,
-              study: study_mod.Study) -> Path:
+              study: study_mod.Study, notify: Callable[[str], None] | None = None, discarded: int = 0) -> Path:
     plan = sd.read_plan() or {}
     job = sd.find_job(job_id)
     builds = job_builds(sd, study, job)
@@ -260,10 +289,12 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
     spec_file = Path(tmp).with_suffix(".spec")
     written = False
     cmd = [*child.launcher_of(study), str(driver), "run", str(spec_file)]
+    share: cpuclaim.Share | None = None
     try:
         spec_file.write_text(text)
         timed_out = threading.Event()
         with os.fdopen(fd, "w") as out, open(log, "w") as err, \
+                cpuclaim.claim(cpu, f"study {sd.path}, job {job_id}", notify), \
                 child.spawned(cmd, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1 << 16) as proc:
             def expire() -> None:
                 timed_out.set()
@@ -281,6 +312,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
                     if i and progress and i % 512 == 0:
                         progress(i, total)
                     done = i
+                share = _share_at_exit(proc)
                 rc = proc.wait()
             finally:
                 if watchdog:
@@ -293,6 +325,8 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
             why = f"killed at the time limit of {limit['seconds']:g} s" if timed_out.is_set() else \
                 (stderr.strip().splitlines() or [f"exit code {rc}"])[-1]
             raise PqsimdError(f"job {job_id}: driver failed ({why}); log: {log}")
+        if share is not None and share.shared:
+            raise SharedCpu(cpu, share)
         with open(tmp) as f:
             try:
                 calibration = json.loads(f.readline())
@@ -313,6 +347,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
             "layout": layout_record,
             "driver_sha256": store.sha256_file(driver),
             "cpu": cpu,
+            "cpu_share": {**share.record(), "discarded_before": discarded} if share else None,
             "hostname": socket.gethostname(),
             "cpu_model": machine.cpu_model(),
             "calibration": calibration,

@@ -33,7 +33,7 @@ from .. import catalog
 from ..errors import PqsimdError
 from ..ids import AA_SUFFIX, BuildId
 from ..studydir import StudyDir
-from . import child, limits
+from . import child, cpuclaim, limits
 from .job import BuildDied, build_ops, death_of, exclude, job_builds, pick_cpu
 from .spec import NOT_TIMED, escape, quantum_line, timed_ops
 
@@ -120,7 +120,9 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
              *(f"op {op} 1 1 0 {' '.join(study.batch if t else NOT_TIMED for t in which)}" for op, which in timed.items())]
     what = f"sizing: the driver's probe of {scheme}"
     try:
-        p = child.run([*child.launcher_of(study), str(sd.gated_driver()), "probe", "-"], input="\n".join(lines) + "\n", timeout=limit["seconds"])
+        with cpuclaim.claim(cpu, f"study {sd.path}, sizing probe of {scheme}"):  # a probe times too
+            p = child.run([*child.launcher_of(study), str(sd.gated_driver()), "probe", "-"],
+                          input="\n".join(lines) + "\n", timeout=limit["seconds"])
     except child.TimedOut as e:
         raise death_of(what, e.stderr, builds, scheme, limit) or PqsimdError(
             f"{what} did not finish within {e.seconds:g} s ({limit['from']}); set [study] job_timeout") from None

@@ -33,8 +33,6 @@ from .script import SLURM_SUBDIR, job_name, write_submission_files
 from .states import TaskState
 
 SUBMISSIONS = "submissions.json"
-SLURM_SUBDIR = "slurm"
-SUBMISSIONS = "submissions.json"
 # squeue is polled every POLL_SECONDS while things change, backing off to POLL_MAX_SECONDS while
 # nothing does (a long study must not hammer slurmctld); both can be set in the environment.
 POLL_SECONDS = float(os.environ.get("PQSIMD_SLURM_POLL", "0.2"))
