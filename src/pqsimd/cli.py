@@ -340,7 +340,8 @@ def job(directory: Path, job_id: str, build_on_node: bool) -> None:
     """Run one job of a study (what the local and SLURM executors call)."""
     from .run.job import run_job
 
-    run_job(directory, job_id, build_on_node=build_on_node)
+    # a SLURM task's lines (a wait for its CPU, a discarded attempt) go to its log in DIR/logs/slurm/
+    run_job(directory, job_id, build_on_node=build_on_node, notify=lambda line: print(line, file=sys.stderr, flush=True))
 
 
 def _utf8_mode() -> None:
