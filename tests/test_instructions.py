@@ -8,12 +8,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from pqsimd import machine, store
+from pqsimd.run import callgrind
 from pqsimd.run import instructions as ins
 from pqsimd.studydir import StudyDir
 
 from conftest import run_cli
 
-if ins.valgrind_path() is None:  # make test installs it; a missing valgrind is a failure, not a skip
+if callgrind.valgrind_path() is None:  # make test installs it; a missing valgrind is a failure, not a skip
     pytest.fail("valgrind is not installed (make test installs it as root: tools/test-deps.sh)", pytrace=False)
 
 QUICK = ["--preset", "quick", "--schemes", "ml-kem-512", "--ops", "ntt,empty", "--metric", "instructions"]
@@ -84,15 +85,15 @@ def test_toggled_count_of_one_op_is_stable_and_empty_is_the_loop(study):
 
 
 def test_parsers():
-    assert ins.parse_callgrind_totals("events: Ir\nfn=(1) f\n0 5\n\ntotals: 206803\n") == 206803
-    assert ins.parse_callgrind_totals("summary: 42\n") == 42
+    assert callgrind.parse_callgrind_totals("events: Ir\nfn=(1) f\n0 5\n\ntotals: 206803\n") == 206803
+    assert callgrind.parse_callgrind_totals("summary: 42\n") == 42
     with pytest.raises(ValueError):
-        ins.parse_callgrind_totals("events: Ir\n")
+        callgrind.parse_callgrind_totals("events: Ir\n")
     err = ("vex amd64->IR: unhandled instruction bytes: 0x62 0xE1 0xFD 0x8 0x6F 0x1D 0x90 0x7A 0x0 0x0\n"
            "==1== Process terminating with default action of signal 4 (SIGILL)\n")
-    assert "AVX-512" in ins.unhandled_instruction(err)
-    assert ins.unhandled_instruction("==1== Process terminating with default action of signal 4 (SIGILL)") is not None
-    assert ins.unhandled_instruction("==1== I   refs: 5") is None
+    assert "AVX-512" in callgrind.unhandled_instruction(err)
+    assert callgrind.unhandled_instruction("==1== Process terminating with default action of signal 4 (SIGILL)") is not None
+    assert callgrind.unhandled_instruction("==1== I   refs: 5") is None
     p = ins.Pair(ir1=100, ir2=125, n1=2, n2=10)
     assert p.raw == 25 and p.batch == 8 and ins.per_call(p, Fraction(5, 8)) == Fraction(20, 8)
 
@@ -113,7 +114,7 @@ def test_without_valgrind_the_metric_is_unavailable_with_the_reason(tmp_path, mo
     from types import SimpleNamespace
 
     (tmp_path / "manifest.json").write_text("{}")
-    monkeypatch.setattr(ins, "valgrind_path", lambda: None)
+    monkeypatch.setattr(callgrind, "valgrind_path", lambda: None)
     msgs = []
     study = SimpleNamespace(ops=["ntt"], schemes=["ml-kem-512"])
     assert ins.execute(StudyDir(tmp_path), study, [], [], console=SimpleNamespace(print=lambda m, **k: msgs.append(m))) is False
@@ -154,8 +155,8 @@ def test_ticks_and_instructions_in_one_study_feed_the_mechanism_view(tmp_path):
 def test_parse_calls_to_a_namespaced_function():
     text = ("fn=(1) pqsimd_measure\n0 5\ncfn=(2) PQCLEAN_MLDSA44_CLEAN_poly_challenge\ncalls=3 0\n0 900\n"
             "cfn=(3) PQCLEAN_MLDSA44_CLEAN_poly_ntt\ncalls=7 0\n0 70\ncfn=(2)\ncalls=2 0\n0 600\n")
-    assert ins.parse_calls_to(text, "poly_challenge") == 5
-    assert ins.parse_calls_to(text, "poly_ntt") == 7 and ins.parse_calls_to(text, "nothing") is None
+    assert callgrind.parse_calls_to(text, "poly_challenge") == 5
+    assert callgrind.parse_calls_to(text, "poly_ntt") == 7 and callgrind.parse_calls_to(text, "nothing") is None
 
 
 def test_signing_rejection_iterations_are_counted(tmp_path):

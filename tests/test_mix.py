@@ -17,15 +17,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from pqsimd import machine, store
-from pqsimd.run import instructions as ins
-from pqsimd.run import mix
+from pqsimd.run import callgrind, classify, costmodel, disasm, mix
 from pqsimd.studydir import StudyDir
 
 from conftest import run_cli
 
-if ins.valgrind_path() is None:
+if callgrind.valgrind_path() is None:
     pytest.fail("valgrind is not installed (make test installs it as root: tools/test-deps.sh)", pytrace=False)
-if mix.mca_path() is None:
+if costmodel.mca_path() is None:
     pytest.fail("llvm-mca is not installed (make test installs llvm-16: apt-get install llvm-16)", pytrace=False)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "families"
@@ -72,7 +71,7 @@ def _mnemonics(df: pd.DataFrame, op: str) -> dict[tuple[str, int, str], Fraction
 def test_raw_files_are_raw_schema_rows(study):
     names = sorted(p.name for p in StudyDir(study).raw_files() if p.name.endswith(".mix.parquet"))
     assert names == [f"avx2.gcc.{SCHEME}.mix.parquet", f"ref.gcc.{SCHEME}.mix.parquet"]
-    classes = set(mix.config().classes)
+    classes = set(classify.config().classes)
     for v in ("ref", "avx2"):
         t, df, rec = _raw(study, v)
         assert t.schema.remove_metadata() == store.RAW_SCHEMA
@@ -84,7 +83,7 @@ def test_raw_files_are_raw_schema_rows(study):
         assert set(df.metric.map(lambda m: m.split(".")[0])) == {"mix", "mca"}
         assert rec["metric"] == "mix" and rec["tool"].startswith("valgrind") and rec["objects"]
         assert rec["mca"]["tool"].startswith("llvm-mca") and rec["mca"]["requested"] == CPUS
-        assert rec["mca"]["command"][0] == mix.mca_path() and "-mcpu=" in " ".join(rec["mca"]["command"])
+        assert rec["mca"]["command"][0] == costmodel.mca_path() and "-mcpu=" in " ".join(rec["mca"]["command"])
 
 
 def test_classes_and_mnemonics_sum_exactly_to_the_instructions_metric(study):
@@ -131,7 +130,7 @@ def test_llvm_mca_estimates_per_cpu_model(study):
     for cpu in CPUS:
         assert gen[cpu]["gen_a"]["coverage"] >= 0.95 and gen[cpu]["gen_a"]["blocks"] > 0
     pdep = {cpu: gen[cpu]["gen_a"]["mnemonics"]["pdep"]["max_latency"] for cpu in CPUS}
-    slow = mix.config().mca["slow_latency"]
+    slow = classify.config().mca["slow_latency"]
     # llvm-mca models pdep with latency 100 on Zen 1/2, a few cycles elsewhere
     assert pdep["znver1"] >= slow and pdep["znver2"] >= slow and pdep["znver3"] < slow and pdep["znver4"] < slow
     assert est["znver1"] > est["znver3"]
@@ -354,10 +353,10 @@ def test_avx512_variant_is_skipped_with_the_reason(tmp_path):
 def test_profile_parser_skips_inclusive_call_costs_and_checks_the_total():
     text = ("positions: instr\nevents: Ir\nsummary: 14\n\nob=/lib/a.so\nfl=???\nfn=f\n0x10 3\n0x14 2\n"
             "cob=/lib/b.so\ncfn=g\ncalls=1 0x100\n0x18 1000\n0x1d 1\nob=/lib/b.so\nfn=g\n0x100 5\n0x104 3\n")
-    assert mix.parse_profile(text) == {("/lib/a.so", 0x10): 3, ("/lib/a.so", 0x14): 2, ("/lib/a.so", 0x1d): 1,
+    assert callgrind.parse_profile(text) == {("/lib/a.so", 0x10): 3, ("/lib/a.so", 0x14): 2, ("/lib/a.so", 0x1d): 1,
                                        ("/lib/b.so", 0x100): 5, ("/lib/b.so", 0x104): 3}
     with pytest.raises(ValueError):
-        mix.parse_profile(text.replace("summary: 14", "summary: 15"))
+        callgrind.parse_profile(text.replace("summary: 14", "summary: 15"))
 
 
 @pytest.mark.parametrize("text, mnemonic, cls, width, crossing", [
@@ -388,27 +387,27 @@ def test_profile_parser_skips_inclusive_call_costs_and_checks_the_total():
     ("paddw  xmm0,xmm1", "paddw", "vec_alu", 128, False),
 ])
 def test_classification(text, mnemonic, cls, width, crossing):
-    m, ops, _clean = mix.parse_insn(text)
+    m, ops, _clean = disasm.parse_insn(text)
     assert m == mnemonic
-    k = mix.classify(m, ops)
+    k = classify.classify(m, ops)
     assert (k.cls, k.width, k.lane_crossing) == (cls, width, crossing)
 
 
 def test_hot_blocks_cover_the_share_asked_for():
     def loc(addr, count, m="add"):
-        insn = mix.Insn(m, "", m, "f")
-        return mix.Located("o", addr, count, insn, mix.classify(m, ""))
+        insn = disasm.Insn(m, "", m, "f")
+        return disasm.Located("o", addr, count, insn, classify.classify(m, ""))
 
     class D:
         def get(self, _):
             return type("X", (), {"index": staticmethod(lambda a: a)})()
 
     located = [loc(0, 100), loc(1, 100), loc(2, 100, "jne"), loc(3, 1), loc(4, 1, "ret"), loc(5, 5)]
-    blocks = mix.basic_blocks(located, D())
+    blocks = costmodel.basic_blocks(located, D())
     assert [len(b.located) for b in blocks] == [3, 2, 1]  # split at the branch, the count, the ret
-    hot, cov = mix.hot_blocks(blocks, 0.95)
+    hot, cov = costmodel.hot_blocks(blocks, 0.95)
     assert [b.count for b in hot] == [100] and cov == pytest.approx(300 / 307)
-    hot, cov = mix.hot_blocks(blocks, 0.99)
+    hot, cov = costmodel.hot_blocks(blocks, 0.99)
     assert len(hot) == 2 and cov == pytest.approx(305 / 307)
 
 

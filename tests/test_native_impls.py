@@ -17,6 +17,7 @@ from test_family_mldsa import _gate_lines, _oracle_inputs
 
 from pqsimd import catalog, machine, verify
 from pqsimd.build import build_variant
+from pqsimd.run import callgrind
 from pqsimd.catalog import Variant
 from pqsimd.errors import PqsimdError
 from pqsimd.verify.kinds import Vector, position
@@ -249,9 +250,7 @@ def test_an_unknown_group_is_one_line_at_the_build(tree, driver, mlkem, cli, tmp
 def mechanism_study(native, tmp_path_factory):
     from conftest import run_cli
 
-    from pqsimd.run import instructions as ins
-
-    if ins.valgrind_path() is None:
+    if callgrind.valgrind_path() is None:
         pytest.fail("valgrind is not installed (make test installs it as root: tools/test-deps.sh)", pytrace=False)
     d = tmp_path_factory.mktemp("native-mix") / "s"
     r = run_cli("run", d, "--preset", "quick", "--schemes", f"{KEM},{SIGN}", "--variants",

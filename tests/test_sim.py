@@ -15,14 +15,13 @@ import pytest
 from pqsimd import caches
 from pqsimd.analyze import bottleneck, claims
 from pqsimd.errors import PqsimdError
-from pqsimd.run import instructions as ins
-from pqsimd.run import sim
+from pqsimd.run import callgrind, sim
 from pqsimd.run.backends import Callgrind
 from pqsimd.studydir import StudyDir
 
 from conftest import one_line_error, run_cli
 
-if ins.valgrind_path() is None:
+if callgrind.valgrind_path() is None:
     pytest.fail("valgrind is not installed (make test installs it as root: tools/test-deps.sh)", pytrace=False)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "families"
@@ -147,7 +146,7 @@ def test_valgrind_geometry_keeps_size_and_line_and_raises_ways_least():
 def test_valgrind_accepts_every_shipped_geometry(name, tmp_path):
     g = caches.get(name)
     assert g.source and g.title
-    r = subprocess.run([ins.valgrind_path(), "--tool=callgrind", *Callgrind().sim_options(g),
+    r = subprocess.run([callgrind.valgrind_path(), "--tool=callgrind", *Callgrind().sim_options(g),
                         f"--callgrind-out-file={tmp_path / 'out'}", "/bin/true"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 
@@ -178,8 +177,8 @@ def test_sim_cpu_is_checked_in_one_line(tmp_path):
 
 def test_callgrind_event_totals_are_parsed_by_name():
     text = "events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim\nsummary: 10 2 1 0 1 0 0 0 0 3 1 0 0\n"
-    got = ins.parse_callgrind_events(text)
-    assert got["Ir"] == 10 == ins.parse_callgrind_totals(text) and got["Bcm"] == 1 and got["D1mr"] == 1
+    got = callgrind.parse_callgrind_events(text)
+    assert got["Ir"] == 10 == callgrind.parse_callgrind_totals(text) and got["Bcm"] == 1 and got["D1mr"] == 1
 
 
 def test_a_backend_without_a_cache_model_records_not_simulated(tmp_path):

@@ -40,3 +40,12 @@ def tagged(label: str, style: str, text: str):
     from rich.text import Text
 
     return Text.assemble((label, style), "" if text.startswith(":") else " ", text)
+
+
+class CountError(Exception):
+    """A count that could not be taken (callgrind or the QEMU plugin): the op and why; `unsupported`:
+    the instruction the tool cannot run, where that is the reason."""
+
+    def __init__(self, message: str, unsupported: str | None = None):
+        super().__init__(message)
+        self.unsupported = unsupported

@@ -336,7 +336,7 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     _check_names("metric", merged.get("metrics", ["ticks"]), metrics_mod.names(), where)
     metrics_mod.check_isa(merged.get("metrics", ["ticks"]), target)
     if merged.get("mca_cpus"):
-        from .run.mix import check_mca_cpus
+        from .run.costmodel import check_mca_cpus
 
         if "mix" not in merged.get("metrics", ["ticks"]):
             raise PqsimdError("--mca-cpu names CPU models for the cost model of --metric mix; add mix to --metric")

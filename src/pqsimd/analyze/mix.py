@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from ..run import classify
 from ..run import mix as run_mix
 from ..studydir import StudyDir
 
@@ -130,7 +131,7 @@ def mix_results(source: Path, groups: pd.DataFrame | None = None, chain: Any = N
     instruction classes; None: this host's)."""
     from ..isa import mca as mca_models
 
-    cfg = run_mix.config(isa)
+    cfg = classify.config(isa)
     labels = cfg.labels
     rows_mix: list[dict] = []
     rows_mca: list[dict] = []
@@ -313,6 +314,6 @@ def write_mix_results(directory: Path, results: Path | None = None, **kwargs) ->
     warn = []
     bad = tables["mca"][tables["mca"]["agreement"].isin(["model lower", "model higher"])]
     if len(bad):
-        warn.append(f"llvm-mca disagrees with the measured time (beyond ×{run_mix.config(kwargs.get('isa')).mca.get('disagree_factor', 1.5)}) "
+        warn.append(f"llvm-mca disagrees with the measured time (beyond ×{classify.config(kwargs.get('isa')).mca.get('disagree_factor', 1.5)}) "
                     f"for {len(bad)} of {len(tables['mca'])} (op, variant, CPU model) estimates (see mca.csv)")
     return warn

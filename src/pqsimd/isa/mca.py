@@ -17,7 +17,7 @@ def _models() -> dict:
 
 
 def llvm_major(version: str) -> str | None:
-    """'llvm-mca 19.1.7' (run/mix.mca_version) or '19.1.7' -> '19'."""
+    """'llvm-mca 19.1.7' (run/costmodel.mca_version) or '19.1.7' -> '19'."""
     m = re.search(r"(\d+)\.\d+", version)
     return m.group(1) if m else None
 

@@ -19,9 +19,19 @@ simulated-events metric (run/sim.py; `simulates`: which models the backend has, 
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 from .. import isa as isa_mod
+from ..errors import CountError, PqsimdError
+from ..isa import qemu
+from . import callgrind
+
+# The counting protocol every backend runs: the warm call, then N1 and N2 calls; per call is the
+# difference over N2 - N1, so setup and the warm call cancel.
+N1 = 2  # calls in the short run (the warm call happens before either)
+N2 = 10  # calls in the long run: batch = N2 - N1
 
 
 class Callgrind:
@@ -32,19 +42,13 @@ class Callgrind:
         self.isa = isa
 
     def version(self) -> str | None:
-        from . import instructions as ins
-
-        return ins.valgrind_version()
+        return callgrind.valgrind_version()
 
     def count(self, driver: Path, library: Path, scheme: str, op: str, calls: int, counter: str | None = None):
-        from . import instructions as ins
-
-        return ins.count_instructions(driver, library, scheme, op, calls, counter=counter)
+        return callgrind.count_instructions(driver, library, scheme, op, calls, counter=counter)
 
     def profile(self, driver: Path, library: Path, scheme: str, op: str, calls: int):
-        from . import mix
-
-        return mix.profile_run(driver, library, scheme, op, calls), None  # disassembly: objdump of each object
+        return callgrind.profile_run(driver, library, scheme, op, calls), None  # disassembly: objdump of each object
 
     simulates = ("cache", "branch")
     SIM_OPTIONS = ("--cache-sim=yes", "--branch-sim=yes")
@@ -55,15 +59,11 @@ class Callgrind:
     def events(self, driver: Path, library: Path, scheme: str, op: str, calls: int, geometry):
         """Every event callgrind collected inside pqsimd_measure under its cache and branch
         simulation with this geometry: {"Ir": n, "D1mr": n, "Bcm": n, ...}, callgrind's names."""
-        from . import instructions as ins
-
-        return ins.run_callgrind(driver, library, scheme, op, calls, extra=self.sim_options(geometry),
-                                 read=ins.parse_callgrind_events)
+        return callgrind.run_callgrind(driver, library, scheme, op, calls, extra=self.sim_options(geometry),
+                                 read=callgrind.parse_callgrind_events)
 
     def command(self, driver: Path, library: Path, scheme: str, extra: tuple[str, ...] = ()) -> list[str]:
-        from . import instructions as ins
-
-        return ins.callgrind_command(driver, library, scheme, "<op>", 0, Path("<out>"), extra)[:-1] + ["<N1|N2>"]
+        return callgrind.callgrind_command(driver, library, scheme, "<op>", 0, Path("<out>"), extra)[:-1] + ["<N1|N2>"]
 
 
 class QemuPlugin:
@@ -79,12 +79,6 @@ class QemuPlugin:
         self.plugin: Path | None = None  # built (or found) once, by version()
 
     def version(self) -> str | None:
-        import shutil
-        import subprocess
-
-        from ..errors import PqsimdError
-        from ..isa import qemu
-
         path = shutil.which(self.isa.qemu)
         if path is None:
             return None
@@ -100,25 +94,17 @@ class QemuPlugin:
         return [str(driver), "count", str(library), scheme, op, str(calls)]
 
     def count(self, driver: Path, library: Path, scheme: str, op: str, calls: int, counter: str | None = None):
-        from ..isa import qemu
-        from .instructions import CountError
-
         try:
             return qemu.count(self.isa, self._argv(driver, library, scheme, op, calls), so=self.plugin).insns, None
         except qemu.CountError as e:
             raise CountError(f"{op}: {e}") from None
 
     def sim_options(self, geometry) -> tuple[str, ...]:
-        from ..isa import qemu
-
         return (qemu.plugin_options(caches=geometry.caches),)
 
     def events(self, driver: Path, library: Path, scheme: str, op: str, calls: int, geometry):
         """The plugin's cache and branch models with this geometry as specified (any set count):
         {"Ir": n, "Dr": n, "I1mr": n, ..., "Bcm": n}, callgrind's names."""
-        from ..isa import qemu
-        from .instructions import CountError
-
         try:
             got = qemu.count(self.isa, self._argv(driver, library, scheme, op, calls), so=self.plugin,
                              caches=geometry.caches)
@@ -128,9 +114,6 @@ class QemuPlugin:
 
     def profile(self, driver: Path, library: Path, scheme: str, op: str, calls: int):
         """{("guest", pc): executions} and the disassembly of every pc, from the plugin's histogram."""
-        from ..isa import qemu
-        from .instructions import CountError
-
         try:
             rows = qemu.count(self.isa, self._argv(driver, library, scheme, op, calls), hist=True, so=self.plugin).hist or ()
         except qemu.CountError as e:
@@ -138,8 +121,6 @@ class QemuPlugin:
         return {(GUEST, r.pc): r.count for r in rows}, {r.pc: (r.disas, r.symbol) for r in rows}
 
     def command(self, driver: Path, library: Path, scheme: str, extra: tuple[str, ...] = ()) -> list[str]:
-        from ..isa import qemu
-
         # extra: the mix's histogram (any callgrind-style options: hist=on) or the sim's plugin options (",cache=on,...")
         opts = "".join(e for e in extra if e.startswith(",")) or (",hist=on" if extra else "")
         return [*qemu.emulator(self.isa), "-plugin", f"<count.so>,outfile=<out>{opts}",

@@ -1,4 +1,5 @@
-"""Exact instruction counts: each op of each variant under valgrind's callgrind.
+"""Exact instruction counts: each op of each variant under the ISA's counting backend
+(run/backends.py: callgrind natively, run/callgrind.py; the QEMU plugin for aarch64).
 
 `driver count LIB SCHEME OP N` loads the variant, runs the op's setup and one warm call, then
 `pqsimd_measure(op, N)`, a noinline C function of the driver that calls the op N times. Callgrind collects
@@ -27,11 +28,7 @@ own output, and the manifest records it under `metrics.instructions`.
 from __future__ import annotations
 
 import os
-import re
-import shutil
 import socket
-import subprocess
-import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -45,142 +42,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import machine, store
 from .. import study as study_mod
-from . import child
-from ..errors import tagged
+from ..errors import CountError, tagged
 from ..studydir import StudyDir
+from .backends import N1, N2, Callgrind, for_isa
+from .callgrind import count_instructions
+from .metrics import pending, per_build_jobs
 
 METRIC = "instructions"
-N1 = 2  # calls in the short run (the warm call happens before either)
-N2 = 10  # calls in the long run: batch = N2 - N1
 REPEATS = 2  # independent (N1, N2) pairs per op: determinism is visible in the data
-TIMEOUT_S = 600
-
-_TOTALS = re.compile(r"^(?:totals|summary):\s*(\d+)", re.M)
-_UNHANDLED = re.compile(r"unhandled instruction bytes:((?:\s+0x[0-9A-Fa-f]+)+)")
-
-
-def valgrind_path() -> str | None:
-    return shutil.which("valgrind")
-
-
-def valgrind_version() -> str | None:
-    path = valgrind_path()
-    if path is None:
-        return None
-    out = subprocess.run([path, "--version"], capture_output=True, text=True)
-    return out.stdout.strip() or None
-
-
-def callgrind_command(driver: Path, library: Path, scheme: str, op: str, calls: int, out_file: Path,
-                      extra: tuple[str, ...] = ()) -> list[str]:
-    return [
-        valgrind_path() or "valgrind", "--tool=callgrind", "--toggle-collect=pqsimd_measure", *extra,
-        f"--callgrind-out-file={out_file}", str(driver), "count", str(library), scheme, op, str(calls),
-    ]
-
-
-def parse_callgrind_totals(text: str) -> int:
-    """The event total (Ir) of a callgrind out file ('totals:' line, else 'summary:')."""
-    m = _TOTALS.search(text)
-    if m is None:
-        raise ValueError("callgrind output has no totals/summary line")
-    return int(m.group(1))
-
-
-_EVENTS = re.compile(r"^events:\s*(.+)$", re.M)
-_TOTAL_LINE = re.compile(r"^(?:totals|summary):\s*([\d ]+)$", re.M)  # the line parse_callgrind_totals reads
-
-
-def parse_callgrind_events(text: str) -> dict[str, int]:
-    """Every event total of a callgrind out file, by the names of its `events:` line (from the same
-    line as parse_callgrind_totals, so Ir here equals the instructions metric's)."""
-    names, totals = _EVENTS.search(text), _TOTAL_LINE.search(text)
-    if names is None or totals is None:
-        raise ValueError("callgrind output has no events/totals line")
-    values = [int(x) for x in totals.group(1).split()]
-    return dict(zip(names.group(1).split(), values + [0] * (len(names.group(1).split()) - len(values))))
-
-
-def unhandled_instruction(valgrind_stderr: str) -> str | None:
-    """The one-line reason if valgrind stopped on an instruction it cannot decode, else None."""
-    m = _UNHANDLED.search(valgrind_stderr)
-    if m:
-        raw = m.group(1).split()
-        evex = " (EVEX prefix 0x62: AVX-512)" if raw and raw[0].lower() == "0x62" else ""
-        return f"valgrind cannot decode instruction bytes {' '.join(raw[:6])}...{evex}"
-    if "signal 4 (SIGILL)" in valgrind_stderr:
-        return "valgrind raised SIGILL (an instruction it cannot run)"
-    return None
-
-
-class CountError(Exception):
-    def __init__(self, message: str, unsupported: str | None = None):
-        super().__init__(message)
-        self.unsupported = unsupported
-
-
-def run_callgrind(driver: Path, library: Path, scheme: str, op: str, calls: int, workdir: Path | None = None,
-                  extra: tuple[str, ...] = (), read=None):
-    """One callgrind run of `calls` calls of op inside pqsimd_measure; returns read(out file text)
-    (default: the Ir total)."""
-    read = read or parse_callgrind_totals
-    with tempfile.TemporaryDirectory(prefix="pqsimd-cg-", dir=workdir) as tmp:
-        out_file = Path(tmp) / "callgrind.out"
-        cmd = callgrind_command(driver, library, scheme, op, calls, out_file, extra)
-        try:
-            proc = child.run(cmd, timeout=TIMEOUT_S)
-        except child.TimedOut:
-            raise CountError(f"{op}: callgrind did not finish in {TIMEOUT_S} s") from None
-        unsupported = unhandled_instruction(proc.stderr)
-        if unsupported:
-            raise CountError(f"{op}: {unsupported}", unsupported=unsupported)
-        if proc.returncode != 0 or not out_file.exists():
-            tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
-            raise CountError(f"{op}: callgrind run failed ({tail})")
-        try:
-            return read(out_file.read_text())
-        except (OSError, ValueError) as e:
-            raise CountError(f"{op}: unreadable callgrind output ({e})") from None
-
-
-
-
-def parse_calls_to(text: str, suffix: str) -> int | None:
-    """Calls, inside the collected region, of every function whose name ends with `suffix` (a
-    namespaced PQClean function: <NAMESPACE>_<IMPL>_<suffix>), from a callgrind out file; None when
-    no call of such a function appears at all (inlined or renamed: not a count of 0)."""
-    names: dict[str, str] = {}
-    current = None
-    total = 0
-    seen = False
-    for line in text.splitlines():
-        if line.startswith(("cfn=", "fn=")):
-            m = re.match(r"c?fn=\((\d+)\)(?: (.*))?", line)
-            if m:
-                if m.group(2):
-                    names[m.group(1)] = m.group(2)
-                name = names.get(m.group(1), "")
-            else:
-                name = line.split("=", 1)[1]
-            if line.startswith("cfn="):
-                current = name
-        elif line.startswith("calls=") and current is not None:
-            if current == suffix or current.endswith("_" + suffix):
-                total += int(line.split("=", 1)[1].split()[0])
-                seen = True
-            current = None
-    return total if seen else None
-
-
-def count_instructions(driver: Path, library: Path, scheme: str, op: str, calls: int, workdir: Path | None = None,
-                       counter: str | None = None) -> tuple[int, int | None]:
-    """(Ir, calls of the counter function) inside pqsimd_measure for `calls` calls of op (one run)."""
-    if counter is None:
-        return run_callgrind(driver, library, scheme, op, calls, workdir), None
-    return run_callgrind(driver, library, scheme, op, calls, workdir,
-                         read=lambda t: (parse_callgrind_totals(t), parse_calls_to(t, counter)))
-
-
 @dataclass(frozen=True)
 class Pair:
     """One repeat: Ir of N1 and of N2 calls (and the calls of a counted function, if any)."""
@@ -362,9 +231,6 @@ def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *,
 
 def run(sd: StudyDir, study, ctx) -> bool:
     """The instructions metric's runner (run/metrics.py), with the study's ISA's counting backend."""
-    from .backends import for_isa
-    from .metrics import pending, per_build_jobs
-
     jobs = per_build_jobs(sd, study, ctx, METRIC)
     return execute(sd, study, jobs, pending(sd, jobs), ctx.console, backend=for_isa(study.isa))
 
@@ -372,8 +238,6 @@ def run(sd: StudyDir, study, ctx) -> bool:
 def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, console: Console | None = None,
             backend=None) -> bool:
     """Count instructions for every (build, scheme) job not yet finished; False if a job failed."""
-    from .backends import Callgrind
-
     console = console or Console(stderr=True, highlight=False)
     backend = backend or Callgrind()
     version = backend.version()

@@ -36,6 +36,8 @@ from .. import caches, machine, store
 from ..ids import geometry_job_metric
 from ..studydir import StudyDir
 from . import instructions as ins
+from .backends import N1, N2, Callgrind, for_isa
+from .metrics import pending, per_build_jobs
 
 METRIC = "sim"
 PREFIX = "sim."  # raw rows: sim.<event>
@@ -55,8 +57,8 @@ class EventPair:
 
     e1: dict[str, int]
     e2: dict[str, int]
-    n1: int = ins.N1
-    n2: int = ins.N2
+    n1: int = N1
+    n2: int = N2
 
     @property
     def batch(self) -> int:
@@ -74,8 +76,8 @@ class EventPair:
 
 
 def measure(backend, geometry: caches.Geometry, driver: Path, library: Path, scheme: str, op: str) -> EventPair:
-    e1 = backend.events(driver, library, scheme, op, ins.N1, geometry)
-    e2 = backend.events(driver, library, scheme, op, ins.N2, geometry)
+    e1 = backend.events(driver, library, scheme, op, N1, geometry)
+    e2 = backend.events(driver, library, scheme, op, N2, geometry)
     return EventPair(e1, e2)
 
 
@@ -117,9 +119,6 @@ def geometries(study) -> list[caches.Geometry]:
 def run(sd: StudyDir, study, ctx) -> bool:
     """The sim metric's runner (run/metrics.py): every geometry of the study, one job per (build,
     scheme, geometry), with the study's ISA's counting backend."""
-    from .backends import for_isa
-    from .metrics import pending, per_build_jobs
-
     backend = for_isa(study.isa)
     ok = True
     for g in geometries(study):
@@ -134,8 +133,6 @@ def _set_manifest(sd: StudyDir, geometry: str, info: dict) -> None:
 
 def execute(sd: StudyDir, study, geometry: caches.Geometry, jobs: list, todo: list, console: Console | None = None,
             backend=None) -> bool:
-    from .backends import Callgrind
-
     console = console or Console(stderr=True, highlight=False)
     backend = backend or Callgrind()
     version = backend.version()
@@ -145,7 +142,7 @@ def execute(sd: StudyDir, study, geometry: caches.Geometry, jobs: list, todo: li
                   "events inside the counted region, (E(N2) - E(N1)) / (N2 - N1), minus the self-check op's for "
                   f"{', '.join(SUBTRACTED)}",
         "model_limits": caches.model_limits(), "not_simulated": not_simulated(backend),
-        "n1": ins.N1, "n2": ins.N2, "repeats": REPEATS, "skipped": {}, "failed": {},
+        "n1": N1, "n2": N2, "repeats": REPEATS, "skipped": {}, "failed": {},
     }
     if not getattr(backend, "simulates", ()):
         reason = f"not simulated: the {backend.name} backend has no cache or branch model"
@@ -183,7 +180,7 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, list[EventPair]], starte
         "calibration": {"overhead": 0, "unit": "events", "self_check": self_check},
         "binaries": {b.id: store.sha256_file(lib)}, "tool": version, "backend": backend.name,
         "command": backend.command(sd.driver_path, lib, scheme, backend.sim_options(geometry)),
-        "n1": ins.N1, "n2": ins.N2, "repeats": REPEATS,
+        "n1": N1, "n2": N2, "repeats": REPEATS,
         "counts": {op: [[p.e1, p.e2] for p in pairs] for op, pairs in res.items()},
         "per_call_exact": {op: {e: ins._frac_text(v) for e, v in per_call(res, op, self_check).items()} for op in ops},
         "started": started, "finished": datetime.now(timezone.utc).isoformat(),
