@@ -37,7 +37,11 @@ def lock_path(cpu: int) -> Path:
 def claim(cpu: int, who: str, notify: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold CPU `cpu` for a timing job (`who`: the study and job, written for whoever waits)."""
     path = lock_path(cpu)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        writable = True
+    except PermissionError:  # another user's lock file: it can still be locked (flock needs no write access)
+        fd, writable = os.open(path, os.O_RDONLY), False
     try:
         try:
             os.fchmod(fd, 0o666)  # another user's study must be able to wait for it too
@@ -51,8 +55,9 @@ def claim(cpu: int, who: str, notify: Callable[[str], None] | None = None) -> It
                 notify(f"waiting for CPU {cpu}: another pqsimd job is timing there ({holder}); "
                        f"--cpu N times this study on another CPU")
             fcntl.flock(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}, {who}\n".encode(), 0)
+        if writable:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}, {who}\n".encode(), 0)
         yield
     finally:
         os.close(fd)  # releases the lock

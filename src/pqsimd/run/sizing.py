@@ -11,8 +11,9 @@ build b (k_b calls) and W the paired warm-up, one spin of R reps costs
 and the job may spend budget * tsc_hz ticks on the op. The study's spins S0 and reps R0 are the
 caps; when the budget binds, R and S shrink together (R ~ sqrt of the shrink factor), never below
 the floors min_reps and min_spins, and S never above max_spins. The probe's batch k makes a sample
-span at least 1,000 steps of the clock (its measured step: 2 TSC ticks on one host, 26 on another),
-so one step is <= 0.1% of a sample; where even the floors of such samples overrun the budget, k
+span at least 2,000 steps of the clock as the probe reads the op (its measured step: 2 TSC ticks on
+one host, 26 on another), so that one step is <= 0.1% of a sample even in a job that reads the op
+twice as fast as the probe did (machine C's jobs swing 2x between machine states); where even the floors of such samples overrun the budget, k
 shrinks to fit it and the op is `budget_limited` (its resolution, step / k per call, is coarser and
 recorded per group by analyze). Warmup spins get at most half the
 budget (an op whose one spin takes seconds gets none). The choice is written once to
@@ -54,7 +55,8 @@ def choose(cost_per_rep: float, fixed_per_spin: float, budget_ticks: float, s0: 
     return max(min_spins, min(s, s_cap)), r
 
 
-MIN_CLOCK_STEPS = 1000  # the driver's auto-batch aim (runner.h PQSIMD_MIN_CLOCK_STEPS): 0.1% per sample
+MIN_CLOCK_STEPS = 1000  # what a sample should span (runner.h PQSIMD_MIN_CLOCK_STEPS): 0.1% per sample
+AIM_CLOCK_STEPS = 2000  # what the driver's auto batch aims at (PQSIMD_AIM_CLOCK_STEPS): jobs can read an op 2x faster than its probe
 
 
 def clock_step(calibration: dict) -> float:
@@ -292,8 +294,8 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
                                   "family": catalog.family_of(scheme).name,
                                   "probe_time_limit": cal["time_limit"], "ops": ops}
     if short and console:
-        console.print(f"sizing: the budget of {study.budget:g} s per op cannot afford samples of {MIN_CLOCK_STEPS:,} "
-                      f"clock steps for {len(short)} op(s), which are timed with fewer calls per sample (coarser "
+        console.print(f"sizing: the budget of {study.budget:g} s per op cannot afford samples of {AIM_CLOCK_STEPS:,} "
+                      f"clock steps (the aim, for at least {MIN_CLOCK_STEPS:,} in every job) for {len(short)} op(s), which are timed with fewer calls per sample (coarser "
                       f"resolution, recorded per group): {', '.join(short[:6])}{' ...' if len(short) > 6 else ''}")
     plan["sizing"] = out
     sd.write_plan(plan)  # the plan first: a sizing.json without its copy would be adopted unchecked

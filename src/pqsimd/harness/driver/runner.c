@@ -80,7 +80,7 @@ uint64_t pqsimd_auto_batch(const pqsimd_op *op, uint64_t target, double overhead
 }
 
 uint64_t pqsimd_batch_target(uint64_t requested, uint64_t step) {
-    uint64_t floor = PQSIMD_MIN_CLOCK_STEPS * (step ? step : 1);
+    uint64_t floor = PQSIMD_AIM_CLOCK_STEPS * (step ? step : 1);
     return requested > floor ? requested : floor;
 }
 
