@@ -161,3 +161,19 @@ def tree_subset(tree, tmp, dirs):
     for d in ("common", *dirs):
         shutil.copytree(tree.root / d, root / d)
     return SourceTree(root=root, origin="path")
+
+
+def drivers_of(d) -> list[int]:
+    """Pids of live driver processes timing for study d (their spec file lies in d/raw); a zombie
+    (exited, not yet reaped) runs nothing and is not counted."""
+    out = []
+    for p in _SlurmPath("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = (p / "cmdline").read_bytes().split(b"\0")
+                state = (p / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if len(cmd) > 2 and cmd[0].endswith(b"/driver") and str(d).encode() in cmd[2] and state != "Z":
+                out.append(int(p.name))
+    return out

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PQSIMD
+from conftest import PQSIMD, drivers_of
 from pqsimd import store
 from pqsimd.run import cpuclaim
 from pqsimd.studydir import StudyDir
@@ -33,20 +33,6 @@ def env(tmp_path):
 def _hog(cpu: int) -> subprocess.Popen:
     """A busy process on `cpu` alone: what another study's driver is to ours."""
     return subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])
-
-
-def _drivers_of(d: Path) -> list[int]:
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                cmd = (p / "cmdline").read_bytes().split(b"\0")
-                state = (p / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if len(cmd) > 2 and cmd[0].endswith(b"/driver") and str(d).encode() in cmd[2] and state != "Z":
-                out.append(int(p.name))
-    return out
 
 
 def _records(d: Path) -> list[dict]:
@@ -83,9 +69,9 @@ def test_a_job_that_shared_its_cpu_is_discarded_and_run_again(tmp_path, env):
     def free_the_cpu_after_the_first_driver() -> None:
         first = None
         while not stop.is_set() and first is None:
-            first = (_drivers_of(d) or [None])[0]
+            first = (drivers_of(d) or [None])[0]
             time.sleep(0.01)
-        while not stop.is_set() and first in _drivers_of(d):
+        while not stop.is_set() and first in drivers_of(d):
             time.sleep(0.005)
         hog.kill()
 

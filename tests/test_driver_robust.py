@@ -20,7 +20,7 @@ import pytest
 from pqsimd import store
 from pqsimd.studydir import StudyDir
 
-from conftest import PQSIMD
+from conftest import PQSIMD, drivers_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "families"
 SMALL = ["--schemes", "shake-256", "--preset", "quick", "--jobs", "2", "--spins", "3", "--reps", "2"]
@@ -116,7 +116,7 @@ def test_a_build_that_hangs_is_stopped_at_the_time_limit_and_excluded(tmp_path, 
     recs = records(d)
     assert len(recs) == 2 and all(rec["variants"] == ["ref"] for rec in recs)
     assert all(rec["time_limit"] == {"seconds": 3.0, "from": "[study] job_timeout"} for rec in recs)
-    assert not _drivers_of(d)
+    assert not drivers_of(d)
     if budget == "0":  # the next run tries it again, saying so (the limit may have been too tight), not in silence
         r = cli("run", d, "--job-timeout", "4", env=env, timeout=300)
         assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
@@ -158,20 +158,6 @@ def test_time_limits_are_derived_from_the_op_times_and_recorded(tmp_path, cli, e
     assert lim["seconds"] >= limits.FLOOR_S and "estimate" in lim["from"]
 
 
-def _drivers_of(d: Path) -> list[int]:
-    """Pids of driver processes working for study d (their spec file lies in d/raw)."""
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                cmd = (p / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if len(cmd) > 2 and cmd[0].endswith(b"/driver") and str(d).encode() in cmd[2]:
-                out.append(int(p.name))
-    return out
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_stopping_pqsimd_stops_its_driver_before_the_lock_is_released(tmp_path, env, sig):
     d = tmp_path / "s"
@@ -180,9 +166,9 @@ def test_stopping_pqsimd_stops_its_driver_before_the_lock_is_released(tmp_path, 
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not _drivers_of(d) and proc.poll() is None:
+        while time.monotonic() < deadline and not drivers_of(d) and proc.poll() is None:
             time.sleep(0.05)
-        drivers = _drivers_of(d)
+        drivers = drivers_of(d)
         assert drivers, f"the driver never started: {proc.poll()=} {proc.stderr.read() if proc.poll() is not None else ''}"
         proc.send_signal(sig)  # to pqsimd alone, as `kill` or a SLURM scancel does: not its process group
         err = proc.communicate(timeout=60)[1]
@@ -190,7 +176,7 @@ def test_stopping_pqsimd_stops_its_driver_before_the_lock_is_released(tmp_path, 
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130 and "Traceback" not in err, err
-    assert not _drivers_of(d)
+    assert not drivers_of(d)
     assert (d / ".lock").read_text() == ""  # released, and nothing times beside a resumed run
     assert not list((d / "raw").glob("*.parquet"))
 
