@@ -47,10 +47,11 @@ def test_a_job_waits_for_its_cpu_and_names_who_holds_it(tmp_path):
     assert holder.stdout.readline().strip() == "held"
     said: list[str] = []
     t0 = time.monotonic()
-    with cpuclaim.claim(CPU, "study /y, job j1", said.append):
+    with cpuclaim.claim(CPU, "study /y, job j1", said.append) as held:
         waited = time.monotonic() - t0  # granted only once the holder let go, 1.5 s after it took it
     holder.wait()
-    assert waited > 1.0
+    assert waited > 1.0 and held.waited_seconds == pytest.approx(waited, abs=0.05)
+    assert held.holder == f"pid {holder.pid}, study /x, job j0"
     assert len(said) == 1 and f"waiting for CPU {CPU}" in said[0]
     assert f"pid {holder.pid}, study /x, job j0" in said[0]
 
@@ -88,6 +89,7 @@ def test_a_job_that_shared_its_cpu_is_discarded_and_run_again(tmp_path, env):
     assert "discarded and run again: CPU" in said and "shared with another program" in said, r.stderr
     (rec,) = _records(d)
     assert rec["cpu_share"]["discarded_before"] == 1
+    assert rec["cpu_claim"]["holder"] is None and rec["cpu_claim"]["waited_seconds"] < 1  # nobody held the CPU
     assert rec["cpu_share"]["waited_fraction"] <= cpuclaim.SHARED_FRACTION
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,32 +34,44 @@ def lock_path(cpu: int) -> Path:
     return lock_dir() / f"pqsimd-cpu{cpu}.lock"
 
 
+@dataclass
+class Claim:
+    """A CPU held: how long the job waited for it, and for whom (None: it was free)."""
+    cpu: int
+    waited_seconds: float = 0.0
+    holder: str | None = None
+
+
 @contextmanager
-def claim(cpu: int, who: str, notify: Callable[[str], None] | None = None) -> Iterator[None]:
-    """Hold CPU `cpu` for a timing job (`who`: the study and job, written for whoever waits)."""
+def claim(cpu: int, who: str, notify: Callable[[str], None] | None = None) -> Iterator[Claim]:
+    """Hold CPU `cpu` for a timing job (`who`: the study and job, written for whoever waits); yields
+    what the wait was, for the job record."""
     path = lock_path(cpu)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         writable = True
     except PermissionError:  # another user's lock file: it can still be locked (flock needs no write access)
         fd, writable = os.open(path, os.O_RDONLY), False
+    held = Claim(cpu)
     try:
         try:
             os.fchmod(fd, 0o666)  # another user's study must be able to wait for it too
         except OSError:
             pass
+        t0 = time.monotonic()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
+            held.holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
             if notify:
-                notify(f"waiting for CPU {cpu}: another pqsimd job is timing there ({holder}); "
+                notify(f"waiting for CPU {cpu}: another pqsimd job is timing there ({held.holder}); "
                        f"--cpu N times this study on another CPU")
             fcntl.flock(fd, fcntl.LOCK_EX)
+        held.waited_seconds = time.monotonic() - t0
         if writable:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"pid {os.getpid()}, {who}\n".encode(), 0)
-        yield
+        yield held
     finally:
         os.close(fd)  # releases the lock
 

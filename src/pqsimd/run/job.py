@@ -294,7 +294,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
         spec_file.write_text(text)
         timed_out = threading.Event()
         with os.fdopen(fd, "w") as out, open(log, "w") as err, \
-                cpuclaim.claim(cpu, f"study {sd.path}, job {job_id}", notify), \
+                cpuclaim.claim(cpu, f"study {sd.path}, job {job_id}", notify) as held, \
                 child.spawned(cmd, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1 << 16) as proc:
             def expire() -> None:
                 timed_out.set()
@@ -348,6 +348,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
             "driver_sha256": store.sha256_file(driver),
             "cpu": cpu,
             "cpu_share": {**share.record(), "discarded_before": discarded} if share else None,
+            "cpu_claim": {"waited_seconds": round(held.waited_seconds, 3), "holder": held.holder},
             "hostname": socket.gethostname(),
             "cpu_model": machine.cpu_model(),
             "calibration": calibration,
