@@ -88,3 +88,23 @@ def test_the_sizing_gives_a_duplicate_its_originals_probe():
     got = like_originals(probed)
     assert got["avx2+aa.gcc.ml-kem"] == (66, 1066) and got["ref.gcc.ml-kem"] == (9, 1200)
     assert got["ref+aa.clang.ml-kem"] == (10, 1300) and probed["avx2+aa.gcc.ml-kem"] == (64, 1030)
+
+
+def test_without_a_budget_the_duplicate_and_every_copy_take_the_originals_batch(tmp_path):
+    """No time budget: the driver auto-batches in every job. The duplicate and the layout copies of
+    a build are the same code: they take the first copy's batch in each job (spec `batch_of`), so the
+    A/A comparison never measures a batch-size effect."""
+    import pyarrow.parquet as pq
+
+    d = tmp_path / "s"
+    r = run_cli("run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--ops", "poly_tomsg,poly_frommsg,empty",
+                "--variants", "ref,avx2", "--aa", "avx2", "--jobs", "3", "--budget", "0", "--layouts", "2",
+                "--spins", "4", "--reps", "3")
+    assert r.returncode == 0, r.stderr
+    raws = [p for p in (d / "raw").glob("paired.*.parquet")]
+    assert len(raws) == 3
+    for p in raws:
+        t = pq.read_table(p).to_pandas()
+        for op, g in t.groupby("op"):
+            k = g.groupby("variant")["batch"].unique()
+            assert len(k["avx2"]) == 1 and list(k["avx2+aa"]) == list(k["avx2"]), (p.name, op, k.to_dict())

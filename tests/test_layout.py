@@ -229,3 +229,36 @@ def test_the_linker_folder_is_made_once_by_racing_threads(tmp_path, monkeypatch)
         assert len(set(dirs)) == 1
         assert (dirs[0] / "ld.lld").resolve() == Path(lld).resolve()
         assert [p.name for p in dirs[0].iterdir()] == ["ld.lld"]  # no temporary link left behind
+
+
+def test_copies_and_duplicates_take_one_auto_batch(driver, builds, tmp_path):
+    """`batch_of`: an entry takes an earlier entry's auto batch instead of sizing itself. Shown with
+    two different builds, whose own auto batches differ (refo0's poly_tomsg is several times slower
+    than avx2's), so the test fails if the directive is ignored; then what run/spec.py writes for
+    layout copies and an A/A duplicate."""
+    from pqsimd.run.spec import batch_of_line
+
+    slow, fast = builds["refo0"].library, builds["avx2"].library
+    base = f"design paired\nscheme ml-kem-512\nvariant {slow}\nvariant {fast}\ncpu -1\ntarget 4000\n"
+
+    def batches(extra: str) -> dict[int, set[int]]:
+        spec = tmp_path / "s.spec"
+        spec.write_text(base + extra + "op poly_tomsg 3 2 0 auto auto\n")
+        r = subprocess.run([str(driver.path), "run", str(spec)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        out: dict[int, set[int]] = {}
+        for line in r.stdout.splitlines()[1:]:
+            x = line.split("\t")
+            out.setdefault(int(x[1]), set()).add(int(x[5]))
+        return out
+
+    own = batches("")
+    assert own[0] != own[1]  # each sized itself: different batches
+    shared = batches("batch_of 0 0\n")
+    assert shared[1] == shared[0]  # one batch for both, refo0's (the first)
+    (tmp_path / "bad.spec").write_text(base + "batch_of 1 1\nop poly_tomsg 1 1 0 auto auto\n")
+    r = subprocess.run([str(driver.path), "run", str(tmp_path / "bad.spec")], capture_output=True, text=True)
+    assert r.returncode == 2 and "batch_of" in r.stderr
+    # what a job's spec says: every copy of a build and of its A/A duplicate takes the first copy's batch
+    assert batch_of_line(["ref.gcc.ml-kem", "avx2.gcc.ml-kem", "ref+aa.gcc.ml-kem"], 2) == ["batch_of 0 0 2 2 0 0"]
+    assert batch_of_line(["ref.gcc.ml-kem", "avx2.gcc.ml-kem"], 1) == []

@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..errors import PqsimdError
+from ..ids import AA_SUFFIX, BuildId
 
 NOT_TIMED = "-"
 
@@ -76,6 +77,7 @@ def job_spec(study, job: dict, builds: list[str], libraries: list[Path], cpu: in
         *(f"variant {escape(lib)}" for lib in libraries),
         *([f"layouts {copies}"] if copies > 1 else []),
         *([f"stack {' '.join(map(str, stacks))}"] if stacks else []),
+        *batch_of_line(builds, copies),
         f"cpu {cpu}",
         f"seed {seed}",
         f"warmup_ns {study.warmup_ns if study.design == 'paired' else 0}",
@@ -90,6 +92,30 @@ def job_spec(study, job: dict, builds: list[str], libraries: list[Path], cpu: in
         tail = " nowarm" if no_warm(sizing, job["scheme"], op) else ""
         lines.append(f"op {op} {spins} {reps} {warmup} {' '.join(batch)}{tail}")
     return "\n".join(lines) + "\n"
+
+
+def batch_of_line(builds: list[str], copies: int) -> list[str]:
+    """The driver's `batch_of`: every copy of a build, and of its A/A duplicate, takes the auto batch
+    of the first of them, so the same code is never sized twice (a second auto batch can differ,
+    and a comparison of the same code would then measure the batch size). Nothing when no entry
+    shares its code with another."""
+    def code(b: str) -> str:
+        try:
+            bid = BuildId.parse(b)
+        except (PqsimdError, ValueError):
+            return b
+        if bid.variant.endswith(AA_SUFFIX):
+            return str(BuildId(bid.variant[: -len(AA_SUFFIX)], bid.compiler, bid.family))
+        return b
+
+    first: dict[str, int] = {}
+    out = []
+    for i, b in enumerate(builds):
+        src = first.setdefault(code(b), i * copies)
+        out += [src] * copies
+    if out == list(range(len(out))):
+        return []
+    return [f"batch_of {' '.join(map(str, out))}"]
 
 
 def expected_samples(study, job: dict, builds: list[str], sizing: dict | None,

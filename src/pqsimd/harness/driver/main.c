@@ -255,6 +255,7 @@ static int cmd_run(int argc, char **argv, int probe) {
         .n_variants = spec.n_variants,
         .layouts = spec.layouts,
         .stack = spec.stack,
+        .batch_of = spec.batch_of,
         .paths = (const char *const *)spec.variants,
         .null_calls = (void (*const *)(void))null_calls,
         .order_state = spec.seed,

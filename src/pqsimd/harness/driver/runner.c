@@ -221,10 +221,16 @@ void pqsimd_run_op(FILE *out, pqsimd_runner *r, pqsimd_job_op *op) {
         }
     }
     for (int v = 0; v < nv; v++) {
-        pqsimd_guard_at(v, r->paths[v], op->name);
-        if (op->ops[v] && op->batch[v] == 0) {
-            op->batch[v] = pqsimd_auto_batch(op->ops[v], r->target, r->overhead, NULL);
+        int from = r->batch_of ? r->batch_of[v] : v;
+        if (!op->ops[v] || op->batch[v] != 0) {
+            continue;
         }
+        if (from != v && op->ops[from] && op->batch[from] != 0 && op->batch[from] != PQSIMD_NOT_TIMED) {
+            op->batch[v] = op->batch[from]; /* the same code sized once (an earlier variant) */
+            continue;
+        }
+        pqsimd_guard_at(v, r->paths[v], op->name);
+        op->batch[v] = pqsimd_auto_batch(op->ops[v], r->target, r->overhead, NULL);
     }
     /* all samples of a spin are kept in memory and printed after it: no I/O between samples */
     uint64_t *s = malloc(sizeof(uint64_t) * (size_t)reps * (size_t)nv);

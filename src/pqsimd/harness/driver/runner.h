@@ -39,6 +39,7 @@ typedef struct {
     int n_variants;
     int layouts;              /* copies per build (1: none); n_variants is a multiple of it */
     const uint64_t *stack;    /* per variant: bytes of stack below the runner's frame (NULL: none) */
+    const int *batch_of;      /* per variant: the variant whose auto batch it takes (NULL: its own) */
     const char *const *paths; /* per variant: its shared object (named if the process dies) */
     void (*const *null_calls)(void); /* per variant: its empty function (null samples; NULL: the driver's own) */
     uint64_t order_state;   /* paired: the per-spin order's generator (splitmix64), seeded by the job, continued across ops */

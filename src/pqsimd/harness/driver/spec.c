@@ -122,6 +122,29 @@ static int read_stack(int no, char **tok, int n, pqsimd_spec *spec) {
     return 0;
 }
 
+/* batch_of V... : per variant (given before), the variant whose auto batch it takes (itself, or an
+ * earlier variant that takes its own): an A/A duplicate and every layout copy are sized exactly like
+ * their original, so no comparison of the same code measures a batch-size effect. */
+static int read_batch_of(int no, char **tok, int n, pqsimd_spec *spec) {
+    if (spec->n_variants == 0 || n != 1 + spec->n_variants || spec->batch_of) {
+        return bad(no, "batch_of needs one variant index per variant, after the variant lines, once", NULL);
+    }
+    spec->batch_of = calloc((size_t)spec->n_variants, sizeof *spec->batch_of);
+    if (!spec->batch_of) {
+        return bad(no, "out of memory", NULL);
+    }
+    for (int v = 0; v < spec->n_variants; v++) {
+        char *end;
+        long src = strtol(tok[1 + v], &end, 10);
+        if (*end != '\0' || src < 0 || src > v || (src < v && spec->batch_of[src] != src)) {
+            return bad(no, "batch_of: each variant names itself or an earlier variant that names itself, got ",
+                       tok[1 + v]);
+        }
+        spec->batch_of[v] = (int)src;
+    }
+    return 0;
+}
+
 int pqsimd_read_spec(FILE *in, pqsimd_spec *spec) {
     memset(spec, 0, sizeof *spec);
     spec->cpu = -1;
@@ -148,6 +171,10 @@ int pqsimd_read_spec(FILE *in, pqsimd_spec *spec) {
         }
         if (strcmp(key, "stack") == 0) {
             rc = read_stack(no, tok, n, spec);
+            continue;
+        }
+        if (strcmp(key, "batch_of") == 0) {
+            rc = read_batch_of(no, tok, n, spec);
             continue;
         }
         if (n != 2) {

@@ -8,6 +8,8 @@
  *                                           each spin times one layout of every build: spin mod 2)
  *   stack 0 528 ...                         (optional, after the variants: per variant, bytes of stack
  *                                           below the driver's frame before its calls: a multiple of 16)
+ *   batch_of 0 0 2 2 0 0                    (optional, after the variants: per variant, the variant whose
+ *                                           auto batch it takes: layout copies and A/A duplicates)
  *   cpu 1                                   (-1: do not pin)
  *   seed 1234                               (paired: the per-spin order)
  *   warmup_ns 50000                         (paired: untimed warm-up before each variant's reps)
@@ -43,6 +45,7 @@ typedef struct {
     char **variants;
     int layouts;     /* copies of each build, consecutive in `variants` (1: no layouts) */
     uint64_t *stack; /* per variant: stack offset in bytes (NULL: none) */
+    int *batch_of;   /* per variant: whose auto batch it takes (NULL: its own) */
     int cpu;
     uint64_t seed;
     double warmup_ns;
