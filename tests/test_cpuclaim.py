@@ -117,3 +117,12 @@ def test_share_rule():
     assert cpuclaim.Share(1.0, 1.0).shared  # half the time: a second busy process
     assert not cpuclaim.Share(0.01, 0.01).shared  # too short to tell
     assert cpuclaim.share_of(os.getpid()) is not None
+
+
+def test_pqsimd_keeps_off_the_cpu_it_times():
+    allowed = os.sched_getaffinity(0)
+    cpu = max(allowed)
+    with cpuclaim.away_from(cpu):
+        inside = os.sched_getaffinity(0)
+    assert os.sched_getaffinity(0) == allowed
+    assert inside == (allowed - {cpu} or allowed)
