@@ -85,6 +85,14 @@ def build_id(variant: str, compiler: str, family: str) -> str:
     return str(BuildId(variant, compiler, family))
 
 
+def same_code_build(build: str) -> str:
+    """The build whose code this one is: an A/A duplicate's original, else itself."""
+    bid = BuildId.parse(build)
+    if bid.variant.endswith(AA_SUFFIX):
+        return build_id(bid.variant[: -len(AA_SUFFIX)], bid.compiler, bid.family)
+    return build
+
+
 def timing_job_id(design: str, scheme: str, index: int, variant: str | None = None, compiler: str | None = None) -> str:
     if design == PAIRED:
         return _join(PAIRED, scheme, str(index))

@@ -54,7 +54,6 @@ def away_from(cpu: int) -> Iterator[None]:
 @dataclass
 class Claim:
     """A CPU held: how long the job waited for it, and for whom (None: it was free)."""
-    cpu: int
     waited_seconds: float = 0.0
     holder: str | None = None
 
@@ -69,7 +68,7 @@ def claim(cpu: int, who: str, notify: Callable[[str], None] | None = None) -> It
         writable = True
     except PermissionError:  # another user's lock file: it can still be locked (flock needs no write access)
         fd, writable = os.open(path, os.O_RDONLY), False
-    held = Claim(cpu)
+    held = Claim()
     try:
         try:
             os.fchmod(fd, 0o666)  # another user's study must be able to wait for it too

@@ -13,7 +13,8 @@ caps; when the budget binds, R and S shrink together (R ~ sqrt of the shrink fac
 the floors min_reps and min_spins, and S never above max_spins. The probe's batch k makes a sample
 span at least 2,000 steps of the clock as the probe reads the op (its measured step: 2 TSC ticks on
 one host, 26 on another), so that one step is <= 0.1% of a sample even in a job that reads the op
-twice as fast as the probe did (machine C's jobs swing 2x between machine states); where even the floors of such samples overrun the budget, k
+twice as fast as the probe did (machine C's jobs swing 2x between machine states); where even the
+floors of such samples overrun the budget, k
 shrinks to fit it and the op is `budget_limited` (its resolution, step / k per call, is coarser and
 recorded per group by analyze). Warmup spins get at most half the
 budget (an op whose one spin takes seconds gets none). The choice is written once to
@@ -32,7 +33,7 @@ from rich.console import Console
 
 from .. import catalog
 from ..errors import PqsimdError
-from ..ids import AA_SUFFIX, BuildId
+from ..ids import same_code_build
 from ..studydir import StudyDir
 from . import child, cpuclaim, limits
 from .job import BuildDied, build_ops, death_of, exclude, job_builds, pick_cpu
@@ -102,11 +103,9 @@ def like_originals(per_build: dict[str, tuple[int, int]]) -> dict[str, tuple[int
     two probes of one build)."""
     out = dict(per_build)
     for b in per_build:
-        bid = BuildId.parse(b)
-        if bid.variant.endswith(AA_SUFFIX):
-            orig = str(BuildId(bid.variant[: -len(AA_SUFFIX)], bid.compiler, bid.family))
-            if orig in per_build:
-                out[b] = per_build[orig]
+        orig = same_code_build(b)
+        if orig != b and orig in per_build:
+            out[b] = per_build[orig]
     return out
 
 
@@ -295,7 +294,8 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
                                   "probe_time_limit": cal["time_limit"], "ops": ops}
     if short and console:
         console.print(f"sizing: the budget of {study.budget:g} s per op cannot afford samples of {AIM_CLOCK_STEPS:,} "
-                      f"clock steps (the aim, for at least {MIN_CLOCK_STEPS:,} in every job) for {len(short)} op(s), which are timed with fewer calls per sample (coarser "
+                      f"clock steps (the aim, for at least {MIN_CLOCK_STEPS:,} in every job) for {len(short)} op(s), "
+                      f"which are timed with fewer calls per sample (coarser "
                       f"resolution, recorded per group): {', '.join(short[:6])}{' ...' if len(short) > 6 else ''}")
     plan["sizing"] = out
     sd.write_plan(plan)  # the plan first: a sizing.json without its copy would be adopted unchecked

@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..errors import PqsimdError
-from ..ids import AA_SUFFIX, BuildId
+from ..ids import same_code_build
 
 NOT_TIMED = "-"
 
@@ -99,19 +99,10 @@ def batch_of_line(builds: list[str], copies: int) -> list[str]:
     of the first of them, so the same code is never sized twice (a second auto batch can differ,
     and a comparison of the same code would then measure the batch size). Nothing when no entry
     shares its code with another."""
-    def code(b: str) -> str:
-        try:
-            bid = BuildId.parse(b)
-        except (PqsimdError, ValueError):
-            return b
-        if bid.variant.endswith(AA_SUFFIX):
-            return str(BuildId(bid.variant[: -len(AA_SUFFIX)], bid.compiler, bid.family))
-        return b
-
     first: dict[str, int] = {}
     out = []
     for i, b in enumerate(builds):
-        src = first.setdefault(code(b), i * copies)
+        src = first.setdefault(same_code_build(b), i * copies)
         out += [src] * copies
     if out == list(range(len(out))):
         return []
