@@ -86,10 +86,10 @@ def build_id(variant: str, compiler: str, family: str) -> str:
 
 
 def same_code_build(build: str) -> str:
-    """The build whose code this one is: an A/A duplicate's original, else itself."""
-    bid = BuildId.parse(build)
-    if bid.variant.endswith(AA_SUFFIX):
-        return build_id(bid.variant[: -len(AA_SUFFIX)], bid.compiler, bid.family)
+    """The build whose code this one is: an A/A duplicate's original, else itself (any other text too)."""
+    parts = build.split(SEP)
+    if len(parts) == 3 and parts[0].endswith(AA_SUFFIX):
+        return build_id(parts[0][: -len(AA_SUFFIX)], parts[1], parts[2])
     return build
 
 
