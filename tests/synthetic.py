@@ -103,6 +103,9 @@ def make_synthetic_study(
     spin_ids = np.arange(-warmup, spins, dtype=np.int32)
     def job_rows(job: str, j: int, variant: str, compiler: str, scheme: str, job_shift: float,
                  states: dict, cols: dict, pos, extra=None) -> None:
+        # every reading of this job's clock is a multiple of its step (analyze/lattice.py checks it)
+        step = int(_per_job(granularity, variants[0] if design == "paired" else variant, scheme, j))
+        null = step * round(overhead / step)
         for m in metrics:
             for op in ops:
                 med = _lookup(medians, scheme, variant, op)
@@ -120,10 +123,10 @@ def make_synthetic_study(
                     per_call = med * np.exp(level + rng.normal(0.0, rep_sigma, size=shape))
                     out = rng.random(shape) < outlier_rate
                     per_call[out] *= 1.0 + rng.exponential(2.0, size=int(out.sum()))
-                    # whole counter values, as the driver records them
-                    raw = np.round(per_call * batch + overhead)
-                    per_call = (raw - overhead) / batch
-                raw = np.round(per_call * batch + overhead).astype(np.int64)
+                    # whole counter values on the clock's lattice, as the driver records them
+                    raw = step * np.round((per_call * batch + overhead) / step)
+                    per_call = (raw - null) / batch
+                raw = np.round(per_call * batch + null).astype(np.int64)
                 n = per_call.size
                 cols["scheme"].append(np.full(n, scheme, dtype=object))
                 cols["variant"].append(np.full(n, variant, dtype=object))
@@ -140,7 +143,7 @@ def make_synthetic_study(
                 cols["raw"].append(raw.ravel())
                 cols["ticks"].append(raw.ravel() if m == "ticks" else np.full(n, None, dtype=object))
                 # the driver's null sample: the read overhead (the synthetic calls cost nothing)
-                cols["null_raw"].append(np.full(n, round(overhead), dtype=np.int64) if m == "ticks"
+                cols["null_raw"].append(np.full(n, null, dtype=np.int64) if m == "ticks"
                                         else np.full(n, None, dtype=object))
                 cols["per_call"].append(per_call.ravel())
                 cols["warmup"].append(np.repeat(spin_ids < 0, reps))

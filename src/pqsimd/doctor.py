@@ -87,17 +87,25 @@ def _clock_step() -> list[Finding]:
 
 
 def step_consequence(cal: dict) -> str:
-    """'tsc steps by 26 ticks (back-to-back deltas 26, 52): a sample must span >= 26,000 ticks for 0.1% resolution'."""
-    from .run.sizing import MIN_CLOCK_STEPS
+    """'tsc steps by 26 ticks (fenced readings: back-to-back deltas 52, 78; unfenced increments alone
+    say 1): a sample must span >= 26,000 ticks for 0.1% resolution; batches aim at 52,000'."""
+    from .run.sizing import AIM_CLOCK_STEPS, MIN_CLOCK_STEPS
 
     step = int(cal["step"])
     timer = (cal.get("timer") or {}).get("name", "the clock")
     seen = ", ".join(str(v) for v, _ in (cal.get("step_deltas") or {}).get("fenced", [])[:4])
+    source = {"fenced": f"fenced readings: back-to-back deltas {seen}" if seen else "fenced readings",
+              "unfenced": "its typical update: reads are faster than the clock",
+              "quantum": "--timer-quantum"}.get(cal.get("step_from"), f"back-to-back deltas {seen}" if seen else "")
+    unfenced = cal.get("step_unfenced")
+    if isinstance(unfenced, int) and unfenced != step and cal.get("step_from") == "fenced":
+        source += f"; unfenced increments alone say {unfenced}"
     hz = cal.get("tsc_hz") or 0
     need = MIN_CLOCK_STEPS * step
     secs = f" ≈ {need / hz * 1e6:.3g} µs" if hz else ""
-    return (f"{timer} steps by {step} tick{'s' * (step != 1)}" + (f" (fenced back-to-back deltas {seen})" if seen else "")
-            + f": a sample must span ≥ {need:,} ticks{secs} for 0.1% resolution")
+    return (f"{timer} steps by {step} tick{'s' * (step != 1)}" + (f" ({source})" if source else "")
+            + f": a sample must span ≥ {need:,} ticks{secs} for 0.1% resolution; batches aim at "
+            f"{AIM_CLOCK_STEPS:,} steps ({AIM_CLOCK_STEPS * step:,} ticks)")
 
 
 def _cross() -> list[Finding]:

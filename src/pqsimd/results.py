@@ -311,6 +311,13 @@ class Study:
             return None
         clocks = "; ".join(f"{k} in {n} job{'s' * (n != 1)}" for k, n in (c.get("clocks") or {}).items())
         out = [clocks or "no timing jobs"]
+        s = c.get("steps") or {}
+        if s.get("jobs"):
+            said = f"the samples' own lattice in {s.get('from_samples', 0)} of {s['jobs']} jobs"
+            if s.get("calibration_disagrees"):
+                said += (f" ({s['calibration_disagrees']} job(s) calibrated "
+                         f"{'/'.join(str(x) for x in s.get('calibrated') or [])}: the lattice is used)")
+            out.append(f"step from {said}")
         if c.get("groups"):
             out.append(f"{c.get('groups_over_0.1%', 0)} of {c['groups']} groups have a per-call lattice step "
                        f"(step / calls per sample) above 0.1% of their median ({c.get('groups_over_1%', 0)} above 1%)")

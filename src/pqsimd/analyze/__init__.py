@@ -510,7 +510,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     write_table(with_isa(public(main) if len(main) else pd.DataFrame(columns=COMPARISON_COLUMNS), ctx["isa"]), results,
                 "comparisons")
     write_table(with_isa(decomposition, ctx["isa"]), results, "decomposition")
-    write_table(jobs_table, results, "jobs")
+    write_table(with_job_records(jobs_table, data.jobs), results, "jobs")
     if len(attr):
         write_table(attr, results, "attribution")
     else:
@@ -598,7 +598,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
             "position0_flagged": int(groups_df["position0"].sum()),
         },
         "warmup": warmup_record(directory, ctx["design"]),
-        "clock": clock_record(data.calibrations, groups_df[~groups_df["op"].isin(self_checks)], main),
+        "clock": clock_record(data.jobs, groups_df[~groups_df["op"].isin(self_checks)], main),
         "computed_from": computed_from(directory),
         "self_check": self_check,
         "warnings": warnings,
@@ -613,17 +613,44 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     write_json(summary, results / "summary.json")
 
 
-def clock_record(calibrations: list[dict], groups_df: pd.DataFrame, comparisons: pd.DataFrame) -> dict:
+JOB_RECORD_COLUMNS = ("step", "step_calibrated", "step_data")  # from each job's raw file (load.py)
+
+
+def with_job_records(jobs_table: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
+    """results/jobs: every job, its diagnostics (a row per unit it was judged on; none where too few
+    units were) beside what its raw file recorded (its clock step, where that came from)."""
+    have = [c for c in JOB_RECORD_COLUMNS if c in jobs.columns]
+    if not len(jobs) or not have:
+        return jobs_table
+    records = jobs.drop_duplicates("job")[["job", "scheme", "metric_kind", *have]]
+    unjudged = records[~records["job"].isin(set(jobs_table["job"]) if len(jobs_table) else set())]
+    extra = unjudged.rename(columns={"metric_kind": "metric"})[["job", "scheme", "metric"]].assign(
+        unit="", disturbed=False, note="not judged: too few comparisons or ops")
+    out = pd.concat([jobs_table, extra], ignore_index=True) if len(extra) else jobs_table
+    return out.merge(records[["job", *have]], on="job", how="left")
+
+
+def clock_record(jobs: pd.DataFrame, groups_df: pd.DataFrame, comparisons: pd.DataFrame) -> dict:
     """The clock the jobs read (name, step, --timer-quantum) and what its step did to the results:
     groups whose lattice step (step / calls per sample) is more than 0.1% of their median, the worst,
-    and the comparisons whose interval the resolution sets (resolution_limited)."""
+    and the comparisons whose interval the resolution sets (resolution_limited). The step is each
+    job's as analyze used it (load._steps: its samples' lattice, else its calibration's), and the
+    jobs whose calibration said otherwise are counted."""
     clocks: dict[str, int] = {}
-    for cal in calibrations:
-        timer = cal.get("timer") if isinstance(cal.get("timer"), dict) else {}
-        step = cal.get("step", cal.get("granularity"))
-        key = f"{timer.get('name') or 'tsc'} step {step} ticks" + (
-            f" (--timer-quantum {cal['timer_quantum']})" if (cal.get("timer_quantum") or 0) > 1 else "")
+    ticks_jobs = jobs[(jobs["metric_kind"] == "ticks") & np.isfinite(jobs["step"].to_numpy(dtype=float))] \
+        if len(jobs) and {"metric_kind", "step"} <= set(jobs.columns) else jobs.iloc[0:0]
+    for _, j in ticks_jobs.iterrows():
+        key = f"{j['timer']} step {j['step']:g} ticks" + (
+            f" (--timer-quantum {j['timer_quantum']})" if (j["timer_quantum"] or 0) > 1 else "")
         clocks[key] = clocks.get(key, 0) + 1
+    steps = {}
+    if len(ticks_jobs):
+        cal_s, data_s = ticks_jobs["step_calibrated"].to_numpy(dtype=float), ticks_jobs["step_data"].to_numpy(dtype=float)
+        steps = {"from_samples": int(np.isfinite(data_s).sum()), "jobs": int(len(ticks_jobs)),
+                 "calibration_disagrees": int((np.isfinite(cal_s) & np.isfinite(data_s) & (cal_s != data_s)
+                                               & (ticks_jobs["step"].to_numpy(dtype=float) == data_s)).sum()),
+                 "calibrated": sorted({int(x) for x in cal_s[np.isfinite(cal_s)]}),
+                 "samples": sorted({int(x) for x in data_s[np.isfinite(data_s)]})}
     rel = groups_df["resolution_rel"].to_numpy(dtype=float) if "resolution_rel" in groups_df else np.zeros(0)
     ticks = (groups_df["metric"] == "ticks").to_numpy() if len(groups_df) else np.zeros(0, bool)
     rel = np.where(ticks & np.isfinite(rel), rel, 0.0)
@@ -632,6 +659,7 @@ def clock_record(calibrations: list[dict], groups_df: pd.DataFrame, comparisons:
         "resolution_limited" in comparisons else pd.Series(dtype=bool)
     return {
         "clocks": clocks,  # "name, step N[, --timer-quantum Q]" -> jobs
+        "steps": steps,  # where each job's step came from: its samples' lattice, or its calibration
         "groups_over_0.1%": int((rel > 1e-3).sum()),
         "groups_over_1%": int((rel > 1e-2).sum()),
         "groups": int(ticks.sum()),

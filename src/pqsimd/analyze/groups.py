@@ -369,11 +369,9 @@ def median_interval(group: Group, alpha: float) -> tuple[float, float, float]:
 
 
 def clock_steps(jobs: pd.DataFrame) -> pd.Series:
-    """Each job's clock step (the driver's `step`; `granularity` in older raw files; 1 if unknown)."""
+    """Each job's clock step (load._steps: its samples' lattice, else its calibration's; 1 if unknown)."""
     j = jobs.drop_duplicates("job").set_index("job")
     step = j["step"] if "step" in j.columns else pd.Series(np.nan, index=j.index)
-    if "granularity" in j.columns:
-        step = step.fillna(j["granularity"])
     return step.where(step > 0).fillna(1.0).astype(float)
 
 

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from ..errors import PqsimdError
 from ..ids import build_id
+from .lattice import lattice_step
 from .settings import parallel_map, read_study_toml
 from .mix import MIX_FILE_SUFFIX
 from .sim import is_sim_file
@@ -25,9 +26,10 @@ from ..studydir import StudyDir
 
 JOB_METADATA_KEY = b"pqsimd.job"
 KEY_COLUMNS = ("metric", "scheme", "variant", "compiler", "op", "job")
-NEEDED = (*KEY_COLUMNS, "job_index", "spin", "pos", "per_call", "warmup", "batch", "layout")
-OPTIONAL = {"compiler", "pos", "batch", "layout"}  # compiler, pos: absent from schema 1 (one compiler, separate
-# design); layout: from schema 4 (the copy a spin timed; -1 where the layout was fixed)
+NEEDED = (*KEY_COLUMNS, "job_index", "spin", "pos", "per_call", "warmup", "batch", "layout", "raw")
+OPTIONAL = {"compiler", "pos", "batch", "layout", "raw"}  # compiler, pos: absent from schema 1 (one compiler,
+# separate design); layout: from schema 4 (the copy a spin timed; -1 where the layout was fixed); raw: the
+# sample's clock reading, whose lattice checks the calibrated step (lattice.py)
 
 
 @dataclass
@@ -120,8 +122,9 @@ def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
             arr = arr.dictionary_encode()
         codes.append(arr.indices.to_numpy(zero_copy_only=False))
         dicts.append(arr.dictionary.to_pylist())
+    lattice = _sample_lattice(table)
     if not keep.any():
-        return {"n": 0, "dropped_bad": dropped_bad}, job_meta
+        return {"n": 0, "dropped_bad": dropped_bad, "lattice": lattice}, job_meta
     dims = [max(len(d), 1) for d in dicts]
     gkey = np.ravel_multi_index(codes, dims)[keep]
     job_index = table.column("job_index").to_numpy(zero_copy_only=False)[keep]
@@ -144,8 +147,57 @@ def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
     out.update(job_index=job_index[first], spin=spin[first], pos=pos[first].astype(np.int16), layout=lay, value=med,
                n_reps=counts,
                batch=batch,
-               n=len(first), dropped_bad=dropped_bad)
+               n=len(first), dropped_bad=dropped_bad, lattice=lattice)
     return out, job_meta
+
+
+def _sample_lattice(table: pa.Table) -> int | None:
+    """The lattice of the file's clock readings (ticks samples, warm-up included): the step the
+    samples themselves resolve; None without readings (an exact count, an old file) or evidence."""
+    if "raw" not in table.column_names:
+        return None
+    metric = table.column("metric").chunk(0) if table.column("metric").num_chunks else None
+    if metric is None:
+        return None
+    if pa.types.is_dictionary(metric.type):
+        ticks = np.asarray(metric.dictionary.to_pylist(), dtype=object)[metric.indices.to_numpy(zero_copy_only=False)]
+    else:
+        ticks = np.asarray(metric.to_pylist(), dtype=object)
+    raw = table.column("raw").to_numpy(zero_copy_only=False)
+    return lattice_step(raw[ticks == "ticks"])
+
+
+def _steps(calibration, lattice: int | None) -> dict:
+    """A job's clock step: what its calibration measured (`step_calibrated`; `granularity` in older
+    files), what its samples lie on (`step_data`), and the one its resolution uses (`step`): the
+    data's lattice wherever it could be told, else the calibration's."""
+    cal = calibration if isinstance(calibration, dict) else {}
+    measured = next((float(cal[k]) for k in ("step", "granularity")
+                     if isinstance(cal.get(k), (int, float)) and not isinstance(cal.get(k), bool) and cal[k] > 0),
+                    float("nan"))
+    data = float(lattice) if lattice else float("nan")
+    # a clock slower than its reads whose updates share no divisor has no lattice to check: its step
+    # is its typical update (driver/timer.c, step_from "unfenced")
+    used = data if np.isfinite(data) and cal.get("step_from") != "unfenced" else measured
+    timer = cal.get("timer") if isinstance(cal.get("timer"), dict) else {}
+    quantum = cal.get("timer_quantum") if isinstance(cal.get("timer_quantum"), int) else 0
+    return {"step_calibrated": measured, "step_data": data, "step": used, "granularity": used,
+            "timer": str(timer.get("name") or "tsc"), "timer_quantum": quantum}
+
+
+def step_disagreements(jobs: pd.DataFrame) -> str | None:
+    """One line naming the jobs whose calibration and samples disagree on the clock's step."""
+    if "step_data" not in jobs.columns or not len(jobs):
+        return None
+    cal, data = jobs["step_calibrated"].to_numpy(dtype=float), jobs["step_data"].to_numpy(dtype=float)
+    bad = np.isfinite(cal) & np.isfinite(data) & (cal != data) & (jobs["step"].to_numpy(dtype=float) == data)
+    if not bad.any():
+        return None
+    pairs = sorted({(int(c), int(d)) for c, d in zip(cal[bad], data[bad])})
+    names = jobs["job"][bad].astype(str).tolist()
+    said = ", ".join(f"calibrated {c} but samples on a lattice of {d}" for c, d in pairs)
+    return (f"clock step: {len(names)} job(s) disagree with their calibration ({said}): the samples' lattice is "
+            f"used for their resolution ({', '.join(names[:4])}{' ...' if len(names) > 4 else ''})")
 
 
 def _categorical(parts: list[dict], col: str) -> pd.Categorical:
@@ -216,7 +268,8 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
                     "has_metadata": bool(meta),
                     **{k: float((meta.get("calibration") or {}).get(k) or "nan")
                        if isinstance(meta.get("calibration"), dict) else float("nan")
-                       for k in ("step", "granularity", "overhead", "call_overhead")},
+                       for k in ("overhead", "call_overhead")},
+                    **_steps(meta.get("calibration"), part["lattice"]),
                 }
             )
     if not parts:
@@ -227,6 +280,9 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     for c in ("job_index", "spin", "pos", "layout", "value", "n_reps", "batch"):
         spins[c] = np.concatenate([p[c] for p in parts])
     jobs = pd.DataFrame(job_rows)
+    disagree = step_disagreements(jobs)
+    if disagree:
+        warnings.append(disagree)
     no_meta = int((~jobs["has_metadata"]).sum())
     if no_meta:
         warnings.append(f"{no_meta} raw file(s) lack the pqsimd.job metadata: their CPU model is unknown")

@@ -3,6 +3,9 @@
  *
  *   driver list LIB...                      "lib scheme impl kind op..." per scheme
  *   driver calibrate [QUANTUM]              calibration JSON (QUANTUM: reads rounded down to multiples of it)
+ *   driver step FENCED SPREAD RAW [REPEAT]  the step estimated from recorded readings (files of integers:
+ *                                           fenced back-to-back deltas, fenced samples of many lengths,
+ *                                           unfenced increments; REPEAT: their repeat share): a replayed host
  *   driver run SPEC|-                       calibration JSON line, then TSV samples (runner.h)
  *   driver probe SPEC|-                     per op and variant: "op variant batch median_raw"
  *   driver gate LIB SCHEME                  the kind's gate vectors (gate.h), stdin -> stdout
@@ -101,6 +104,68 @@ static int check_table(const char *path, const pqsimd_scheme *s) {
         }
     }
     return 0;
+}
+
+/* A file of whitespace-separated non-negative integers, sorted; NULL (with a line) if unreadable. */
+static uint64_t *read_readings(const char *path, int *n) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "driver: cannot read %s\n", path);
+        return NULL;
+    }
+    int cap = 1024;
+    uint64_t *a = malloc(sizeof *a * (size_t)cap);
+    unsigned long long v;
+    *n = 0;
+    while (a && fscanf(f, "%llu", &v) == 1) {
+        if (*n == cap) {
+            uint64_t *b = realloc(a, sizeof *a * (size_t)(cap *= 2));
+            if (!b) {
+                free(a);
+                a = NULL;
+                break;
+            }
+            a = b;
+        }
+        a[(*n)++] = v;
+    }
+    int bad = !a || !feof(f);
+    fclose(f);
+    if (bad) {
+        fprintf(stderr, "driver: %s: not a list of non-negative integers\n", path);
+        free(a);
+        return NULL;
+    }
+    qsort(a, (size_t)*n, sizeof *a, pqsimd_cmp_u64);
+    return a;
+}
+
+static int cmd_step(int argc, char **argv) {
+    if (argc < 5) {
+        return die("usage: driver step FENCED SPREAD RAW [REPEAT_SHARE [QUANTUM]]", NULL);
+    }
+    int n[3];
+    uint64_t *r[3] = {NULL, NULL, NULL};
+    int rc = 0;
+    for (int i = 0; i < 3 && !rc; i++) {
+        r[i] = read_readings(argv[2 + i], &n[i]);
+        rc = r[i] == NULL;
+    }
+    if (!rc) {
+        pqsimd_calibration cal;
+        memset(&cal, 0, sizeof cal);
+        cal.repeat_share = argc > 5 ? strtod(argv[5], NULL) : 0.0;
+        pqsimd_timer_quantum = argc > 6 ? strtoull(argv[6], NULL, 10) : 0;
+        cal.read_min = n[2] ? r[2][0] : 0;
+        pqsimd_step_from(&cal, r[0], n[0], r[1], n[1], r[2], n[2]);
+        printf("{\"replayed\": true");
+        pqsimd_step_json(stdout, &cal);
+        printf("}\n");
+    }
+    for (int i = 0; i < 3; i++) {
+        free(r[i]);
+    }
+    return rc ? 2 : 0;
 }
 
 static int cmd_list(int argc, char **argv) {
@@ -341,7 +406,7 @@ static int cmd_where(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        return die("usage: driver list|calibrate|run|probe|gate|smoke|count|where ...", NULL);
+        return die("usage: driver list|calibrate|step|run|probe|gate|smoke|count|where ...", NULL);
     }
     const char *cmd = argv[1];
     pqsimd_guard_install();
@@ -357,6 +422,9 @@ int main(int argc, char **argv) {
         pqsimd_calibrate_runner(&cal);
         print_calibration(stdout, &cal, -1, NULL, NULL);
         return 0;
+    }
+    if (strcmp(cmd, "step") == 0) {
+        return cmd_step(argc, argv);
     }
     if (strcmp(cmd, "run") == 0 || strcmp(cmd, "probe") == 0) {
         return cmd_run(argc, argv, strcmp(cmd, "probe") == 0);

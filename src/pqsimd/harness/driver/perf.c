@@ -152,11 +152,6 @@ int pqsimd_counters_stop(const pqsimd_counters *c, uint64_t *values) {
 #endif
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 void pqsimd_counters_calibrate(pqsimd_counters *c) {
     enum { N = 101 };
     static uint64_t v[PQSIMD_MAX_COUNTERS][N];
@@ -177,7 +172,7 @@ void pqsimd_counters_calibrate(pqsimd_counters *c) {
     }
     for (int e = 0; e < c->n; e++) {
         if (ok) {
-            qsort(v[e], (size_t)ok, sizeof(uint64_t), cmp_u64);
+            qsort(v[e], (size_t)ok, sizeof(uint64_t), pqsimd_cmp_u64);
         }
         c->overhead[e] = ok ? v[e][ok / 2] : 0;
     }
@@ -247,7 +242,7 @@ void pqsimd_core_per_tsc(double *median, double *best) {
     for (int i = 0; i < TRIALS; i++) {
         t[i] = add_chain_ticks(ITERS, &sink);
     }
-    qsort(t, TRIALS, sizeof t[0], cmp_u64);
+    qsort(t, TRIALS, sizeof t[0], pqsimd_cmp_u64);
     double cycles = 100.0 * ITERS;
     *median = cycles / (double)t[TRIALS / 2];
     *best = cycles / (double)t[0];

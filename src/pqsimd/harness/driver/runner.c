@@ -31,11 +31,6 @@ __attribute__((noinline, aligned(64))) static uint64_t sample(const pqsimd_op *o
 
 __attribute__((noinline, aligned(64))) static void internal_empty(void) { __asm__ volatile("" ::: "memory"); }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Median of 9 samples; a sample of more than ~20 ms (5e7 ticks) is long enough to stand for
  * itself, so slow ops (signing at -O0: seconds) are not run nine times just to be sized. */
 uint64_t pqsimd_median_sample(const pqsimd_op *op, uint64_t k) {
@@ -47,7 +42,7 @@ uint64_t pqsimd_median_sample(const pqsimd_op *op, uint64_t k) {
     for (int i = 1; i < 9; i++) {
         s[i] = sample(op, k);
     }
-    qsort(s, 9, sizeof s[0], cmp_u64);
+    qsort(s, 9, sizeof s[0], pqsimd_cmp_u64);
     return s[4];
 }
 
@@ -94,7 +89,7 @@ static void loop_overhead(double *median, uint64_t *minimum) {
     for (int i = 0; i < N; i++) {
         s[i] = sample(&op, 0);
     }
-    qsort(s, N, sizeof s[0], cmp_u64);
+    qsort(s, N, sizeof s[0], pqsimd_cmp_u64);
     *median = (double)s[N / 2];
     *minimum = s[0];
 }
@@ -111,7 +106,7 @@ double pqsimd_call_overhead(double overhead) {
     for (int i = 0; i < N; i++) {
         s[i] = sample(&op, K);
     }
-    qsort(s, N, sizeof s[0], cmp_u64);
+    qsort(s, N, sizeof s[0], pqsimd_cmp_u64);
     return ((double)s[N / 2] - overhead) / K;
 }
 
@@ -170,7 +165,7 @@ static uint64_t null_sample(void (*call)(void), uint64_t k) {
     for (int i = 0; i < NULL_SAMPLES; i++) {
         s[i] = sample(&op, k);
     }
-    qsort(s, NULL_SAMPLES, sizeof s[0], cmp_u64);
+    qsort(s, NULL_SAMPLES, sizeof s[0], pqsimd_cmp_u64);
     return s[NULL_SAMPLES / 2];
 }
 
