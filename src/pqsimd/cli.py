@@ -76,7 +76,12 @@ def cli() -> None:
 @click.option("--reps", type=int, default=None, help="R: timed samples per spin")
 @click.option("--warmup", type=int, default=None, help="warmup spins per op (recorded, not analysed)")
 @click.option("--batch", type=str, default=None, help="auto (default) or K calls per sample; 1 = the paper")
-@click.option("--cpu", type=int, default=None, help="CPU to pin jobs to (default: last online CPU)")
+@click.option("--cpu", type=int, default=None,
+              help="CPU to pin every job to (default: each job chooses an allowed CPU that is idle when it starts)")
+@click.option("--shared-cpu", "shared_cpu", type=click.Choice(["discard", "keep"]), default=None,
+              help="a job whose CPU another program used: discard (default) runs it again, on an idle CPU when "
+                   "there is one; keep keeps it, marked in jobs.csv, its groups and comparisons flagged, the "
+                   "verdicts shown with and without such jobs (for a machine you cannot get quiet)")
 @click.option("--cc", type=str, default=None,
               help="compiler(s), comma list (default gcc), e.g. gcc-12,clang-16 or id=/path/to/cc")
 @click.option("--design", type=click.Choice(["paired", "separate"]), default=None,

@@ -46,8 +46,10 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "layouts": ((int,), True),  # copies of each build per timing job (layout = random): spin s times copy s mod N
     "alone": ((int,), True),  # paired design: jobs per build and scheme that time the build alone (co-residency)
     "timer_quantum": ((int,), True),  # the driver rounds every clock read down to a multiple of it (0: none)
+    "shared_cpu": ((str,), False),  # discard | keep: a timing job whose CPU another program used (run/cpuclaim.py)
 }
 LAYOUTS = ("random", "fixed")
+SHARED_CPU = ("discard", "keep")  # a timing job whose CPU another program used: run again, or kept and marked
 MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
 
 
@@ -69,7 +71,7 @@ class Study:
     min_spins: int = 10
     min_reps: int = 5
     max_spins: int = 1000
-    cpu: int | None = None  # None: the last CPU this process may run on
+    cpu: int | None = None  # None: each job chooses an idle allowed CPU (run/cpuclaim.choose)
     seed: int = 1
     preset: str = "standard"
     metrics: list[str] = field(default_factory=lambda: ["ticks"])
@@ -85,6 +87,7 @@ class Study:
     layouts: int = 2
     alone: int = 0
     timer_quantum: int = 0  # --timer-quantum TICKS: a deliberately coarse clock (0: the clock as it is)
+    shared_cpu: str = "discard"  # a job that shared its CPU: discard and run again, or keep it, marked
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
 
@@ -276,6 +279,7 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     merged: dict[str, Any] = {
         "schemes": list(fam.schemes),
         "variants": [v for v, d in variant_defs.items() if d.default and d.builds_for(target.name)],
+        **({"shared_cpu": os.environ["PQSIMD_SHARED_CPU"]} if os.environ.get("PQSIMD_SHARED_CPU") else {}),
         **preset,
         **stored_study,
     }
@@ -311,6 +315,9 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         if isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 or math.isnan(t):
             raise PqsimdError(f"--job-timeout must be a time in seconds (0, inf or none: no limit), got {t!r}")
         merged["job_timeout"] = 0.0 if math.isinf(t) else float(t)  # no limit is written 0
+    if merged.get("shared_cpu", "discard") not in SHARED_CPU:
+        raise PqsimdError(f"--shared-cpu (or PQSIMD_SHARED_CPU) must be one of {', '.join(SHARED_CPU)}, got "
+                          f"{merged.get('shared_cpu')!r}")
     if merged.get("layout", "random") not in LAYOUTS:
         raise PqsimdError(f"--layout must be one of {', '.join(LAYOUTS)}, got {merged.get('layout')!r}")
     if "alone" in merged:

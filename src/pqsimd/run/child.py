@@ -13,9 +13,10 @@ import re
 import signal
 import subprocess
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 GRACE_S = 2.0
 _live: set[subprocess.Popen] = set()
@@ -67,18 +68,59 @@ class TimedOut(Exception):
 
 
 def run(cmd: list[str], input: str | bytes | None = None, timeout: float | None = None, text: bool = True,
-        **kw) -> subprocess.CompletedProcess:
+        before_reap: Callable[[subprocess.Popen], Any] | None = None, **kw) -> subprocess.CompletedProcess:
     """subprocess.run in a new process group; TimedOut (with what it wrote to stderr) when the
-    time limit passes, the group stopped first."""
+    time limit passes, the group stopped first. `before_reap(proc)` is called once the process has
+    exited and before it is reaped (its /proc entry, e.g. the scheduler's statistics, still there);
+    its result is the CompletedProcess's `before_reap`."""
     with spawned(cmd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL, stdout=subprocess.PIPE,
                  stderr=subprocess.PIPE, text=text, **kw) as proc:
         try:
-            out, err = proc.communicate(input, timeout=timeout)
+            if before_reap is None:
+                out, err = proc.communicate(input, timeout=timeout)
+                seen = None
+            else:
+                out, err = _communicate_unreaped(proc, input, timeout)
+                seen = before_reap(proc)
+                proc.wait()
         except subprocess.TimeoutExpired:
             stop(proc)
             out, err = proc.communicate()
             raise TimedOut(timeout or 0, err if isinstance(err, str) else (err or b"").decode(errors="replace")) from None
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    done.before_reap = seen
+    return done
+
+
+def _communicate_unreaped(proc: subprocess.Popen, input, timeout: float | None):
+    """communicate() that leaves the exited process a zombie: its output read to the end by two
+    threads, then a wait without reaping (TimeoutExpired past `timeout`)."""
+    got: dict[str, Any] = {}
+    readers = [threading.Thread(target=lambda k=k, f=f: got.__setitem__(k, f.read()), daemon=True)
+               for k, f in (("out", proc.stdout), ("err", proc.stderr))]
+    for t in readers:
+        t.start()
+    if input is not None and proc.stdin is not None:
+        try:
+            proc.stdin.write(input)
+        except BrokenPipeError:
+            pass
+        proc.stdin.close()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for t in readers:
+        t.join(None if deadline is None else max(deadline - time.monotonic(), 0.0))
+        if t.is_alive():
+            raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+    while True:
+        try:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None:
+                break
+        except ChildProcessError:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+        time.sleep(0.001)
+    return got.get("out"), got.get("err")
 
 
 @dataclass

@@ -34,17 +34,16 @@ from . import spec as spec_mod
 BASE_COLUMNS = ["op", "v", "spin", "rep", "pos", "batch", "raw", "null"]
 
 
-def default_cpu() -> int:
-    """The last CPU this process may run on (SLURM and taskset narrow that set)."""
-    return max(os.sched_getaffinity(0))
-
-
-def pick_cpu(study: study_mod.Study) -> int:
-    """The study's CPU if this process may use it (a SLURM allocation may not), else the last allowed."""
+def choose_cpu(study: study_mod.Study, notify: Callable[[str], None] | None = None, what: str = "the job",
+               wait: bool = False) -> cpuclaim.Choice:
+    """The CPU a timing job or probe runs on: the study's --cpu if this process may use it (a SLURM
+    allocation may not), else the allowed CPU idle now; with `wait`, up to cpuclaim.IDLE_WAIT_S for
+    one to become idle."""
     allowed = os.sched_getaffinity(0)
-    if study.cpu is not None and study.cpu in allowed:
-        return study.cpu
-    return default_cpu()
+    fixed = study.cpu if study.cpu is not None and study.cpu in allowed else None
+    if wait:
+        return cpuclaim.wait_for_idle(allowed, fixed, notify=notify, what=what)
+    return cpuclaim.choose(allowed, fixed)
 
 
 def job_seed(study_seed: int, job_id: str) -> int:
@@ -212,8 +211,11 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
     study = study or study_mod.load(sd)
     shared: list[cpuclaim.Share] = []
     while True:
+        # discard: a job waits for an idle CPU before it runs (a shared one would be thrown away);
+        # keep: it runs at once on the idlest
+        choice = choose_cpu(study, notify, f"job {job_id}", wait=study.shared_cpu == "discard")
         try:
-            return _run_once(sd, job_id, progress, build_on_node, study, notify, len(shared))
+            return _run_once(sd, job_id, progress, build_on_node, study, notify, len(shared), choice)
         except BuildDied as e:
             exclude(sd, e, job_id, notify)
         except SharedCpu as e:
@@ -221,9 +223,10 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
             worst = max(x.waited_fraction for x in shared)
             if len(shared) >= cpuclaim.ATTEMPTS:
                 raise PqsimdError(
-                    f"job {job_id}: another program kept CPU {e.cpu} busy in each of {len(shared)} attempts (the "
-                    f"driver waited up to {worst:.0%} of its time for it); nothing kept, the job stays pending: run "
-                    f"{command('run', sd.path)} again when the CPU is free, or --cpu N for another CPU") from None
+                    f"job {job_id}: another program kept its CPU busy in each of {len(shared)} attempts (the driver "
+                    f"waited up to {worst:.0%} of its time for it; {choice.describe()}); nothing kept, the job stays "
+                    f"pending: run {command('run', sd.path)} again when a CPU is free, or add --shared-cpu keep to "
+                    f"keep such jobs, marked, with the verdicts shown with and without them") from None
             if notify:
                 notify(f"job {job_id}: discarded and run again: CPU {e.cpu} was shared with another program "
                        f"(the driver waited {e.share.waited_fraction:.0%} of its time for it)")
@@ -237,17 +240,9 @@ class SharedCpu(Exception):
         self.cpu, self.share = cpu, share
 
 
-def _share_at_exit(proc: subprocess.Popen) -> cpuclaim.Share | None:
-    """The driver's scheduler statistics once it has exited, before it is reaped."""
-    try:
-        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-    except (ChildProcessError, OSError):  # reaped already (the watchdog stopped it)
-        return None
-    return cpuclaim.share_of(proc.pid)
-
-
 def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | None, build_on_node: bool,
-              study: study_mod.Study, notify: Callable[[str], None] | None = None, discarded: int = 0) -> Path:
+              study: study_mod.Study, notify: Callable[[str], None] | None, discarded: int,
+              choice: cpuclaim.Choice) -> Path:
     plan = sd.read_plan() or {}
     job = sd.find_job(job_id)
     builds = job_builds(sd, study, job)
@@ -267,7 +262,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
     driver = sd.gated_driver()
     if not driver.exists():
         raise PqsimdError(f"job {job_id}: driver {driver} is missing; run {command('run', sd.path)} to rebuild")
-    cpu = pick_cpu(study)
+    cpu = choice.cpu
     sizing = sd.read_sizing() if study.budget is not None else None
     events = list(counters.DEFAULT_EVENTS) if "counters" in study.metrics else None
     seed = job_seed(study.seed, job_id)
@@ -312,7 +307,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
                     if i and progress and i % 512 == 0:
                         progress(i, total)
                     done = i
-                share = _share_at_exit(proc)
+                share = cpuclaim.share_at_exit(proc)
                 rc = proc.wait()
             finally:
                 if watchdog:
@@ -326,7 +321,11 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
                 (stderr.strip().splitlines() or [f"exit code {rc}"])[-1]
             raise PqsimdError(f"job {job_id}: driver failed ({why}); log: {log}")
         if share is not None and share.shared:
-            raise SharedCpu(cpu, share)
+            if study.shared_cpu != "keep":
+                raise SharedCpu(cpu, share)
+            if notify:
+                notify(f"job {job_id}: kept although CPU {cpu} was shared with another program (the driver waited "
+                       f"{share.waited_fraction:.0%} of its time for it): marked in jobs.csv (--shared-cpu keep)")
         with open(tmp) as f:
             try:
                 calibration = json.loads(f.readline())
@@ -347,7 +346,9 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
             "layout": layout_record,
             "driver_sha256": store.sha256_file(driver),
             "cpu": cpu,
-            "cpu_share": {**share.record(), "discarded_before": discarded} if share else None,
+            "cpu_share": {**share.record(), "discarded_before": discarded, "policy": study.shared_cpu} if share else None,
+            "cpu_choice": {"busy": {str(c): round(b, 3) for c, b in choice.busy.items()},
+                           "held": {str(c): h for c, h in choice.held.items()}, "fixed": choice.fixed},
             "cpu_claim": {"waited_seconds": round(held.waited_seconds, 3), "holder": held.holder},
             "hostname": socket.gethostname(),
             "cpu_model": machine.cpu_model(),

@@ -36,7 +36,7 @@ from ..errors import PqsimdError
 from ..ids import same_code_build
 from ..studydir import StudyDir
 from . import child, cpuclaim, limits
-from .job import BuildDied, build_ops, death_of, exclude, job_builds, pick_cpu
+from .job import BuildDied, build_ops, death_of, exclude, job_builds
 from .spec import NOT_TIMED, escape, quantum_line, timed_ops
 
 
@@ -112,7 +112,7 @@ def like_originals(per_build: dict[str, tuple[int, int]]) -> dict[str, tuple[int
 def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None = None) -> tuple[dict, dict[str, dict[str, tuple[int, int]]]]:
     """Driver probe of every op of the scheme: (calibration, {op: {build: (k, median raw ticks)}}).
     A build that crashes or hangs in it: BuildDied (the caller excludes it and probes again)."""
-    cpu = pick_cpu(study) if cpu is None else cpu
+    cpu = cpuclaim.choose(os.sched_getaffinity(0)).cpu if cpu is None else cpu
     op_seconds = [build_ops(sd, b, scheme) for b in builds]
     timed = timed_ops(study, scheme, op_seconds)
     limit = limits.probe_limit(study, scheme, list(timed), op_seconds)
@@ -121,9 +121,9 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
              *(f"op {op} 1 1 0 {' '.join(study.batch if t else NOT_TIMED for t in which)}" for op, which in timed.items())]
     what = f"sizing: the driver's probe of {scheme}"
     try:
-        with cpuclaim.claim(cpu, f"study {sd.path}, sizing probe of {scheme}"):  # a probe times too
+        with cpuclaim.claim(cpu, f"study {sd.path}, sizing probe of {scheme}"), cpuclaim.away_from(cpu):  # a probe times too
             p = child.run([*child.launcher_of(study), str(sd.gated_driver()), "probe", "-"],
-                          input="\n".join(lines) + "\n", timeout=limit["seconds"])
+                          input="\n".join(lines) + "\n", timeout=limit["seconds"], before_reap=cpuclaim.share_at_exit)
     except child.TimedOut as e:
         raise death_of(what, e.stderr, builds, scheme, limit) or PqsimdError(
             f"{what} did not finish within {e.seconds:g} s ({limit['from']}); set [study] job_timeout") from None
@@ -133,7 +133,9 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
             raise died
         raise PqsimdError(f"{what} failed ({(p.stderr.strip().splitlines() or ['?'])[-1]})")
     out = p.stdout.splitlines()
-    cal = {**json.loads(out[0]), "time_limit": limit}
+    share = p.before_reap
+    cal = {**json.loads(out[0]), "time_limit": limit, "cpu": cpu,
+           "cpu_share": share.record() if share is not None else None}
     res: dict[str, dict[str, tuple[int, int]]] = {}
     for line in out[1:]:
         op, v, k, raw = line.split("\t")
@@ -235,8 +237,9 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
         builds = [b for b, _, _ in job_builds(sd, study, job)]
         if builds:
             work.append((scheme, builds))
-    # Sizing needs estimates, not measurements: the probes run side by side on every allowed CPU.
-    cpus = sorted(os.sched_getaffinity(0))
+    # Sizing needs estimates, not measurements: the probes run side by side on every allowed CPU that
+    # is idle now (on the idlest alone when none is).
+    cpus = cpuclaim.room_for(os.sched_getaffinity(0))
     if console and work:
         console.print(f"sizing: probing the ops of {len(work)} parameter sets on {len(cpus)} CPU(s) for a budget of "
                       f"{study.budget:g} s per op and job")
@@ -250,9 +253,17 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
     def on_a_free_cpu(scheme: str, builds: list[str]):
         cpu = free.get()  # one probe per CPU at a time
         try:
+            shared = 0
             while True:
                 try:
-                    return builds, *probe(sd, study, scheme, builds, cpu)
+                    cal, res = probe(sd, study, scheme, builds, cpu)
+                    # a probe that shared its CPU read the ops slow: its batches err long (finer samples)
+                    # and its time estimates high; probed again while the policy discards, else kept, said
+                    if (cal.get("cpu_share") or {}).get("shared") and study.shared_cpu == "discard" \
+                            and shared + 1 < cpuclaim.ATTEMPTS:
+                        shared += 1
+                        continue
+                    return builds, cal, res
                 except BuildDied as e:  # left out of the study; the rest is probed and timed
                     exclude(sd, e, f"sizing.{scheme}", console.print if console else None)
                     builds = [b for b in builds if b != e.build]
@@ -264,6 +275,7 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
     with ThreadPoolExecutor(max_workers=len(cpus)) as pool:
         probes = list(pool.map(lambda w: on_a_free_cpu(*w), work))
     short: list[str] = []
+    crowded: list[str] = []
     for (scheme, _), (builds, cal, probed) in zip(work, probes):
         if not builds:
             continue
@@ -291,7 +303,14 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
                 short.append(f"{scheme} {op} ({min(steps.values()):,.0f} steps)")
         out["schemes"][scheme] = {"tsc_hz": cal["tsc_hz"], "timer_step": step, "builds": builds,
                                   "family": catalog.family_of(scheme).name,
-                                  "probe_time_limit": cal["time_limit"], "ops": ops}
+                                  "probe_time_limit": cal["time_limit"], "probe_cpu": cal.get("cpu"),
+                                  "probe_cpu_share": cal.get("cpu_share"), "ops": ops}
+        if (cal.get("cpu_share") or {}).get("shared"):
+            crowded.append(f"{scheme} ({cal['cpu_share']['waited_fraction']:.0%})")
+    if crowded and console:
+        console.print(f"sizing: the probe of {', '.join(crowded)} waited that share of its time for its CPU (another "
+                      f"program used it): its ops read slow, so their batches are longer than needed (finer samples) "
+                      f"and their time estimates high; the jobs' own CPU check decides what is kept")
     if short and console:
         console.print(f"sizing: the budget of {study.budget:g} s per op cannot afford samples of {AIM_CLOCK_STEPS:,} "
                       f"clock steps (the aim, for at least {MIN_CLOCK_STEPS:,} in every job) for {len(short)} op(s), "
