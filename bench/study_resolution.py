@@ -6,6 +6,8 @@ far apart the values one sample can take are, as a share of the op's time. Used 
 step given on the command line.
 
     .venv/bin/python bench/study_resolution.py DIR [DIR ...] [--step 2]
+
+A study without raw/ (../shared/studies/*) is read from its results/spins.parquet.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from mdtable import md  # noqa: E402
 
 
 def groups(directory: Path, step: float | None) -> pd.DataFrame:
+    if not (directory / "raw").is_dir():  # a shared study (results only): its spin medians
+        return _groups_from_spins(directory, step)
     frames = []
     for path in sorted((directory / "raw").glob("*.parquet")):
         t = pq.read_table(path).to_pandas()
@@ -41,6 +45,22 @@ def groups(directory: Path, step: float | None) -> pd.DataFrame:
     d = pd.concat(frames)
     g = d.groupby(["scheme", "op", "variant"]).agg(median=("per_call", "median"), lattice=("lattice", "median"),
                                                      batch=("batch", "median"))
+    g["resolution"] = g["lattice"] / g["median"].abs()
+    return g.reset_index()
+
+
+def _groups_from_spins(directory: Path, step: float | None) -> pd.DataFrame:
+    """The same from results/spins.parquet (per-call spin medians, batch) of a study without raw/; the
+    step is --step, else the one its summary's clock names."""
+    t = pd.read_parquet(directory / "results" / "spins.parquet")
+    t = t[(t["metric"] == "ticks") & (t["op"] != "empty")]
+    if step is None:
+        clocks = (json.loads((directory / "results" / "summary.json").read_text()).get("clock") or {}).get("clocks") or {}
+        steps = [float(k.split(" step ")[1].split()[0]) for k in clocks if " step " in k]
+        step = max(steps) if steps else 1.0
+    t = t.assign(lattice=step / t["batch"].astype(float), per_call=t["value"])
+    g = t.groupby(["scheme", "op", "variant"], observed=True).agg(
+        median=("per_call", "median"), lattice=("lattice", "median"), batch=("batch", "median"))
     g["resolution"] = g["lattice"] / g["median"].abs()
     return g.reset_index()
 
