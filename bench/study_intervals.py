@@ -49,8 +49,8 @@ def every_interval(d: Path) -> list[dict]:
         if table == "ratios" and "method" in t:
             t = t[t.method != "n/a"]
         if table == "decomposition":
-            cols = cols + [(c, f"{c}_ci_low", f"{c}_ci_high") for c in t.columns
-                           if c.startswith(("factor_", "share_")) and not c.endswith(("_ci_low", "_ci_high", "_ci_level"))]
+            cols = cols + [(c, f"{c}_ci_low", f"{c}_ci_high") for c in t.columns if c.startswith(("factor_", "share_"))
+                           and not c.endswith(("_ci_low", "_ci_high", "_ci_level"))]
         n = zero = outside = 0
         for est, lo, hi in cols:
             if est not in t or lo not in t:

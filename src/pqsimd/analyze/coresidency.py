@@ -79,6 +79,6 @@ def coresidency(groups: dict, alone: dict, alpha: float, threshold: float) -> tu
            "worst": (f"{worst.scheme} {worst.op} {worst.variant} ({worst.compiler}) {worst.ratio:.3f}× "
                      f"[{worst.ci_low:.3f}, {worst.ci_high:.3f}]") if worst is not None else None,
            "method": "paired/alone ratio of geometric means of job values; pooled-variance t interval on logs, "
-                     "Bonferroni over the rows, each end moved out by the clock's resolution of the ratio; flagged when "
-                     "the interval lies beyond the threshold"}
+                     "Bonferroni over the rows, each end moved out by the clock's resolution of the ratio; "
+                     "flagged when the interval lies beyond the threshold"}
     return df_, rec
