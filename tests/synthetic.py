@@ -12,6 +12,7 @@ per-job shift (`job_sigma`, on the log scale), per-spin and per-rep noise, rare 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,8 @@ def make_synthetic_study(
     shuffle: bool = False,
     carryover: Mapping[tuple[str, str], float] | None = None,
     first_position: float = 0.0,
+    alone: int = 0,
+    alone_shift: Mapping[str, float] | None = None,
 ) -> Path:
     """Write a synthetic study into `directory`; return the directory.
 
@@ -93,6 +96,9 @@ def make_synthetic_study(
       (the first in a spin follows the last of the previous spin; "" = the very first spin).
     first_position: paired design only: relative change of every variant in the spins where it runs
       first (it follows the driver writing the previous spin's results, not only the previous build).
+    alone: paired design only: this many jobs per variant, scheme and compiler that time the variant
+      alone in its process (design "alone", id alone.<variant>.<compiler>.<scheme>.<i>, run/plan.py).
+    alone_shift: {variant: relative change} of its time when alone (e.g. {"avx2": -0.1}: 10% faster).
     """
     directory = Path(directory)
     raw_dir = directory / "raw"
@@ -148,7 +154,8 @@ def make_synthetic_study(
                 cols["per_call"].append(per_call.ravel())
                 cols["warmup"].append(np.repeat(spin_ids < 0, reps))
 
-    def write(job: str, j: int, scheme: str, cols: dict, variants_in: list[str], compiler: str) -> None:
+    def write(job: str, j: int, scheme: str, cols: dict, variants_in: list[str], compiler: str,
+              job_design: str | None = None) -> None:
         n = sum(len(x) for x in cols["per_call"])
         # a column the synthetic study does not set (layout: fixed) is null, as the engine writes it
         arrays = [pa.array(np.concatenate(cols[f.name]), type=f.type) if cols[f.name] else pa.nulls(n, f.type)
@@ -156,7 +163,8 @@ def make_synthetic_study(
         table = pa.Table.from_arrays(arrays, schema=RAW_SCHEMA)
         meta = {
             "id": job, "variant": variants_in[0] if design == "separate" else None, "variants": variants_in,
-            "compiler": compiler, "scheme": scheme, "index": j, "job_index": j, "design": design, "metric": "ticks",
+            "compiler": compiler, "scheme": scheme, "index": j, "job_index": j, "design": job_design or design,
+            "metric": "ticks",
             "cpu": 1, "hostname": _per_job(hostname, variants_in[0], scheme, j),
             "cpu_model": _per_job(cpu_model, variants_in[0], scheme, j),
             "calibration": {"overhead": overhead, "granularity": _per_job(granularity, variants_in[0], scheme, j), "tsc_hz": 3.0e9, "core_per_tsc": 1.0},
@@ -198,6 +206,16 @@ def make_synthetic_study(
                                  where[:, vi], extra)
                     write(f"paired.{scheme}.{j}" if len(compilers) == 1 else f"paired.{compiler}.{scheme}.{j}", j,
                           scheme, cols, list(variants), compiler)
+                    if j < jobs - 1:
+                        continue
+                    for variant in variants:  # after the last paired job: the builds alone
+                        for i in range(alone):
+                            cols = {name: [] for name in RAW_SCHEMA.names}
+                            shift = (rng.normal(0.0, job_sigma) if job_sigma > 0 else 0.0) + \
+                                math.log1p((alone_shift or {}).get(variant, 0.0))
+                            job = f"alone.{variant}.{compiler}.{scheme}.{i}"
+                            job_rows(job, i, variant, compiler, scheme, shift, draw_states(i, [variant]), cols, 0)
+                            write(job, i, scheme, cols, [variant], compiler, "alone")
                     continue
                 for variant in variants:
                     cols = {name: [] for name in RAW_SCHEMA.names}

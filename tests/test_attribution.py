@@ -228,3 +228,57 @@ def test_the_report_and_show_present_the_attribution(tmp_path):
     show_study(d, console=con)
     text = con.export_text()
     assert "where impl's speedup over its C comes from" in text and "impl-ntt " not in text
+
+
+def test_the_bootstrap_with_a_resolution_is_the_box_of_each_resample():
+    """With per-cell resolutions the Shapley ends move out by sum |w_S| res_S, and a share's ends are
+    the quantiles of each resample's lowest and highest phi / total over the corners (brute force)."""
+    rng = np.random.default_rng(9)
+    J = 7
+    logs = {c: 0.2 * len(c) + rng.normal(0, 0.05, J) for c in cells()}
+    res = {c: 0.01 * (1 + i % 3) for i, c in enumerate(cells())}
+    boot = shapley_bootstrap(logs, GROUPS, 0.9, 300, np.random.default_rng(1), res)
+    draws = np.random.default_rng(1).integers(0, J, size=(300, J))
+    w = shapley_weights(list(GROUPS))
+    full = Cell(GROUPS)
+    for g in GROUPS:
+        r_phi = sum(abs(c) * res[s] for s, c in w[g].items())
+        phi, s_lo, s_hi = [], [], []
+        for idx in draws:
+            v = {c: float(np.median(x[idx])) for c, x in logs.items()}
+            p = sum(c * v[s] for s, c in w[g].items())
+            phi.append(p)
+            corners = [(p + a) / (v[full] + b) for a in (-r_phi, r_phi) for b in (-res[full], res[full])]
+            s_lo.append(min(corners)), s_hi.append(max(corners))
+        lo, hi = np.quantile(phi, [0.05, 0.95])
+        assert boot.shapley[g] == pytest.approx((lo - r_phi, hi + r_phi))
+        assert boot.share[g] == pytest.approx((np.quantile(s_lo, 0.05), np.quantile(s_hi, 0.95)))
+
+
+def test_an_ablation_on_a_coarse_lattice_has_no_point_interval(tmp_path):
+    """Issue 32: cells of 40, 10.3, 20.2 and 5.1 ticks per call read whole (batch 1, no noise to speak
+    of): every job gives the same ratio for every cell, so the job bootstrap of the Shapley values and
+    shares was a point. Widened by the cells' resolutions, every number of the attribution has an
+    interval wider than a point that holds it, and the Shapley values cover the unquantized truth."""
+    import json
+
+    from synthetic import make_synthetic_study
+
+    from pqsimd.analyze import analyze_study
+
+    med = {"impl-c": 40.0, "impl-ntt": 10.3, "impl-keccak": 20.2, "impl-full": 5.1}
+    d = make_synthetic_study(tmp_path / "ab", variants=tuple(med), ops=("ntt",), jobs=8, spins=20, reps=3,
+                             medians=med, design="paired", spin_sigma=1e-5, rep_sigma=1e-5, outlier_rate=0.0,
+                             overhead=20.0, analysis={"n_boot": 100, "seed": 1})
+    (d / "manifest.json").write_text(json.dumps({"ablations": [{
+        "implementation": "impl", "groups": ["ntt", "keccak"],
+        "cells": {"impl-c": [], "impl-ntt": ["ntt"], "impl-keccak": ["keccak"], "impl-full": ["ntt", "keccak"]}}]}))
+    t = pd.read_parquet(analyze_study(d) / "attribution.parquet").set_index("group")
+    assert set(t["shapley_ci_method"]) == {"bootstrap"}
+    for col in ("shapley", "share", "leave_one_out", "add_one_in", "total", "interaction"):
+        lo, p, hi = t[f"{col}_ci_low"], t[col], t[f"{col}_ci_high"]
+        assert p.notna().all() and (hi > lo).all() and ((lo <= p) & (p <= hi)).all(), (col, t[[f"{col}_ci_low", col]])
+    v = {"ntt": math.log(40 / 10.3), "keccak": math.log(40 / 20.2), "full": math.log(40 / 5.1)}
+    truth = {"ntt": 0.5 * (v["ntt"] + v["full"] - v["keccak"]), "keccak": 0.5 * (v["keccak"] + v["full"] - v["ntt"])}
+    for g, phi in truth.items():
+        assert t.loc[g, "shapley_ci_low"] < math.exp(phi) < t.loc[g, "shapley_ci_high"]

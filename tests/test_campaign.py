@@ -8,6 +8,7 @@ line. The real studies of ../shared/studies (other machines) are used as inputs 
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -342,3 +343,46 @@ def test_the_instruction_mix_of_a_machine_sensitive_op_is_carried_where_a_study_
 
     html = (write_campaign_report(tmp_path / "c") / "index.html").read_text()
     assert "Instruction mix of the machine-sensitive comparisons" in html and "scalar ALU" in html
+
+
+def test_ratios_on_a_coarse_lattice_are_never_points(tmp_path):
+    """Issue 32: ops of 20 and 8.1 / 8.4 ticks per call read whole (batch 1, no noise to speak of): both
+    machines' jobs read 20 and 8, every job ratio is 2.5 on both, and the bootstrap of their quotient
+    was the point [1.0, 1.0], missing the true 8.4 / 8.1. Each end now moves out by both arms' row
+    resolution; the verdict read off it is the one its decision p-value gives."""
+    dirs = []
+    for i, (machine, med) in enumerate([(ZEN5_MACHINE, 8.1), (EMR_MACHINE, 8.4)]):
+        d = tmp_path / f"s{i}"
+        make_synthetic_study(d, schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=10, spins=20,
+                             reps=3, medians={"ref": 20.0, "avx2": med}, spin_sigma=1e-5, rep_sigma=1e-5, seed=i,
+                             design="paired", outlier_rate=0.0, overhead=20.0, analysis={"n_boot": 200})
+        _records(d, machine)
+        analyze_study(d)
+        dirs.append(d)
+    run_campaign(tmp_path / "c", dirs, {}, n_boot=500)
+    r = _ratios(tmp_path / "c").iloc[0]
+    sp = pd.read_parquet(tmp_path / "c" / "results" / "speedups.parquet")
+    assert (sp["resolution"] > 0).all() and r["ratio"] == 1.0
+    assert math.log1p(r["resolution"]) == pytest.approx(np.log1p(sp["resolution"]).sum())
+    assert r["ci_low"] < r["ratio"] < r["ci_high"] and r["ci_low"] < 8.4 / 8.1 < r["ci_high"]
+    assert math.log(r["ci_high"] / r["ci_low"]) >= 2 * math.log1p(r["resolution"]) - 1e-12
+    assert r["verdict"] == "~"  # the clocks cannot tell 2.5 from 2.5 x 1.037
+
+
+def test_decision_p_with_a_resolution_is_where_the_widened_interval_gives_a_verdict():
+    rng = np.random.default_rng(4)
+    band = np.log1p(0.02)
+    for _ in range(60):
+        res = float(rng.choice([0.001, 0.005, 0.015, 0.03]))
+        boot = rng.normal(rng.uniform(-0.08, 0.08), rng.uniform(0.002, 0.03), size=1000)
+        p = decision_p(boot, band, res)
+        grid = np.linspace(0.001, 1.0, 1000)
+        for g in grid[::100]:  # the percentile interval, each end moved out by res
+            plain = percentile_interval(boot, g)
+            assert percentile_interval(boot, g, res) == pytest.approx((plain[0] - res, plain[1] + res))
+        gives = [verdict_of(*percentile_interval(boot, g, res), band) != "~" for g in grid]
+        first = next((g for g, ok in zip(grid, gives) if ok), None)
+        if p >= 1.0:
+            assert first is None or first >= 0.998
+        else:
+            assert first is not None and abs(first - p) <= 0.0021, (p, first, res)

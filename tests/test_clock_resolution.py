@@ -197,3 +197,59 @@ def test_doctor_names_the_step_and_the_sample_length_it_needs(driver):
     (finding,) = _clock_step()
     step = calibrate(driver)["step"]
     assert f"steps by {step} tick" in finding.detail and f"≥ {1000 * step:,} ticks" in finding.detail
+
+
+# Every other interval on a coarse lattice (issue 32): ops of 20 and 8.1 ticks per call read whole on a
+# clock of one tick (batch 1, no noise to speak of), so every job reads 20 and 8 and every interval made
+# from job values alone was the point. Each one is now widened by the same resolution_halfwidth.
+LATTICE = dict(ops=("ntt",), jobs=6, spins=20, reps=5, spin_sigma=1e-5, rep_sigma=1e-5, outlier_rate=0.0,
+               overhead=20.0, analysis={"n_boot": 200})
+
+
+def _no_point_and_holds(df: pd.DataFrame, est: str, lo: str, hi: str) -> None:
+    live = df[np.isfinite(df[lo].to_numpy(float))]
+    assert len(live)
+    assert (live[hi] > live[lo]).all(), live[[est, lo, hi]]  # no zero-width interval
+    assert ((live[lo] <= live[est]) & (live[est] <= live[hi])).all(), live[[est, lo, hi]]
+
+
+def test_coresidency_intervals_are_widened_by_the_lattice_step(tmp_path):
+    """Paired 8.1 ticks, alone 3% slower (8.343): both read 8, the ratio 1.0 had [1.0, 1.0]; widened by
+    both groups' lattice steps it covers the unquantized 8.1 / 8.343 and is at least that wide."""
+    from pqsimd.analyze.coresidency import ratio_interval
+
+    d = make_synthetic_study(tmp_path / "co", variants=("ref", "avx2"), medians={"ref": 20.0, "avx2": 8.1},
+                             design="paired", alone=2, alone_shift={"avx2": 0.03}, **LATTICE)
+    res = analyze_study(d)
+    co = pd.read_parquet(res / "coresidency.parquet").set_index("variant")
+    _no_point_and_holds(co, "ratio", "ci_low", "ci_high")
+    assert co.loc["avx2", "ratio"] == 1.0 and co.loc["avx2", "ci_low"] < 8.1 / 8.343 < co.loc["avx2", "ci_high"]
+    assert co.loc["avx2", "resolution"] == pytest.approx(math.expm1(resolution_halfwidth(1 / 8, 1 / 8)))
+    assert co.loc["ref", "resolution"] == pytest.approx(math.expm1(resolution_halfwidth(1 / 20, 1 / 20)))
+    assert (co["ci_high"] / co["ci_low"] - 1 >= co["resolution"]).all()
+    # the pooled-t interval itself is unchanged; only its ends move, by exactly res (log scale)
+    lp, la = np.log([8.0, 8.2, 7.9, 8.1]), np.log([8.3, 8.4])
+    r0, lo0, hi0, _ = ratio_interval(lp, la, 0.05)
+    r1, lo1, hi1, _ = ratio_interval(lp, la, 0.05, 0.01)
+    assert r1 == r0 and math.log(lo0 / lo1) == pytest.approx(0.01) and math.log(hi1 / hi0) == pytest.approx(0.01)
+    assert math.isnan(ratio_interval(lp, la, 0.05, math.inf)[1])  # shorter than a step: no interval
+
+
+def test_pqsimd_compare_intervals_are_widened_by_the_lattice_step(tmp_path):
+    """The same op in two studies (8.1 and 8.3 ticks, jobs 3% apart: job medians of 7, 8 or 9): the
+    Welch interval of B/A was as narrow as the jobs' spread; now it is at least the lattice's width."""
+    from pqsimd.analyze.crossstudy import compare_studies
+
+    dirs = []
+    for name, med in (("a", 8.1), ("b", 8.3)):
+        d = make_synthetic_study(tmp_path / name, variants=("ref", "avx2"), medians={"ref": 20.0, "avx2": med},
+                                 design="paired", seed=len(dirs), **{**LATTICE, "jobs": 10}, job_sigma=0.03)
+        analyze_study(d)
+        dirs.append(d)
+    df, _ = compare_studies(*dirs)
+    _no_point_and_holds(df, "ratio", "ci_low", "ci_high")
+    ga = pd.read_parquet(dirs[0] / "results" / "groups.parquet").set_index("variant")
+    gb = pd.read_parquet(dirs[1] / "results" / "groups.parquet").set_index("variant")
+    for v, row in df.set_index("variant").iterrows():
+        res = resolution_halfwidth(ga.loc[v, "resolution_rel"], gb.loc[v, "resolution_rel"])
+        assert res > 0 and math.log(row["ci_high"] / row["ci_low"]) >= 2 * res - 1e-12

@@ -42,6 +42,13 @@ PIC_FLAGS = ("-fPIC", "-fvisibility=hidden")
 # each one anywhere at link time without compiling again.
 SECTION_FLAGS = ("-ffunction-sections", "-fdata-sections")
 LINK_FLAGS = ("-Wl,-z,noexecstack",)
+# LLVM's link-time optimization (clang -flto, -flto=full|thin) compiles the bitcode objects when the
+# shared object is linked, with the linker's own LLVM. A layout copy relinked from that bitcode by
+# whichever lld the host has (another LLVM version: other code) would not be the build, so the build's
+# link keeps the native objects its LTO made (`-plugin-opt=obj-path`, which LLVM's gold plugin and lld
+# both read, one section per function as in every compile) and `link` relinks those (layout.py).
+LTO_DIR = "lto"
+LTO_RECIPE = "post-LTO native objects kept in lto/"  # in the cache key of an LLVM LTO build only
 RECIPE = 4  # how a variant is built (2: its flags reach the link; 3: source layouts; 4: a section per function); part of the cache key
 
 
@@ -391,10 +398,24 @@ def _included_tables(inputs) -> list[Path]:
     return out
 
 
+def llvm_lto(family: str, flags: list[str] | tuple[str, ...]) -> bool:
+    """Whether a clang link with these flags runs LLVM's link-time optimization (the last of -flto,
+    -flto=MODE, -fno-lto wins)."""
+    on = False
+    for f in flags:
+        if f == "-fno-lto":
+            on = False
+        elif f == "-flto" or f.startswith("-flto="):
+            on = True
+    return family == "clang" and on
+
+
 def _inputs_key(fam: Family, variant: Variant, flags: list[str], comp: Compiler, driver: Driver, plan,
                 schemes: list[str], native: list[str]) -> str:
     h = hashlib.sha256(json.dumps({"recipe": RECIPE, "flags": flags, "cc": comp.to_dict(), "sources": variant.sources,
                                    "family": fam.text, "glue": driver.glue_key, "pqsimd": __version__}).encode())
+    if llvm_lto(comp.family, flags):  # an LTO build cached before it kept its native objects is built again
+        h.update(LTO_RECIPE.encode())
     h.update(json.dumps({"native": native, "schemes": schemes, "generated": plan.generated,
                          "units": [[str(u.src), list(u.pre)] for u in plan.units()]}).encode())
     files = [*plan.inputs, _harness_dir() / "pqsimd.h", _harness_dir() / "ops" / "optable.h",
@@ -416,6 +437,20 @@ def _commands(plan, flags: list[str], comp: Compiler, work: Path) -> tuple[list[
         cmds.append([*comp.argv, *PIC_FLAGS, *SECTION_FLAGS, *pre, "-c", str(u.src), "-o", str(obj), *flags])
         objs[u.obj] = obj
     return cmds, objs
+
+
+def _post_lto_link(comp: Compiler, work: Path, library: list[Path], lto_dir: Path, tail: list[str]) -> list[str] | None:
+    """The shared object's link from the native objects its LTO wrote (its bitcode objects replaced by
+    them: native.o, native.o1, ... in task order), or None when the linker wrote none (the copies are
+    then the build as linked: layout.relink refuses bitcode)."""
+    from .layout import bitcode
+
+    native = sorted((f for f in lto_dir.iterdir() if f.is_file() and f.stat().st_size > 0),
+                    key=lambda f: (len(f.name), f.name))
+    if not native:
+        return None
+    rest = [str(o) for o in library if not bitcode(o)]
+    return [*comp.argv, "-shared", "-o", str(work / "variant.so"), *map(str, native), *rest, *SECTION_FLAGS, *tail]
 
 
 def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Compiler | str,
@@ -473,9 +508,14 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
                                          *plan.tables.values()]]
         # The variant's flags reach every link too (-flto needs them there, -Wl,... only acts there),
         # after the objects as they come last in every compile.
+        so_tail = [*map(str, driver.glue), *PIC_FLAGS, f"-Wl,--version-script={exports}", *LINK_FLAGS, *flags]
+        lto = llvm_lto(comp.family, flags)
+        lto_dir = work / LTO_DIR
+        if lto:
+            lto_dir.mkdir()
+            keep = [*SECTION_FLAGS, f"-Wl,-plugin-opt=obj-path={lto_dir / 'native.o'}"]
         links = [("variant.so", [*comp.argv, "-shared", "-o", str(work / "variant.so"), *map(str, library),
-                                 *map(str, driver.glue), *PIC_FLAGS, f"-Wl,--version-script={exports}", *LINK_FLAGS,
-                                 *flags])]
+                                 *(keep if lto else ()), *so_tail])]
         for sid, own in plan.kat.items():
             kat_objs = [objs[u.obj] for u in [*plan.schemes[sid], *plan.shared, *own]]
             links.append((f"kat-{sid}", [*comp.argv, "-o", str(work / f"kat-{sid}"), *map(str, kat_objs), *LINK_FLAGS,
@@ -489,7 +529,10 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
         # recorded with the folder the build ends in (the temporary one is renamed to it)
         recorded = [shlex.join(c).replace(str(work), str(final)) for c in commands]
         # the link of the shared object, as an argument list: layout.py relinks its objects per job
-        so_link = [a.replace(str(work), str(final)) for a in links[0][1]]
+        so_link = links[0][1]
+        if lto:
+            so_link = _post_lto_link(comp, work, library, lto_dir, so_tail) or so_link
+        so_link = [a.replace(str(work), str(final)) for a in so_link]
         (work / "build.json").write_text(json.dumps({
             "family": fam.name, "variant": variant.id, "schemes": present,
             "key": key, "compiler": comp.to_dict(), "flags": flags, "native": sorted(ctx.native),

@@ -135,13 +135,19 @@ def link_command(link: list[str], out: Path, padding_obj: Path, seed: int, lld: 
 
 def relink(link: list[str], seed: int, out: Path, assembler: list[str] | None = None) -> tuple[Padding, list[str]]:
     """Links a copy of a build from its objects into `out`; PqsimdError (one line) if lld cannot
-    (e.g. a variant with gcc's -flto, whose objects only GNU ld's plugin reads)."""
+    (e.g. a variant with gcc's -flto, whose objects only GNU ld's plugin reads) or must not (LLVM bitcode,
+    which lld would optimize again: a clang LTO build's `link` takes its post-LTO objects, build.LTO_DIR)."""
     lld = require_linker()
     pad = Padding.of(seed)
     cc = link[: link.index("-shared")] if "-shared" in link else link[:1]
     if any(a.startswith("-flto") for a in link) and _family(cc) == "gcc":
         # gcc's -flto objects hold GIMPLE for its own linker plugin; lld would link them empty
         raise PqsimdError("gcc -flto objects hold GIMPLE that only GNU ld's plugin reads; lld cannot relink them")
+    ir = next((a for a in link if bitcode(a)), None)
+    if ir is not None:
+        # lld would run LTO again, with its own LLVM: other code than the build's (build.LTO_DIR)
+        raise PqsimdError(f"its link reads LLVM bitcode ({Path(ir).name}), which lld would optimize again with its own "
+                          f"LLVM into other code (its linker kept no post-LTO objects)")
     with tempfile.TemporaryDirectory(prefix="pqsimd-layout-") as tmp:
         asm, obj = Path(tmp) / "pad.s", Path(tmp) / "pad.o"
         asm.write_text(pad.assembly())
@@ -156,6 +162,16 @@ def relink(link: list[str], seed: int, out: Path, assembler: list[str] | None = 
             raise PqsimdError(f"lld cannot relink this build ({last.strip()[:200]})")
         recorded = [a if a != str(obj) else "<padding.o>" for a in cmd]
     return pad, recorded
+
+
+def bitcode(path: str | Path) -> bool:
+    """Whether a file is an LLVM bitcode object (clang -flto's), raw or in its wrapper."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError:  # not a file (an option), or unreadable: not an input lld would optimize
+        return False
+    return head in (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
 
 
 def _family(cc: list[str]) -> str:

@@ -276,11 +276,12 @@ def _job_diagnostics(groups: dict, comparisons: pd.DataFrame, threshold: float, 
     return jobs_mod.table(rows)
 
 
-def _split_alone(data) -> pd.DataFrame:
-    """Take the alone jobs (design "alone", run/plan.py) out of the study's spins and jobs; return their spins."""
+def _split_alone(data) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Take the alone jobs (design "alone", run/plan.py) out of the study's spins and jobs; return their
+    spins and jobs (their calibration: the resolution of the alone groups)."""
     alone = set(data.jobs.loc[data.jobs["design"] == "alone", "job"]) if len(data.jobs) else set()
     if not alone:
-        return data.spins.iloc[:0]
+        return data.spins.iloc[:0], data.jobs.iloc[:0]
     mask = data.spins["job"].astype(str).isin(alone).to_numpy()
     out = data.spins[mask].copy()
     data.spins = data.spins[~mask].copy()
@@ -288,8 +289,9 @@ def _split_alone(data) -> pd.DataFrame:
         for c in df.columns:
             if isinstance(df[c].dtype, pd.CategoricalDtype):
                 df[c] = df[c].cat.remove_unused_categories()
+    alone_jobs = data.jobs[data.jobs["job"].isin(alone)].reset_index(drop=True)
     data.jobs = data.jobs[~data.jobs["job"].isin(alone)].reset_index(drop=True)
-    return out
+    return out, alone_jobs
 
 
 def _code_hashes(directory: Path) -> dict[tuple[str, str, str, str], str]:
@@ -388,7 +390,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         return
     data = load_spins(directory, pool_cpu_models=settings.pool_cpu_models)
     warnings = list(data.warnings) + drop_failed_builds(data, directory)
-    alone_spins = _split_alone(data)  # a paired study's builds timed alone: co-residency, not its groups
+    alone_spins, alone_jobs = _split_alone(data)  # a paired study's builds timed alone: co-residency, not its groups
     t_load = time.perf_counter()
     ops_order = _ops_order(study, ctx)
 
@@ -453,8 +455,9 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
                         f"build with its duplicate got a faster/slower verdict (see aa.csv)")
     t_aa = time.perf_counter()
 
-    co_table, co_rec = coresidency_mod.coresidency(groups, build_groups(alone_spins) if len(alone_spins) else {},
-                                                   settings.alpha, settings.threshold)
+    alone_groups = build_groups(alone_spins) if len(alone_spins) else {}
+    attach_resolution(alone_groups, alone_spins, alone_jobs)
+    co_table, co_rec = coresidency_mod.coresidency(groups, alone_groups, settings.alpha, settings.threshold)
     if co_rec.get("flagged"):
         warnings.append(f"co-residency: {co_rec['flagged']} of {co_rec['rows']} groups run at another speed beside the "
                         f"study's other builds than alone (worst: {co_rec['worst']}; results/coresidency.csv)")

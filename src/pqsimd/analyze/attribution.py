@@ -23,7 +23,11 @@ Intervals, each with its level (`<number>_ci_level`):
   and recomputes every phi_i and share), at level 1 - alpha, widened to hold the estimate when it
   falls outside. The box over all 2^k - 1 cells would guarantee only 1 - (2^k - 1) x miss (about
   33% for 5 groups at J = 10) and is several times wider; the bootstrap's coverage at its stated
-  level is measured in bench/bench_attribution.py (BENCHMARKS.md). Separate design, fewer than 5 jobs
+  level is measured in bench/bench_attribution.py (BENCHMARKS.md). No interval is narrower than the
+  clock resolves: each v*(S) is a median of job log ratios each known to its comparison's resolution
+  res_S (interval.resolution_halfwidth, the row's `resolution`), so phi*_i is known to
+  sum |w_S| res_S and the Shapley interval moves out by that; a share's ends are the quantiles of each
+  resample's lowest and highest phi*_i / v*(all) over those resolutions. Separate design, fewer than 5 jobs
   (a bootstrap of 2-4 jobs' medians cannot reach past their [min, max]) or exact counts: the box,
   with its Bonferroni level (exact counts: level 1, zero width; J = 2: 0%).
 A group whose code changes its neighbours' data layout moves with them: the ablation measures the
@@ -100,11 +104,14 @@ class ShapleyBootstrap:
 
 
 def shapley_bootstrap(job_logs: Mapping[Cell, np.ndarray], groups: Sequence[str], level: float, n_boot: int,
-                      rng: np.random.Generator) -> ShapleyBootstrap:
+                      rng: np.random.Generator, res: Mapping[Cell, float] | None = None) -> ShapleyBootstrap:
     """The job-level bootstrap of the Shapley values: job_logs holds, per cell, the J jobs' log ratios
     (all-C job median / the cell's), the same jobs in the same order for every cell (the paired
     design). Each resample draws J jobs with replacement, v*(S) = the median of their log ratios,
-    phi*_i = sum w v*, share*_i = phi*_i / v*(all); the interval is the (1 -+ level)/2 quantiles."""
+    phi*_i = sum w v*, share*_i = phi*_i / v*(all); the interval is the (1 -+ level)/2 quantiles.
+    res: per cell the clock's resolution of its log ratios (log scale, 0 if absent): the Shapley
+    interval moves out by sum |w_S| res_S, and a share's ends are the quantiles of each resample's
+    extremes of phi*_i / v*(all) over the box of those resolutions (n/a where v*(all) may be 0)."""
     cells = list(job_logs)
     x = np.stack([np.asarray(job_logs[c], dtype=np.float64) for c in cells], axis=1)  # J x C
     j = x.shape[0]
@@ -112,12 +119,22 @@ def shapley_bootstrap(job_logs: Mapping[Cell, np.ndarray], groups: Sequence[str]
     w = shapley_weights(list(groups))
     wm = np.array([[w[g].get(c, 0.0) for c in cells] for g in groups])  # G x C
     phi = v @ wm.T
-    total = v[:, cells.index(Cell(groups))]
+    full = Cell(groups)
+    total = v[:, cells.index(full)]
+    r = np.array([(res or {}).get(c, 0.0) for c in cells], dtype=np.float64)
+    r_phi = np.abs(wm) @ r  # G: how far the clock can move each phi*
+    r_tot = float((res or {}).get(full, 0.0))
     q = [(1.0 - level) / 2.0, (1.0 + level) / 2.0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        share = phi / total[:, None]
-    lo_p, hi_p = np.quantile(phi, q, axis=0)
-    lo_s, hi_s = np.quantile(share, q, axis=0) if np.all(np.isfinite(share)) else (np.full(len(groups), np.nan),) * 2
+        # phi / total over the box [phi -+ r_phi] x [total -+ r_tot]: monotone in each when total keeps its
+        # sign, so the extremes are at the corners; a total that may reach 0 gives no share
+        corners = np.stack([(phi + a * r_phi) / (total + b * r_tot)[:, None] for a in (-1, 1) for b in (-1, 1)])
+        corners[:, (total - r_tot) * (total + r_tot) <= 0, :] = np.nan
+    lo_p, hi_p = np.quantile(phi, q[0], axis=0) - r_phi, np.quantile(phi, q[1], axis=0) + r_phi
+    if np.all(np.isfinite(corners)):
+        lo_s, hi_s = np.quantile(corners.min(axis=0), q[0], axis=0), np.quantile(corners.max(axis=0), q[1], axis=0)
+    else:
+        lo_s, hi_s = (np.full(len(groups), np.nan),) * 2
     return ShapleyBootstrap({g: (float(lo_p[i]), float(hi_p[i])) for i, g in enumerate(groups)},
                             {g: (float(lo_s[i]), float(hi_s[i])) for i, g in enumerate(groups)}, float(level))
 
@@ -257,17 +274,19 @@ def attribution_table(comparisons: pd.DataFrame, ablations: Sequence[Ablation], 
         c = comparisons[(comparisons["baseline"] == base) & comparisons["variant"].isin(list(ab.cells))
                         & (comparisons["baseline_compiler"] == comparisons["compiler"])]
         for (metric, scheme, op, comp), d in c.groupby(["metric", "scheme", "op", "compiler"], sort=False):
-            v = {}
+            v, res = {}, {}
             for r in d.itertuples(index=False):
                 if r.speedup > 0 and r.ci_low > 0 and r.ci_high > 0:
                     lv = float(getattr(r, "ci_level", 1.0))
                     v[ab.cells[r.variant]] = (math.log(r.speedup), math.log(r.ci_low), math.log(r.ci_high),
                                               lv if math.isfinite(lv) else 0.0)
+                    rr = float(getattr(r, "resolution", 0.0))  # the row's clock resolution (interval.py)
+                    res[ab.cells[r.variant]] = math.log1p(rr) if math.isfinite(rr) and rr > 0 else 0.0
             design = str(d["design"].iloc[0])
             jobs = job_log_ratios(d[d["variant"].isin([x for x, c in ab.cells.items() if c in v])], ab.cells) \
                 if design == "paired" and ab.factorial and len(v) == 2 ** len(ab.groups) - 1 else None
             boot = shapley_bootstrap(jobs, ab.groups, level, n_boot, rng_for(seed, "attribution", metric, scheme, op,
-                                                                             comp)) if jobs else None
+                                                                             comp), res) if jobs else None
             for row in attribute(v, ab.groups, threshold, boot):
                 out = {k: math.nan for k in COLUMNS} | {"shapley_ci_method": ""}
                 out.update(metric=metric, scheme=scheme, op=op, compiler=comp, implementation=ab.implementation,

@@ -22,6 +22,10 @@ compilers gives two arms on one machine). Per (metric, scheme, op, baseline, var
   interval clears or stays inside ±log(1 + threshold); Benjamini-Hochberg over all the campaign's
   ratios sets the printed level (multiplicity.py, `fcr`), and the verdict (larger | smaller | same
   | ~) is read off the printed interval. Coverage and false alarms: bench/bench_campaign.py.
+  No ratio is more certain than the clocks: each arm's speedup is known only to its row's
+  `resolution` (interval.resolution_halfwidth of its two groups' lattice steps), so each end of the
+  ratio's interval moves out by the sum of the two arms' (log scale), and the decision p-value tests
+  the band moved by it (as interval.py's); an exact ratio of timed rows gets that width too.
 Absolute times are never compared across machines (their TSC rates differ); only speedups.
 """
 
@@ -378,17 +382,26 @@ def ratio_bootstrap(ev: Evidence, ev_ref: Evidence, same_jobs: bool, rng: np.ran
     return _boot_stat(ev, None, rng, n_boot) - _boot_stat(ev_ref, None, rng, n_boot)
 
 
-def decision_p(boot: np.ndarray, band: float) -> float:
-    """The smallest gamma whose percentile interval [q(gamma/2), q(1 - gamma/2)] gives a verdict:
-    above +band, below -band, or inside (-band, +band)."""
-    lo_share, hi_share = float(np.mean(boot <= band)), float(np.mean(boot >= -band))
-    inside = max(float(np.mean(boot <= -band)), float(np.mean(boot >= band)))
+def decision_p(boot: np.ndarray, band: float, res: float = 0.0) -> float:
+    """The smallest gamma whose percentile interval [q(gamma/2) - res, q(1 - gamma/2) + res] gives a
+    verdict: above +band, below -band, or inside (-band, +band)."""
+    up, down = band + res, band - res  # the band an end must clear once moved out by res
+    lo_share, hi_share = float(np.mean(boot <= up)), float(np.mean(boot >= -up))
+    inside = max(float(np.mean(boot <= -down)), float(np.mean(boot >= down))) if down > 0 else 1.0
     return min(1.0, 2 * lo_share, 2 * hi_share, 2 * inside)
 
 
-def percentile_interval(boot: np.ndarray, gamma: float) -> tuple[float, float]:
+def percentile_interval(boot: np.ndarray, gamma: float, res: float = 0.0) -> tuple[float, float]:
+    """The percentile interval at level 1 - gamma, each end moved out by res (the clocks' resolution)."""
     lo, hi = np.quantile(boot, [gamma / 2, 1 - gamma / 2], method="inverted_cdf")
-    return float(lo), float(hi)
+    return float(lo) - res, float(hi) + res
+
+
+def row_resolution(row) -> float:
+    """A study's comparisons row's clock resolution of its log speedup (its `resolution` column is
+    the relative widening, interval.py); 0 for exact counts and results that predate it."""
+    r = float(row.get("resolution", math.nan)) if hasattr(row, "get") else math.nan
+    return math.log1p(r) if math.isfinite(r) and r > 0 else 0.0
 
 
 # -- the campaign --------------------------------------------------------------------------------------
@@ -452,6 +465,7 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
                                           "stage": row["stage"], "method": row["method"]}
             for col in ("speedup", "ci_low", "ci_high", "ci_level", "p_decision"):
                 rec[col] = float(row[col]) if pd.notna(row[col]) else math.nan
+            rec["resolution"] = math.expm1(row_resolution(row))
             rec["verdict"], note = str(row["verdict"]), ""
             ev = None
             if row["method"] in ("sign", "t"):
@@ -477,6 +491,8 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
             sp, sr = by_arm[a.name].loc[key], by_arm[reference.name].loc[key]
             rec = dict(zip(KEY, key)) | {"stage": sp["stage"], "arm": a.name, "reference": reference.name,
                                           "speedup": sp["speedup"], "speedup_reference": sr["speedup"]}
+            res = math.log1p(sp["resolution"]) + math.log1p(sr["resolution"])  # both arms' clocks, log scale
+            rec["resolution"] = math.expm1(res)
             if ev is None or ev_ref is None or ev.design != ev_ref.design:
                 exact = sp["method"] == sr["method"] == "exact"
                 rec.update(ratio=sp["speedup"] / sr["speedup"] if exact else math.nan, method="exact" if exact else "n/a",
@@ -485,7 +501,7 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
             else:
                 b = ratio_bootstrap(ev, ev_ref, same_jobs, rng, n_boot)
                 rec.update(ratio=math.exp(ev.estimate - ev_ref.estimate), method="bootstrap", note="",
-                           p_decision=decision_p(b, band), jobs=ev.n_jobs, jobs_reference=ev_ref.n_jobs)
+                           p_decision=decision_p(b, band, res), jobs=ev.n_jobs, jobs_reference=ev_ref.n_jobs)
                 boots.append(b)
             ratio_rows.append(rec)
     ratios = pd.DataFrame(ratio_rows)
@@ -493,13 +509,14 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
                        alpha, adjust)
     lo, hi, lvl, verdicts = [], [], [], []
     for rec, b in zip(ratio_rows, boots):
+        res = math.log1p(rec["resolution"])
         if b is None:
             ok = rec["method"] == "exact"
             r = math.log(rec["ratio"]) if ok and rec["ratio"] > 0 else math.nan
-            lo.append(r), hi.append(r), lvl.append(1.0 if ok else math.nan)
-            verdicts.append(RATIO_VERDICTS[verdict_of(r, r, band)] if ok else "n/a")
+            lo.append(r - res), hi.append(r + res), lvl.append(1.0 if ok else math.nan)
+            verdicts.append(RATIO_VERDICTS[verdict_of(r - res, r + res, band)] if ok else "n/a")
             continue
-        l, h = percentile_interval(b, fam.gamma)
+        l, h = percentile_interval(b, fam.gamma, res)
         lo.append(l), hi.append(h), lvl.append(fam.level)
         verdicts.append(RATIO_VERDICTS[verdict_of(l, h, band)])
     if len(ratios):
@@ -592,7 +609,9 @@ def methods_text(fam, threshold: float, n_boot: int, reference: str) -> list[str
         f"Ratio of speedups = speedup on the arm / speedup on {reference}, the same estimand rebuilt from each "
         "study's spins.parquet (paired: the median over jobs of the job ratio; separate: the ratio of geometric "
         "means of job medians). Interval: percentile bootstrap of the log ratio, "
-        f"{n_boot} resamples of each study's jobs, independently per machine (arms of one study together).",
+        f"{n_boot} resamples of each study's jobs, independently per machine (arms of one study together), "
+        "each end moved out by both arms' clock resolution (their rows' resolution: no interval is narrower "
+        "than the clocks resolve).",
         f"Printed at {100 * fam.level:.4g}%: Benjamini-Hochberg at alpha = {fam.alpha} over the {fam.m} ratios "
         f"with an interval selects {fam.selected}; the verdict is read off the interval against "
         f"±{100 * threshold:g}%: larger/smaller (the machine changes the speedup), same, or ~ (undecided).",

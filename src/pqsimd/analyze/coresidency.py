@@ -7,8 +7,11 @@ means of the job values (> 1: slower beside the other builds; hand-written AVX2 
 dirty upper YMM halves is one known mechanism, which the driver's vzeroupper between builds cuts)
 and its interval: a two-sample t interval on log job values with the variance pooled across the
 paired and the alone jobs (with one alone job, the paired jobs' variance alone: the alone job is
-assumed to vary like a paired one), Bonferroni over the rows measured. A row is flagged when its
-interval lies entirely beyond the study's threshold. Coverage: bench/bench_coresidency.py.
+assumed to vary like a paired one), Bonferroni over the rows measured, each end moved out by the
+clock's resolution of the log ratio (interval.resolution_halfwidth of the two groups' lattice steps,
+as every comparison's: job values stuck on a coarse clock's lattice would otherwise give a zero-width
+interval); an op whose call lasts less than one lattice step gets no interval. A row is flagged when
+its interval lies entirely beyond the study's threshold. Coverage: bench/bench_coresidency.py.
 """
 
 from __future__ import annotations
@@ -17,14 +20,16 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from .interval import Evidence, resolution_halfwidth
 
 COLUMNS = ["metric", "scheme", "op", "variant", "compiler", "n_paired", "n_alone", "ratio", "ci_low", "ci_high",
-           "ci_level", "df", "flagged", "note"]
+           "ci_level", "df", "resolution", "flagged", "note"]
 
 
-def ratio_interval(lp: np.ndarray, la: np.ndarray, gamma: float) -> tuple[float, float, float, float]:
-    """(ratio, low, high, df) of exp(mean lp - mean la) at level 1 - gamma; nan when not estimable."""
+def ratio_interval(lp: np.ndarray, la: np.ndarray, gamma: float, res: float = 0.0) -> tuple[float, float, float, float]:
+    """(ratio, low, high, df) of exp(mean lp - mean la) at level 1 - gamma, each end moved out by
+    `res` (the clock's resolution of the log ratio); nan when not estimable (the interval alone when
+    res is inf: a call shorter than one lattice step)."""
     jp, ja = lp.size, la.size
     if jp < 2 or ja < 1:
         return math.nan, math.nan, math.nan, math.nan
@@ -35,8 +40,10 @@ def ratio_interval(lp: np.ndarray, la: np.ndarray, gamma: float) -> tuple[float,
         df = jp - 1
         s2 = lp.var(ddof=1)
     d = float(lp.mean() - la.mean())
-    half = float(stats.t.ppf(1 - gamma / 2, df)) * math.sqrt(s2 * (1 / jp + 1 / ja))
-    return math.exp(d), math.exp(d - half), math.exp(d + half), float(df)
+    if not math.isfinite(res):
+        return math.exp(d), math.nan, math.nan, float(df)
+    iv = Evidence.t(d, math.sqrt(s2 * (1 / jp + 1 / ja)), df).at_resolution(res).interval(gamma)
+    return math.exp(iv.point), math.exp(iv.lo), math.exp(iv.hi), float(df)
 
 
 def coresidency(groups: dict, alone: dict, alpha: float, threshold: float) -> tuple[pd.DataFrame, dict]:
@@ -50,14 +57,18 @@ def coresidency(groups: dict, alone: dict, alpha: float, threshold: float) -> tu
     rows = []
     for (metric, scheme, op, variant, compiler), pg, ag in pairs:
         lp, la = np.log(pg.job_medians), np.log(ag.job_medians)
-        ratio, lo, hi, df = ratio_interval(lp, la, gamma)
+        res = resolution_halfwidth(pg.resolution_rel, ag.resolution_rel)
+        ratio, lo, hi, df = ratio_interval(lp, la, gamma, res)
         flagged = bool(np.isfinite(lo) and (lo > 1 + threshold or hi < 1 / (1 + threshold)))
         note = "" if np.isfinite(ratio) else "fewer than 2 paired jobs: no interval"
-        if la.size == 1 and np.isfinite(ratio):
+        if math.isinf(res):
+            note = "a call lasts less than one lattice step of the clock: below its resolution, no interval"
+        elif la.size == 1 and np.isfinite(ratio):
             note = "one alone job: its variance taken from the paired jobs"
         rows.append({"metric": metric, "scheme": scheme, "op": op, "variant": variant, "compiler": compiler,
                      "n_paired": int(lp.size), "n_alone": int(la.size), "ratio": ratio, "ci_low": lo, "ci_high": hi,
-                     "ci_level": 1 - gamma, "df": df, "flagged": flagged, "note": note})
+                     "ci_level": 1 - gamma, "df": df, "resolution": math.expm1(res) if math.isfinite(res) else math.nan,
+                     "flagged": flagged, "note": note})
     df_ = pd.DataFrame(rows, columns=COLUMNS)
     finite = df_[np.isfinite(df_["ratio"])]
     # the worst flagged row when any is flagged (a warning names it), else the largest ratio measured
@@ -68,5 +79,6 @@ def coresidency(groups: dict, alone: dict, alpha: float, threshold: float) -> tu
            "worst": (f"{worst.scheme} {worst.op} {worst.variant} ({worst.compiler}) {worst.ratio:.3f}× "
                      f"[{worst.ci_low:.3f}, {worst.ci_high:.3f}]") if worst is not None else None,
            "method": "paired/alone ratio of geometric means of job values; pooled-variance t interval on logs, "
-                     "Bonferroni over the rows; flagged when the interval lies beyond the threshold"}
+                     "Bonferroni over the rows, each end moved out by the clock's resolution of the ratio; "
+                     "flagged when the interval lies beyond the threshold"}
     return df_, rec

@@ -1,7 +1,9 @@
 """The same (metric, scheme, op, variant, compiler) across two studies: two independent sets of jobs,
 so the separate design's estimand and interval (interval.py): the ratio B/A of the geometric means of
 the job medians with the Welch t interval on log job medians (withheld below 4 effective df), printed
-at the FCR family level over the rows (multiplicity.py), the verdict read off that interval.
+at the FCR family level over the rows (multiplicity.py), each end moved out by the clock's resolution
+(interval.resolution_halfwidth of the two groups' lattice steps, as analyze's comparisons), the
+verdict read off that interval.
 `pqsimd compare` prints this; it computes nothing itself."""
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PqsimdError, command
-from .interval import Evidence, verdict_of
+from .interval import Evidence, resolution_halfwidth, verdict_of
 from .multiplicity import family_level
 from .pooled import MIN_DF, job_test
 from .settings import read_study_toml, resolve
@@ -27,6 +29,12 @@ def _groups(directory: Path) -> pd.DataFrame:
     if g.empty:
         raise PqsimdError(f"no results in {directory / 'results'}; run {command('analyze', directory)} first")
     return g
+
+
+def _rel(groups: pd.DataFrame, key) -> float:
+    """A group's lattice step relative to its median (0 where results predate it)."""
+    r = float(groups.loc[key, "resolution_rel"]) if "resolution_rel" in groups.columns else 0.0
+    return r if math.isfinite(r) else 0.0
 
 
 def compare_studies(dir_a: Path, dir_b: Path) -> tuple[pd.DataFrame, dict]:
@@ -70,6 +78,10 @@ def compare_studies(dir_a: Path, dir_b: Path) -> tuple[pd.DataFrame, dict]:
                 note = "job median <= 0: below timer resolution"
         else:
             note = "no spin medians"
+        if ev is not None and not det:
+            res = resolution_halfwidth(_rel(ia, key), _rel(ib, key))
+            ev = ev.at_resolution(res) if math.isfinite(res) else Evidence.refuse(
+                "a call lasts less than one lattice step of the clock: below its resolution", d=ev.point)
         evs.append(ev)
         rows.append(dict(zip(KEYS, key)) | {"median_a": ma, "median_b": mb, "deterministic": det, "note": note})
     pdec = np.array([ev.decision_p(band)[0] if ev is not None and ev.in_family else np.nan for ev in evs])

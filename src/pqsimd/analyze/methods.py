@@ -105,7 +105,8 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
                        f"comparisons all-C -> cell; each interval with its level (*_ci_level): the Shapley values "
                        f"and shares by a job-level percentile bootstrap at {1 - settings.alpha:.0%} ({settings.n_boot} "
                        f"resamples of the paired jobs, every cell's median recomputed; from 5 jobs on, coverage "
-                       f"measured in bench/bench_attribution.py), else and for the rest the range over the cells' "
+                       f"measured in bench/bench_attribution.py; each end moved out by what the cells' clock "
+                       f"resolutions allow), else and for the rest the range over the cells' "
                        f"intervals at 1 - their summed miss probabilities",
         "groups": "iqr, min, max, mad (unscaled) of spin medians; outliers by Tukey fences (1.5 IQR) on log spin "
                   "medians, counted never dropped; icc = one-way random-effects ICC(1) of log spin medians within "
