@@ -190,10 +190,14 @@ def test_a_real_study_on_a_coarse_clock_has_no_interval_narrower_than_its_resolu
 def test_doctor_names_the_step_and_the_sample_length_it_needs(driver):
     from pqsimd.doctor import _clock_step, step_consequence
 
-    line = step_consequence({"step": 26, "tsc_hz": 2.6e9, "timer": {"name": "tsc"},
-                             "step_deltas": {"fenced": [[52, 900], [26, 90]]}})
-    assert line == ("tsc steps by 26 ticks (fenced back-to-back deltas 52, 26): a sample must span ≥ 26,000 ticks "
-                    "≈ 10 µs for 0.1% resolution")
+    line = step_consequence({"step": 26, "tsc_hz": 2.6e9, "timer": {"name": "tsc"}, "step_from": "fenced",
+                             "step_unfenced": 1, "step_deltas": {"fenced": [[52, 900], [26, 90]]}})
+    assert line == ("tsc steps by 26 ticks (fenced readings: back-to-back deltas 52, 26; unfenced increments alone "
+                    "say 1): a sample must span ≥ 26,000 ticks ≈ 10 µs for 0.1% resolution; batches aim at 2,000 "
+                    "steps (52,000 ticks)")
+    older = step_consequence({"step": 2, "tsc_hz": 2.1e9, "timer": {"name": "tsc"},
+                              "step_deltas": {"fenced": [[36, 900]]}})  # a calibration of an older driver
+    assert older.startswith("tsc steps by 2 ticks (back-to-back deltas 36): a sample must span ≥ 2,000 ticks")
     (finding,) = _clock_step()
     step = calibrate(driver)["step"]
     assert f"steps by {step} tick" in finding.detail and f"≥ {1000 * step:,} ticks" in finding.detail
