@@ -72,6 +72,7 @@ def make_synthetic_study(
     shuffle: bool = False,
     carryover: Mapping[tuple[str, str], float] | None = None,
     first_position: float = 0.0,
+    job_record: Callable | None = None,
 ) -> Path:
     """Write a synthetic study into `directory`; return the directory.
 
@@ -93,6 +94,8 @@ def make_synthetic_study(
       (the first in a spin follows the last of the previous spin; "" = the very first spin).
     first_position: paired design only: relative change of every variant in the spins where it runs
       first (it follows the driver writing the previous spin's results, not only the previous build).
+    job_record: optional callable (job id, scheme, job index) -> dict of fields added to the job's
+      `pqsimd.job` record (e.g. the `cpu_share` of a job that shared its CPU), or None.
     """
     directory = Path(directory)
     raw_dir = directory / "raw"
@@ -159,6 +162,8 @@ def make_synthetic_study(
             "calibration": {"overhead": overhead, "granularity": _per_job(granularity, variants_in[0], scheme, j), "tsc_hz": 3.0e9, "core_per_tsc": 1.0},
             "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:01:00Z",
         }
+        if job_record is not None:
+            meta.update(job_record(job, scheme, j) or {})
         table = table.replace_schema_metadata({b"pqsimd.job": json.dumps(meta).encode()})
         pq.write_table(table, raw_dir / f"{job}.parquet")
 

@@ -22,7 +22,7 @@ from .errors import PqsimdError, command
 from .studydir import StudyDir
 
 RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa", "jobs", "attribution")
-SCHEMA_VERSION = 5  # what this reader understands (analyze writes the same)
+SCHEMA_VERSION = 6  # what this reader understands (analyze writes the same)
 
 
 class Step(tuple):

@@ -600,9 +600,25 @@ def family_warnings(df: pd.DataFrame, fam: FamilyLevel) -> list[str]:
             out.append(f"{len(wh)} of {len(live)} comparisons withheld (no verdict); most common reason ({k}x): {top}")
         reg = live[live["regimes"].astype(bool)]
         if len(reg):
+            w = without_record(live, "minority")
             out.append(f"regimes: in {len(reg)} paired comparison(s) the jobs fall into two clusters of ratios "
-                       "(machine states that slow the builds differently; see the note): one speedup describes neither")
+                       "(machine states that slow the builds differently; see the note): one speedup describes neither; "
+                       f"without the minority's jobs {w['verdicts_changed']} of {w['recomputed']} verdict(s) change "
+                       "(comparisons.csv without_minority_*)")
     return out
+
+
+def without_record(df: pd.DataFrame, what: str, top: int = 20) -> dict:
+    """What recomputing without a set of jobs did (what: "minority" or "shared"): how many rows were
+    recomputed, how many verdicts change, how, and the first `top` changes."""
+    col = f"without_{what}_verdict"
+    done = df[df[col].fillna("").astype(str) != ""] if len(df) and col in df.columns else df.iloc[:0]
+    changed = done[done[col] != done["verdict"]] if len(done) else done
+    return {"recomputed": int(len(done)), "verdicts_changed": int(len(changed)),
+            "changes": {f"{a} -> {b}": int(n) for (a, b), n in Counter(zip(changed["verdict"], changed[col])).items()},
+            "changed": [{k: (str(r[k]) if k != f"without_{what}_jobs" else int(r[k]))
+                         for k in ("scheme", "op", "baseline", "variant", "compiler", "verdict", col,
+                                   f"without_{what}_jobs")} for _, r in changed.head(top).iterrows()]}
 
 
 def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[str], compilers: Sequence[str],

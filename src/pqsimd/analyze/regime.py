@@ -258,9 +258,9 @@ def check(rows: Sequence[Row], band: float, alpha: float,
                 p_state[i] = state_p(lower[n], cache[op], rng_of(i))
             if apart[i]:
                 lo, k = lower[n], int(lower[n].sum())
-                if 2 * k == len(jobs):
+                if 2 * k == len(jobs):  # the half more often in the other ops' smaller clusters, else the upper
                     times = smaller[others].sum(axis=0)
-                    lo = lo if times[lo].sum() >= times[~lo].sum() else ~lo
+                    lo = lo if times[lo].sum() > times[~lo].sum() else ~lo
                 side = lo if 2 * k <= len(jobs) else ~lo
                 minority[i] = tuple(jobs[m] for m in np.flatnonzero(side))
     p_dip = np.array([dip_p(r.logs, band, rng_of(i)) if splits[i] is not None else math.nan
