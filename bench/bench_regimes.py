@@ -155,7 +155,8 @@ def power(studies: int, seed: int) -> pd.DataFrame:
                             unmoved += 1
                             flagged_unmoved += x.flagged
                     any_hit += any(x.flagged for x in g)
-                out.append({"J": j, "state jobs m": m, "state d": f"{d:.1%}", "d / ratio SD": d / (NOISE * math.sqrt(2)),
+                out.append({"J": j, "state jobs m": m, "state d": f"{d:.1%}",
+                            "d / ratio SD": d / (NOISE * math.sqrt(2)),
                             "studies": n,
                             "found (moved comparisons)": found / moved,
                             "unmoved flagged": flagged_unmoved / unmoved, "studies with a flag": any_hit / n})
@@ -213,7 +214,7 @@ def real(paths: list[Path], reps: int, seed: int) -> pd.DataFrame:
                     "studies with a job-state flag": hit / reps, "found (moved comparisons)": math.nan})
         for m in (2, 3, 5):
             for d in (0.05, 0.1, 0.2, 0.4):
-                found = moved = st_un = un = 0
+                found = moved = 0
                 for r in range(reps):
                     inj = [x.copy() for x in sets.values()]
                     j = inj[0].shape[2]

@@ -45,6 +45,7 @@ def test_the_analysis_flags_both_and_the_verdicts_change(study):
     assert s["regimes"]["without_minority"]["changes"] == {"~ -> faster": 4}
     assert s["shared_cpu"]["jobs"] == 4 and s["shared_cpu"]["without_shared"]["changes"] == {"~ -> faster": 4}
     assert sorted(s["shared_cpu"]["waited_fraction"]) == sorted(ids)
+    assert s["counts"]["verdicts_changed_without_minority"] == 4 and s["counts"]["verdicts_changed_without_shared"] == 4
 
 
 def test_show_prints_the_shared_jobs_and_each_verdict_with_and_without(study):

@@ -431,8 +431,9 @@ class Study:
         jobs = ", ".join(f"{j} ({100 * float(f):.0f}%)" for j, f in list(waited.items())[:6])
         more = f" and {len(waited) - 6} more" if len(waited) > 6 else ""
         text = (f"{r['jobs']} of {r.get('timing_jobs')} timing jobs waited more than a quarter of their time for their "
-                f"CPU (another program used it) and were kept: {jobs}{more} (share of the time waited; results/jobs.csv "
-                f"shared_cpu); {r.get('groups', 0)} group(s) and {r.get('comparisons', 0)} comparison(s) use them")
+                f"CPU (another program used it) and were kept: {jobs}{more} (share of the time waited; "
+                f"results/jobs.csv shared_cpu); {r.get('groups', 0)} group(s) and {r.get('comparisons', 0)} "
+                "comparison(s) use them")
         w = r.get("without_shared") or {}
         if w.get("recomputed"):
             text += f"; without them {_changes(w)}"

@@ -589,6 +589,9 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
             "groups": len(groups_df),
             "comparisons": len(main),
             "verdicts": {k: int(v) for k, v in main["verdict"].value_counts().items()} if len(main) else {},
+            # how many verdicts differ when a regime's minority, or the jobs that shared their CPU, are left out
+            "verdicts_changed_without_minority": without_record(main, "minority")["verdicts_changed"],
+            "verdicts_changed_without_shared": without_record(main, "shared")["verdicts_changed"],
             "decomposition_rows": len(decomposition),
         },
         "aa_check": aa_summary,

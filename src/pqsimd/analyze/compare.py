@@ -602,9 +602,9 @@ def family_warnings(df: pd.DataFrame, fam: FamilyLevel) -> list[str]:
         if len(reg):
             w = without_record(live, "minority")
             out.append(f"regimes: in {len(reg)} paired comparison(s) the jobs fall into two clusters of ratios "
-                       "(machine states that slow the builds differently; see the note): one speedup describes neither; "
-                       f"without the minority's jobs {w['verdicts_changed']} of {w['recomputed']} verdict(s) change "
-                       "(comparisons.csv without_minority_*)")
+                       "(machine states that slow the builds differently; see the note): one speedup describes "
+                       f"neither; without the minority's jobs {w['verdicts_changed']} of {w['recomputed']} verdict(s) "
+                       "change (comparisons.csv without_minority_*)")
     return out
 
 

@@ -91,8 +91,8 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
                    f"Hartigan's dip test of the job log ratios smoothed by uniform noise of the threshold's width, "
                    f"Benjamini-Hochberg over the comparisons tested (regime_dip_p). Flagged when either adjusted p < "
                    f"{settings.alpha:g} (the job-state test for candidates only, the dip test for splits apart by more "
-                   "than the threshold); regime_jobs: the smaller cluster's jobs (of an even split, the half more often "
-                   "in the other ops' smaller clusters, else the upper); without_minority_*: the comparison "
+                   "than the threshold); regime_jobs: the smaller cluster's jobs (of an even split, the half more "
+                   "often in the other ops' smaller clusters, else the upper); without_minority_*: the comparison "
                    "recomputed without them, its interval at the family's level and the verdict read off it",
         "shared_cpu": "a timing job whose driver waited more than 25% of its time (and >= 0.05 s) for its CPU, another "
                       "program using it, is discarded and run again, or kept with `pqsimd run --shared-cpu keep` "

@@ -57,8 +57,8 @@ def _row_marks(row: dict | None, notes: _Footnotes) -> str:
         marks.append(notes.mark("regimes: the jobs' ratios form two clusters; the verdict without the minority's "
                                 "jobs is listed under Regimes (comparisons.csv note, without_minority_*)"))
     if not fmt.is_missing(row.get("shared_cpu_jobs")) and float(row.get("shared_cpu_jobs")) > 0:
-        marks.append(notes.mark("uses jobs that shared their CPU with another program (kept by --shared-cpu keep); "
-                                "the verdict without them is listed under Shared CPU (comparisons.csv without_shared_*)"))
+        marks.append(notes.mark("uses jobs that shared their CPU with another program (kept by --shared-cpu keep); the "
+                                "verdict without them is listed under Shared CPU (comparisons.csv without_shared_*)"))
     if str(row.get("drift")).lower() == "true":
         marks.append(notes.mark("drift: the ratio trends within a job (comparisons.csv drift_jobs)"))
     if str(row.get("resolution_limited")).lower() == "true":
