@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mdtable import md  # noqa: E402
 from pqsimd.analyze.groups import build_groups  # noqa: E402
 from pqsimd.analyze.interval import resolution_halfwidth  # noqa: E402
+from pqsimd.analyze import regime  # noqa: E402
 from pqsimd.analyze.regime import Row, check  # noqa: E402
 
 BAND = math.log1p(0.02)
@@ -247,7 +248,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=40, help="repetitions per real study")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--part", action="append", choices=PARTS)
+    ap.add_argument("--contrast", type=float, default=regime.MIN_CONTRAST,
+                    help=f"a candidate's gap over its wider cluster's range (analyze: {regime.MIN_CONTRAST:g})")
     a = ap.parse_args()
+    regime.MIN_CONTRAST = a.contrast
     for part in a.part or PARTS:
         if part == "nulls":
             print("## regimes under single-state nulls\n")
