@@ -102,10 +102,12 @@ def run(rows: list[Row], seed) -> list:
     return check(rows, BAND, ALPHA, lambda i: np.random.default_rng([*seed, i]))
 
 
-def nulls(studies: int, seed: int) -> pd.DataFrame:
+def nulls(studies: int, seed: int, only: set[int] | None = None) -> pd.DataFrame:
     out = []
     for scale_name, scale in (("noisy", 0.01), ("quiet", 0.002)):
         for j in (6, 8, 10, 14, 20, 30, 40):
+            if only and j not in only:
+                continue
             for kind in NULLS:
                 if scale_name == "quiet" and j not in (10, 20):
                     continue
@@ -129,9 +131,11 @@ def nulls(studies: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def power(studies: int, seed: int) -> pd.DataFrame:
+def power(studies: int, seed: int, only: set[int] | None = None) -> pd.DataFrame:
     out = []
     for j in (10, 20):
+        if only and j not in only:
+            continue
         for m in range(2, j // 2 + 1):
             for d in (0.025, 0.05, 0.075, 0.1, 0.2):
                 rng = np.random.default_rng([seed, j, m, int(d * 1000)])
@@ -248,6 +252,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=40, help="repetitions per real study")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--part", action="append", choices=PARTS)
+    ap.add_argument("--J", type=int, action="append", help="only these numbers of jobs (default: all)")
     ap.add_argument("--contrast", type=float, default=regime.MIN_CONTRAST,
                     help=f"a candidate's gap over its wider cluster's range (analyze: {regime.MIN_CONTRAST:g})")
     a = ap.parse_args()
@@ -255,10 +260,10 @@ def main() -> None:
     for part in a.part or PARTS:
         if part == "nulls":
             print("## regimes under single-state nulls\n")
-            print(md(nulls(a.studies, a.seed)))
+            print(md(nulls(a.studies, a.seed, set(a.J or ()))))
         elif part == "power":
             print("\n## regimes: power against a second state of m jobs\n")
-            print(md(power(a.studies, a.seed)))
+            print(md(power(a.studies, a.seed, set(a.J or ()))))
         elif a.studies_dirs:
             print("\n## regimes on real studies\n")
             print(md(real(a.studies_dirs, a.reps, a.seed)))
