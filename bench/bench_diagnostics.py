@@ -255,7 +255,7 @@ def main() -> None:
             print("## disturbed jobs (results/jobs)\n")
             print(md(disturbed(a.studies, rng)))
         elif part == "regimes":
-            print("\n## regimes (dip test, BH)\n")
+            print("\n## regimes (dip test, BH; the regime check's second test: bench_regimes.py measures both)\n")
             print(md(regimes(a.studies, rng)))
         elif part == "drift":
             print("\n## drift (block medians, BH)\n")

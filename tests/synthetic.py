@@ -75,6 +75,7 @@ def make_synthetic_study(
     first_position: float = 0.0,
     alone: int = 0,
     alone_shift: Mapping[str, float] | None = None,
+    job_record: Callable | None = None,
 ) -> Path:
     """Write a synthetic study into `directory`; return the directory.
 
@@ -99,6 +100,8 @@ def make_synthetic_study(
     alone: paired design only: this many jobs per variant, scheme and compiler that time the variant
       alone in its process (design "alone", id alone.<variant>.<compiler>.<scheme>.<i>, run/plan.py).
     alone_shift: {variant: relative change} of its time when alone (e.g. {"avx2": -0.1}: 10% faster).
+    job_record: optional callable (job id, scheme, job index) -> dict of fields added to the job's
+      `pqsimd.job` record (e.g. the `cpu_share` of a job that shared its CPU), or None.
     """
     directory = Path(directory)
     raw_dir = directory / "raw"
@@ -170,6 +173,8 @@ def make_synthetic_study(
             "calibration": {"overhead": overhead, "granularity": _per_job(granularity, variants_in[0], scheme, j), "tsc_hz": 3.0e9, "core_per_tsc": 1.0},
             "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:01:00Z",
         }
+        if job_record is not None:
+            meta.update(job_record(job, scheme, j) or {})
         table = table.replace_schema_metadata({b"pqsimd.job": json.dumps(meta).encode()})
         pq.write_table(table, raw_dir / f"{job}.parquet")
 

@@ -31,7 +31,8 @@ GROUP_COLUMNS = ["metric", "scheme", "op", "variant", "compiler", "n_jobs", "n_s
 COMPARISON_COLUMNS = ["metric", "scheme", "op", "baseline", "baseline_compiler", "variant", "compiler", "stage",
                       "design", "speedup", "ci_low", "ci_high", "ci_level", "method", "p_decision", "mwu_p",
                       "cliffs_delta", "delta_ci_low", "delta_ci_high", "verdict", "reason", "n_base", "n_var",
-                      "jobs_base", "jobs_var", "mde", "regimes", "regime_p", "drift", "drift_p", "drift_jobs"]
+                      "jobs_base", "jobs_var", "mde", "regimes", "regime_p", "regime_dip_p", "regime_jobs", "drift",
+                      "drift_p", "drift_jobs", "shared_cpu_jobs", "without_minority_verdict", "without_shared_verdict"]
 DECOMP_COLUMNS = ["metric", "scheme", "op", "compiler", "total", "total_ci_low", "total_ci_high", "total_ci_level",
                   "factor_compiler", "factor_autovec", "factor_hand_simd", "factor_hand_simd_ci_low",
                   "factor_hand_simd_ci_high", "share_compiler", "share_autovec", "share_hand_simd",
@@ -143,7 +144,7 @@ def test_summary_and_no_nan_in_csv(full):
     _, res = full
     s = json.loads((res / "summary.json").read_text())
     assert s["n_boot"] == 400 and s["seed"] == 3 and s["alpha"] == 0.05 and s["threshold"] == 0.02
-    assert s["family"]["m"] == 30 and "definition" in s["family"] and s["schema_version"] == 5
+    assert s["family"]["m"] == 30 and "definition" in s["family"] and s["schema_version"] == 6
     assert s["counts"]["comparisons"] == 30
     for name in ("groups", "comparisons", "decomposition"):
         text = (res / f"{name}.csv").read_text().lower()

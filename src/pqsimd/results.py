@@ -22,7 +22,7 @@ from .errors import PqsimdError, command
 from .studydir import StudyDir
 
 RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa", "jobs", "attribution")
-SCHEMA_VERSION = 5  # what this reader understands (analyze writes the same)
+SCHEMA_VERSION = 6  # what this reader understands (analyze writes the same)
 
 
 class Step(tuple):
@@ -415,6 +415,72 @@ class Study:
         return (f"{len(ids)} of {j['judged']} jobs" + (f": {', '.join(ids)} (results/jobs.csv)" if ids else
                                                          " (none unlike its peers)"))
 
+    def regime_note(self) -> str | None:
+        """What the regime check found (summary regimes), in one line; None for results without it."""
+        r = self.summary.get("regimes")
+        if not isinstance(r, dict) or "candidates" not in r:
+            return None
+        text = (f"{r.get('flagged', 0)} comparison(s) flagged: the job-state test (the same jobs split off across "
+                f"a parameter set's ops) found {r.get('by_job_state', 0)} of {r['candidates']} candidate splits, the "
+                f"dip test {r.get('by_dip', 0)} of {r.get('tested', 0)} comparisons tested")
+        w = r.get("without_minority") or {}
+        if w.get("recomputed"):
+            text += f"; without the minority's jobs {_changes(w)}"
+        return text
+
+    def shared_cpu_note(self) -> str | None:
+        """Which timing jobs shared their CPU with another program (kept by --shared-cpu keep) and what
+        that did to the verdicts (summary shared_cpu), in one line; None when none did."""
+        r = self.summary.get("shared_cpu")
+        if not isinstance(r, dict) or not r.get("jobs"):
+            return None
+        waited = r.get("waited_fraction") or {}
+        jobs = ", ".join(f"{j} ({100 * float(f):.0f}%)" for j, f in list(waited.items())[:6])
+        more = f" and {len(waited) - 6} more" if len(waited) > 6 else ""
+        text = (f"{r['jobs']} of {r.get('timing_jobs')} timing jobs waited more than a quarter of their time for their "
+                f"CPU (another program used it) and were kept: {jobs}{more} (share of the time waited; "
+                f"results/jobs.csv shared_cpu); {r.get('groups', 0)} group(s) and {r.get('comparisons', 0)} "
+                "comparison(s) use them")
+        w = r.get("without_shared") or {}
+        if w.get("recomputed"):
+            text += f"; without them {_changes(w)}"
+        return text
+
+    def without_rows(self, what: str) -> pd.DataFrame:
+        """The comparisons recomputed without a set of jobs (what: "minority", a regime's minority state;
+        "shared", the jobs that shared their CPU), those whose verdict changes first."""
+        c = self.comparisons
+        col = f"without_{what}_verdict"
+        if not len(c) or col not in c.columns:
+            return c.iloc[:0]
+        done = c[c[col].fillna("").astype(str) != ""]
+        return done.assign(_same=done[col] == done["verdict"]).sort_values("_same", kind="stable").drop(columns="_same")
+
+    def without_line(self, row, what: str) -> str:
+        """One comparison with all its jobs and without a set of them: 'ML-KEM-1024 invntt ref→avx2: ×36.3
+        [36.2, 53.9] faster with all 10 jobs; without the minority's 3 (paired.…): ×36.2 [36.2, 37.3] faster
+        (7 jobs)'."""
+        g = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
+        fam = self.family_of(str(g("scheme")))
+        where = (f"{fam.scheme_label(g('scheme')) if fam else g('scheme')} {fam.label(g('op')) if fam else g('op')} "
+                 f"{g('baseline')}→{g('variant')}" + (f" ({g('compiler')})" if len(self.compilers) > 1 else ""))
+
+        def shown(sp, lo, hi, level, verdict):
+            if not (isinstance(sp, (int, float)) and np.isfinite(sp)):
+                return str(verdict)
+            iv = f" [{lo:.4g}, {hi:.4g}] ({level_text(level)})" if np.isfinite(lo) and np.isfinite(hi) else ""
+            return f"×{sp:.4g}{iv} {verdict}"
+        p = f"without_{what}_"
+        jobs = int(g(f"{p}jobs") or 0)
+        if what == "minority":
+            gone = str(g("regime_jobs") or "").split()
+            who = f"without the minority's {len(gone)} job(s) ({', '.join(gone)})"
+        else:
+            who = f"without the {int(g('shared_cpu_jobs') or 0)} job(s) that shared their CPU"
+        after = shown(*(g(p + c) for c in ("speedup", "ci_low", "ci_high", "ci_level", "verdict")))
+        return (f"{where}: {shown(g('speedup'), g('ci_low'), g('ci_high'), g('ci_level'), g('verdict'))} with all "
+                f"jobs; {who}: {after} ({jobs} jobs)")
+
     def reading_note(self) -> str:
         """How to read a comparison's numbers, in one paragraph, from what analyze recorded (the full
         methods are summary.json `methods`, printed verbatim in the HTML report)."""
@@ -501,6 +567,12 @@ class Study:
             if v is not None:
                 return v
         return default
+
+
+def _changes(w: dict) -> str:
+    """'2 of 62 verdict(s) change (~ -> faster 1, faster -> withheld 1)' from a without_* record."""
+    how = ", ".join(f"{k} {n}" for k, n in (w.get("changes") or {}).items())
+    return f"{w.get('verdicts_changed', 0)} of {w['recomputed']} verdict(s) change" + (f" ({how})" if how else "")
 
 
 def level_text(v) -> str:

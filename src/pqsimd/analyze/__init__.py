@@ -18,7 +18,7 @@ from . import attribution as attribution_mod
 from . import jobs as jobs_mod
 from .calibration import aa_record
 from ..results import Chain
-from .compare import AA_STAGE, compare_all, draw_jobs, public, study_blocks, study_priors
+from .compare import AA_STAGE, compare_all, draw_jobs, public, study_blocks, study_priors, without_record
 from .compare import COLUMNS as COMPARISON_COLUMNS
 from .decompose import decompose
 from .methods import methods
@@ -34,10 +34,13 @@ from ..studydir import StudyDir
 
 __all__ = ["analyze_study", "Settings"]
 
-RESULTS_SCHEMA_VERSION = 5  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
+RESULTS_SCHEMA_VERSION = 6  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
 # 3: job-level test columns, verdicts same/withheld, variance components; 4: one estimand and one
 # interval per comparison (speedup, ci_*, ci_level, method, p_decision), the family level, jobs table;
-# 5: every derived interval's level (decomposition factor_/share_*_ci_level, attribution *_ci_level)
+# 5: every derived interval's level (decomposition factor_/share_*_ci_level, attribution *_ci_level);
+# 6: the job-state regime test (comparisons regime_p, regime_dip_p, regime_jobs, without_minority_*), jobs
+# that shared their CPU (jobs shared_cpu, cpu_waited_fraction; groups and comparisons shared_cpu_jobs;
+# comparisons without_shared_*; summary shared_cpu)
 
 def study_context(directory: Path, study: dict) -> dict:
     """What the analysis needs to know beyond the raw data, from the study's own records: the chain
@@ -428,10 +431,13 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         warnings.append(f"variant(s) {', '.join(absent)} of study.toml have no raw data yet: their comparisons are n/a")
     aa_pairs = _aa_pairs(study, present)
     ablations = _ablations(directory)
+    shared = shared_cpu_jobs(data.jobs)
+    groups_df["shared_cpu_jobs"] = [len(shared.intersection(g.job_ids)) for g in groups.values()]
     comparisons, cwarn, fam, drift_rec = compare_all(
         groups, chain, variants, compilers, ops_order, settings, priors=priors, skip_ops=self_checks, aa=aa_pairs,
         ablation_cells=[(a.base, [v for v in a.cells if v != a.base]) for a in ablations if a.base],
-        not_timed=_absent_ops(directory) | _not_timed(directory), skipped=_skipped(directory, ctx["families"]))
+        not_timed=_absent_ops(directory) | _not_timed(directory), skipped=_skipped(directory, ctx["families"]),
+        shared_jobs=shared)
     warnings += cwarn
     if len(present) < 2:
         warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")
@@ -444,6 +450,11 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     decomposition = decompose(main, chain, settings.threshold,
                               keys=list(dict.fromkeys((m, s, o, c) for (m, s, o, _v, c) in groups)))
     jobs_table = _job_diagnostics(groups, comparisons, settings.threshold, self_checks)
+    judged = len(jobs_table)
+    jobs_table = with_job_records(with_cpu_share(jobs_table, data.jobs), data.jobs)
+    shared_rec = shared_cpu_record(data.jobs, groups_df, main)
+    if shared_rec["jobs"]:
+        warnings.append(shared_cpu_warning(shared_rec))
     attr = attribution_mod.attribution_table(comparisons, ablations, settings.threshold, level=1.0 - settings.alpha,
                                              n_boot=settings.n_boot, seed=settings.seed)
     attribution_mod.check(attr)
@@ -476,7 +487,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     if len(disturbed):
         lines = [jobs_mod.describe_job(r, r["unit"]) for _, r in disturbed.head(4).iterrows()]
         more = f" (+{len(disturbed) - 4} more in jobs.csv)" if len(disturbed) > 4 else ""
-        warnings.append(f"{len(disturbed)} disturbed job(s) of {len(jobs_table)}: " + "; ".join(lines) + more)
+        warnings.append(f"{len(disturbed)} disturbed job(s) of {judged}: " + "; ".join(lines) + more)
     if drift_rec["comparisons_flagged"]:
         top = ", ".join(list(drift_rec["jobs"])[:3])
         warnings.append(f"drift: {drift_rec['comparisons_flagged']} of {drift_rec['comparisons_tested']} comparisons "
@@ -513,7 +524,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     write_table(with_isa(public(main) if len(main) else pd.DataFrame(columns=COMPARISON_COLUMNS), ctx["isa"]), results,
                 "comparisons")
     write_table(with_isa(decomposition, ctx["isa"]), results, "decomposition")
-    write_table(with_job_records(jobs_table, data.jobs), results, "jobs")
+    write_table(jobs_table, results, "jobs")
     if len(attr):
         write_table(attr, results, "attribution")
     else:
@@ -581,6 +592,9 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
             "groups": len(groups_df),
             "comparisons": len(main),
             "verdicts": {k: int(v) for k, v in main["verdict"].value_counts().items()} if len(main) else {},
+            # how many verdicts differ when a regime's minority, or the jobs that shared their CPU, are left out
+            "verdicts_changed_without_minority": without_record(main, "minority")["verdicts_changed"],
+            "verdicts_changed_without_shared": without_record(main, "shared")["verdicts_changed"],
             "decomposition_rows": len(decomposition),
         },
         "aa_check": aa_summary,
@@ -589,11 +603,11 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         "layout": _layout_record(directory, laid),
         "ablations": [{"implementation": a.implementation, "groups": list(a.groups),
                        "cells": {v: sorted(c) for v, c in a.cells.items()}} for a in ablations],
-        "jobs": {"judged": int(len(jobs_table)), "disturbed": int(len(disturbed)),
+        "jobs": {"judged": int(judged), "disturbed": int(len(disturbed)),
                  "disturbed_ids": [str(j) for j in disturbed["job"]] if len(disturbed) else []},
         "drift": drift_rec,
-        "regimes": {"tested": int(np.isfinite(main["regime_p"].to_numpy(dtype=float)).sum()) if len(main) else 0,
-                    "flagged": int(main["regimes"].astype(bool).sum()) if len(main) else 0},
+        "regimes": regimes_record(main),
+        "shared_cpu": shared_rec,
         "carryover": {
             "tested": int(np.isfinite(groups_df["carryover_p"].to_numpy(dtype=float)).sum()),
             "flagged": n_carry,
@@ -620,17 +634,82 @@ JOB_RECORD_COLUMNS = ("step", "step_calibrated", "step_data")  # from each job's
 
 
 def with_job_records(jobs_table: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
-    """results/jobs: every job, its diagnostics (a row per unit it was judged on; none where too few
-    units were) beside what its raw file recorded (its clock step, where that came from)."""
+    """results/jobs (with a row for every timing job: with_cpu_share) with what each job's raw file
+    recorded of its clock: the step its resolution uses, its calibration's and its samples' lattice."""
     have = [c for c in JOB_RECORD_COLUMNS if c in jobs.columns]
-    if not len(jobs) or not have:
+    if not len(jobs_table) or not have:
         return jobs_table
-    records = jobs.drop_duplicates("job")[["job", "scheme", "metric_kind", *have]]
-    unjudged = records[~records["job"].isin(set(jobs_table["job"]) if len(jobs_table) else set())]
-    extra = unjudged.rename(columns={"metric_kind": "metric"})[["job", "scheme", "metric"]].assign(
-        unit="", disturbed=False, note="not judged: too few comparisons or ops")
-    out = pd.concat([jobs_table, extra], ignore_index=True) if len(extra) else jobs_table
-    return out.merge(records[["job", *have]], on="job", how="left")
+    return jobs_table.merge(jobs.drop_duplicates("job")[["job", *have]], on="job", how="left")
+
+
+def regimes_record(main: pd.DataFrame) -> dict:
+    """The regime check's counts: comparisons the dip test tested, the job-state test's candidates,
+    flagged (by which test), and the verdicts with and without the minority's jobs."""
+    if not len(main):
+        return {"tested": 0, "candidates": 0, "flagged": 0}
+    note = main["note"].fillna("").astype(str)
+    flagged = main["regimes"].astype(bool)
+    return {"tested": int(np.isfinite(main["regime_dip_p"].to_numpy(dtype=float)).sum()),
+            "candidates": int(np.isfinite(main["regime_p"].to_numpy(dtype=float)).sum()),
+            "flagged": int(flagged.sum()),
+            "by_job_state": int((flagged & note.str.contains("the job-state test", regex=False)).sum()),
+            "by_dip": int((flagged & note.str.contains("the dip test", regex=False)).sum()),
+            "without_minority": without_record(main, "minority")}
+
+
+def shared_cpu_jobs(jobs: pd.DataFrame) -> frozenset[str]:
+    """The timing jobs whose driver shared its CPU with another program (kept by --shared-cpu keep)."""
+    if not len(jobs) or "shared_cpu" not in jobs.columns:
+        return frozenset()
+    return frozenset(str(j) for j in jobs.loc[jobs["shared_cpu"].astype(bool), "job"])
+
+
+def with_cpu_share(jobs_table: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
+    """results/jobs with every timing job's shared_cpu and cpu_waited_fraction: the judged rows get
+    theirs, and a timing job no row judged (too few jobs or comparisons) gets a row of its own."""
+    cols = ["shared_cpu", "cpu_waited_fraction"]
+    timing = jobs[jobs["metric_kind"] == "ticks"] if len(jobs) and "metric_kind" in jobs.columns else jobs
+    if not len(timing) or not set(cols) <= set(timing.columns):
+        return jobs_table.assign(shared_cpu=False, cpu_waited_fraction=np.nan)
+    share = timing.drop_duplicates("job").set_index("job")[cols]
+    out = jobs_table.assign(shared_cpu=jobs_table["job"].map(share["shared_cpu"]).fillna(False).astype(bool),
+                            cpu_waited_fraction=jobs_table["job"].map(share["cpu_waited_fraction"]))
+    rest = timing[~timing["job"].isin(set(jobs_table["job"]))].drop_duplicates("job")
+    if len(rest):
+        extra = pd.DataFrame({"metric": "ticks", "scheme": rest["scheme"].to_numpy(), "unit": "",
+                              "job": rest["job"].to_numpy(), "units": 0, "disturbed": False,
+                              "note": "not judged (fewer than 3 jobs, or 3 comparisons or ops, to judge it by)",
+                              "shared_cpu": rest["shared_cpu"].astype(bool).to_numpy(),
+                              "cpu_waited_fraction": rest["cpu_waited_fraction"].to_numpy()})
+        out = pd.concat([out, extra.reindex(columns=out.columns)], ignore_index=True) if len(out) else \
+            extra.reindex(columns=[*jobs_mod.COLUMNS, *cols])
+    return out.astype({"shared_cpu": bool, "disturbed": bool})
+
+
+def shared_cpu_record(jobs: pd.DataFrame, groups_df: pd.DataFrame, main: pd.DataFrame) -> dict:
+    """summary.json shared_cpu: the timing jobs that shared their CPU and how long they waited, the
+    groups and comparisons that use them, and the verdicts with and without them."""
+    timing = jobs[jobs["metric_kind"] == "ticks"] if len(jobs) and "metric_kind" in jobs.columns else jobs
+    shared = timing[timing["shared_cpu"].astype(bool)] if "shared_cpu" in timing.columns else timing.iloc[:0]
+    rec = {"jobs": int(shared["job"].nunique()), "timing_jobs": int(timing["job"].nunique()) if len(timing) else 0,
+           "waited_fraction": {str(j): float(f) for j, f in zip(shared["job"], shared["cpu_waited_fraction"])}}
+    if rec["jobs"]:
+        uses = main["shared_cpu_jobs"].to_numpy(dtype=float) > 0 if len(main) else np.zeros(0, bool)
+        rec.update(groups=int((groups_df["shared_cpu_jobs"] > 0).sum()), comparisons=int(uses.sum()),
+                   without_shared=without_record(main, "shared"))
+    return rec
+
+
+def shared_cpu_warning(rec: dict) -> str:
+    """One line: which jobs shared their CPU, what uses them, how many verdicts change without them."""
+    w = rec["without_shared"]
+    jobs = ", ".join(f"{j} ({f:.0%})" for j, f in list(rec["waited_fraction"].items())[:4])
+    more = f" and {rec['jobs'] - 4} more" if rec["jobs"] > 4 else ""
+    return (f"shared CPU: {rec['jobs']} of {rec['timing_jobs']} timing jobs waited more than a quarter of their time "
+            f"for their CPU (another program used it) and were kept: {jobs}{more} (share of the time waited); "
+            f"{rec['groups']} group(s) and {rec['comparisons']} comparison(s) use them; without them "
+            f"{w['verdicts_changed']} of {w['recomputed']} verdict(s) change (comparisons.csv without_shared_*, "
+            "jobs.csv shared_cpu)")
 
 
 def clock_record(jobs: pd.DataFrame, groups_df: pd.DataFrame, comparisons: pd.DataFrame) -> dict:

@@ -29,23 +29,27 @@ from . import bootstrap as bs
 from . import drift as drift_mod
 from ..results import Chain, level_text
 from .effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
-from .groups import EXACT_METRICS, Group, GroupKey
-from .interval import Evidence, jobs_needed, resolution_halfwidth, verdict_of
+from .groups import EXACT_METRICS, Group, GroupKey, without_jobs
+from .interval import Evidence, jobs_needed, read_verdict, resolution_halfwidth
 from .multiplicity import FamilyLevel, family_level
 from .pooled import MIN_DF, Block, JobTests, Priors, block_stats, fit_priors, job_test, pooled_test
 from .power import mde_se, mde_sign
-from .regime import regime_test
+from . import regime as regime_mod
 from .settings import Settings, parallel_map
 from .significance import bh, mwu_less_many
 
 COLUMNS = [
     "metric", "scheme", "op", "baseline", "baseline_compiler", "variant", "compiler", "stage", "design",
     "speedup", "ci_low", "ci_high", "ci_level", "method", "p_decision", "verdict", "reason", "mde",
-    "cliffs_delta", "delta_ci_low", "delta_ci_high", "mwu_p", "regimes", "regime_p", "drift", "drift_p",
-    "drift_jobs", "deterministic", "n_base", "n_var", "jobs_base", "jobs_var", "median_base", "median_var",
-    "resolution", "resolution_limited", "nonpositive_spins", "note",
+    "cliffs_delta", "delta_ci_low", "delta_ci_high", "mwu_p", "regimes", "regime_p", "regime_dip_p", "regime_jobs",
+    "drift", "drift_p", "drift_jobs", "deterministic", "n_base", "n_var", "jobs_base", "jobs_var", "median_base",
+    "median_var", "resolution", "resolution_limited", "nonpositive_spins", "shared_cpu_jobs",
+    *(f"without_{what}_{c}" for what in ("minority", "shared") for c in ("speedup", "ci_low", "ci_high", "ci_level",
+                                                                          "verdict", "jobs")),
+    "note",
 ]
-_HIDDEN = ["_ev", "_job_ids", "_job_logs", "_drift_jobs_p"]  # _job_logs: in _job_ids order (_ev's are sorted)
+# _job_logs: in _job_ids order (_ev's are sorted); _jobs: every job either side used
+_HIDDEN = ["_ev", "_job_ids", "_job_logs", "_drift_jobs_p", "_jobs"]
 POWER = 0.8  # the power at which `mde` is stated
 WELCH_MIN_JOBS = 5  # separate design: per-op Welch from this many jobs a side, else the pooled test
 AA_STAGE = "aa"
@@ -224,7 +228,9 @@ def _base_row(metric, scheme, op, stage, b, v, base: Group | None, var: Group | 
     row = {c: math.nan for c in COLUMNS}
     row.update(
         metric=metric, scheme=scheme, op=op, baseline=b[0], baseline_compiler=b[1], variant=v[0], compiler=v[1],
-        stage=stage, deterministic=False, regimes=False, drift=False, drift_jobs="", method="n/a",
+        stage=stage, deterministic=False, regimes=False, regime_jobs="", drift=False, drift_jobs="", method="n/a",
+        shared_cpu_jobs=0, without_minority_verdict="", without_shared_verdict="",
+        _jobs=tuple(dict.fromkeys([*(base.job_ids if base else []), *(var.job_ids if var else [])])),
         resolution=0.0, resolution_limited=False,
         nonpositive_spins=(base.nonpositive if base else 0) + (var.nonpositive if var else 0),
         n_base=base.values.size if base else 0, n_var=var.values.size if var else 0,
@@ -291,6 +297,36 @@ def _drift(base: Group, var: Group, paired: bool, band: float) -> tuple[float, l
     return dp, [ids[j] for j in drifting], {ids[j]: float(p[j]) for j in range(len(ids)) if np.isfinite(p[j])}
 
 
+RESOLUTION_REFUSAL = ("a call lasts less than one lattice step of the clock (step / calls per sample): below its "
+                      "resolution")
+
+
+def pair_evidence(base: Group, var: Group, settings: Settings, test: tuple[Evidence, str] | None = None
+                  ) -> tuple[Evidence, str, list[str] | None, np.ndarray | None, str, float]:
+    """What base -> variant's estimate and interval come from: the paired design's sign evidence of the
+    job log ratios, else the separate design's job-level test (test: separate_tests' entry for the row;
+    None: the per-group test); widened for the clock's resolution, refused below it. Returns (evidence,
+    design, job ids and their log ratios (paired), the test's note, the resolution on the log scale)."""
+    how = ""
+    ids, logs = None, None
+    jl = job_log_ratios(base, var)
+    if jl is not None:
+        ids, logs = jl
+        ev, design = Evidence.sign(logs), "paired"
+    else:
+        if test is None:  # not planned by separate_tests (a caller's own pair): the per-group test
+            test = _evidence(job_test(base.summary, var.summary, alpha=settings.alpha, min_df=MIN_DF), 0)
+        ev, method = test
+        design = "separate"
+        how = method if ev.kind == "exact" else ""
+    res = resolution_halfwidth(base.resolution_rel, var.resolution_rel)
+    if math.isinf(res):
+        ev = Evidence.refuse(RESOLUTION_REFUSAL, d=ev.point)
+    else:
+        ev = ev.at_resolution(res)
+    return ev, design, ids, logs, how, res
+
+
 def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: float, p: float,
                  test: tuple[Evidence, str] | None = None) -> dict:
     """One comparison's row before the family's level is known (finish_family prints its interval);
@@ -311,24 +347,13 @@ def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: flo
         row["_ev"] = ev
         row["note"] = "; ".join(notes)
         return row
-    jl = job_log_ratios(base, var)
-    if jl is not None:
-        ids, logs = jl
-        ev = Evidence.sign(logs)
-        row.update(design="paired", _job_ids=ids, _job_logs=logs)
-    else:
-        if test is None:  # not planned by separate_tests (a caller's own pair): the per-group test
-            test = _evidence(job_test(base.summary, var.summary, alpha=settings.alpha, min_df=MIN_DF), 0)
-        ev, how = test
-        row["design"] = "separate"
-        if ev.kind == "exact":
-            notes.append(how)
-    res = resolution_halfwidth(base.resolution_rel, var.resolution_rel)
-    if math.isinf(res):
-        ev = Evidence.refuse("a call lasts less than one lattice step of the clock (step / calls per sample): "
-                             "below its resolution", d=ev.point)
-    else:
-        ev = ev.at_resolution(res)
+    ev, design, ids, logs, how, res = pair_evidence(base, var, settings, test)
+    row["design"] = design
+    if design == "paired":
+        row.update(_job_ids=ids, _job_logs=logs)
+    if how:
+        notes.append(how)
+    if math.isfinite(res):
         row["resolution"] = math.expm1(res)
     if row["nonpositive_spins"]:
         notes.append(f"{row['nonpositive_spins']} spin median(s) <= 0 kept (they rank low; no upward bias)")
@@ -388,7 +413,7 @@ def finish_family(df: pd.DataFrame, settings: Settings,
     for i, ev in enumerate(evs):
         if not isinstance(ev, Evidence):
             continue
-        iv = ev.interval(fam.gamma)
+        iv, v = read_verdict(ev, fam.gamma, band)
         note = cols["note"][i] if isinstance(cols["note"][i], str) else ""
         cols["method"][i] = iv.method
         cols["speedup"][i] = math.exp(iv.point) if math.isfinite(iv.point) else math.nan
@@ -400,14 +425,12 @@ def finish_family(df: pd.DataFrame, settings: Settings,
             if not iv.res > 0:
                 cols["ci_low"][i] = cols["ci_high"][i] = ev.ratio
         if ev.kind == "refuse":
-            v, why = "withheld", ev.reason
+            why = ev.reason
         elif not iv.reachable:
-            v = "withheld"
             why = (f"J = {ev.n}: the widest distribution-free interval, [min, max] of the job ratios, has "
                    f"{level_text(iv.level)} confidence, below the family's {level_text(fam.level)}; it takes {jobs_needed(settings.alpha)} "
                    f"or more jobs to reach {1 - settings.alpha:.0%} (more when few comparisons are clear)")
         else:
-            v = verdict_of(iv.lo, iv.hi, band)
             ci = f"{level_text(iv.level)} interval [{cols['ci_low'][i]:.4g}, {cols['ci_high'][i]:.4g}]"
             why = {"faster": f"{ci} above {1 + settings.threshold:g}",
                    "slower": f"{ci} below {1 / (1 + settings.threshold):.4g}",
@@ -436,33 +459,103 @@ def finish_family(df: pd.DataFrame, settings: Settings,
 
 
 def _regimes(df: pd.DataFrame, settings: Settings) -> None:
-    """Dip test of each paired row's job log ratios (>= 6 jobs), BH over the rows tested; a regime
-    needs the adjusted p < alpha and the best split's two clusters (>= 2 jobs each) more than the
-    threshold apart."""
+    """The regime check (regime.py) of the paired rows with sign evidence: the job-state test pooled
+    over each parameter set's comparisons measured in the same jobs, and the dip test; the flag, both
+    BH-adjusted p-values, the minority's jobs and a note."""
     if not len(df):
         return
     band = math.log1p(settings.threshold)
-    res = {}
-    for i, (ev, r) in enumerate(zip(df["_ev"], df.itertuples(index=False))):
-        if isinstance(ev, Evidence) and ev.kind == "sign" and r.design == "paired":
-            key = (r.metric, r.scheme, r.op, r.baseline, r.baseline_compiler, r.variant, r.compiler)
-            reg = regime_test(ev.logs, band, bs.rng_for(settings.seed, "regime", *key))
-            if math.isfinite(reg.p):
-                res[i] = reg
-    if not res:
+    idx, rows, keys = [], [], []
+    for i, (ev, ids, logs, r) in enumerate(zip(df["_ev"], df["_job_ids"], df["_job_logs"],
+                                                df.itertuples(index=False))):
+        if isinstance(ev, Evidence) and ev.kind == "sign" and r.design == "paired" and isinstance(ids, list):
+            idx.append(i)
+            rows.append(regime_mod.Row((r.metric, r.scheme, frozenset(ids)), r.op, tuple(ids), np.asarray(logs),
+                                       ev.res))
+            keys.append((r.metric, r.scheme, r.op, r.baseline, r.baseline_compiler, r.variant, r.compiler))
+    if not rows:
         return
-    idx = list(res)
-    adj = bh(np.array([res[i].p for i in idx]))
-    flags, pvals, notes = df["regimes"].tolist(), df["regime_p"].tolist(), df["note"].tolist()
-    for i, a in zip(idx, adj):
-        pvals[i] = float(a)
-        reg = res[i]
-        if a < settings.alpha and reg.gap > band:
-            flags[i] = True
-            notes[i] = "; ".join(x for x in (notes[i] if isinstance(notes[i], str) else "",
-                                             f"regimes: {reg.n_low} jobs at {math.exp(reg.low):.4g}x, {reg.n_high} "
-                                             f"at {math.exp(reg.high):.4g}x (dip test, BH-adjusted p = {a:.2g})") if x)
-    df["regimes"], df["regime_p"], df["note"] = flags, pvals, notes
+    res = regime_mod.check(rows, band, settings.alpha, lambda n: bs.rng_for(settings.seed, "regime", *keys[n]))
+    cols = {c: df[c].tolist() for c in ("regimes", "regime_p", "regime_dip_p", "regime_jobs", "note")}
+    for i, row, g in zip(idx, rows, res):
+        cols["regime_p"][i], cols["regime_dip_p"][i] = g.p_state_adj, g.p_dip_adj
+        if not g.flagged:
+            continue
+        cols["regimes"][i], cols["regime_jobs"][i] = True, " ".join(g.minority)
+        cols["note"][i] = "; ".join(x for x in (cols["note"][i] if isinstance(cols["note"][i], str) else "",
+                                                regime_note(g, row.pool[1])) if x)
+    for c, vals in cols.items():
+        df[c] = vals
+
+
+def regime_note(g: regime_mod.Regime, scheme: str) -> str:
+    """A flagged row's note: both clusters (median, range), the minority's jobs, which test found it."""
+    sp = g.split
+    x = np.exp(sp.values)
+
+    def cluster(med, lo, hi):
+        return f"at {math.exp(med):.4g}x ({lo:.4g}-{hi:.4g})"
+    found = []
+    if "job state" in g.by:
+        found.append(f"the job-state test, BH-adjusted p = {g.p_state_adj:.2g}"
+                     + (f", the same jobs split off in {g.also} other comparison(s) of {scheme}" if g.also else ""))
+    if "dip" in g.by:
+        found.append(f"the dip test, BH-adjusted p = {g.p_dip_adj:.2g}")
+    return (f"regimes: {sp.n_low} jobs {cluster(sp.low, x[0], x[sp.k - 1])}, {sp.n_high} "
+            f"{cluster(sp.high, x[sp.k], x[-1])}; the minority: {' '.join(g.minority)} ({'; '.join(found)})")
+
+
+WITHOUT = ("speedup", "ci_low", "ci_high", "ci_level", "verdict", "jobs")
+
+
+def recompute_without(df: pd.DataFrame, drops: Sequence[frozenset[str]], groups: dict[GroupKey, Group],
+                      settings: Settings, gamma: float, priors: dict[str, Priors] | None = None) -> list[dict | None]:
+    """Each row as if the jobs in drops[i] had not run: the same evidence (pair_evidence on its groups
+    without those jobs; the separate design's job-level test again, over its blocks without them), its
+    interval at the family's level 1 - gamma and the verdict read off it: speedup, ci_*, verdict and
+    the jobs it used. None where the row is not recomputed (none of its jobs dropped; n/a or exact)."""
+    band = math.log1p(settings.threshold)
+    out: list[dict | None] = [None] * len(df)
+    todo: dict[tuple, list[int]] = {}
+    for i, (ev, jobs, drop, design, metric, scheme) in enumerate(zip(
+            df["_ev"], df["_jobs"], drops, df["design"], df["metric"], df["scheme"])):
+        if drop and isinstance(ev, Evidence) and design in ("paired", "separate") and drop.intersection(jobs):
+            todo.setdefault((metric, scheme, frozenset(drop)), []).append(i)
+    for (metric, scheme, drop), rows in todo.items():
+        cut: dict[GroupKey, Group | None] = {}
+
+        def without(key):
+            if key not in cut:
+                cut[key] = without_jobs(groups[key], drop) if key in groups else None
+            return cut[key]
+        tests = {}
+        if any(df["design"].iat[i] == "separate" for i in rows):  # the test pools the ops of a block
+            for k in groups:
+                if k[:2] == (metric, scheme):
+                    without(k)
+            pairs = [(df["stage"].iat[i], (df["baseline"].iat[i], df["baseline_compiler"].iat[i]),
+                      (df["variant"].iat[i], df["compiler"].iat[i])) for i in rows]
+            tests = separate_tests({k: g for k, g in cut.items() if g is not None}, pairs, settings, priors)
+        for i in rows:
+            r = df.iloc[i]
+            b, v = (r.baseline, r.baseline_compiler), (r.variant, r.compiler)
+            gb, gv = without((metric, scheme, r.op, *b)), without((metric, scheme, r.op, *v))
+            if gb is None or gv is None or not (gb.positive and gv.positive):
+                out[i] = {"speedup": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_level": math.nan,
+                          "verdict": "n/a", "jobs": 0}
+                continue
+            ev, design, *_ = pair_evidence(gb, gv, settings, tests.get((metric, scheme, r.op, b, v)))
+            iv, verdict = read_verdict(ev, gamma, band)
+            out[i] = {"speedup": math.exp(iv.point), "ci_low": math.exp(iv.lo) if math.isfinite(iv.lo) else math.nan,
+                      "ci_high": math.exp(iv.hi) if math.isfinite(iv.hi) else math.nan, "ci_level": iv.level,
+                      "verdict": verdict, "jobs": ev.n if design == "paired" else gb.n_jobs + gv.n_jobs}
+    return out
+
+
+def _put_without(df: pd.DataFrame, what: str, values: list[dict | None]) -> None:
+    for c in WITHOUT:
+        old = df[f"without_{what}_{c}"].tolist()
+        df[f"without_{what}_{c}"] = [v[c] if v is not None else o for v, o in zip(values, old)]
 
 
 def _drift_flags(df: pd.DataFrame, settings: Settings, band: float) -> None:
@@ -507,9 +600,25 @@ def family_warnings(df: pd.DataFrame, fam: FamilyLevel) -> list[str]:
             out.append(f"{len(wh)} of {len(live)} comparisons withheld (no verdict); most common reason ({k}x): {top}")
         reg = live[live["regimes"].astype(bool)]
         if len(reg):
+            w = without_record(live, "minority")
             out.append(f"regimes: in {len(reg)} paired comparison(s) the jobs fall into two clusters of ratios "
-                       "(machine states that slow the builds differently; see the note): one speedup describes neither")
+                       "(machine states that slow the builds differently; see the note): one speedup describes "
+                       f"neither; without the minority's jobs {w['verdicts_changed']} of {w['recomputed']} verdict(s) "
+                       "change (comparisons.csv without_minority_*)")
     return out
+
+
+def without_record(df: pd.DataFrame, what: str, top: int = 20) -> dict:
+    """What recomputing without a set of jobs did (what: "minority" or "shared"): how many rows were
+    recomputed, how many verdicts change, how, and the first `top` changes."""
+    col = f"without_{what}_verdict"
+    done = df[df[col].fillna("").astype(str) != ""] if len(df) and col in df.columns else df.iloc[:0]
+    changed = done[done[col] != done["verdict"]] if len(done) else done
+    return {"recomputed": int(len(done)), "verdicts_changed": int(len(changed)),
+            "changes": {f"{a} -> {b}": int(n) for (a, b), n in Counter(zip(changed["verdict"], changed[col])).items()},
+            "changed": [{k: (str(r[k]) if k != f"without_{what}_jobs" else int(r[k]))
+                         for k in ("scheme", "op", "baseline", "variant", "compiler", "verdict", col,
+                                   f"without_{what}_jobs")} for _, r in changed.head(top).iterrows()]}
 
 
 def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[str], compilers: Sequence[str],
@@ -518,13 +627,17 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
                 aa: dict[str, str] | None = None, level: FamilyLevel | None = None,
                 ablation_cells: Sequence[tuple[str, list[str]]] = (),
                 not_timed: dict[tuple, str] | None = None,
-                skipped: dict[tuple, str] | None = None) -> tuple[pd.DataFrame, list[str], FamilyLevel, dict]:
+                skipped: dict[tuple, str] | None = None, shared_jobs: frozenset[str] | set[str] = frozenset()
+                ) -> tuple[pd.DataFrame, list[str], FamilyLevel, dict]:
     """Every planned comparison's row, the family's level, verdicts, warnings and the drift record.
     skip_ops: ops never compared (the families' self-check op: ~0 by design, a harness check).
     not_timed: (variant, compiler, scheme, op) -> why the run did not time it (the n/a row's reason).
     skipped: (variant, compiler, scheme) -> why the run built no such build for the scheme's family (it
     lacks the implementation): only the chain's steps keep an n/a row for it (the chain is incomplete),
     other comparisons are none of that family's.
+    shared_jobs: the timing jobs that shared their CPU (kept by --shared-cpu keep): every row says how
+    many it uses, and those that use any are recomputed without them (without_shared_*), as rows with
+    regimes are without their minority (without_minority_*).
     The returned frame keeps the hidden columns (_ev, _job_ids) the decomposition and the job
     diagnostics read; public() drops them. level: print at this family level (the A/A halves of the
     separate design are printed at the study's)."""
@@ -583,6 +696,15 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
     out = parallel_map(one, rows)
     df = pd.DataFrame(out, columns=COLUMNS + _HIDDEN)
     df, fam = finish_family(df, settings, level)
+    if len(df):  # the verdicts without the regime's minority, and without the jobs that shared their CPU
+        minority = [frozenset(str(j).split()) if f else frozenset() for f, j in zip(df["regimes"], df["regime_jobs"])]
+        _put_without(df, "minority", recompute_without(df, minority, groups, settings, fam.gamma, priors))
+        shared = frozenset(shared_jobs)
+        if shared:
+            df["shared_cpu_jobs"] = [len(shared.intersection(j)) for j in df["_jobs"]]
+            if priors is None and (df["design"] == "separate").any():
+                priors = study_priors(groups)
+            _put_without(df, "shared", recompute_without(df, [shared] * len(df), groups, settings, fam.gamma, priors))
     warnings += family_warnings(df, fam)
     return df, warnings, fam, drift_record(df, settings.alpha)
 

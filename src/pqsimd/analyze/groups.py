@@ -129,6 +129,23 @@ class Group:
         return self.resolution / abs(m) if self.resolution > 0 and m != 0 else 0.0
 
 
+def without_jobs(group: Group, drop: set[str] | frozenset[str]) -> Group | None:
+    """The group as if the jobs in `drop` had not run (None when none of its jobs remains): the same
+    spins of every other job, its resolution kept (a job's clock step is its own; the largest stays)."""
+    keep = np.array([j not in drop for j in group.job_ids], dtype=bool)
+    if keep.all():
+        return group
+    if not keep.any():
+        return None
+    rows = keep[group.job]
+    code = np.cumsum(keep) - 1  # old job code -> new
+    cut = {f: getattr(group, f)[rows] for f in ("pos", "layout", "prev") if getattr(group, f) is not None}
+    return Group(metric=group.metric, scheme=group.scheme, op=group.op, variant=group.variant, compiler=group.compiler,
+                 values=group.values[rows], job=code[group.job[rows]], spin=group.spin[rows],
+                 job_ids=[j for j, k in zip(group.job_ids, keep) if k], n_reps=group.n_reps,
+                 resolution=group.resolution, **cut)
+
+
 def build_groups(spins: pd.DataFrame) -> dict[GroupKey, Group]:
     """Split the spin-median table into groups, values job-major and in spin order within a job."""
     cols = ["metric", "scheme", "op", "variant", "compiler"]

@@ -211,3 +211,12 @@ class Evidence:
             h = float(stats.t.ppf(1.0 - gamma / 2.0, self.df)) * self.se + self.res
             return Interval(self.d, self.d - h, self.d + h, 1.0 - gamma, "t", res=self.res)
         return Interval(self.point, math.nan, math.nan, math.nan, "refuse", reachable=False)
+
+
+def read_verdict(ev: Evidence, gamma: float, band: float) -> tuple[Interval, str]:
+    """The evidence's (1 - gamma) interval and the verdict read off it: withheld where the evidence
+    refuses an interval or its J cannot reach the level."""
+    iv = ev.interval(gamma)
+    if ev.kind == "refuse" or not iv.reachable:
+        return iv, "withheld"
+    return iv, verdict_of(iv.lo, iv.hi, band)

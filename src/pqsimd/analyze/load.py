@@ -7,6 +7,7 @@ The analysis unit is the spin median: the median of `per_call` over the reps of 
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ import pyarrow.parquet as pq
 from ..errors import PqsimdError
 from ..ids import build_id
 from .lattice import lattice_step
+from ..run import cpuclaim
 from .settings import parallel_map, read_study_toml
 from .mix import MIX_FILE_SUFFIX
 from .sim import is_sim_file
@@ -270,6 +272,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
                        if isinstance(meta.get("calibration"), dict) else float("nan")
                        for k in ("overhead", "call_overhead")},
                     **_steps(meta.get("calibration"), part["lattice"]),
+                    **cpu_share_columns(meta),
                 }
             )
     if not parts:
@@ -307,6 +310,22 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
             )
     check_cpu_models(jobs, directory, pool_cpu_models, warnings)
     return SpinData(spins=spins, jobs=jobs, files=len(files), warnings=warnings, calibrations=calibrations)
+
+
+def cpu_share_columns(meta: dict) -> dict:
+    """shared_cpu, cpu_waited_fraction of a job record: how much of its time the driver waited for its
+    CPU (`cpu_share`, run/job.py) and whether that is sharing (`shared`, true for a job kept by
+    `--shared-cpu keep`; a record from before it says so by run/cpuclaim.py's rule)."""
+    share = meta.get("cpu_share") if isinstance(meta.get("cpu_share"), dict) else {}
+    try:
+        frac = float(share.get("waited_fraction", math.nan))
+        waited = float(share.get("waited_seconds", 0.0))
+    except (TypeError, ValueError):
+        frac, waited = math.nan, 0.0
+    shared = share.get("shared")
+    if not isinstance(shared, bool):
+        shared = bool(frac > cpuclaim.SHARED_FRACTION and waited >= cpuclaim.SHARED_MIN_SECONDS)
+    return {"shared_cpu": shared, "cpu_waited_fraction": frac}
 
 
 def check_settings(jobs: pd.DataFrame, directory: Path) -> None:

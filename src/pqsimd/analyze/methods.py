@@ -79,10 +79,27 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
                          "is the range over the box of the stage intervals, so it contains its estimate and covers "
                          "whenever all stage intervals do (total_ci_level = 1 - the stages' summed miss "
                          "probabilities, Bonferroni); shares n/a when the total's interval reaches the threshold band",
-        "regimes": "paired design, >= 6 jobs: Hartigan's dip test of unimodality of the job log ratios (smoothed "
-                   "by uniform noise of the threshold's width), Benjamini-Hochberg over the comparisons tested; flagged when the "
-                   f"adjusted p < {settings.alpha:g} and the best split's two clusters (>= 2 jobs each) differ by more "
-                   "than the threshold",
+        "regimes": "paired design, >= 6 jobs: each comparison's job log ratios are split once, at the widest gap "
+                   "leaving >= 2 jobs on each side; a candidate split has its clusters more than the threshold (and "
+                   "twice the clock's resolution) apart and farther apart than either is wide. Job-state test (pooled "
+                   "over a parameter set's comparisons measured in the same jobs): W counts, per pair of jobs, the "
+                   "other ops' comparisons split beyond the threshold that put both on the same side (comparisons of "
+                   "the same op share its groups' noise and are left out); the statistic is the sum of W over the "
+                   "pairs this split puts together, and its p-value the exact share of all assignments of the jobs "
+                   "to clusters of these sizes that reach it (at least 1 / C(J, m), 1/120 for 3 of 10 jobs); "
+                   f"Benjamini-Hochberg over the candidates (regime_p). Dip test (a state of one comparison alone): "
+                   f"Hartigan's dip test of the job log ratios smoothed by uniform noise of the threshold's width, "
+                   f"Benjamini-Hochberg over the comparisons tested (regime_dip_p). Flagged when either adjusted p < "
+                   f"{settings.alpha:g} (the job-state test for candidates only, the dip test for splits apart by more "
+                   "than the threshold); regime_jobs: the smaller cluster's jobs (of an even split, the half more "
+                   "often in the other ops' smaller clusters, else the upper); without_minority_*: the comparison "
+                   "recomputed without them, its interval at the family's level and the verdict read off it",
+        "shared_cpu": "a timing job whose driver waited more than 25% of its time (and >= 0.05 s) for its CPU, another "
+                      "program using it, is discarded and run again, or kept with `pqsimd run --shared-cpu keep` "
+                      "(jobs.csv shared_cpu, cpu_waited_fraction); groups and comparisons count the kept jobs they use "
+                      "(shared_cpu_jobs) and each comparison that uses any is recomputed without them "
+                      "(without_shared_*: the same estimate and interval, the separate design's job-level test again "
+                      "over its blocks, at the family's level; summary shared_cpu counts the verdicts that change)",
         "drift": "per job, the least-squares slope of 8 block medians of consecutive spins (t test, 6 df: robust "
                  "to the spins' autocorrelation) of what the estimate uses: per-spin log ratios (paired) or log spin "
                  "medians (separate); a comparison's p is the smallest job p times its jobs (Bonferroni), "
@@ -92,7 +109,8 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
         "disturbed_jobs": "results/jobs: per job, how far it is off in a quarter of its numbers (the upper "
                           "quartile over its comparisons, or ops in the separate design, of |its log ratio (time) - "
                           "the median over jobs|); disturbed when that exceeds 4 x the median over the scheme's jobs "
-                          "and a quarter of the threshold",
+                          "and a quarter of the threshold; a timing job too few jobs or comparisons judge has a row "
+                          "with units 0 (for its shared_cpu, cpu_waited_fraction)",
         "carryover": "paired design: does the build run just before in the spin change a group's time? "
                      "Kruskal-Wallis of log spin medians across predecessor builds, each (job, position in the spin) "
                      "centred on its own, over the positions >= 1 with two or more predecessors (two builds: "

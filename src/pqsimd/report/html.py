@@ -119,9 +119,13 @@ def headlines(study: Study, fam: FamilyView) -> list[str]:
     if regimes is not None and regimes.fillna(False).astype(bool).any():
         r = study.comparisons[regimes.fillna(False).astype(bool) & study.comparisons["scheme"].isin(fam.schemes)]
         if len(r):
-            out.append(f"{len(r)} paired comparison(s) show regimes (jobs in distinct states that change the ratio): "
-                       + "; ".join(f"{fam.label(x.op)} {fam.scheme_label(x.scheme)} {x.baseline}→{x.variant} ({x.note})"
-                                   for x in r.head(3).itertuples()) + ".")
+            out.append(f"{len(r)} paired comparison(s) show regimes (jobs in distinct states that change the ratio); "
+                       + _changed(study, fam, "minority", "the minority's jobs"))
+    shared = study.without_rows("shared")
+    if len(shared) and shared["scheme"].isin(fam.schemes).any():
+        n = int(shared["scheme"].isin(fam.schemes).sum())
+        out.append(f"{n} comparison(s) use jobs that shared their CPU with another program; "
+                   + _changed(study, fam, "shared", "those jobs"))
     limited = study.comparisons.get("resolution_limited")
     if limited is not None and limited.fillna(False).astype(bool).any():
         r = study.comparisons[limited.fillna(False).astype(bool) & study.comparisons["scheme"].isin(fam.schemes)]
@@ -132,6 +136,17 @@ def headlines(study: Study, fam: FamilyView) -> list[str]:
                                    f"(±{fmt.small_pct(x.resolution)})" for x in r.head(3).itertuples()) + ".")
     out += compiler_sentences(study, fam, metric)
     return out
+
+
+def _changed(study: Study, fam: FamilyView, what: str, who: str) -> str:
+    """'without <who> N verdict(s) change: <the first three, with and without>' (Machine states lists all)."""
+    rows = study.without_rows(what)
+    rows = rows[rows["scheme"].isin(fam.schemes) & (rows[f"without_{what}_verdict"] != rows["verdict"])]
+    if not len(rows):
+        return f"without {who} no verdict changes (each one is under Machine states and shared CPUs)."
+    return (f"without {who} {len(rows)} verdict(s) change: "
+            + "; ".join(study.without_line(x, what) for _, x in rows.head(3).iterrows())
+            + (" and more" if len(rows) > 3 else "") + " (all under Machine states and shared CPUs).")
 
 
 def compiler_sentences(study: Study, fam: FamilyView, metric: str) -> list[str]:
@@ -225,9 +240,25 @@ def methods(study: Study) -> list[tuple[str, str]]:
         ("code layout", study.layout_note()),
         ("co-residency (paired/alone)", study.coresidency_note()),
         ("disturbed jobs", study.jobs_note()),
+        ("regimes (jobs in two states)", study.regime_note() or "not checked (results of an older pqsimd)"),
+        ("jobs that shared their CPU", study.shared_cpu_note() or "none: every timing job had its CPU to itself"),
         ("resamples (Cliff's δ interval), seed", f"{g('n_boot')}, {g('seed')}"),
     ]
     return [(k, "n/a" if v is None or v == "" else str(v)) for k, v in rows]
+
+
+def states(study: Study) -> list[dict]:
+    """The comparisons whose jobs fall into two states and those that use jobs that shared their CPU,
+    each with its verdict with all jobs and without the minority's (the shared) jobs."""
+    out = []
+    for what, title, note in (("minority", "Regimes: jobs in two machine states", study.regime_note()),
+                              ("shared", "Jobs that shared their CPU", study.shared_cpu_note())):
+        rows = study.without_rows(what)
+        if len(rows):
+            out.append({"title": title, "note": note or "", "lines": [
+                (bool(r[f"without_{what}_verdict"] != r["verdict"]), study.without_line(r, what))
+                for _, r in rows.iterrows()]})
+    return out
 
 
 def _adjust_name(adjust) -> str:
@@ -437,6 +468,7 @@ def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: 
         cross_isa={"figures": [fig(f) for f in cross_isa[0]], "tables": cross_isa[1], "lines": cross_isa[2]}
         if cross_isa else None,
         methods=methods(study),
+        states=states(study),
         stat_methods=[(k, str(v)) for k, v in (study.summary.get("methods") or {}).items()]
         if isinstance(study.summary.get("methods"), dict) else [],
         provenance=provenance(study),

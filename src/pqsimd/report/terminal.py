@@ -54,7 +54,11 @@ def _row_marks(row: dict | None, notes: _Footnotes) -> str:
         return ""
     marks = []
     if str(row.get("regimes")).lower() == "true":
-        marks.append(notes.mark("regimes: the jobs' ratios form two clusters (comparisons.csv note)"))
+        marks.append(notes.mark("regimes: the jobs' ratios form two clusters; the verdict without the minority's "
+                                "jobs is listed under Regimes (comparisons.csv note, without_minority_*)"))
+    if not fmt.is_missing(row.get("shared_cpu_jobs")) and float(row.get("shared_cpu_jobs")) > 0:
+        marks.append(notes.mark("uses jobs that shared their CPU with another program (kept by --shared-cpu keep); the "
+                                "verdict without them is listed under Shared CPU (comparisons.csv without_shared_*)"))
     if str(row.get("drift")).lower() == "true":
         marks.append(notes.mark("drift: the ratio trends within a job (comparisons.csv drift_jobs)"))
     if str(row.get("resolution_limited")).lower() == "true":
@@ -114,6 +118,9 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
         con.print(Text(f"layout: {study.layout_note()}", style="dim"))
     if (study.summary.get("coresidency") or {}).get("rows"):
         con.print(Text(f"co-residency: {study.coresidency_note()}", style="dim"))
+    shared = study.shared_cpu_note()
+    if shared:
+        con.print(Text(f"shared CPU: {shared}", style="bold yellow"))
     for fam in study.families:
         con.print(Text(fam.title, style="bold underline"))
         for comp in compilers:
@@ -155,6 +162,7 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
                         body.append(None)
                 con.print(_show_table(title, unit, body, study, notes))
                 con.print()
+    _without(study, con)
     _attribution(study, metric, compiler or study.primary_compiler, con)
     if sum(bool(f.views.get("portfolio")) for f in study.families) >= 2:
         _portfolio(study, metric, con)
@@ -215,6 +223,29 @@ def _show_table(title: str, unit: str, body: list, study: Study, notes: _Footnot
         t.add_row(name, var_text, med, row.get("baseline", "") or "", sp if sp == fmt.NA else f"{sp} {ci}",
                   fmt.delta(row.get("cliffs_delta")), _verdict(row.get("verdict")))
     return t
+
+
+WITHOUT_LINES = 12  # comparisons listed per block; the rest are in comparisons.csv
+
+
+def _without(study: Study, con: Console) -> None:
+    """The comparisons whose jobs fall into two states, and those that use jobs that shared their CPU:
+    each verdict with all jobs and without the minority's (the shared) jobs, the changed ones first."""
+    for what, title, note in (("minority", "Regimes", study.regime_note()),
+                              ("shared", "Shared CPU", study.shared_cpu_note())):
+        rows = study.without_rows(what)
+        if not len(rows):
+            continue
+        con.print(Text(title, style="bold underline"))
+        con.print(Text(note or "", style="dim"), soft_wrap=True)
+        for _, r in rows.head(WITHOUT_LINES).iterrows():
+            changed = r[f"without_{what}_verdict"] != r["verdict"]
+            con.print(Text(("* " if changed else "  ") + study.without_line(r, what),
+                           style="yellow" if changed else ""), soft_wrap=True)
+        if len(rows) > WITHOUT_LINES:
+            con.print(Text(f"  ... and {len(rows) - WITHOUT_LINES} more (comparisons.csv without_{what}_*); "
+                           "* marks a verdict that changes", style="dim"))
+        con.print()
 
 
 def _attribution(study: Study, metric: str, compiler: str | None, con: Console) -> None:
