@@ -289,7 +289,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
         spec_file.write_text(text)
         timed_out = threading.Event()
         with os.fdopen(fd, "w") as out, open(log, "w") as err, \
-                cpuclaim.claim(cpu, f"study {sd.path}, job {job_id}", notify) as held, cpuclaim.away_from(cpu), \
+                cpuclaim.claim(cpu, cpuclaim.holder_of(sd.path, f"job {job_id}"), notify) as held, cpuclaim.away_from(cpu), \
                 child.spawned(cmd, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1 << 16) as proc:
             def expire() -> None:
                 timed_out.set()

@@ -121,7 +121,7 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
              *(f"op {op} 1 1 0 {' '.join(study.batch if t else NOT_TIMED for t in which)}" for op, which in timed.items())]
     what = f"sizing: the driver's probe of {scheme}"
     try:
-        with cpuclaim.claim(cpu, f"study {sd.path}, sizing probe of {scheme}"), cpuclaim.away_from(cpu):  # a probe times too
+        with cpuclaim.claim(cpu, cpuclaim.holder_of(sd.path, f"sizing probe of {scheme}")), cpuclaim.away_from(cpu):  # a probe times too
             p = child.run([*child.launcher_of(study), str(sd.gated_driver()), "probe", "-"],
                           input="\n".join(lines) + "\n", timeout=limit["seconds"], before_reap=cpuclaim.share_at_exit)
     except child.TimedOut as e:
