@@ -337,3 +337,43 @@ def test_the_holder_line_names_the_study_by_its_absolute_path(tmp_path, env):
         proc.kill()
     assert proc.returncode == 0, proc.stderr.read()
     assert seen and all(f"study {tmp_path / 's'}, " in h for h in seen), seen
+
+
+# -- the timing driver's priority is pqsimd's to set, not inherited (issue 36) -----------------------------
+
+@pytest.mark.parametrize("prefix", [["nice", "-n", "19"], ["chrt", "--idle", "0"]])
+def test_a_niced_pqsimd_times_with_a_driver_at_normal_priority(tmp_path, env, prefix):
+    """`nice pqsimd run` (the polite thing on a shared host) keeps builds polite; its driver at nice 19
+    would wait for every other program and its jobs be discarded as shared. The kernel's account of the
+    driver at exit, kept in the record, says it ran at nice 0 under SCHED_OTHER."""
+    r = subprocess.run([*prefix, str(PQSIMD), "run", tmp_path / "s", *BASE, "--shared-cpu", "keep"],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr
+    (rec,) = _records(tmp_path / "s")
+    assert rec["cpu_share"]["nice"] == 0 and rec["cpu_share"]["sched_policy"] == "SCHED_OTHER"
+    assert rec["cpu_share"]["priority_problem"] is None
+
+
+def test_a_driver_pqsimd_cannot_raise_is_named_not_blamed_on_another_program(monkeypatch):
+    """An unprivileged user cannot lower a niceness: the driver keeps nice 19, and every message about
+    its shared CPU says that is why, with the fix."""
+    child = subprocess.Popen(["nice", "-n", "19", "sleep", "5"])
+    try:
+        time.sleep(0.2)
+        def refused(*a):
+            raise PermissionError(1, "Operation not permitted")
+        with monkeypatch.context() as m:
+            m.setattr(os, "setpriority", refused)
+            assert cpuclaim.timing_priority(child.pid) == "the timing driver keeps pqsimd's nice 19"
+        assert cpuclaim.timing_priority(child.pid) is None and os.getpriority(os.PRIO_PROCESS, child.pid) == 0
+    finally:
+        child.kill()
+    said = cpuclaim.Share(1.0, 1.0, nice=19, policy="SCHED_OTHER").waited()
+    assert "nice 19 inherited from pqsimd" in said and "without nice" in said
+    assert "nice" not in cpuclaim.Share(1.0, 1.0, nice=0, policy="SCHED_OTHER").waited()
+    import resource
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(os, "getpriority", lambda *a: 19)
+    monkeypatch.setattr(resource, "getrlimit", lambda *a: (0, 0))
+    note = cpuclaim.priority_note()
+    assert note and "nice 19" in note and "without nice" in note

@@ -318,11 +318,63 @@ def claim(cpu: int, who: str, notify: Callable[[str], None] | None = None) -> It
         os.close(fd)  # releases the lock
 
 
+TIMING_NICE = 0  # a timing driver runs at this niceness or better: `nice pqsimd run` keeps builds and gates polite,
+# but a driver at nice 19 gets its CPU only when no other program wants it, and its jobs are discarded on any load
+LOW_POLICIES = {getattr(os, n): n for n in ("SCHED_IDLE", "SCHED_BATCH") if hasattr(os, n)}
+
+
+def timing_priority(pid: int) -> str | None:
+    """Give a timing driver (or probe) just started the normal priority it may have lost to pqsimd's
+    own: a niceness above TIMING_NICE (`nice pqsimd run`) is lowered to it, SCHED_IDLE or SCHED_BATCH
+    (`chrt`) becomes SCHED_OTHER; a better one (a negative niceness, a real-time policy) is kept.
+    Called by the parent right after the fork, long before the driver's first timed sample (it
+    still loads its libraries and calibrates); the kernel's account at exit (Share.nice) is what the
+    job record keeps. Returns why it could not (an unprivileged user cannot lower a niceness), else None."""
+    problems = []
+    try:
+        policy = os.sched_getscheduler(pid)
+        if policy in LOW_POLICIES:
+            try:
+                os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+            except PermissionError:
+                problems.append(f"policy {LOW_POLICIES[policy]}")
+        nice = os.getpriority(os.PRIO_PROCESS, pid)
+        if nice > TIMING_NICE:
+            try:
+                os.setpriority(os.PRIO_PROCESS, pid, TIMING_NICE)
+            except PermissionError:
+                problems.append(f"nice {nice}")
+    except ProcessLookupError:  # it has exited already (its failure is reported as such)
+        return None
+    return f"the timing driver keeps pqsimd's {' and '.join(problems)}" if problems else None
+
+
+def priority_note() -> str | None:
+    """One line before timing when this pqsimd runs below the normal priority and may not give its
+    timing drivers the normal one (an unprivileged `nice pqsimd run`), else None."""
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    policy = os.sched_getscheduler(0)
+    if nice <= TIMING_NICE and policy not in LOW_POLICIES:
+        return None
+    import resource
+
+    floor = 20 - resource.getrlimit(resource.RLIMIT_NICE)[0]  # the lowest niceness this user may set
+    if os.geteuid() == 0 or (floor <= TIMING_NICE and policy not in LOW_POLICIES):
+        return None  # timing_priority() gives the drivers the normal priority
+    what = f"nice {nice}" if nice > TIMING_NICE else f"scheduling policy {LOW_POLICIES[policy]}"
+    return (f"pqsimd runs at {what} and may not give its timing drivers the normal priority, so every other "
+            f"program comes first on their CPU and jobs are discarded as shared on any load; start pqsimd without "
+            f"nice/chrt (a timing job claims one CPU at a time; builds are the long part), or raise RLIMIT_NICE")
+
+
 @dataclass(frozen=True)
 class Share:
-    """What the scheduler says of a finished driver: seconds on its CPU and seconds waiting for it."""
+    """What the scheduler says of a finished driver: seconds on its CPU and seconds waiting for it,
+    and the niceness and policy it ran at."""
     cpu_seconds: float
     waited_seconds: float
+    nice: int | None = None
+    policy: str | None = None
 
     @property
     def waited_fraction(self) -> float:
@@ -335,7 +387,18 @@ class Share:
 
     def record(self) -> dict:
         return {"cpu_seconds": round(self.cpu_seconds, 6), "waited_seconds": round(self.waited_seconds, 6),
-                "waited_fraction": round(self.waited_fraction, 6), "shared": self.shared}
+                "waited_fraction": round(self.waited_fraction, 6), "shared": self.shared, "nice": self.nice,
+                "sched_policy": self.policy}
+
+    def waited(self) -> str:
+        """How long the driver waited for its CPU, and why it may have: a driver below the normal
+        priority waits for every other program (pqsimd's own niceness, not another program's load)."""
+        low = [f"nice {self.nice}" if self.nice is not None and self.nice > TIMING_NICE else "",
+               f"policy {self.policy}" if self.policy in LOW_POLICIES.values() else ""]
+        low = " and ".join(x for x in low if x)
+        return (f"the driver waited {self.waited_fraction:.0%} of its time for it"
+                + (f", running at {low} inherited from pqsimd, so every other program came first: start pqsimd "
+                   f"without nice/chrt" if low else ""))
 
 
 def share_at_exit(proc) -> Share | None:
@@ -348,10 +411,20 @@ def share_at_exit(proc) -> Share | None:
     return share_of(proc.pid)
 
 
+POLICY_NAMES = {0: "SCHED_OTHER", 1: "SCHED_FIFO", 2: "SCHED_RR", 3: "SCHED_BATCH", 5: "SCHED_IDLE", 6: "SCHED_DEADLINE"}
+
+
 def share_of(pid: int) -> Share | None:
     """Read before the child is reaped (a zombie keeps its statistics); None where the kernel has none."""
     try:
         fields = Path(f"/proc/{pid}/schedstat").read_text().split()
-        return Share(int(fields[0]) / 1e9, int(fields[1]) / 1e9)
+        cpu, waited = int(fields[0]) / 1e9, int(fields[1]) / 1e9
     except (OSError, ValueError, IndexError):
         return None
+    try:  # /proc/PID/stat after the command name: field 19 is the niceness, 41 the policy
+        stat_ = Path(f"/proc/{pid}/stat").read_text()
+        rest = stat_[stat_.rindex(")") + 2:].split()
+        nice, policy = int(rest[19 - 3]), POLICY_NAMES.get(int(rest[41 - 3]), rest[41 - 3])
+    except (OSError, ValueError, IndexError):
+        nice, policy = None, None
+    return Share(cpu, waited, nice, policy)

@@ -220,16 +220,16 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
             exclude(sd, e, job_id, notify)
         except SharedCpu as e:
             shared.append(e.share)
-            worst = max(x.waited_fraction for x in shared)
+            worst = max(shared, key=lambda x: x.waited_fraction)
             if len(shared) >= cpuclaim.ATTEMPTS:
                 raise PqsimdError(
-                    f"job {job_id}: another program kept its CPU busy in each of {len(shared)} attempts (the driver "
-                    f"waited up to {worst:.0%} of its time for it; {choice.describe()}); nothing kept, the job stays "
+                    f"job {job_id}: another program kept its CPU busy in each of {len(shared)} attempts "
+                    f"({worst.waited()} at most; {choice.describe()}); nothing kept, the job stays "
                     f"pending: run {command('run', sd.path)} again when a CPU is free, or add --shared-cpu keep to "
                     f"keep such jobs, marked, with the verdicts shown with and without them") from None
             if notify:
                 notify(f"job {job_id}: discarded and run again: CPU {e.cpu} was shared with another program "
-                       f"(the driver waited {e.share.waited_fraction:.0%} of its time for it)")
+                       f"({e.share.waited()})")
 
 
 class SharedCpu(Exception):
@@ -291,6 +291,8 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
         with os.fdopen(fd, "w") as out, open(log, "w") as err, \
                 cpuclaim.claim(cpu, cpuclaim.holder_of(sd.path, f"job {job_id}"), notify) as held, cpuclaim.away_from(cpu), \
                 child.spawned(cmd, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1 << 16) as proc:
+            priority_problem = cpuclaim.timing_priority(proc.pid)  # before it loads and calibrates
+
             def expire() -> None:
                 timed_out.set()
                 child.stop(proc)
@@ -324,8 +326,8 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
             if study.shared_cpu != "keep":
                 raise SharedCpu(cpu, share)
             if notify:
-                notify(f"job {job_id}: kept although CPU {cpu} was shared with another program (the driver waited "
-                       f"{share.waited_fraction:.0%} of its time for it): marked in jobs.csv (--shared-cpu keep)")
+                notify(f"job {job_id}: kept although CPU {cpu} was shared with another program ({share.waited()}): "
+                       f"marked in jobs.csv (--shared-cpu keep)")
         with open(tmp) as f:
             try:
                 calibration = json.loads(f.readline())
@@ -346,7 +348,8 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
             "layout": layout_record,
             "driver_sha256": store.sha256_file(driver),
             "cpu": cpu,
-            "cpu_share": {**share.record(), "discarded_before": discarded, "policy": study.shared_cpu} if share else None,
+            "cpu_share": {**share.record(), "discarded_before": discarded, "policy": study.shared_cpu,
+                          "priority_problem": priority_problem} if share else None,
             "cpu_choice": {"busy": {str(c): round(b, 3) for c, b in choice.busy.items()},
                            "held": {str(c): h for c, h in choice.held.items()}, "fixed": choice.fixed},
             "cpu_claim": {"waited_seconds": round(held.waited_seconds, 3), "holder": held.holder},

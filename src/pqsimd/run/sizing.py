@@ -123,7 +123,8 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
     try:
         with cpuclaim.claim(cpu, cpuclaim.holder_of(sd.path, f"sizing probe of {scheme}")), cpuclaim.away_from(cpu):  # a probe times too
             p = child.run([*child.launcher_of(study), str(sd.gated_driver()), "probe", "-"],
-                          input="\n".join(lines) + "\n", timeout=limit["seconds"], before_reap=cpuclaim.share_at_exit)
+                          input="\n".join(lines) + "\n", timeout=limit["seconds"], before_reap=cpuclaim.share_at_exit,
+                          on_start=cpuclaim.timing_priority)
     except child.TimedOut as e:
         raise death_of(what, e.stderr, builds, scheme, limit) or PqsimdError(
             f"{what} did not finish within {e.seconds:g} s ({limit['from']}); set [study] job_timeout") from None
@@ -306,7 +307,10 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
                                   "probe_time_limit": cal["time_limit"], "probe_cpu": cal.get("cpu"),
                                   "probe_cpu_share": cal.get("cpu_share"), "ops": ops}
         if (cal.get("cpu_share") or {}).get("shared"):
-            crowded.append(f"{scheme} ({cal['cpu_share']['waited_fraction']:.0%})")
+            nice = cal["cpu_share"].get("nice") or 0
+            crowded.append(f"{scheme} ({cal['cpu_share']['waited_fraction']:.0%}"
+                           + (f", at nice {nice} inherited from pqsimd: start it without nice" if nice > cpuclaim.TIMING_NICE
+                              else "") + ")")
     if crowded and console:
         console.print(f"sizing: the probe of {', '.join(crowded)} waited that share of its time for its CPU (another "
                       f"program used it): its ops read slow, so their batches are longer than needed (finer samples) "
