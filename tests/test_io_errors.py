@@ -168,3 +168,32 @@ def test_a_build_that_fails_its_gate_now_loses_its_old_numbers(measured, tmp_pat
     warnings = json.loads((results / "summary.json").read_text())["warnings"]
     assert any("build avx2 (gcc) of shake-256 does not pass its gate now (vectors shake-256: vector 0: digest differs)"
                in w for w in warnings), warnings
+
+
+def test_rows_edited_after_analyze_make_the_results_stale(measured, tmp_path, cli):
+    """Staleness is judged by each raw file's content (sha256), not only its job's finish time: rows
+    edited after analyze, the job record untouched, are noticed."""
+    import pyarrow.parquet as pq
+
+    d = tmp_path / "s"
+    shutil.copytree(measured, d)
+    assert cli("analyze", d, env=ENV).returncode == 0
+    raw = sorted((d / "raw").glob("*.parquet"))[0]
+    t = pq.read_table(raw)
+    per_call = t.column("per_call").to_numpy() * 0.5
+    pq.write_table(t.set_column(t.schema.get_field_index("per_call"), "per_call", [per_call])
+                   .replace_schema_metadata(t.schema.metadata), raw)
+    r = cli("show", d, env=ENV)
+    assert r.returncode == 0 and "stale: 1 job since these results were computed" in " ".join(r.stdout.split())
+
+
+def test_a_study_mailed_without_raw_is_not_told_to_analyze_again(measured, tmp_path, cli):
+    """results/ with the manifest, plan and study.toml, no raw/ (how a study is sent to a campaign):
+    nothing says its results are stale, which would send its reader to an analyze that cannot run."""
+    d = tmp_path / "s"
+    shutil.copytree(measured, d)
+    assert cli("analyze", d, env=ENV).returncode == 0
+    shutil.rmtree(d / "raw")
+    r = cli("show", d, env=ENV)
+    assert r.returncode == 0, r.stderr
+    assert "stale" not in r.stdout

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import PqsimdError, command
+from . import store
 from .studydir import StudyDir
 
 RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa", "jobs", "attribution")
@@ -635,20 +636,28 @@ def read_toml(path: Path) -> dict:
         return {}
 
 
-def computed_from(directory: Path) -> dict[str, str | None]:
-    """Which job runs results/ is computed from: each raw file and the time its job finished (a job
-    run again finishes at another time)."""
-    return {p.name: (rec or {}).get("finished") for p, rec in StudyDir(directory).job_records().items()}
+def computed_from(directory: Path) -> dict[str, dict[str, str | None]]:
+    """What results/ is computed from: each raw file by the sha256 of its bytes (a job run again, or
+    rows edited after analyze, change it) and the time its job finished."""
+    return {p.name: {"sha256": store.sha256_file(p), "finished": (rec or {}).get("finished")}
+            for p, rec in StudyDir(directory).job_records().items()}
 
 
 def stale_jobs(directory: Path, summary: dict) -> int:
-    """How many job runs in raw/ differ from those results/ was computed from (new, run again or
-    gone); 0 when results/ does not say (an older pqsimd)."""
+    """How many raw files differ from those results/ was computed from (new, changed or gone); 0 when
+    results/ does not say (an older pqsimd) or the study has no raw/ (results mailed without it, as
+    a campaign takes them: nothing to compare with, and nothing to analyse again)."""
     then = summary.get("computed_from")
-    if not isinstance(then, dict):
+    if not isinstance(then, dict) or not StudyDir(directory).raw_dir.is_dir():
         return 0
     now = computed_from(directory)
-    return sum(then.get(k, "") != v for k, v in now.items()) + sum(k not in now for k in then)
+
+    def same(before, current: dict) -> bool:
+        if isinstance(before, dict):
+            return before.get("sha256") == current["sha256"]
+        return before == current["finished"]  # results of an older pqsimd kept the finish time only
+
+    return sum(k not in then or not same(then[k], v) for k, v in now.items()) + sum(k not in now for k in then)
 
 
 def read_summary_checked(results: Path, directory: Path, oldest: int) -> dict:
