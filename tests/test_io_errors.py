@@ -197,3 +197,23 @@ def test_a_study_mailed_without_raw_is_not_told_to_analyze_again(measured, tmp_p
     r = cli("show", d, env=ENV)
     assert r.returncode == 0, r.stderr
     assert "stale" not in r.stdout
+
+
+def test_a_full_disk_while_relinking_names_the_copy_and_leaves_none_behind(small_fs, tmp_path, cli):
+    """The job copies' folder fills while lld relinks (lld maps its output: a full disk kills it with
+    SIGBUS): one line naming the copy being written, not the build it comes from, no half-made copy,
+    and the same command continues once there is room."""
+    mount, remount = small_fs
+    d = tmp_path / "s"
+    layouts = ["--jobs", "2", "--layout", "random", "--layouts", "2", "--shared-cpu", "keep"]
+    r = cli("run", d, *SMALL, "--variants", "ref,avx2", *layouts, "--no-run", env=ENV)
+    assert r.returncode == 0, r.stderr
+    (d / "bin" / "layouts").symlink_to(mount("40k"))
+    r = cli("run", d, env=ENV)
+    one_line(r, "layouts: No space left on device: ", str(d / "bin" / "layouts"), "free some space")
+    assert str(d / "bin" / "ref.gcc.shake.so") not in r.stderr  # not the build the copy is made from
+    assert not [p for p in (d / "bin" / "layouts").rglob("*") if p.is_file()]  # nothing half-made, under any name
+    remount("size=64m")
+    r = cli("run", d, env=ENV)
+    assert r.returncode == 0, r.stderr
+    assert len(StudyDir(d).raw_files()) == 2

@@ -339,3 +339,52 @@ def test_a_copy_written_over_in_place_while_the_job_waits_is_refused(tmp_path):
     rc, said, _, d = _wait_for_the_cpu_and_then(tmp_path, write_in_place)
     assert rc != 0 and "changed while it was timed" in said and "Traceback" not in said, said
     assert not list((d / "raw").glob("*.parquet"))  # nothing kept
+
+
+def test_a_variants_own_link_flags_are_named_where_they_change_the_layout(tmp_path):
+    """A variant's flags come last in its link, so they win: its own linker (-fuse-ld=bfd) or its own
+    --shuffle-sections would decide the copy instead of lld and the recorded seed: such builds are
+    timed as linked, with that reason (not "collect2: error: ld returned 1 exit status");
+    -fno-function-sections coarsens the shuffle to whole objects, and that is said. The records name
+    every copy by its absolute path, its link by the copy's own name, and the lld that made it."""
+    import os
+    import shutil
+
+    from conftest import PQSIMD
+
+    from pqsimd import store
+    from pqsimd.studydir import StudyDir
+
+    if shutil.which("clang-16") is None:
+        pytest.fail("clang-16 is not installed (make test installs it as root: tools/test-deps.sh)")
+    env = {**os.environ, "PQSIMD_FAMILY_PATH": str(Path(__file__).parent / "fixtures" / "families"),
+           "PQSIMD_CACHE": str(tmp_path / "cache"), "PQSIMD_IDLE_WAIT": "0"}
+    d = tmp_path / "s"
+    d.mkdir()
+    (d / "study.toml").write_text(
+        '[study]\nvariants = ["ref", "bfd", "shuf", "nofs"]\n'
+        '[variants.bfd]\nsources = "clean"\nflags = ["-O3", "-fuse-ld=bfd"]\n'
+        '[variants.shuf]\nsources = "clean"\nflags = ["-O3", "-fuse-ld=lld", "-Wl,--shuffle-sections=*=0"]\n'
+        '[variants.nofs]\nsources = "clean"\nflags = ["-O3", "-fno-function-sections", "-fno-data-sections"]\n')
+    r = subprocess.run([str(PQSIMD), "run", "s", "--schemes", "shake-256", "--cc", "clang-16", "--preset", "quick",
+                        "--jobs", "1", "--spins", "3", "--reps", "2", "--budget", "0", "--layout", "random",
+                        "--layouts", "1", "--shared-cpu", "keep"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=1200)
+    assert r.returncode == 0, r.stderr
+    said = " ".join(r.stderr.split())
+    assert "layout fixed bfd.clang-16.shake: the variant's linker (-fuse-ld=bfd) overrides lld" in said
+    assert "collect2" not in said
+    assert ("layout fixed shuf.clang-16.shake: the variant's own -Wl,--shuffle-sections=*=0 would order the sections "
+            "instead of the copy's recorded seed") in said
+    assert ("layout weaker nofs.clang-16.shake: the variant's -fno-function-sections and -fno-data-sections leave one "
+            "section per object") in said
+    (raw,) = StudyDir(d).raw_files()
+    builds = store.read_job_record(raw)["layout"]["builds"]
+    assert builds["bfd.clang-16.shake"]["copies"][0]["fixed"].startswith("the variant's linker")
+    assert builds["nofs.clang-16.shake"]["copies"][0]["weakened"]
+    ref = builds["ref.clang-16.shake"]
+    assert "LLD" in ref["linker"]["version"] and Path(ref["linker"]["path"]).is_absolute()
+    (copy,) = ref["copies"]
+    assert copy["path"] == str(d / "bin" / "layouts" / raw.stem / "ref.clang-16.shake.0.so")
+    link = copy["link"]
+    assert link[link.index("-o") + 1] == copy["path"] and not any(".so." in a for a in link)  # no temporary name
