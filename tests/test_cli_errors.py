@@ -30,6 +30,7 @@ from conftest import PQSIMD, one_line_error
         (["--timer-quantum", "99999999999"], ["--timer-quantum must be an integer from 0 to 1,000,000,000"]),
         (["--warmup-ns", "99999999999"], ["--warmup-ns must be an integer from 0 to 10,000,000,000"]),
         (["--seed", "-1"], ["--seed must be an integer from 0 to"]),
+        (["--job-timeout", "1e300", "--no-run"], ["--job-timeout must be a time in seconds up to 2,592,000"]),
         (["--seed", str(1 << 64)], ["--seed must be an integer from 0 to"]),
         (["--spins", "100000", "--reps", "10000", "--no-run"], ["--spins 100000 x --reps 10000 = 1,000,000,000 samples"]),
         (["--schemes", "all", "--variants", "refo0,refnv,ref,avx2", "--design", "separate", "--jobs", "10000",

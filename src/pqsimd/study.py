@@ -34,6 +34,7 @@ COUNTS: dict[str, tuple[int, int]] = {  # key -> (least, most)
 }
 MAX_SAMPLES = 10_000_000  # spins x reps of one op and build in one job (the driver writes each as a line)
 MAX_PLANNED_JOBS = 1_000_000  # jobs in one plan (every scheme, and in the separate design every build)
+MAX_JOB_TIMEOUT_S = 30 * 86_400  # a time limit of a job or probe: longer is no limit (0, inf or none)
 TABLES = ("study", "variants", "analysis")
 
 # [study] keys: type, and whether they shape the measurements (then fixed once data exists).
@@ -336,8 +337,10 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         merged["max_call_s"] = float(cap) if cap > 0 else None
     if merged.get("job_timeout") is not None:
         t = merged["job_timeout"]
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 or math.isnan(t):
-            raise PqsimdError(f"--job-timeout must be a time in seconds (0, inf or none: no limit), got {t!r}")
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 or math.isnan(t) \
+                or MAX_JOB_TIMEOUT_S < t < math.inf:  # a limit past time_t stopped the watchdog with a traceback
+            raise PqsimdError(f"--job-timeout must be a time in seconds up to {MAX_JOB_TIMEOUT_S:,} (0, inf or none: "
+                              f"no limit), got {t!r}")
         merged["job_timeout"] = 0.0 if math.isinf(t) else float(t)  # no limit is written 0
     if merged.get("shared_cpu", "discard") not in SHARED_CPU:
         raise PqsimdError(f"--shared-cpu (or PQSIMD_SHARED_CPU) must be one of {', '.join(SHARED_CPU)}, got "
