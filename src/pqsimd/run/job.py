@@ -361,7 +361,7 @@ def _time(sd: StudyDir, job_id: str, job: dict, plan: dict, study: study_mod.Stu
                 raise died
             why = f"killed at the time limit of {limit['seconds']:g} s" if timed_out.is_set() else \
                 (stderr.strip().splitlines() or [f"exit code {rc}"])[-1]
-            raise PqsimdError(f"job {job_id}: driver failed ({why}); log: {log}")
+            raise PqsimdError(f"job {job_id}: driver failed ({files.named(why)}); log: {log}")
         if share is not None and share.shared:
             if study.shared_cpu != "keep":
                 raise SharedCpu(cpu, share)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,11 @@ class Held:
     def driver_paths(self) -> list[Path]:
         """What the driver opens: the held files themselves, whatever their names point to now."""
         return [Path(f"/proc/self/fd/{fd}") for fd in self.fds]
+
+    def named(self, text: str) -> str:
+        """A driver's message with each /proc/self/fd/N it names replaced by the file's own path."""
+        by_fd = dict(zip(self.fds, self.paths))
+        return re.sub(r"/proc/self/fd/(\d+)", lambda m: str(by_fd.get(int(m.group(1)), m.group(0))), text)
 
     @property
     def pass_fds(self) -> tuple[int, ...]:

@@ -132,11 +132,11 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
             raise death_of(what, e.stderr, builds, scheme, limit) or PqsimdError(
                 f"{what} did not finish within {e.seconds:g} s ({limit['from']}); set [study] job_timeout") from None
         files.check_unchanged(what, sd.path)
-    if p.returncode != 0:
-        died = death_of(what, p.stderr, builds, scheme, None)
-        if died is not None:
-            raise died
-        raise PqsimdError(f"{what} failed ({(p.stderr.strip().splitlines() or ['?'])[-1]})")
+        if p.returncode != 0:
+            died = death_of(what, p.stderr, builds, scheme, None)
+            if died is not None:
+                raise died
+            raise PqsimdError(f"{what} failed ({files.named((p.stderr.strip().splitlines() or ['?'])[-1])})")
     out = p.stdout.splitlines()
     share = p.before_reap
     cal = {**json.loads(out[0]), "time_limit": limit, "cpu": cpu,
