@@ -445,3 +445,12 @@ def test_laid_out_members_are_rebuilt_as_analyze_takes_their_jobs(tmp_path):
     run_campaign(tmp_path / "c", [a, b], {}, n_boot=500)
     sp = pd.read_parquet(tmp_path / "c" / "results" / "speedups.parquet")
     assert (sp["note"] == "").all() and np.allclose(sp["rebuilt"], sp["speedup"], rtol=1e-9)
+
+
+def test_a_mailed_member_without_spins_is_told_to_copy_its_results_again(base, tmp_path):
+    """A study sent without raw/ cannot be analysed again: the way out is its whole results/."""
+    other = tmp_path / "emr"
+    shutil.copytree(base, other, ignore=shutil.ignore_patterns("raw"))
+    (other / "results" / "spins.parquet").unlink()
+    said = _one_line(_cli("campaign", tmp_path / "c", base, other))
+    assert "has no results/spins.parquet; copy the study's whole results/ again" in said

@@ -193,7 +193,8 @@ def read_member(label: str, directory: Path) -> Member:
                               f"plan.json and study.toml")
     study = load_study(directory, oldest=OLDEST_RESULTS)  # summary.json present and of a schema read here
     if not sd.results("spins.parquet").exists():
-        raise PqsimdError(f"{directory} has no results/spins.parquet; re-run {command('analyze', directory)}")
+        raise PqsimdError(f"{directory} has no results/spins.parquet; copy the study's whole results/ again, or re-run "
+                          f"{command('analyze', directory)} where its raw/ is")
     return Member(label, study, read_json(sd.plan_json), sd.sizing_json.exists())
 
 
