@@ -454,3 +454,16 @@ def test_a_mailed_member_without_spins_is_told_to_copy_its_results_again(base, t
     (other / "results" / "spins.parquet").unlink()
     said = _one_line(_cli("campaign", tmp_path / "c", base, other))
     assert "has no results/spins.parquet; copy the study's whole results/ again" in said
+
+
+@pytest.mark.parametrize("version, needle", [(1, "written by an older pqsimd"), (99, "is not one this pqsimd reads"),
+                                             ("2", "is not one this pqsimd reads")])
+def test_campaign_results_of_another_schema_are_not_shown(base, tmp_path, version, needle):
+    """A campaign written before members were checked may hold ratios from inconsistent evidence (its
+    show printed 0.498 "smaller" beside speedups of 41.5x and 41.7x): show and report ask for it again."""
+    other = synthetic_member(tmp_path / "emr", 15, EMR_MACHINE)
+    run_campaign(tmp_path / "c", [base, other], {}, n_boot=200)
+    path = tmp_path / "c" / "results" / "campaign.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"schema_version": version}))
+    said = _one_line(_cli("show", tmp_path / "c"))
+    assert needle in said and "pqsimd campaign" in said

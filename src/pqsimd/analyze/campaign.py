@@ -55,7 +55,7 @@ from .interval import verdict_of
 from .multiplicity import family_level
 from .write import write_json, write_table
 
-CAMPAIGN_SCHEMA_VERSION = 1
+CAMPAIGN_SCHEMA_VERSION = 2  # 2: members whose spins.parquet disagrees with their comparisons are refused
 CAMPAIGN_FILE = "campaign.toml"
 SUMMARY_FILE = "campaign.json"
 KEY = ["metric", "scheme", "op", "baseline", "variant"]
