@@ -245,7 +245,7 @@ def test_a_dangling_lock_link_creates_nothing(lockdir, tmp_path):
     assert not target.exists()
 
 
-def test_a_lock_that_is_a_hard_link_or_a_fifo_is_refused(lockdir, tmp_path):
+def test_a_lock_that_is_a_hard_link_a_fifo_or_a_directory_is_refused(lockdir, tmp_path):
     other = tmp_path / "other"
     other.write_text("x")
     os.link(other, lockdir / "pqsimd-cpu0.lock")
@@ -254,6 +254,8 @@ def test_a_lock_that_is_a_hard_link_or_a_fifo_is_refused(lockdir, tmp_path):
     os.mkfifo(lockdir / "pqsimd-cpu1.lock")
     assert "not a regular file" in _refused(1)  # and no open of it waited for a writer
     assert cpuclaim.lock_holder(1) is None
+    (lockdir / "pqsimd-cpu2.lock").mkdir()
+    assert "not a regular file" in _refused(2)
 
 
 def test_a_lock_made_by_someone_else_keeps_its_owner_and_mode(lockdir):

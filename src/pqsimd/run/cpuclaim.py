@@ -111,6 +111,8 @@ def _open_lock(path: Path, write: bool) -> tuple[int, bool]:
         except OSError as e:
             if e.errno == errno.ELOOP:
                 raise _refuse_lock(path, "is a symbolic link") from None
+            if e.errno == errno.EISDIR:
+                raise _refuse_lock(path, "is not a regular file (a directory)") from None
             raise PqsimdError(f"cannot open CPU lock {path} ({os_problem(e)})") from None
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
