@@ -48,3 +48,24 @@ def test_a_file_that_is_not_the_gated_one_is_refused_before_anything_runs(tmp_pa
     with pytest.raises(PqsimdError, match="is not the binary this study gated"):
         with loaded.hold([a], [_sha(b"gated bytes")], "job j", tmp_path):
             pass
+
+
+def test_thousands_of_held_copies_fit_under_the_open_file_limit(tmp_path):
+    """An ablation's 32 cells x 64 layouts is 2,048 copies in one job, over a default soft limit of
+    1,024 open files: the limit is raised to the hard one for them (or one line says it cannot be)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048 + 256:
+        pytest.skip(f"the hard limit of open files here is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    try:
+        paths = []
+        for i in range(2048):
+            p = tmp_path / f"c{i}.so"
+            p.write_bytes(b"x")
+            paths.append(p)
+        with loaded.hold(paths, [None] * len(paths), "job j", tmp_path) as files:
+            assert len(set(files.fds)) == 2048
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

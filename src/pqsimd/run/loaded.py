@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import resource
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,12 +60,25 @@ class Held:
                                   f"kept: run {command('run', study)} again (stale copies are made and gated again)")
 
 
+def _room_for(n: int) -> None:
+    """Raise this process's open-file limit to the hard one where `n` held files (an ablation's cells x
+    --layouts copies: thousands) would not fit under the soft one; one line if the hard one is too low."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = n + 256  # the process's own files besides
+    if soft != resource.RLIM_INFINITY and soft < need:
+        if hard != resource.RLIM_INFINITY and hard < need:
+            raise PqsimdError(f"a timing job holds {n} shared objects open, more than this shell's limit of open "
+                              f"files allows ({hard}); raise it (ulimit -n {need}) or use fewer --layouts")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need if hard == resource.RLIM_INFINITY else hard, hard))
+
+
 @contextmanager
 def hold(paths: list[Path], expected: list[str | None], what: str, study: Path) -> Iterator[Held]:
     """Open `paths` (expected: the gated sha256 of each, None where any is fine: built on the node)
     and check their bytes; PqsimdError (one line) for a file that is not the gated one."""
     fds: dict[Path, int] = {}
     sums: dict[Path, str] = {}
+    _room_for(len(set(paths)))
     try:
         for path, want in zip(paths, expected):
             if path not in fds:
