@@ -197,6 +197,8 @@ def test_a_study_mailed_without_raw_is_not_told_to_analyze_again(measured, tmp_p
     r = cli("show", d, env=ENV)
     assert r.returncode == 0, r.stderr
     assert "stale" not in r.stdout
+    (d / "raw").mkdir()  # unpacked with an empty raw/
+    assert "stale" not in cli("show", d, env=ENV).stdout
 
 
 def test_a_full_disk_while_relinking_names_the_copy_and_leaves_none_behind(small_fs, tmp_path, cli):

@@ -645,10 +645,10 @@ def computed_from(directory: Path) -> dict[str, dict[str, str | None]]:
 
 def stale_jobs(directory: Path, summary: dict) -> int:
     """How many raw files differ from those results/ was computed from (new, changed or gone); 0 when
-    results/ does not say (an older pqsimd) or the study has no raw/ (results mailed without it, as
-    a campaign takes them: nothing to compare with, and nothing to analyse again)."""
+    results/ does not say (an older pqsimd) or the study has no raw files (results mailed without
+    raw/, as a campaign takes them: nothing to compare with, and nothing to analyse again)."""
     then = summary.get("computed_from")
-    if not isinstance(then, dict) or not StudyDir(directory).raw_dir.is_dir():
+    if not isinstance(then, dict) or not StudyDir(directory).raw_files():
         return 0
     now = computed_from(directory)
 
