@@ -310,8 +310,7 @@ def test_slurm_machines_make_one_study_per_partition_and_their_campaign(tmp_path
 def test_jobs_that_ran_on_another_cpu_than_the_manifest_says_are_not_named_by_it(base, tmp_path):
     """On SLURM the manifest describes the submit host; when the jobs' CPU differs, the machine is
     not named from the manifest."""
-    other = tmp_path / "node"
-    shutil.copytree(base, other)
+    other = synthetic_member(tmp_path / "node", 9, ZEN5_MACHINE)
     m = json.loads((other / "manifest.json").read_text())
     m["jobs"] = {"paired.ml-kem-512.0": {"cpu_model": "AMD EPYC 7742 64-Core Processor", "hostname": "n1",
                                          "calibration": {"granularity": 1}}}
@@ -357,6 +356,9 @@ def test_ratios_on_a_coarse_lattice_are_never_points(tmp_path):
                              reps=3, medians={"ref": 20.0, "avx2": med}, spin_sigma=1e-5, rep_sigma=1e-5, seed=i,
                              design="paired", outlier_rate=0.0, overhead=20.0, analysis={"n_boot": 200})
         _records(d, machine)
+        m = json.loads((d / "manifest.json").read_text())  # two real runs: their jobs ran at other moments
+        m["jobs"]["paired.ml-kem-512.0"].update(hostname=f"host{i}", started=f"2026-11-2{i}T10:00:00+00:00")
+        (d / "manifest.json").write_text(json.dumps(m))
         analyze_study(d)
         dirs.append(d)
     run_campaign(tmp_path / "c", dirs, {}, n_boot=500)
@@ -386,3 +388,129 @@ def test_decision_p_with_a_resolution_is_where_the_widened_interval_gives_a_verd
             assert first is None or first >= 0.998
         else:
             assert first is not None and abs(first - p) <= 0.0021, (p, first, res)
+
+
+# -- members whose evidence cannot be trusted are refused (issue 36) --------------------------------------
+
+def _cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pqsimd.cli", *map(str, args)], capture_output=True, text=True)
+
+
+def _one_line(cli: subprocess.CompletedProcess) -> str:
+    assert cli.returncode == 2 and "Traceback" not in cli.stderr, cli.stderr
+    assert len(cli.stderr.strip().splitlines()) == 1, cli.stderr
+    return cli.stderr
+
+
+def test_a_member_whose_spins_disagree_with_its_comparisons_gives_no_ratio(base, tmp_path):
+    """spins.parquet edited (or taken from another analysis): the job medians no longer give the
+    study's own speedups, so no ratio and no verdict may be computed from them."""
+    other = synthetic_member(tmp_path / "emr", 11, EMR_MACHINE)
+    spins = pd.read_parquet(other / "results" / "spins.parquet")
+    avx2_ntt = (spins["variant"] == "avx2") & (spins["op"] == "ntt")
+    spins.loc[avx2_ntt, "value"] *= 83  # a speedup of 0.36 instead of 30
+    spins.to_parquet(other / "results" / "spins.parquet")
+    said = _one_line(_cli("campaign", tmp_path / "c", base, other))
+    assert "emr" in said and "spins.parquet disagrees with its own comparisons" in said and "ntt" in said
+    assert not (tmp_path / "c" / "results").exists()
+
+
+def test_a_copy_of_a_study_is_not_a_second_machine(base, tmp_path):
+    copy = tmp_path / "zen5-again"
+    shutil.copytree(base, copy)
+    said = _one_line(_cli("campaign", tmp_path / "c", base, copy))
+    assert "zen5-again" in said and "it is a copy, not another machine" in said
+    # a study whose spins differ but whose manifest records a job run of the first: the same measurements
+    first = tmp_path / "zen5"
+    shutil.copytree(base, first)
+    other = synthetic_member(tmp_path / "emr", 12, EMR_MACHINE)
+    for d in (first, other):
+        m = json.loads((d / "manifest.json").read_text())
+        m["jobs"]["paired.ml-kem-512.0"].update(hostname="vm", started="2026-11-26T21:08:43.292754+00:00")
+        (d / "manifest.json").write_text(json.dumps(m))
+    said = _one_line(_cli("campaign", tmp_path / "d", first, other))
+    assert "job paired.ml-kem-512.0 run on vm at 2026-11-26T21:08:43.292754+00:00 is in both" in said
+
+
+@pytest.mark.parametrize("summary, needle", [
+    (lambda s: s | {"schema_version": "5"}, "schema_version '5' is not a results schema number"),
+    (lambda s: s | {"schema_version": 99}, "written by a newer pqsimd (results schema 99"),
+    (lambda s: s | {"schema_version": 3}, "written by an older pqsimd (results schema 3)"),
+    (lambda s: None, "has no summary.json"),
+    (lambda s: "{not json", "cannot be read"),
+])
+def test_a_member_with_a_missing_or_foreign_summary_is_refused_in_one_line(base, tmp_path, summary, needle):
+    other = tmp_path / "emr"
+    shutil.copytree(base, other)
+    path = other / "results" / "summary.json"
+    new = summary(json.loads(path.read_text()))
+    if new is None:
+        path.unlink()
+    else:
+        path.write_text(new if isinstance(new, str) else json.dumps(new))
+    said = _one_line(_cli("campaign", tmp_path / "c", base, other))
+    assert needle in said and str(other / "results") in said
+    if needle == "has no summary.json":
+        assert "older pqsimd" not in said
+
+
+def test_a_member_that_is_a_symlink_loop_is_refused_in_one_line(base, tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(loop)
+    said = _one_line(_cli("campaign", tmp_path / "c", base, loop))
+    assert "symbolic link loop" in said and str(loop) in said
+
+
+def _lay_out(d: Path, factor: float = 1.4) -> None:
+    """Make a synthetic study's jobs laid out in two copies (spin s: copy s mod 2) with avx2's copy 1
+    `factor` slower, and analyse it again: a job's value is then the geometric mean of its copies'."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for f in sorted((d / "raw").glob("*.parquet")):
+        t = pq.read_table(f)
+        df = t.to_pandas()
+        df["layout"] = (df["spin"] % 2).astype("int16")
+        slow = (df["layout"] == 1) & (df["variant"] == "avx2") & (df["metric"] == "ticks")
+        df.loc[slow, "raw"] = (np.round((df.loc[slow, "raw"] - df.loc[slow, "null_raw"]) * factor)
+                               + df.loc[slow, "null_raw"]).astype("int64")
+        df.loc[slow, "ticks"] = df.loc[slow, "raw"]
+        df.loc[slow, "per_call"] = (df.loc[slow, "raw"] - df.loc[slow, "null_raw"]) / df.loc[slow, "batch"]
+        pq.write_table(pa.Table.from_pandas(df, schema=t.schema, preserve_index=False), f)
+    analyze_study(d)
+
+
+def test_laid_out_members_are_rebuilt_as_analyze_takes_their_jobs(tmp_path):
+    """Jobs timed in two laid-out copies: analyze takes a job's value as the geometric mean of its
+    copies' medians; the campaign rebuilds the same value, so its evidence agrees with the rows (and
+    a campaign of such studies, the default since layouts, is not refused as inconsistent)."""
+    a = synthetic_member(tmp_path / "zen5", 13, ZEN5_MACHINE)
+    b = synthetic_member(tmp_path / "emr", 14, EMR_MACHINE)
+    for d in (a, b):
+        _lay_out(d)
+    run_campaign(tmp_path / "c", [a, b], {}, n_boot=500)
+    sp = pd.read_parquet(tmp_path / "c" / "results" / "speedups.parquet")
+    assert (sp["note"] == "").all() and np.allclose(sp["rebuilt"], sp["speedup"], rtol=1e-9)
+
+
+def test_a_mailed_member_without_spins_is_told_to_copy_its_results_again(base, tmp_path):
+    """A study sent without raw/ cannot be analysed again: the way out is its whole results/."""
+    other = tmp_path / "emr"
+    shutil.copytree(base, other, ignore=shutil.ignore_patterns("raw"))
+    (other / "results" / "spins.parquet").unlink()
+    said = _one_line(_cli("campaign", tmp_path / "c", base, other))
+    assert "has no results/spins.parquet; copy the study's whole results/ again" in said
+
+
+@pytest.mark.parametrize("version, needle", [(1, "written by an older pqsimd"), (99, "is not one this pqsimd reads"),
+                                             ("2", "is not one this pqsimd reads")])
+def test_campaign_results_of_another_schema_are_not_shown(base, tmp_path, version, needle):
+    """A campaign written before members were checked may hold ratios from inconsistent evidence (its
+    show printed 0.498 "smaller" beside speedups of 41.5x and 41.7x): show and report ask for it again."""
+    other = synthetic_member(tmp_path / "emr", 15, EMR_MACHINE)
+    run_campaign(tmp_path / "c", [base, other], {}, n_boot=200)
+    path = tmp_path / "c" / "results" / "campaign.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"schema_version": version}))
+    said = _one_line(_cli("show", tmp_path / "c"))
+    assert needle in said and "pqsimd campaign" in said

@@ -19,7 +19,22 @@ from conftest import PQSIMD, one_line_error
         (["--ops", "ntt,fft"], ["op 'fft' is in none of the study's families", "invntt"]),
         (["--schemes", "ml-kem-512,ml-dsa-44", "--ops", "ntt,expand_a,nope"], ["op 'nope'", "ml-kem:", "ml-dsa:"]),
         (["--preset", "huge"], ["unknown preset 'huge'", "quick"]),
-        (["--jobs", "0"], ["--jobs must be an integer >= 1"]),
+        (["--jobs", "0"], ["--jobs must be an integer from 1 to 10,000, got 0"]),
+        # every count is bounded before planning (issue 36: --jobs 99999999999 planned 2.7 GB in 20 s)
+        (["--jobs", "99999999999", "--no-run"], ["--jobs must be an integer from 1 to 10,000, got 99999999999"]),
+        (["--spins", "99999999999"], ["--spins must be an integer from 1 to 100,000"]),
+        (["--reps", "99999999999"], ["--reps must be an integer from 1 to 10,000"]),
+        (["--warmup", "99999999999"], ["--warmup must be an integer from 0 to 10,000"]),
+        (["--alone", "99999999999"], ["--alone must be an integer from 0 to 100"]),
+        (["--layouts", "99999999999"], ["--layouts must be an integer from 1 to 64"]),
+        (["--timer-quantum", "99999999999"], ["--timer-quantum must be an integer from 0 to 1,000,000,000"]),
+        (["--warmup-ns", "99999999999"], ["--warmup-ns must be an integer from 0 to 10,000,000,000"]),
+        (["--seed", "-1"], ["--seed must be an integer from 0 to"]),
+        (["--job-timeout", "1e300", "--no-run"], ["--job-timeout must be a time in seconds up to 2,592,000"]),
+        (["--seed", str(1 << 64)], ["--seed must be an integer from 0 to"]),
+        (["--spins", "100000", "--reps", "10000", "--no-run"], ["--spins 100000 x --reps 10000 = 1,000,000,000 samples"]),
+        (["--schemes", "all", "--variants", "refo0,refnv,ref,avx2", "--design", "separate", "--jobs", "10000",
+          "--no-run"], ["would plan", "at most 1,000,000"]),
         (["--batch", "many"], ["--batch must be 'auto' or an integer from 1 to"]),
         (["--batch", "99999999999"], ["--batch must be 'auto' or an integer from 1 to 16777216"]),
         (["--cc", "gcc-nonexistent"], ["none of the study's compilers is installed", "compiler 'gcc-nonexistent' not found"]),
@@ -29,7 +44,7 @@ from conftest import PQSIMD, one_line_error
         (["--schemes", ","], ["schemes is empty"]),
         (["--ops", ","], ["ops is empty"]),
         (["--budget", "-1"], ["--budget must be a time in seconds"]),
-        (["--design", "paired", "--warmup-ns", "-5"], ["--warmup-ns must be an integer >= 0"]),
+        (["--design", "paired", "--warmup-ns", "-5"], ["--warmup-ns must be an integer from 0 to"]),
     ],
 )
 def test_bad_options(tmp_path, cli, args, needles):
@@ -174,7 +189,8 @@ def test_changing_measurement_settings_of_existing_data_is_refused(measured, cli
     one_line_error(cli("run", measured, "--preset", "standard"), "was planned with", "new directory")
     one_line_error(cli("run", measured, "--seed", "9"), "planned with seed=1")
     one_line_error(cli("run", measured, "--design", "paired"), "planned with design='separate'")
-    one_line_error(cli("run", measured, "--jobs", "0"), "--jobs must be an integer >= 1")
+    one_line_error(cli("run", measured, "--jobs", "0"), "--jobs must be an integer from 1 to")
+    one_line_error(cli("run", measured, "--jobs", "99999999999"), "--jobs must be an integer from 1 to 10,000")
 
 
 def test_more_jobs_extend_the_plan_and_keep_measured_ones(measured, cli):
@@ -262,3 +278,14 @@ def test_a_study_that_can_build_nothing_here_is_refused_in_one_line(tmp_path, cl
                           "nothing in this study can be built", *needles)
     assert "pqsimd list" in line
     assert study_toml or not d.exists()
+
+
+def test_bootstrap_counts_and_seeds_are_bounded(measured, cli, tmp_path):
+    """--bootstrap and --seed of analyze and campaign: one line, before anything is read or allocated
+    (10^12 resamples were a MemoryError; a negative campaign seed a traceback from numpy)."""
+    one_line_error(cli("analyze", measured, "--bootstrap", "999999999999"), "n_boot", "from 100 to 100,000")
+    one_line_error(cli("analyze", measured, "--seed", "-1"), "seed", "from 0 to")
+    one_line_error(cli("campaign", tmp_path / "c", measured, "--bootstrap", "999999999999"),
+                   "--bootstrap must be from 100 to 100,000")
+    one_line_error(cli("campaign", tmp_path / "c", measured, "--seed", "-1"), "--seed must be an integer from 0 to")
+    assert not (tmp_path / "c").exists()

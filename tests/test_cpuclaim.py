@@ -17,6 +17,7 @@ import pytest
 
 from conftest import PQSIMD, drivers_of
 from pqsimd import store
+from pqsimd.errors import PqsimdError
 from pqsimd.run import cpuclaim
 from pqsimd.studydir import StudyDir
 
@@ -201,3 +202,180 @@ def test_pqsimd_keeps_off_the_cpu_it_times():
         inside = os.sched_getaffinity(0)
     assert os.sched_getaffinity(0) == allowed
     assert inside == (allowed - {cpu} or allowed)
+
+
+# -- the lock cannot be turned against its host (issue 36) ----------------------------------------------------
+# pqsimd often runs as root, and the locks live in a directory every user can write: a lock that is
+# a link, a FIFO or another file's second name must be refused, never followed, created or written.
+
+@pytest.fixture
+def lockdir(tmp_path, monkeypatch):
+    """A sticky, world-writable lock directory owned by root, like /tmp, for this test alone."""
+    d = tmp_path / "locks"
+    d.mkdir()
+    os.chmod(d, 0o1777)
+    monkeypatch.setattr(cpuclaim, "lock_dir", lambda: d)
+    return d
+
+
+def _refused(cpu: int = 0) -> str:
+    with pytest.raises(PqsimdError) as e:
+        with cpuclaim.claim(cpu, "study /s, job j"):
+            pass
+    assert "\n" not in str(e.value)
+    return str(e.value)
+
+
+def test_a_lock_that_is_a_symlink_is_refused_and_its_target_untouched(lockdir, tmp_path):
+    target = tmp_path / "precious"
+    target.write_text("root's own data\n")
+    os.chmod(target, 0o600)
+    (lockdir / "pqsimd-cpu0.lock").symlink_to(target)
+    said = _refused()
+    assert "symbolic link" in said and "rm " in said
+    assert target.read_text() == "root's own data\n" and (target.stat().st_mode & 0o777) == 0o600
+    assert cpuclaim.lock_holder(0) is None  # nobody holds a CPU through it, and nothing is read through it
+
+
+def test_a_dangling_lock_link_creates_nothing(lockdir, tmp_path):
+    target = tmp_path / "cron.d" / "x"
+    target.parent.mkdir()
+    (lockdir / "pqsimd-cpu0.lock").symlink_to(target)
+    assert "symbolic link" in _refused()
+    assert not target.exists()
+
+
+def test_a_lock_that_is_a_hard_link_a_fifo_or_a_directory_is_refused(lockdir, tmp_path):
+    other = tmp_path / "other"
+    other.write_text("x")
+    os.link(other, lockdir / "pqsimd-cpu0.lock")
+    assert "hard link" in _refused(0)
+    assert other.read_text() == "x"
+    os.mkfifo(lockdir / "pqsimd-cpu1.lock")
+    assert "not a regular file" in _refused(1)  # and no open of it waited for a writer
+    assert cpuclaim.lock_holder(1) is None
+    (lockdir / "pqsimd-cpu2.lock").mkdir()
+    assert "not a regular file" in _refused(2)
+
+
+def test_a_lock_made_by_someone_else_keeps_its_owner_and_mode(lockdir):
+    lock = lockdir / "pqsimd-cpu0.lock"
+    lock.write_text("")
+    os.chown(lock, 65534, 65534)
+    os.chmod(lock, 0o640)
+    with cpuclaim.claim(0, "study /s, job j"):
+        pass
+    st = lock.stat()
+    assert (st.st_uid, st.st_mode & 0o777) == (65534, 0o640)
+
+
+def test_a_lock_pqsimd_creates_is_writable_by_every_user(lockdir):
+    old = os.umask(0o022)
+    try:
+        with cpuclaim.claim(0, "study /s, job j"):
+            pass
+    finally:
+        os.umask(old)
+    assert ((lockdir / "pqsimd-cpu0.lock").stat().st_mode & 0o777) == 0o666  # another user's study waits on it
+
+
+@pytest.mark.parametrize("mode, owner, said", [(0o777, 0, "chmod +t"), (0o1777, 65534, "owned by uid 65534")])
+def test_a_lock_directory_others_can_tamper_with_is_refused(tmp_path, monkeypatch, mode, owner, said):
+    d = tmp_path / "locks"
+    d.mkdir()
+    os.chmod(d, mode)
+    os.chown(d, owner, owner)
+    monkeypatch.setattr(cpuclaim, "LOCK_DIRS", (str(d),))
+    assert said in _refused()
+
+
+def test_a_lock_directory_that_is_a_link_to_another_users_directory_is_refused(tmp_path, monkeypatch):
+    d = tmp_path / "theirs"
+    d.mkdir()
+    os.chmod(d, 0o1777)
+    os.chown(d, 65534, 65534)
+    (tmp_path / "locks").symlink_to(d)
+    monkeypatch.setattr(cpuclaim, "LOCK_DIRS", (str(tmp_path / "locks"),))
+    assert "owned by uid 65534" in _refused()
+
+
+def test_the_holder_text_anyone_can_write_is_shown_harmless(lockdir):
+    """A lock file is writable by every user: what a waiting terminal prints of it has no control
+    characters (escape sequences, carriage returns) and is bounded."""
+    lock = lockdir / f"pqsimd-cpu{CPU}.lock"
+    lock.write_bytes("\x1b]0;owned\x07\x1b[2Jpid 1, study /x\r\x1b[1Afake line\u202e".encode()
+                     + b"A" * 100_000 + b"\nsecond line")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         f"fd = os.open({str(lock)!r}, os.O_RDONLY)\nfcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\n"
+         "time.sleep(1)"], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    try:
+        shown = cpuclaim.lock_holder(CPU)
+        said: list[str] = []
+        with cpuclaim.claim(CPU, "study /y, job j1", said.append) as held:
+            pass
+    finally:
+        holder.wait()
+    for text in (shown, held.holder, said[0]):
+        assert not any(ord(c) < 32 or 0x7f <= ord(c) < 0xa0 or c == "\u202e" for c in text), repr(text)
+        assert "second line" not in text
+    assert len(shown) <= cpuclaim.HOLDER_CHARS and "pid 1, study /x" in shown
+
+
+def test_the_holder_line_names_the_study_by_its_absolute_path(tmp_path, env):
+    """Another user's shell has another working directory: a study given as a relative path is named
+    by its absolute one in the lock its jobs hold."""
+    seen: set[str] = set()
+    proc = subprocess.Popen([str(PQSIMD), "run", "s", *STUDY[:-2], "--shared-cpu", "keep"], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        while proc.poll() is None:
+            h = cpuclaim.lock_holder(CPU)
+            if h and f"pid {proc.pid}" in h:
+                seen.add(h)
+            time.sleep(0.005)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, proc.stderr.read()
+    assert seen and all(f"study {tmp_path / 's'}, " in h for h in seen), seen
+
+
+# -- the timing driver's priority is pqsimd's to set, not inherited (issue 36) -----------------------------
+
+@pytest.mark.parametrize("prefix", [["nice", "-n", "19"], ["chrt", "--idle", "0"]])
+def test_a_niced_pqsimd_times_with_a_driver_at_normal_priority(tmp_path, env, prefix):
+    """`nice pqsimd run` (the polite thing on a shared host) keeps builds polite; its driver at nice 19
+    would wait for every other program and its jobs be discarded as shared. The kernel's account of the
+    driver at exit, kept in the record, says it ran at nice 0 under SCHED_OTHER."""
+    r = subprocess.run([*prefix, str(PQSIMD), "run", tmp_path / "s", *BASE, "--shared-cpu", "keep"],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr
+    (rec,) = _records(tmp_path / "s")
+    assert rec["cpu_share"]["nice"] == 0 and rec["cpu_share"]["sched_policy"] == "SCHED_OTHER"
+    assert rec["cpu_share"]["priority_problem"] is None
+
+
+def test_a_driver_pqsimd_cannot_raise_is_named_not_blamed_on_another_program(monkeypatch):
+    """An unprivileged user cannot lower a niceness: the driver keeps nice 19, and every message about
+    its shared CPU says that is why, with the fix."""
+    child = subprocess.Popen(["nice", "-n", "19", "sleep", "5"])
+    try:
+        time.sleep(0.2)
+        def refused(*a):
+            raise PermissionError(1, "Operation not permitted")
+        with monkeypatch.context() as m:
+            m.setattr(os, "setpriority", refused)
+            assert cpuclaim.timing_priority(child.pid) == "the timing driver keeps pqsimd's nice 19"
+        assert cpuclaim.timing_priority(child.pid) is None and os.getpriority(os.PRIO_PROCESS, child.pid) == 0
+    finally:
+        child.kill()
+    said = cpuclaim.Share(1.0, 1.0, nice=19, policy="SCHED_OTHER").waited()
+    assert "nice 19 inherited from pqsimd" in said and "without nice" in said
+    assert "nice" not in cpuclaim.Share(1.0, 1.0, nice=0, policy="SCHED_OTHER").waited()
+    import resource
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(os, "getpriority", lambda *a: 19)
+    monkeypatch.setattr(resource, "getrlimit", lambda *a: (0, 0))
+    note = cpuclaim.priority_note()
+    assert note and "nice 19" in note and "without nice" in note

@@ -168,3 +168,54 @@ def test_a_build_that_fails_its_gate_now_loses_its_old_numbers(measured, tmp_pat
     warnings = json.loads((results / "summary.json").read_text())["warnings"]
     assert any("build avx2 (gcc) of shake-256 does not pass its gate now (vectors shake-256: vector 0: digest differs)"
                in w for w in warnings), warnings
+
+
+def test_rows_edited_after_analyze_make_the_results_stale(measured, tmp_path, cli):
+    """Staleness is judged by each raw file's content (sha256), not only its job's finish time: rows
+    edited after analyze, the job record untouched, are noticed."""
+    import pyarrow.parquet as pq
+
+    d = tmp_path / "s"
+    shutil.copytree(measured, d)
+    assert cli("analyze", d, env=ENV).returncode == 0
+    raw = sorted((d / "raw").glob("*.parquet"))[0]
+    t = pq.read_table(raw)
+    per_call = t.column("per_call").to_numpy() * 0.5
+    pq.write_table(t.set_column(t.schema.get_field_index("per_call"), "per_call", [per_call])
+                   .replace_schema_metadata(t.schema.metadata), raw)
+    r = cli("show", d, env=ENV)
+    assert r.returncode == 0 and "stale: 1 job since these results were computed" in " ".join(r.stdout.split())
+
+
+def test_a_study_mailed_without_raw_is_not_told_to_analyze_again(measured, tmp_path, cli):
+    """results/ with the manifest, plan and study.toml, no raw/ (how a study is sent to a campaign):
+    nothing says its results are stale, which would send its reader to an analyze that cannot run."""
+    d = tmp_path / "s"
+    shutil.copytree(measured, d)
+    assert cli("analyze", d, env=ENV).returncode == 0
+    shutil.rmtree(d / "raw")
+    r = cli("show", d, env=ENV)
+    assert r.returncode == 0, r.stderr
+    assert "stale" not in r.stdout
+    (d / "raw").mkdir()  # unpacked with an empty raw/
+    assert "stale" not in cli("show", d, env=ENV).stdout
+
+
+def test_a_full_disk_while_relinking_names_the_copy_and_leaves_none_behind(small_fs, tmp_path, cli):
+    """The job copies' folder fills while lld relinks (lld maps its output: a full disk kills it with
+    SIGBUS): one line naming the copy being written, not the build it comes from, no half-made copy,
+    and the same command continues once there is room."""
+    mount, remount = small_fs
+    d = tmp_path / "s"
+    layouts = ["--jobs", "2", "--layout", "random", "--layouts", "2", "--shared-cpu", "keep"]
+    r = cli("run", d, *SMALL, "--variants", "ref,avx2", *layouts, "--no-run", env=ENV)
+    assert r.returncode == 0, r.stderr
+    (d / "bin" / "layouts").symlink_to(mount("40k"))
+    r = cli("run", d, env=ENV)
+    one_line(r, "layouts: No space left on device: ", str(d / "bin" / "layouts"), "free some space")
+    assert str(d / "bin" / "ref.gcc.shake.so") not in r.stderr  # not the build the copy is made from
+    assert not [p for p in (d / "bin" / "layouts").rglob("*") if p.is_file()]  # nothing half-made, under any name
+    remount("size=64m")
+    r = cli("run", d, env=ENV)
+    assert r.returncode == 0, r.stderr
+    assert len(StudyDir(d).raw_files()) == 2

@@ -268,3 +268,129 @@ def test_copies_and_duplicates_take_one_auto_batch(driver, builds, tmp_path):
     # what a job's spec says: every copy of a build and of its A/A duplicate takes the first copy's batch
     assert batch_of_line(["ref.gcc.ml-kem", "avx2.gcc.ml-kem", "ref+aa.gcc.ml-kem"], 2) == ["batch_of 0 0 2 2 0 0"]
     assert batch_of_line(["ref.gcc.ml-kem", "avx2.gcc.ml-kem"], 1) == []
+
+
+# -- what a job times is what was gated (issue 36) -----------------------------------------------------------
+# A job checks its copies, then may wait minutes for its CPU: a copy replaced in that wait was what the
+# driver loaded, under the old sha256 (the probe timed ref with avx2's code).
+
+def _wait_for_the_cpu_and_then(tmp_path, meddle):
+    """A one-job study of the SHAKE fixture whose CPU is held by another 'study': `meddle(copy, base)`
+    runs while the job waits for it; the CPU is then let go. Returns the run and the copy's sha256
+    when it was gated."""
+    import os
+    import sys
+
+    from conftest import PQSIMD
+
+    from pqsimd import store
+
+    cpu = min(os.sched_getaffinity(0))
+    env = {**os.environ, "PQSIMD_FAMILY_PATH": str(Path(__file__).parent / "fixtures" / "families"),
+           "PQSIMD_CACHE": str(tmp_path / "cache"), "PQSIMD_IDLE_WAIT": "0"}
+    holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom pqsimd.run import cpuclaim\n"
+                               f"with cpuclaim.claim({cpu}, 'study /elsewhere, job j'):\n"
+                               "    print('held', flush=True)\n    sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    d = tmp_path / "s"
+    run = subprocess.Popen([str(PQSIMD), "run", str(d), "--schemes", "shake-256", "--variants", "ref", "--preset",
+                            "quick", "--jobs", "1", "--spins", "20", "--reps", "5", "--budget", "0", "--layout",
+                            "random", "--layouts", "1", "--cpu", str(cpu), "--shared-cpu", "keep"],
+                           stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
+    said = []
+    try:
+        for line in run.stderr:
+            said.append(line)
+            if "waiting for CPU" in line:
+                break
+        (copy,) = (d / "bin" / "layouts").glob("*/ref.*.0.so")
+        gated = json.loads((copy.parent / "layouts.json").read_text())["builds"]
+        (entry,) = gated.values()
+        assert entry["copies"][0]["sha256"] == store.sha256_file(copy)
+        meddle(copy, next((d / "bin").glob("ref.*.so")))
+    finally:
+        holder.stdin.close()
+        holder.wait()
+        said += run.stderr.readlines()
+        run.wait()
+    return run.returncode, " ".join("".join(said).split()), entry["copies"][0]["sha256"], d
+
+
+def test_a_copy_renamed_over_while_the_job_waits_is_not_what_is_timed(tmp_path):
+    import os
+
+    from pqsimd import store
+    from pqsimd.studydir import StudyDir
+
+    def rename_over(copy, base):
+        junk = copy.with_name("junk")
+        junk.write_bytes(b"not a shared object")
+        os.replace(junk, copy)
+
+    rc, said, gated, d = _wait_for_the_cpu_and_then(tmp_path, rename_over)
+    assert rc == 0, said  # the driver loaded the file that was checked, not what the name points to now
+    (raw,) = StudyDir(d).raw_files()
+    rec = store.read_job_record(raw)
+    (entry,) = rec["layout"]["builds"].values()
+    assert entry["copies"][0]["sha256"] == gated
+
+
+def test_a_copy_written_over_in_place_while_the_job_waits_is_refused(tmp_path):
+    def write_in_place(copy, base):
+        with open(copy, "r+b") as f:  # the same file, other bytes: the build as linked, a valid library
+            f.truncate(0)
+            f.write(base.read_bytes())
+
+    rc, said, _, d = _wait_for_the_cpu_and_then(tmp_path, write_in_place)
+    assert rc != 0 and "changed while it was timed" in said and "Traceback" not in said, said
+    assert not list((d / "raw").glob("*.parquet"))  # nothing kept
+
+
+def test_a_variants_own_link_flags_are_named_where_they_change_the_layout(tmp_path):
+    """A variant's flags come last in its link, so they win: its own linker (-fuse-ld=bfd) or its own
+    --shuffle-sections would decide the copy instead of lld and the recorded seed: such builds are
+    timed as linked, with that reason (not "collect2: error: ld returned 1 exit status");
+    -fno-function-sections coarsens the shuffle to whole objects, and that is said. The records name
+    every copy by its absolute path, its link by the copy's own name, and the lld that made it."""
+    import os
+    import shutil
+
+    from conftest import PQSIMD
+
+    from pqsimd import store
+    from pqsimd.studydir import StudyDir
+
+    if shutil.which("clang-16") is None:
+        pytest.fail("clang-16 is not installed (make test installs it as root: tools/test-deps.sh)")
+    env = {**os.environ, "PQSIMD_FAMILY_PATH": str(Path(__file__).parent / "fixtures" / "families"),
+           "PQSIMD_CACHE": str(tmp_path / "cache"), "PQSIMD_IDLE_WAIT": "0"}
+    d = tmp_path / "s"
+    d.mkdir()
+    (d / "study.toml").write_text(
+        '[study]\nvariants = ["ref", "bfd", "shuf", "nofs"]\n'
+        '[variants.bfd]\nsources = "clean"\nflags = ["-O3", "-fuse-ld=bfd"]\n'
+        '[variants.shuf]\nsources = "clean"\nflags = ["-O3", "-fuse-ld=lld", "-Wl,--shuffle-sections=*=0"]\n'
+        '[variants.nofs]\nsources = "clean"\nflags = ["-O3", "-fno-function-sections", "-fno-data-sections"]\n')
+    r = subprocess.run([str(PQSIMD), "run", "s", "--schemes", "shake-256", "--cc", "clang-16", "--preset", "quick",
+                        "--jobs", "1", "--spins", "3", "--reps", "2", "--budget", "0", "--layout", "random",
+                        "--layouts", "1", "--shared-cpu", "keep"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=1200)
+    assert r.returncode == 0, r.stderr
+    said = " ".join(r.stderr.split())
+    assert "layout fixed bfd.clang-16.shake: the variant's linker (-fuse-ld=bfd) overrides lld" in said
+    assert "collect2" not in said
+    assert ("layout fixed shuf.clang-16.shake: the variant's own -Wl,--shuffle-sections=*=0 would order the sections "
+            "instead of the copy's recorded seed") in said
+    assert ("layout weaker nofs.clang-16.shake: the variant's -fno-function-sections and -fno-data-sections leave one "
+            "section per object") in said
+    (raw,) = StudyDir(d).raw_files()
+    builds = store.read_job_record(raw)["layout"]["builds"]
+    assert builds["bfd.clang-16.shake"]["copies"][0]["fixed"].startswith("the variant's linker")
+    assert builds["nofs.clang-16.shake"]["copies"][0]["weakened"]
+    ref = builds["ref.clang-16.shake"]
+    assert "LLD" in ref["linker"]["version"] and Path(ref["linker"]["path"]).is_absolute()
+    (copy,) = ref["copies"]
+    assert copy["path"] == str(d / "bin" / "layouts" / raw.stem / "ref.clang-16.shake.0.so")
+    link = copy["link"]
+    assert link[link.index("-o") + 1] == copy["path"] and not any(".so." in a for a in link)  # no temporary name

@@ -324,3 +324,43 @@ def test_the_core_is_split_by_llvm_mca_else_by_ticks_else_not():
     nan = float("nan")
     got = c(4000, 0, 0, 0, 0, nan)
     assert got["limiter"] == "core" and got["confidence"] == "medium" and got["est_branches"] != got["est_branches"]
+
+
+def _sysfs(d, data_ways=12, data_line=64, data_size="48K"):
+    for i, (level, kind, size, ways, line) in enumerate([(1, "Data", data_size, data_ways, data_line),
+                                                         (1, "Instruction", "32K", 8, 64),
+                                                         (3, "Unified", "32768K", 16, 64)]):
+        idx = d / f"index{i}"
+        idx.mkdir(parents=True)
+        for f, v in (("level", level), ("type", kind), ("size", size), ("ways_of_associativity", ways),
+                     ("coherency_line_size", line)):
+            (idx / f).write_text(f"{v}\n")
+    return d
+
+
+@pytest.mark.parametrize("bad, needle", [
+    ({"data_ways": 0}, "ways is 0"),  # a VM's sysfs: ZeroDivisionError before
+    ({"data_line": 0}, "line size is 0"),
+    ({"data_size": "0K"}, "size is 0"),  # valgrind crashed on every build ("exit code -8")
+    ({"data_size": "-48K"}, "size is -49152"),  # passed to valgrind
+    ({"data_line": 48}, "must be a power of two"),
+    ({"data_size": "64", "data_ways": 4}, "cannot hold one set"),
+])
+def test_a_cache_geometry_is_checked_when_read(tmp_path, monkeypatch, bad, needle):
+    """Geometries are validated where they are read, the host's from sysfs and the shipped ones from
+    data/caches.toml: one line naming the cache and the fix, never a ZeroDivisionError or valgrind's crash."""
+    with pytest.raises(PqsimdError) as e:
+        caches.host(_sysfs(tmp_path / "sys", **bad))
+    assert needle in str(e.value) and "--sim-cpu" in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("d1, needle", [([49152, 0, 64], "ways is 0"), ([49152, 12, 0], "line size is 0"),
+                                        ([0, 12, 64], "size is 0"), ([-49152, 12, 64], "size is -49152"),
+                                        ([49152, 12], "must be [size in bytes, ways, line size in bytes]")])
+def test_a_shipped_cache_geometry_is_checked_when_read(monkeypatch, d1, needle):
+    shipped = caches._shipped()
+    broken = {**shipped, "cpus": {**shipped["cpus"], "zen5": {**shipped["cpus"]["zen5"], "D1": d1}}}
+    monkeypatch.setattr(caches, "_shipped", lambda: broken)
+    with pytest.raises(PqsimdError) as e:
+        caches.get("zen5")
+    assert str(e.value).startswith("data/caches.toml [cpus.zen5]: D1") and needle in str(e.value)

@@ -77,6 +77,24 @@ def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
+def checked(level: str, values, where: str, fix: str) -> Cache:
+    """A cache from (size, ways, line) as read, refused in one line unless every value is a positive
+    whole number, the line a power of two and the size whole lines of at least one set: a 0 ways or 0
+    line divided by zero, a 0 size crashed valgrind on every build, a negative one reached it."""
+    if not isinstance(values, (list, tuple)) or len(values) != 3:
+        raise PqsimdError(f"{where}: {level} must be [size in bytes, ways, line size in bytes], got {values!r}; {fix}")
+    for name, v in zip(("size", "ways", "line size"), values):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise PqsimdError(f"{where}: {level} {name} is {v!r}, not a positive whole number; {fix}")
+    size, ways, line = values
+    if not _pow2(line) or size % line:
+        raise PqsimdError(f"{where}: {level} of {size} B with {line} B lines: the line must be a power of two and the "
+                          f"size whole lines; {fix}")
+    if size < ways * line:
+        raise PqsimdError(f"{where}: {level} of {size} B cannot hold one set of {ways} ways of {line} B lines; {fix}")
+    return Cache(size, ways, line)
+
+
 def valgrind_cache(c: Cache) -> Cache:
     """The cache valgrind can simulate: the same size and line, the set count the largest power of
     two dividing the line count that leaves at least the specified ways."""
@@ -116,16 +134,16 @@ def host(sys_cache: Path = SYS_CACHE) -> Geometry:
     """This machine's caches, as the kernel reports them (cpu0): the L1 instruction and data caches
     and the highest level as LL."""
     found: dict[tuple[int, str], Cache] = {}
+    fix = f"pick a shipped geometry: --sim-cpu {','.join(names()[1:])}"
     try:
         for d in sorted(sys_cache.glob("index*")):
             level = int((d / "level").read_text())
             kind = (d / "type").read_text().strip()
-            found[(level, kind)] = Cache(_parse_size((d / "size").read_text()),
-                                         int((d / "ways_of_associativity").read_text()),
-                                         int((d / "coherency_line_size").read_text()))
+            values = (_parse_size((d / "size").read_text()), int((d / "ways_of_associativity").read_text()),
+                      int((d / "coherency_line_size").read_text()))
+            found[(level, kind)] = checked(f"L{level} {kind.lower()} cache", values, f"this host's {d}", fix)
     except (OSError, ValueError) as e:
-        raise PqsimdError(f"cannot read this host's caches from {sys_cache} ({e}); pick a shipped geometry: "
-                          f"--sim-cpu {','.join(names()[1:])}") from None
+        raise PqsimdError(f"cannot read this host's caches from {sys_cache} ({e}); {fix}") from None
     i1, d1 = found.get((1, "Instruction")), found.get((1, "Data"))
     top = max((k for k in found if k[1] in ("Unified", "Data") and k[0] > 1), default=None)
     if i1 is None or d1 is None or top is None:
@@ -144,7 +162,11 @@ def get(name: str) -> Geometry:
     if name not in cpus:
         raise PqsimdError(f"unknown --sim-cpu {name!r}; known: {', '.join(names())} (data/caches.toml)")
     t = cpus[name]
-    return Geometry(name, t["title"], t["source"], t.get("isa"), {level: Cache(*t[level]) for level in LEVELS})
+    where, fix = f"data/caches.toml [cpus.{name}]", "fix the geometry (size and line in bytes, ways)"
+    if not isinstance(t, dict) or any(k not in t for k in ("title", "source", *LEVELS)):
+        raise PqsimdError(f"{where} needs title, source, {', '.join(LEVELS)}; {fix}")
+    return Geometry(name, t["title"], t["source"], t.get("isa"),
+                    {level: checked(level, t[level], where, fix) for level in LEVELS})
 
 
 def check(names_: list[str]) -> None:

@@ -306,8 +306,12 @@ def campaign(out: Path, studies: tuple[Path, ...], labels: str | None, n_boot: i
     from .analyze.campaign import DEFAULT_BOOT, DEFAULT_SEED, run_campaign
     from .report.campaign import write_campaign_report
 
-    if n_boot is not None and n_boot < 100:
-        raise PqsimdError(f"--bootstrap {n_boot} is too few; give at least 100 resamples")
+    from .analyze.settings import MAX_BOOT, MAX_SEED
+
+    if n_boot is not None and not 100 <= n_boot <= MAX_BOOT:
+        raise PqsimdError(f"--bootstrap must be from 100 to {MAX_BOOT:,} resamples, got {n_boot}")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise PqsimdError(f"--seed must be an integer from 0 to {MAX_SEED}, got {seed}")
     results = run_campaign(out, list(studies), {k: _csv(v) for k, v in subset.items()}, _csv(labels),
                            n_boot=n_boot or DEFAULT_BOOT, seed=DEFAULT_SEED if seed is None else seed)
     report = write_campaign_report(out)

@@ -16,6 +16,7 @@ compare the sha256; `Copy` records seed, stack offset, sha256 and where each op'
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import threading
@@ -50,6 +51,54 @@ def require_linker() -> str:
         raise PqsimdError(f"randomized code layout needs lld (apt-get install {settings()['package']}); "
                           f"or run with --layout fixed (verdicts are then about one layout)")
     return path
+
+
+def linker_record(lld: str | None = None) -> dict:
+    """Which lld relinks the copies: its resolved path and the first line of its --version (the tool
+    folder is named by a hash of the path only)."""
+    lld = lld or require_linker()
+    try:
+        # as ld.lld: the resolved file is lld's multi-call binary, which answers by the name it is run as
+        out = subprocess.run(["ld.lld", "--version"], executable=lld, capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    return {"path": lld, "version": (out.strip().splitlines() or ["unknown"])[0]}
+
+
+def linker_args(link: list[str]) -> list[str]:
+    """What the compiler driver passes to the linker from a link command (-Wl,a,b and -Xlinker a)."""
+    out: list[str] = []
+    args = iter(link)
+    for a in args:
+        if a.startswith("-Wl,"):
+            out += a[4:].split(",")
+        elif a == "-Xlinker":
+            out.append(next(args, ""))
+    return out
+
+
+def cannot_lay_out(link: list[str]) -> str | None:
+    """Why a build's own link keeps a copy from being laid out by the recorded seed (its variant's
+    flags come last in the link, so they win), else None."""
+    for a in link:
+        if a.startswith("-fuse-ld=") and Path(a.split("=", 1)[1]).name not in ("lld", "ld.lld") \
+                and not Path(a.split("=", 1)[1]).name.startswith("ld.lld"):
+            return f"the variant's linker ({a}) overrides lld, which lays out the copies"
+        if a.startswith("--ld-path="):
+            return f"the variant's linker ({a}) overrides lld, which lays out the copies"
+    own = next((a for a in linker_args(link) if a.lstrip("-").startswith("shuffle-sections")), None)
+    if own is not None:
+        return f"the variant's own -Wl,{own} would order the sections instead of the copy's recorded seed"
+    return None
+
+
+def weakened(link: list[str]) -> str:
+    """How a build's own flags coarsen its copies' layout ("" if they do not)."""
+    off = [f for f in ("-fno-function-sections", "-fno-data-sections") if f in link]
+    if not off:
+        return ""
+    return (f"the variant's {' and '.join(off)} leave{'s' if len(off) == 1 else ''} one section per object, so "
+            f"lld shuffles whole objects: functions (or data) inside an object keep their order and offsets")
 
 
 def _tool_dir(lld: str) -> Path:
@@ -114,6 +163,7 @@ class Copy:
     offsets: dict[str, dict[str, int]] = field(default_factory=dict)  # scheme -> op -> offset of its function
     check: str = ""  # how the gate checked it (verify/layouts.py)
     fixed: str = ""  # why this copy is the build itself (not relinked), else ""
+    weakened: str = ""  # how the build's own flags coarsen the layout (whole objects shuffled), else ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -140,6 +190,9 @@ def relink(link: list[str], seed: int, out: Path, assembler: list[str] | None = 
     lld = require_linker()
     pad = Padding.of(seed)
     cc = link[: link.index("-shared")] if "-shared" in link else link[:1]
+    why = cannot_lay_out(link)
+    if why:
+        raise PqsimdError(why)
     if any(a.startswith("-flto") for a in link) and _family(cc) == "gcc":
         # gcc's -flto objects hold GIMPLE for its own linker plugin; lld would link them empty
         raise PqsimdError("gcc -flto objects hold GIMPLE that only GNU ld's plugin reads; lld cannot relink them")
@@ -158,6 +211,7 @@ def relink(link: list[str], seed: int, out: Path, assembler: list[str] | None = 
         out.parent.mkdir(parents=True, exist_ok=True)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode:
+            _disk_problem(proc.stderr, link, out)
             last = next((l for l in reversed(proc.stderr.strip().splitlines()) if l.strip()), f"exit {proc.returncode}")
             raise PqsimdError(f"lld cannot relink this build ({last.strip()[:200]})")
         recorded = [a if a != str(obj) else "<padding.o>" for a in cmd]
@@ -172,6 +226,22 @@ def bitcode(path: str | Path) -> bool:
     except OSError:  # not a file (an option), or unreadable: not an input lld would optimize
         return False
     return head in (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
+
+
+def _disk_problem(stderr: str, link: list[str], out: Path) -> None:
+    """OSError naming `out` when a failed relink was the disk's doing, not the build's (then the copy is
+    not timed as linked: the study stops with one line). lld maps its output, so a full disk kills it
+    with SIGBUS rather than saying so: a file system without room for the objects counts as full."""
+    for code in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO):
+        if os.strerror(code) in stderr:
+            raise OSError(code, os.strerror(code), str(out))
+    need = sum(Path(a).stat().st_size for a in link if a.endswith((".o", ".a", ".so")) and Path(a).is_file())
+    try:
+        fs = os.statvfs(out.parent)
+    except OSError:
+        return
+    if fs.f_bavail * fs.f_frsize < need:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out))
 
 
 def _family(cc: list[str]) -> str:

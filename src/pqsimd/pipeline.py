@@ -255,6 +255,12 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     sizing = None
     from .run import metrics as metrics_mod
 
+    if time_jobs and executor == "local" and any(metrics_mod.get(m).timed for m in study.metrics):
+        from .run import cpuclaim
+
+        low = cpuclaim.priority_note()  # an unprivileged `nice pqsimd run`: said before anything is timed
+        if low:
+            console.print(tagged("priority", "yellow", low), soft_wrap=True)
     if study.budget is not None and time_jobs and metrics_mod.plan_jobs_needed(study.metrics):
         from .run import sizing as sizing_mod
 

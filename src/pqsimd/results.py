@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import PqsimdError, command
+from . import store
 from .studydir import StudyDir
 
 RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa", "jobs", "attribution")
@@ -707,20 +708,55 @@ def read_toml(path: Path) -> dict:
         return {}
 
 
-def computed_from(directory: Path) -> dict[str, str | None]:
-    """Which job runs results/ is computed from: each raw file and the time its job finished (a job
-    run again finishes at another time)."""
-    return {p.name: (rec or {}).get("finished") for p, rec in StudyDir(directory).job_records().items()}
+def computed_from(directory: Path) -> dict[str, dict[str, str | None]]:
+    """What results/ is computed from: each raw file by the sha256 of its bytes (a job run again, or
+    rows edited after analyze, change it) and the time its job finished."""
+    return {p.name: {"sha256": store.sha256_file(p), "finished": (rec or {}).get("finished")}
+            for p, rec in StudyDir(directory).job_records().items()}
 
 
 def stale_jobs(directory: Path, summary: dict) -> int:
-    """How many job runs in raw/ differ from those results/ was computed from (new, run again or
-    gone); 0 when results/ does not say (an older pqsimd)."""
+    """How many raw files differ from those results/ was computed from (new, changed or gone); 0 when
+    results/ does not say (an older pqsimd) or the study has no raw files (results mailed without
+    raw/, as a campaign takes them: nothing to compare with, and nothing to analyse again)."""
     then = summary.get("computed_from")
-    if not isinstance(then, dict):
+    if not isinstance(then, dict) or not StudyDir(directory).raw_files():
         return 0
     now = computed_from(directory)
-    return sum(then.get(k, "") != v for k, v in now.items()) + sum(k not in now for k in then)
+
+    def same(before, current: dict) -> bool:
+        if isinstance(before, dict):
+            return before.get("sha256") == current["sha256"]
+        return before == current["finished"]  # results of an older pqsimd kept the finish time only
+
+    return sum(k not in then or not same(then[k], v) for k, v in now.items()) + sum(k not in now for k in then)
+
+
+def read_summary_checked(results: Path, directory: Path, oldest: int) -> dict:
+    """results/summary.json, refused in one line when it is missing, damaged, or of a results schema
+    this pqsimd does not read (older than `oldest`, newer than SCHEMA_VERSION, or not a number)."""
+    path = results / "summary.json"
+    again = command("analyze", directory)
+    if not path.is_file():
+        raise PqsimdError(f"{results} has no summary.json: these results are incomplete (copy the study's whole "
+                          f"results/ again, or re-run {again})")
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise PqsimdError(f"{path} cannot be read ({e.__class__.__name__}: damaged or not written by pqsimd); "
+                          f"copy it again, or re-run {again}") from None
+    if not isinstance(summary, dict):
+        raise PqsimdError(f"{path} is not a pqsimd summary (not a JSON object); copy it again, or re-run {again}")
+    version = summary.get("schema_version", 1)  # the first results had no version
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise PqsimdError(f"{path}: schema_version {version!r} is not a results schema number (damaged or not "
+                          f"written by pqsimd); copy it again, or re-run {again}")
+    if version > SCHEMA_VERSION:
+        raise PqsimdError(f"{results} was written by a newer pqsimd (results schema {version}; this one reads up to "
+                          f"{SCHEMA_VERSION}); update pqsimd to read it")
+    if version < oldest:
+        raise PqsimdError(f"{results} was written by an older pqsimd (results schema {version}); re-run {again}")
+    return summary
 
 
 def check_study_dir(directory: Path) -> Path:
@@ -739,9 +775,7 @@ def load_study(directory: Path, oldest: int | None = None) -> Study:
     results = sd.results_dir
     if not results.is_dir() or not any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv")):
         raise PqsimdError(f"no results in {results}; run {command('analyze', directory)} first")
-    summary = read_json(results / "summary.json")
-    if summary.get("schema_version", 1) < (oldest or SCHEMA_VERSION):
-        raise PqsimdError(f"{results} was written by an older pqsimd; re-run {command('analyze', directory)}")
+    summary = read_summary_checked(results, directory, oldest or SCHEMA_VERSION)
     tables = {name: _read_table(results, name) for name in RESULT_TABLES}
     stale = stale_jobs(directory, summary)
     if stale:  # said first, in show's notes and the report's warnings

@@ -24,6 +24,17 @@ from .studydir import StudyDir
 
 DESIGNS = ("paired", "separate")
 MAX_BATCH = 1 << 24  # the driver's own auto-batching limit
+# Every count a user gives, bounded before anything is planned: an unbounded --jobs planned 2.7 GB in 20 s.
+# The bounds are far beyond any useful study (the paper: 2 jobs x 1,000 spins x 20 reps).
+COUNTS: dict[str, tuple[int, int]] = {  # key -> (least, most)
+    "jobs": (1, 10_000), "spins": (1, 100_000), "reps": (1, 10_000), "warmup": (0, 10_000),
+    "batch_target": (1, 1_000_000_000), "warmup_ns": (0, 10_000_000_000), "min_spins": (1, 100_000),
+    "min_reps": (1, 10_000), "max_spins": (1, 100_000), "timer_quantum": (0, 1_000_000_000), "alone": (0, 100),
+    "layouts": (1, 64), "seed": (0, (1 << 63) - 1),
+}
+MAX_SAMPLES = 10_000_000  # spins x reps of one op and build in one job (the driver writes each as a line)
+MAX_PLANNED_JOBS = 1_000_000  # jobs in one plan (every scheme, and in the separate design every build)
+MAX_JOB_TIMEOUT_S = 30 * 86_400  # a time limit of a job or probe: longer is no limit (0, inf or none)
 TABLES = ("study", "variants", "analysis")
 
 # [study] keys: type, and whether they shape the measurements (then fixed once data exists).
@@ -191,10 +202,26 @@ def _check_names(kind: str, given: list[str], valid: list[str], where: str) -> N
         raise PqsimdError(f"{where}: {kind} '{dup}' is listed twice")
 
 
-def _positive(name: str, value: Any, minimum: int = 1) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise PqsimdError(f"--{name.replace('_', '-')} must be an integer >= {minimum}, got {value!r}")
+def _count(name: str, value: Any) -> int:
+    least, most = COUNTS[name]
+    if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= most:
+        raise PqsimdError(f"--{name.replace('_', '-')} must be an integer from {least:,} to {most:,}, got {value!r}")
     return value
+
+
+def _check_size(merged: dict[str, Any]) -> None:
+    """What the counts multiply to, refused before a plan is made (planning allocates every job)."""
+    samples = merged.get("spins", 1) * merged.get("reps", 1)
+    if samples > MAX_SAMPLES:
+        raise PqsimdError(f"--spins {merged.get('spins')} x --reps {merged.get('reps')} = {samples:,} samples per op "
+                          f"and build in each job; at most {MAX_SAMPLES:,} (more jobs measure more, and more safely)")
+    per_round = len(merged["schemes"]) * (1 if merged.get("design", "paired") == "paired"
+                                          else len(merged["variants"]) * len(merged["cc"]))
+    families = len({catalog.family_of(s).name for s in merged["schemes"]})
+    planned = merged.get("jobs", 1) * per_round + merged.get("alone", 0) * len(merged["variants"]) * len(merged["cc"]) * families
+    if planned > MAX_PLANNED_JOBS:
+        raise PqsimdError(f"this study would plan {planned:,} timing jobs ({merged.get('jobs')} per group); at most "
+                          f"{MAX_PLANNED_JOBS:,}: fewer --jobs, schemes or variants")
 
 
 def _check_doc(doc: dict[str, Any], where: str) -> None:
@@ -295,11 +322,9 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     _check_types(merged, where)
     merged["cc"] = parse_cc(merged.get("cc", ["gcc"]))
     merged["batch"] = str(merged.get("batch", "auto"))
-    for key, minimum in (("jobs", 1), ("spins", 1), ("reps", 1), ("warmup", 0), ("batch_target", 1),
-                         ("warmup_ns", 0), ("min_spins", 1), ("min_reps", 1), ("max_spins", 1),
-                         ("timer_quantum", 0)):
-        if key in merged:
-            _positive(key, merged[key], minimum)
+    for key in COUNTS:
+        if merged.get(key) is not None:
+            _count(key, merged[key])
     if merged.get("budget") is not None:
         b = merged["budget"]
         if not isinstance(b, (int, float)) or isinstance(b, bool) or not (0 <= b <= 3600):
@@ -312,22 +337,18 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         merged["max_call_s"] = float(cap) if cap > 0 else None
     if merged.get("job_timeout") is not None:
         t = merged["job_timeout"]
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 or math.isnan(t):
-            raise PqsimdError(f"--job-timeout must be a time in seconds (0, inf or none: no limit), got {t!r}")
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 or math.isnan(t) \
+                or MAX_JOB_TIMEOUT_S < t < math.inf:  # a limit past time_t stopped the watchdog with a traceback
+            raise PqsimdError(f"--job-timeout must be a time in seconds up to {MAX_JOB_TIMEOUT_S:,} (0, inf or none: "
+                              f"no limit), got {t!r}")
         merged["job_timeout"] = 0.0 if math.isinf(t) else float(t)  # no limit is written 0
     if merged.get("shared_cpu", "discard") not in SHARED_CPU:
         raise PqsimdError(f"--shared-cpu (or PQSIMD_SHARED_CPU) must be one of {', '.join(SHARED_CPU)}, got "
                           f"{merged.get('shared_cpu')!r}")
     if merged.get("layout", "random") not in LAYOUTS:
         raise PqsimdError(f"--layout must be one of {', '.join(LAYOUTS)}, got {merged.get('layout')!r}")
-    if "alone" in merged:
-        _positive("alone", merged["alone"], 0)
-        if merged["alone"] and merged.get("design", "paired") != "paired":
-            merged["alone"] = 0  # the separate design times every build alone already
-    if "layouts" in merged:
-        _positive("layouts", merged["layouts"], 1)
-        if merged["layouts"] > 64:
-            raise PqsimdError(f"--layouts must be at most 64 copies per build and job, got {merged['layouts']}")
+    if merged.get("alone") and merged.get("design", "paired") != "paired":
+        merged["alone"] = 0  # the separate design times every build alone already
     if merged.get("design", "paired") not in DESIGNS:
         raise PqsimdError(f"--design must be one of {', '.join(DESIGNS)}, got {merged.get('design')!r}")
 
@@ -337,6 +358,7 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         merged["variants"] = _with_ablation_cells(merged, variant_defs, explicit="variants" in cli or "variants" in stored_study)
     _check_names("variant", merged["variants"], list(variant_defs), where)
     _add_duplicates(merged, variant_defs, where)
+    _check_size(merged)
     _check_ops(merged.get("ops"), merged["schemes"], where)
     from .run import metrics as metrics_mod
 

@@ -381,6 +381,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         settings = dataclasses.replace(settings, extra_baseline=chain.extra_baseline)
     if settings.aa_variants is None:
         settings = dataclasses.replace(settings, aa_variants=(chain.steps[-1][1],) if chain.steps else ())
+    sources = computed_from(directory)  # before anything is read: a file changed meanwhile reads as stale
     raw_files = StudyDir(directory).raw_files()
     mix_only = bool(raw_files) and all(f.name.endswith(".mix.parquet") or sim.is_sim_file(f.name) for f in raw_files)
     if mix_only:  # --metric mix and/or sim alone: their tables are all there is to analyse
@@ -389,7 +390,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         warnings += write_why_results(directory, results, None, chain, None, ctx)
         write_json({"schema_version": RESULTS_SCHEMA_VERSION, "mix_only": True, "chain": ctx["chain"],
                     "families": ctx["families"], "warnings": warnings, "isa": ctx["isa"],
-                    "computed_from": computed_from(directory)}, results / "summary.json")
+                    "computed_from": sources}, results / "summary.json")
         return
     data = load_spins(directory, pool_cpu_models=settings.pool_cpu_models)
     warnings = list(data.warnings) + drop_failed_builds(data, directory)
@@ -616,7 +617,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         },
         "warmup": warmup_record(directory, ctx["design"]),
         "clock": clock_record(data.jobs, groups_df[~groups_df["op"].isin(self_checks)], main),
-        "computed_from": computed_from(directory),
+        "computed_from": sources,
         "self_check": self_check,
         "warnings": warnings,
         "timing_s": {

@@ -11,10 +11,14 @@ each, in the campaign's summary.
 One column of the campaign is an **arm**: one study under one of its compilers (a study with two
 compilers gives two arms on one machine). Per (metric, scheme, op, baseline, variant) and arm:
 - the arm's speedup and interval are the study's own comparisons row (unchanged);
-- the arm's job-level evidence is rebuilt from its spins.parquet: per (job, build) the median of the
-  spin medians; paired design: the log job ratios log(baseline / variant) (estimand: their median,
+- the arm's job-level evidence is rebuilt from its spins.parquet: per (job, build) the job's value as
+  analyze takes it (the median of its spin medians; the geometric mean of its laid-out copies' medians
+  where it has several); paired design: the log job ratios log(baseline / variant) (estimand: their median,
   as analyze's `sign` method), separate design: the log job medians of each build (estimand: the
-  difference of their means, as analyze's `t`); the rebuilt estimate is checked against the row.
+  difference of their means, as analyze's `t`); the rebuilt estimate is checked against the row, and a
+  study whose spins.parquet does not give its own rows is refused (its results/ are not one analysis). So
+  is a study given twice under two names (a copy: the same spin medians or job runs), which would pass for
+  a second machine.
 - the **ratio of speedups** of an arm to the reference arm (the first): the same estimand on each
   arm, log ratio = estimate(arm) - estimate(reference); its interval is the percentile bootstrap of
   that difference, resampling each arm's jobs independently (arms of one study share their jobs, so
@@ -32,8 +36,11 @@ Absolute times are never compared across machines (their TSC rates differ); only
 from __future__ import annotations
 
 import datetime as _dt
+import errno
+import hashlib
 import json
 import math
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from .. import microarch
-from ..errors import PqsimdError, command
+from ..errors import PqsimdError, command, os_problem
 from ..results import Study, load_study, read_json
 
 OLDEST_RESULTS = 4  # results schema 4 has every column a campaign reads (5 added interval levels)
@@ -52,7 +59,7 @@ from .interval import verdict_of
 from .multiplicity import family_level
 from .write import write_json, write_table
 
-CAMPAIGN_SCHEMA_VERSION = 1
+CAMPAIGN_SCHEMA_VERSION = 2  # 2: members whose spins.parquet disagrees with their comparisons are refused
 CAMPAIGN_FILE = "campaign.toml"
 SUMMARY_FILE = "campaign.json"
 KEY = ["metric", "scheme", "op", "baseline", "variant"]
@@ -115,22 +122,36 @@ def read_spec(out: Path, studies: list[Path], subset: dict[str, list[str] | None
             if doc.get(k) and k not in subset:
                 subset[k] = [str(x) for x in doc[k]]
     studies = [Path(s) for s in studies]
-    seen = [s.resolve() for s in studies]
+    seen = [_readable_dir(s) for s in studies]
     twice = sorted({str(s) for s in seen if seen.count(s) > 1})
     if twice:
         raise PqsimdError(f"{twice[0]} is given twice; give each study once (a study with two compilers is two "
                           f"columns by itself)")
     if len(studies) < 1:
         raise PqsimdError(f"a campaign needs at least one study; {command('campaign', out, 'DIR1', 'DIR2')}")
-    for s in studies:
-        if not s.is_dir():
-            raise PqsimdError(f"no study directory at {s}; give the directories of analyzed studies")
     if labels and len(labels) != len(studies):
         raise PqsimdError(f"{len(labels)} labels for {len(studies)} studies; give one label per study")
     labels = labels or _default_labels(studies)
     if len(set(labels)) != len(labels):
         raise PqsimdError(f"two studies have the same label ({', '.join(labels)}); give distinct --labels")
     return Spec(studies, labels, subset)
+
+
+def _readable_dir(s: Path) -> Path:
+    """A study directory's real path; one line when it is missing, not a directory or cannot be read
+    (a symbolic link loop, no permission)."""
+    try:
+        real = s.resolve(strict=True)
+        os.listdir(real)
+    except FileNotFoundError:
+        raise PqsimdError(f"no study directory at {s}; give the directories of analyzed studies") from None
+    except NotADirectoryError:
+        raise PqsimdError(f"{s} is not a directory; give the directories of analyzed studies") from None
+    except (OSError, RuntimeError) as e:  # RuntimeError: a symbolic link loop (Python < 3.13)
+        why = "a symbolic link loop" if isinstance(e, RuntimeError) or getattr(e, "errno", None) == errno.ELOOP \
+            else os_problem(e)
+        raise PqsimdError(f"cannot read the study at {s} ({why}); give the directory of an analyzed study") from None
+    return real
 
 
 def _default_labels(studies: list[Path]) -> list[str]:
@@ -174,9 +195,10 @@ def read_member(label: str, directory: Path) -> Member:
         if not path.is_file():
             raise PqsimdError(f"{directory} has no {need}; a campaign needs each study's results/, manifest.json, "
                               f"plan.json and study.toml")
-    study = load_study(directory, oldest=OLDEST_RESULTS)
+    study = load_study(directory, oldest=OLDEST_RESULTS)  # summary.json present and of a schema read here
     if not sd.results("spins.parquet").exists():
-        raise PqsimdError(f"{directory} has no results/spins.parquet; re-run {command('analyze', directory)}")
+        raise PqsimdError(f"{directory} has no results/spins.parquet; copy the study's whole results/ again, or re-run "
+                          f"{command('analyze', directory)} where its raw/ is")
     return Member(label, study, read_json(sd.plan_json), sd.sizing_json.exists())
 
 
@@ -274,6 +296,38 @@ def compiler_versions(m: Member) -> dict[str, str]:
             for c, d in (m.study.manifest.get("compilers") or {}).items()}
 
 
+def measurements_of(m: Member) -> tuple[str, set[tuple]]:
+    """What a study measured, to tell a copy from another machine: a digest of its spin medians and
+    the job runs its manifest records (job, host, start)."""
+    spins = m.study.spins()
+    cols = [c for c in ("metric", "scheme", "op", "variant", "compiler", "job", "spin", "layout", "value")
+            if c in spins.columns]
+    spins = spins[cols].sort_values(cols[:-1], kind="stable") if len(spins) else spins[cols]
+    digest = hashlib.sha256(pd.util.hash_pandas_object(spins, index=False).to_numpy().tobytes()).hexdigest()
+    runs = {(j, str(r.get("hostname")), str(r["started"])) for j, r in (m.study.manifest.get("jobs") or {}).items()
+            if isinstance(r, dict) and r.get("started")}
+    return digest, runs
+
+
+def check_distinct(members: list[Member]) -> None:
+    """Refuse (one line) a study given twice under other names: a copy holds the same measurements, and
+    beside the original it would look like a second machine agreeing with the first."""
+    seen: list[tuple[Member, str, set[tuple]]] = []
+    for m in members:
+        digest, runs = measurements_of(m)
+        for other, d, r in seen:
+            shared = sorted(runs & r)
+            # equal spin medians alone are a copy only where job records cannot tell the two apart (on
+            # a coarse clock two machines' short ops can read the very same lattice points)
+            if shared or (digest == d and not (runs and r)):
+                what = (f"job {shared[0][0]} run on {shared[0][1]} at {shared[0][2]} is in both" if shared
+                        else "the same spin medians")
+                raise PqsimdError(f"{m.label} ({m.directory}) holds the measurements of {other.label} "
+                                  f"({other.directory}): {what}; it is a copy, not another machine: give each "
+                                  f"study once")
+        seen.append((m, digest, runs))
+
+
 # -- machines -----------------------------------------------------------------------------------------
 
 def machine_row(m: Member, compiler: str) -> dict:
@@ -286,9 +340,12 @@ def machine_row(m: Member, compiler: str) -> dict:
         # the manifest describes the host that ran `pqsimd run` (a SLURM submit host); the jobs ran elsewhere
         name = f"{' / '.join(job_models)} (not identified: the manifest's machine is not where the jobs ran)"
     cal = [j.get("calibration") or {} for j in records]
-    steps = sorted({c["granularity"] for c in cal if isinstance(c.get("granularity"), (int, float))})
-    hz = [c["tsc_hz"] for c in cal if isinstance(c.get("tsc_hz"), (int, float))]
     jobs = m.study.jobs
+    if "step" in jobs.columns and jobs["step"].notna().any():  # the step analyze used (its samples' lattice)
+        steps = sorted({float(x) for x in jobs["step"].dropna()})
+    else:
+        steps = sorted({c["granularity"] for c in cal if isinstance(c.get("granularity"), (int, float))})
+    hz = [c["tsc_hz"] for c in cal if isinstance(c.get("tsc_hz"), (int, float))]
     disturbed = int(jobs["disturbed"].astype(bool).sum()) if "disturbed" in jobs.columns else 0
     tsc = (f"{steps[0]:g}" if len(steps) == 1 else f"{steps[0]:g}-{steps[-1]:g}") if steps else "not recorded"
     return {"study": m.label, "compiler": compiler, "directory": str(m.directory), "microarchitecture": name,
@@ -336,13 +393,22 @@ class Evidence:
 
 
 def job_medians(spins: pd.DataFrame) -> dict[tuple, pd.Series]:
-    """(metric, scheme, op, variant, compiler) -> per job: the median of the spin medians."""
+    """(metric, scheme, op, variant, compiler) -> per job: the job's value as analyze takes it
+    (groups.Group.job_medians): the median of its spin medians, or, where its spins come from more
+    than one laid-out copy and all are > 0, the geometric mean of its copies' medians (pooled.copy_medians)."""
     cols = ["metric", "scheme", "op", "variant", "compiler"]
-    s = spins[cols + ["job", "value"]].copy()
+    s = spins[cols + ["job", "value"] + (["layout"] if "layout" in spins.columns else [])].copy()
     for c in cols + ["job"]:
         s[c] = s[c].astype(str)
-    jm = s.groupby(cols + ["job"], sort=False)["value"].median().reset_index()
-    return {k: d.set_index("job")["value"] for k, d in jm.groupby(cols, sort=False)}
+    out = {}
+    for k, d in s.groupby(cols, sort=False):
+        value = d.groupby("job", sort=False)["value"].median()
+        if "layout" in d.columns and d["layout"].notna().any() and d["layout"].max() >= 1 and (d["value"] > 0).all():
+            logs = d.assign(value=np.log(d["value"]))  # each copy's median taken on the log scale, as analyze does
+            copies = logs.groupby(["job", "layout"], sort=False)["value"].median()
+            value = np.exp(copies.groupby(level="job", sort=False).mean())
+        out[k] = value
+    return out
 
 
 def evidence(jm: dict[tuple, pd.Series], key: tuple, compiler: str, design: str) -> Evidence | None:
@@ -438,6 +504,7 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
     """Every table of the campaign (analysis only; `write_campaign` stores them)."""
     members = [read_member(label, d) for label, d in zip(spec.labels, spec.studies)]
     notes = check_comparable(members, spec.subset)
+    check_distinct(members)
     arms = _arms(members, spec.subset)
     if not arms:
         raise PqsimdError("the stated compilers subset leaves no study with a compiler; check --compilers")
@@ -480,6 +547,7 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
             evs[(a.name, key)] = ev
             speed.append(rec)
     speedups = pd.DataFrame(speed)
+    check_consistent(speedups, members)
 
     ratio_rows, boots = [], []
     reference = arms[0]
@@ -541,6 +609,23 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
     }
     return {"machines": machines, "speedups": speedups, "ratios": ratios, "decomposition": decomposition,
             "ranking": ranking, "mechanism": mechanism, "summary": summary}
+
+
+def check_consistent(speedups: pd.DataFrame, members: list[Member]) -> None:
+    """Refuse (one line) a study whose spins.parquet does not give its own comparisons: its results/
+    are not one analysis (edited, or files of two analyses mixed), and no ratio or verdict may come
+    from evidence that disagrees with the speedup printed beside it."""
+    bad = speedups[speedups["note"] != ""] if len(speedups) else speedups
+    if not len(bad):
+        return
+    r = bad.iloc[0]
+    m = next(x for x in members if x.label == r["study"])
+    n = int((bad["study"] == r["study"]).sum())
+    raise PqsimdError(
+        f"{m.label} ({m.directory}): its results/spins.parquet disagrees with its own comparisons in {n} row"
+        f"{'s' if n != 1 else ''} (e.g. {r['scheme']} {r['op']} {r['baseline']} -> {r['variant']} "
+        f"under {r['compiler']}: {r['note']}), so its results are not one analysis; re-run "
+        f"{command('analyze', m.directory)} where its raw/ is, or leave it out of the campaign")
 
 
 def _decomposition(arm: Arm, subset: dict[str, list[str]]) -> pd.DataFrame:

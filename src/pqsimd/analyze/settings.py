@@ -46,9 +46,12 @@ def _check(name: str, value: Any, kind: type, ok, why: str, path: str) -> Any:
     return value
 
 
+MAX_BOOT = 100_000  # bootstrap resamples: each is an array over the jobs, per comparison
+MAX_SEED = (1 << 63) - 1
+
 RULES = {
-    "n_boot": (int, lambda v: v >= 100, "an integer >= 100"),
-    "seed": (int, lambda v: v >= 0, "an integer >= 0"),
+    "n_boot": (int, lambda v: 100 <= v <= MAX_BOOT, f"an integer from 100 to {MAX_BOOT:,}"),
+    "seed": (int, lambda v: 0 <= v <= MAX_SEED, f"an integer from 0 to {MAX_SEED}"),
     "alpha": (float, lambda v: 0 < v < 1, "a number in (0, 1)"),
     "threshold": (float, lambda v: 0 <= v < 1, "a number in [0, 1), e.g. 0.02 for ±2%"),
     "extra_baseline": (str, lambda v: bool(v), "a variant id"),

@@ -104,10 +104,19 @@ def _read(results: Path, name: str) -> pd.DataFrame:
 def load_campaign(directory: Path) -> Campaign:
     from ..analyze.campaign import SUMMARY_FILE
 
+    from ..analyze.campaign import CAMPAIGN_SCHEMA_VERSION
+
     results = Path(directory) / "results"
     summary = read_json(results / SUMMARY_FILE)
     if not summary:
         raise PqsimdError(f"no campaign results in {results}; run {command('campaign', directory, 'DIR1', 'DIR2')}")
+    version = summary.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version > CAMPAIGN_SCHEMA_VERSION:
+        raise PqsimdError(f"{results / SUMMARY_FILE}: schema_version {version!r} is not one this pqsimd reads (up to "
+                          f"{CAMPAIGN_SCHEMA_VERSION}); run {command('campaign', directory)} again, or update pqsimd")
+    if version < CAMPAIGN_SCHEMA_VERSION:  # its ratios may come from a member whose evidence disagreed with itself
+        raise PqsimdError(f"{results} was written by an older pqsimd, which took ratios from inconsistent members; "
+                          f"run {command('campaign', directory)} again")
     return Campaign(Path(directory), summary, *(_read(results, n) for n in
                                                  ("machines", "speedups", "ratios", "ranking", "mechanism",
                                                   "decomposition")))

@@ -68,13 +68,16 @@ class TimedOut(Exception):
 
 
 def run(cmd: list[str], input: str | bytes | None = None, timeout: float | None = None, text: bool = True,
-        before_reap: Callable[[subprocess.Popen], Any] | None = None, **kw) -> subprocess.CompletedProcess:
+        before_reap: Callable[[subprocess.Popen], Any] | None = None,
+        on_start: Callable[[int], Any] | None = None, **kw) -> subprocess.CompletedProcess:
     """subprocess.run in a new process group; TimedOut (with what it wrote to stderr) when the
     time limit passes, the group stopped first. `before_reap(proc)` is called once the process has
     exited and before it is reaped (its /proc entry, e.g. the scheduler's statistics, still there);
-    its result is the CompletedProcess's `before_reap`."""
+    its result is the CompletedProcess's `before_reap`. `on_start(pid)` is called right after the
+    process starts (e.g. cpuclaim.timing_priority); its result is the CompletedProcess's `on_start`."""
     with spawned(cmd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL, stdout=subprocess.PIPE,
                  stderr=subprocess.PIPE, text=text, **kw) as proc:
+        started = on_start(proc.pid) if on_start is not None else None
         try:
             if before_reap is None:
                 out, err = proc.communicate(input, timeout=timeout)
@@ -89,6 +92,7 @@ def run(cmd: list[str], input: str | bytes | None = None, timeout: float | None 
             raise TimedOut(timeout or 0, err if isinstance(err, str) else (err or b"").decode(errors="replace")) from None
     done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
     done.before_reap = seen
+    done.on_start = started
     return done
 
 

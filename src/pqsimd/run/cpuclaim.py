@@ -15,13 +15,18 @@ the verdicts with and without such jobs.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import time
+import unicodedata
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
+
+from ..errors import PqsimdError, os_problem
 
 # A CPU-bound driver sharing its CPU with one other busy process waits about half its time; a quiet
 # machine's kernel threads cost it well under 1% (machine C: at most 0.13% over a standard study),
@@ -37,12 +42,105 @@ IDLE_WAIT_S = 30.0  # discard policy: how long a job waits for an idle CPU befor
 # (PQSIMD_IDLE_WAIT seconds instead, e.g. 0 where nothing will free a CPU)
 
 
+LOCK_DIRS = ("/tmp", "/run/lock")  # the first that exists: one fixed place per host, whatever TMPDIR says
+HOLDER_BYTES = 1024  # read of a lock's holder text (anyone may write it): bounded
+HOLDER_CHARS = 400  # and shown at most this long
+
+
 def lock_dir() -> Path:
-    return Path("/tmp") if Path("/tmp").is_dir() else Path(os.environ.get("TMPDIR", "."))
+    """The directory of the machine-wide CPU locks: a real directory that only its owner (root or
+    this user) can rename files in, or one whose sticky bit lets each user remove only their own
+    files (/tmp). Every user's pqsimd uses it, so no TMPDIR or working directory ever is (another
+    user could own that, and two shells would not see each other)."""
+    for d in LOCK_DIRS:
+        try:
+            st = os.stat(d)
+            link = os.lstat(d)
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            raise PqsimdError(f"cannot use {d} for pqsimd's CPU locks ({os_problem(e)})") from None
+        owners = (0, os.getuid())
+        if not stat.S_ISDIR(st.st_mode):
+            raise PqsimdError(f"{d} is not a directory; pqsimd keeps its machine-wide CPU locks there: make it one")
+        if link.st_uid not in owners or st.st_uid not in owners:
+            raise PqsimdError(f"{d} is owned by uid {st.st_uid if st.st_uid not in owners else link.st_uid}, "
+                              f"neither root nor you: pqsimd keeps its machine-wide CPU locks there and will not "
+                              f"trust it (fix its owner)")
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+            raise PqsimdError(f"{d} is writable by other users without the sticky bit, so anyone could replace "
+                              f"pqsimd's CPU locks there; fix it: chmod +t {d}")
+        return Path(d)
+    raise PqsimdError(f"no directory for pqsimd's machine-wide CPU locks: none of {', '.join(LOCK_DIRS)} exists")
 
 
 def lock_path(cpu: int) -> Path:
     return lock_dir() / f"pqsimd-cpu{cpu}.lock"
+
+
+def _refuse_lock(path: Path, what: str) -> PqsimdError:
+    return PqsimdError(f"CPU lock {path} {what}, which pqsimd never makes; it is not used (someone may be trying "
+                       f"to make pqsimd write elsewhere): remove it (rm {path}) and run again")
+
+
+def _open_lock(path: Path, write: bool) -> tuple[int, bool]:
+    """(fd, writable) of a CPU lock, never through a link: an existing lock that is a symbolic link,
+    not a regular file, or a file with another name elsewhere (a hard link) is refused in one line,
+    so a pqsimd running as root cannot be made to create, truncate or write another file. A lock
+    this process creates is made writable by everyone (another user's study must write its holder
+    in it); one it did not create keeps its owner's permissions (read-only: it is still locked,
+    flock needs no write access, but its holder text is not written)."""
+    flags = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # NONBLOCK: opening a FIFO never waits
+    for _ in range(3):  # the lock may be removed between the two opens (a user cleaning /tmp)
+        created = False
+        try:
+            if write:
+                try:
+                    fd, created, writable = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | flags, 0o666), True, True
+                except FileExistsError:  # also a dangling link: O_EXCL never creates through one
+                    try:
+                        fd, writable = os.open(path, os.O_RDWR | flags), True
+                    except PermissionError:
+                        fd, writable = os.open(path, os.O_RDONLY | flags), False
+            else:
+                fd, writable = os.open(path, os.O_RDONLY | flags), False
+        except FileNotFoundError:
+            if not write:
+                raise
+            continue
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise _refuse_lock(path, "is a symbolic link") from None
+            if e.errno == errno.EISDIR:
+                raise _refuse_lock(path, "is not a regular file (a directory)") from None
+            raise PqsimdError(f"cannot open CPU lock {path} ({os_problem(e)})") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            raise _refuse_lock(path, "is not a regular file" if not stat.S_ISREG(st.st_mode)
+                               else f"is a hard link ({st.st_nlink} names)")
+        if created:
+            os.fchmod(fd, 0o666)  # past the umask: ours, so every user's study can write its holder
+        return fd, writable
+    raise PqsimdError(f"CPU lock {path} keeps disappearing while pqsimd opens it; run again")
+
+
+def holder_text(raw: bytes) -> str:
+    """A lock's holder as it may be shown on a terminal: anyone can write the file, so its first line
+    only, control and format characters (escape sequences, carriage returns, bidirectional
+    overrides) replaced by '?', and at most HOLDER_CHARS characters."""
+    line = raw[:HOLDER_BYTES].decode(errors="replace").split("\n", 1)[0]
+    text = "".join("?" if unicodedata.category(ch)[0] == "C" else ch for ch in line).strip()
+    text = " ".join(text.split())
+    if len(text) > HOLDER_CHARS:
+        text = text[:HOLDER_CHARS - 1] + "\u2026"
+    return text or "another process"
+
+
+def holder_of(study_path: Path | str, what: str) -> str:
+    """The holder text of a lock: the study by its absolute path (another user's shell has another
+    working directory) and what times there."""
+    return f"study {Path(study_path).absolute()}, {what}"
 
 
 def _cpu_times() -> dict[int, tuple[int, int]]:
@@ -84,14 +182,14 @@ def busy_fractions(cpus: set[int] | list[int], window: float = WINDOW_S) -> dict
 def lock_holder(cpu: int) -> str | None:
     """Who holds CPU `cpu`'s pqsimd lock right now (None: nobody)."""
     try:
-        fd = os.open(lock_path(cpu), os.O_RDONLY)
-    except OSError:
+        fd, _ = _open_lock(lock_path(cpu), write=False)
+    except (OSError, PqsimdError):  # none, or one claim() refuses: nobody holds the CPU through it
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         return None
     except BlockingIOError:
-        return os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
+        return holder_text(os.pread(fd, HOLDER_BYTES, 0))
     finally:
         os.close(fd)
 
@@ -197,25 +295,18 @@ class Claim:
 
 @contextmanager
 def claim(cpu: int, who: str, notify: Callable[[str], None] | None = None) -> Iterator[Claim]:
-    """Hold CPU `cpu` for a timing job (`who`: the study and job, written for whoever waits); yields
-    what the wait was, for the job record."""
+    """Hold CPU `cpu` for a timing job (`who`: the study and job, written for whoever waits:
+    holder_of()); yields what the wait was, for the job record. PqsimdError (one line) for a lock that
+    is not a plain file of its own (_open_lock)."""
     path = lock_path(cpu)
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-        writable = True
-    except PermissionError:  # another user's lock file: it can still be locked (flock needs no write access)
-        fd, writable = os.open(path, os.O_RDONLY), False
+    fd, writable = _open_lock(path, write=True)
     held = Claim()
     try:
-        try:
-            os.fchmod(fd, 0o666)  # another user's study must be able to wait for it too
-        except OSError:
-            pass
         t0 = time.monotonic()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            held.holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
+            held.holder = holder_text(os.pread(fd, HOLDER_BYTES, 0))
             if notify:
                 notify(f"waiting for CPU {cpu}: another pqsimd job is timing there ({held.holder}); "
                        f"--cpu N times this study on another CPU")
@@ -223,17 +314,69 @@ def claim(cpu: int, who: str, notify: Callable[[str], None] | None = None) -> It
         held.waited_seconds = time.monotonic() - t0
         if writable:
             os.ftruncate(fd, 0)
-            os.pwrite(fd, f"pid {os.getpid()}, {who}\n".encode(), 0)
+            os.pwrite(fd, f"pid {os.getpid()}, {holder_text(who.encode())}\n".encode(), 0)
         yield held
     finally:
         os.close(fd)  # releases the lock
 
 
+TIMING_NICE = 0  # a timing driver runs at this niceness or better: `nice pqsimd run` keeps builds and gates polite,
+# but a driver at nice 19 gets its CPU only when no other program wants it, and its jobs are discarded on any load
+LOW_POLICIES = {getattr(os, n): n for n in ("SCHED_IDLE", "SCHED_BATCH") if hasattr(os, n)}
+
+
+def timing_priority(pid: int) -> str | None:
+    """Give a timing driver (or probe) just started the normal priority it may have lost to pqsimd's
+    own: a niceness above TIMING_NICE (`nice pqsimd run`) is lowered to it, SCHED_IDLE or SCHED_BATCH
+    (`chrt`) becomes SCHED_OTHER; a better one (a negative niceness, a real-time policy) is kept.
+    Called by the parent right after the fork, long before the driver's first timed sample (it
+    still loads its libraries and calibrates); the kernel's account at exit (Share.nice) is what the
+    job record keeps. Returns why it could not (an unprivileged user cannot lower a niceness), else None."""
+    problems = []
+    try:
+        policy = os.sched_getscheduler(pid)
+        if policy in LOW_POLICIES:
+            try:
+                os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+            except PermissionError:
+                problems.append(f"policy {LOW_POLICIES[policy]}")
+        nice = os.getpriority(os.PRIO_PROCESS, pid)
+        if nice > TIMING_NICE:
+            try:
+                os.setpriority(os.PRIO_PROCESS, pid, TIMING_NICE)
+            except PermissionError:
+                problems.append(f"nice {nice}")
+    except ProcessLookupError:  # it has exited already (its failure is reported as such)
+        return None
+    return f"the timing driver keeps pqsimd's {' and '.join(problems)}" if problems else None
+
+
+def priority_note() -> str | None:
+    """One line before timing when this pqsimd runs below the normal priority and may not give its
+    timing drivers the normal one (an unprivileged `nice pqsimd run`), else None."""
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    policy = os.sched_getscheduler(0)
+    if nice <= TIMING_NICE and policy not in LOW_POLICIES:
+        return None
+    import resource
+
+    floor = 20 - resource.getrlimit(resource.RLIMIT_NICE)[0]  # the lowest niceness this user may set
+    if os.geteuid() == 0 or (floor <= TIMING_NICE and policy not in LOW_POLICIES):
+        return None  # timing_priority() gives the drivers the normal priority
+    what = f"nice {nice}" if nice > TIMING_NICE else f"scheduling policy {LOW_POLICIES[policy]}"
+    return (f"pqsimd runs at {what} and may not give its timing drivers the normal priority, so every other "
+            f"program comes first on their CPU and jobs are discarded as shared on any load; start pqsimd without "
+            f"nice/chrt (a timing job claims one CPU at a time; builds are the long part), or raise RLIMIT_NICE")
+
+
 @dataclass(frozen=True)
 class Share:
-    """What the scheduler says of a finished driver: seconds on its CPU and seconds waiting for it."""
+    """What the scheduler says of a finished driver: seconds on its CPU and seconds waiting for it,
+    and the niceness and policy it ran at."""
     cpu_seconds: float
     waited_seconds: float
+    nice: int | None = None
+    policy: str | None = None
 
     @property
     def waited_fraction(self) -> float:
@@ -246,7 +389,18 @@ class Share:
 
     def record(self) -> dict:
         return {"cpu_seconds": round(self.cpu_seconds, 6), "waited_seconds": round(self.waited_seconds, 6),
-                "waited_fraction": round(self.waited_fraction, 6), "shared": self.shared}
+                "waited_fraction": round(self.waited_fraction, 6), "shared": self.shared, "nice": self.nice,
+                "sched_policy": self.policy}
+
+    def waited(self) -> str:
+        """How long the driver waited for its CPU, and why it may have: a driver below the normal
+        priority waits for every other program (pqsimd's own niceness, not another program's load)."""
+        low = [f"nice {self.nice}" if self.nice is not None and self.nice > TIMING_NICE else "",
+               f"policy {self.policy}" if self.policy in LOW_POLICIES.values() else ""]
+        low = " and ".join(x for x in low if x)
+        return (f"the driver waited {self.waited_fraction:.0%} of its time for it"
+                + (f", running at {low} inherited from pqsimd, so every other program came first: start pqsimd "
+                   f"without nice/chrt" if low else ""))
 
 
 def share_at_exit(proc) -> Share | None:
@@ -259,10 +413,20 @@ def share_at_exit(proc) -> Share | None:
     return share_of(proc.pid)
 
 
+POLICY_NAMES = {0: "SCHED_OTHER", 1: "SCHED_FIFO", 2: "SCHED_RR", 3: "SCHED_BATCH", 5: "SCHED_IDLE", 6: "SCHED_DEADLINE"}
+
+
 def share_of(pid: int) -> Share | None:
     """Read before the child is reaped (a zombie keeps its statistics); None where the kernel has none."""
     try:
         fields = Path(f"/proc/{pid}/schedstat").read_text().split()
-        return Share(int(fields[0]) / 1e9, int(fields[1]) / 1e9)
+        cpu, waited = int(fields[0]) / 1e9, int(fields[1]) / 1e9
     except (OSError, ValueError, IndexError):
         return None
+    try:  # /proc/PID/stat after the command name: field 19 is the niceness, 41 the policy
+        stat_ = Path(f"/proc/{pid}/stat").read_text()
+        rest = stat_[stat_.rindex(")") + 2:].split()
+        nice, policy = int(rest[19 - 3]), POLICY_NAMES.get(int(rest[41 - 3]), rest[41 - 3])
+    except (OSError, ValueError, IndexError):
+        nice, policy = None, None
+    return Share(cpu, waited, nice, policy)

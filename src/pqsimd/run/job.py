@@ -28,7 +28,7 @@ from .. import study as study_mod
 from ..ids import build_id
 from ..errors import PqsimdError, command, os_problem
 from ..studydir import StudyDir
-from . import child, cpuclaim, layouts, limits
+from . import child, cpuclaim, layouts, limits, loaded
 from . import spec as spec_mod
 
 BASE_COLUMNS = ["op", "v", "spin", "rep", "pos", "batch", "raw", "null"]
@@ -156,6 +156,18 @@ def build_here(sd: StudyDir, study: study_mod.Study, job: dict, variant: str, co
     return b.library
 
 
+def timed_binaries(builds: list[tuple[str, str, str]], files: loaded.Held, layout_record: dict | None) -> dict[str, str]:
+    """build -> the sha256 of the build the job timed: of the file the driver loaded (held and checked,
+    run/loaded.py) when it loaded the build itself, else (laid-out copies, each in the layout record)
+    the gated build they were made from."""
+    n = len(files.sha256) // max(1, len(builds))
+    out = {}
+    for i, (bid, _, _) in enumerate(builds):
+        base = ((layout_record or {}).get("builds") or {}).get(bid, {}).get("base_sha256")
+        out[bid] = base or files.sha256[i * n]
+    return out
+
+
 class BuildDied(PqsimdError):
     """A build crashed, or hung past the time limit, in a timing job or a probe: named by the
     driver's last line (driver/guard.h), so it can be left out and the rest timed."""
@@ -220,16 +232,16 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
             exclude(sd, e, job_id, notify)
         except SharedCpu as e:
             shared.append(e.share)
-            worst = max(x.waited_fraction for x in shared)
+            worst = max(shared, key=lambda x: x.waited_fraction)
             if len(shared) >= cpuclaim.ATTEMPTS:
                 raise PqsimdError(
-                    f"job {job_id}: another program kept its CPU busy in each of {len(shared)} attempts (the driver "
-                    f"waited up to {worst:.0%} of its time for it; {choice.describe()}); nothing kept, the job stays "
+                    f"job {job_id}: another program kept its CPU busy in each of {len(shared)} attempts "
+                    f"({worst.waited()} at most; {choice.describe()}); nothing kept, the job stays "
                     f"pending: run {command('run', sd.path)} again when a CPU is free, or add --shared-cpu keep to "
                     f"keep such jobs, marked, with the verdicts shown with and without them") from None
             if notify:
                 notify(f"job {job_id}: discarded and run again: CPU {e.cpu} was shared with another program "
-                       f"(the driver waited {e.share.waited_fraction:.0%} of its time for it)")
+                       f"({e.share.waited()})")
 
 
 class SharedCpu(Exception):
@@ -256,20 +268,47 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
         elif not sd.gated_library(bid).exists():  # the bytes that passed the gate, checked (one line if not)
             raise PqsimdError(f"job {job_id}: variant {sd.variant_path(bid)} is missing; run {command('run', sd.path)} "
                               f"to rebuild")
-    built_on_node = list(node_built)
     libraries, stacks, layout_record = layouts.entries(sd, study, job_id, builds, node_built)
     copies = layout_record["copies_per_job"] if layout_record else None
     driver = sd.gated_driver()
     if not driver.exists():
         raise PqsimdError(f"job {job_id}: driver {driver} is missing; run {command('run', sd.path)} to rebuild")
-    cpu = choice.cpu
     sizing = sd.read_sizing() if study.budget is not None else None
     events = list(counters.DEFAULT_EVENTS) if "counters" in study.metrics else None
-    seed = job_seed(study.seed, job_id)
     ids_ = [b[0] for b in builds]
     op_seconds = [build_ops(sd, b, job["scheme"]) for b in ids_]
     timed = spec_mod.timed_ops(study, job["scheme"], op_seconds)
-    text = spec_mod.job_spec(study, job, ids_, libraries, cpu, seed, sizing, events, timed, stacks)
+    # held open from this check of their bytes to the driver's exit: a file replaced while the job waits
+    # for its CPU is not what the driver loads (run/loaded.py)
+    with loaded.hold(libraries, gated_sha256(sd, builds, layout_record, node_built, len(libraries)), f"job {job_id}",
+                     sd.path) as files:
+        return _time(sd, job_id, job, plan, study, builds, ids_, files, stacks, layout_record, copies, node_built,
+                     driver, choice, sizing, events, timed, op_seconds, progress, notify, discarded)
+
+
+def gated_sha256(sd: StudyDir, builds: list[tuple[str, str, str]], layout_record: dict | None,
+                 node_built: dict[str, Path], n_libraries: int) -> list[str | None]:
+    """The sha256 each library the driver loads must have (layouts.entries' order): a laid-out copy
+    its gated copy's, a build as linked its gate record's; None for a build made on this node."""
+    out: list[str | None] = []
+    for bid, _, _ in builds:
+        if layout_record is not None:
+            out += [None if bid in node_built else c.get("sha256") for c in layout_record["builds"][bid]["copies"]]
+        else:
+            out.append(None if bid in node_built else (sd.read_gate(bid) or {}).get("binary_sha256"))
+    if len(out) != n_libraries:
+        raise PqsimdError(f"{len(out)} gated binaries for {n_libraries} libraries")  # the layout record is damaged
+    return out
+
+
+def _time(sd: StudyDir, job_id: str, job: dict, plan: dict, study: study_mod.Study, builds: list[tuple[str, str, str]],
+          ids_: list[str], files: loaded.Held, stacks: list[int] | None, layout_record: dict | None, copies: int | None,
+          node_built: dict[str, Path], driver: Path, choice: cpuclaim.Choice, sizing: dict | None,
+          events: list[str] | None, timed: dict, op_seconds: list, progress: Callable[[int, int], None] | None,
+          notify: Callable[[str], None] | None, discarded: int) -> Path:
+    cpu = choice.cpu
+    seed = job_seed(study.seed, job_id)
+    text = spec_mod.job_spec(study, job, ids_, files.driver_paths(), cpu, seed, sizing, events, timed, stacks)
     total = spec_mod.expected_samples(study, job, ids_, sizing, timed)
     limit = limits.job_limit(study, job["scheme"], ids_, timed, op_seconds, sizing)
     log = sd.log_path(job_id)
@@ -289,8 +328,11 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
         spec_file.write_text(text)
         timed_out = threading.Event()
         with os.fdopen(fd, "w") as out, open(log, "w") as err, \
-                cpuclaim.claim(cpu, f"study {sd.path}, job {job_id}", notify) as held, cpuclaim.away_from(cpu), \
-                child.spawned(cmd, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1 << 16) as proc:
+                cpuclaim.claim(cpu, cpuclaim.holder_of(sd.path, f"job {job_id}"), notify) as held, cpuclaim.away_from(cpu), \
+                child.spawned(cmd, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1 << 16,
+                              pass_fds=files.pass_fds) as proc:
+            priority_problem = cpuclaim.timing_priority(proc.pid)  # before it loads and calibrates
+
             def expire() -> None:
                 timed_out.set()
                 child.stop(proc)
@@ -319,13 +361,14 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
                 raise died
             why = f"killed at the time limit of {limit['seconds']:g} s" if timed_out.is_set() else \
                 (stderr.strip().splitlines() or [f"exit code {rc}"])[-1]
-            raise PqsimdError(f"job {job_id}: driver failed ({why}); log: {log}")
+            raise PqsimdError(f"job {job_id}: driver failed ({files.named(why)}); log: {log}")
         if share is not None and share.shared:
             if study.shared_cpu != "keep":
                 raise SharedCpu(cpu, share)
             if notify:
-                notify(f"job {job_id}: kept although CPU {cpu} was shared with another program (the driver waited "
-                       f"{share.waited_fraction:.0%} of its time for it): marked in jobs.csv (--shared-cpu keep)")
+                notify(f"job {job_id}: kept although CPU {cpu} was shared with another program ({share.waited()}): "
+                       f"marked in jobs.csv (--shared-cpu keep)")
+        files.check_unchanged(f"job {job_id}", sd.path)  # the bytes timed are the bytes checked and recorded
         with open(tmp) as f:
             try:
                 calibration = json.loads(f.readline())
@@ -342,11 +385,12 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
             "builds": ids_,
             "variants": [b[1] for b in builds],
             "compilers": [b[2] for b in builds],
-            "binaries": {bid: store.sha256_file(node_built.get(bid) or sd.variant_path(bid)) for bid, _, _ in builds},
+            "binaries": timed_binaries(builds, files, layout_record),
             "layout": layout_record,
             "driver_sha256": store.sha256_file(driver),
             "cpu": cpu,
-            "cpu_share": {**share.record(), "discarded_before": discarded, "policy": study.shared_cpu} if share else None,
+            "cpu_share": {**share.record(), "discarded_before": discarded, "policy": study.shared_cpu,
+                          "priority_problem": priority_problem} if share else None,
             "cpu_choice": {"busy": {str(c): round(b, 3) for c, b in choice.busy.items()},
                            "held": {str(c): h for c, h in choice.held.items()}, "fixed": choice.fixed},
             "cpu_claim": {"waited_seconds": round(held.waited_seconds, 3), "holder": held.holder},
@@ -354,7 +398,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
             "cpu_model": machine.cpu_model(),
             "calibration": calibration,
             "counters": counters.status(calibration, counters.read_paranoid(), machine.virtualization()),
-            "built_on_node": built_on_node,
+            "built_on_node": list(node_built),
             "settings": plan.get("settings") or study.measurement_settings(),
             "sizing": {op: sizing["schemes"][job["scheme"]]["ops"][op] for op in timed} if sizing else None,
             "timed": {op: [b for b, t in zip(ids_, which) if t] for op, which in timed.items()},

@@ -12,6 +12,7 @@ every job loads the build itself.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -19,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import layout, store
-from ..errors import PqsimdError, command
+from ..errors import PqsimdError, command, os_problem, tagged
 from ..studydir import StudyDir
 
 RECORD = "layouts.json"
@@ -61,7 +62,7 @@ def prepare(sd: StudyDir, study, jobs: list[dict], console=None) -> None:
     from ..verify import layouts as gate
     from .job import job_builds
 
-    layout.require_linker()
+    linker = layout.linker_record(layout.require_linker())
     n = copies_per_job(study)
     links = {bid: (b or {}).get("link") for bid, b in (sd.read_manifest().get("builds") or {}).items()}
     from . import child
@@ -97,38 +98,57 @@ def prepare(sd: StudyDir, study, jobs: list[dict], console=None) -> None:
                     from None
         return refs[key]
 
+    made: list[Path] = []  # copies written by this call: none is recorded until every one is made and gated
+
     def make(item) -> tuple[str, str, dict]:
         job, bid, base, sha = item
         scheme = job["scheme"]
         ref = reference(bid, base, scheme)
         copies = []
+        link = links.get(bid)
+        weaker = layout.weakened(link or [])
         for i in range(n):
             seed = layout.seed_of(study.seed, job["id"], bid, i)
-            out = job_dir(sd, job["id"]) / f"{bid}.{i}.so"
+            out = job_dir(sd, job["id"]).absolute() / f"{bid}.{i}.so"  # recorded: meaningful from any directory
+            tmp = out.with_name(f".{out.name}.{os.getpid()}")
             pad = layout.Padding.of(seed)
             fixed, cmd = "", None
-            link = links.get(bid)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            made.append(out)
             try:
-                if not link:
-                    raise PqsimdError("its build records no link command (built by an older pqsimd: rebuild it)")
-                tmp = out.with_name(f".{out.name}.{os.getpid()}")
-                pad, cmd = layout.relink(link, seed, tmp)
+                try:
+                    if not link:
+                        raise PqsimdError("its build records no link command (built by an older pqsimd: rebuild it)")
+                    pad, cmd = layout.relink(link, seed, tmp)
+                    cmd = [str(out) if a == str(tmp) else a for a in cmd]  # the copy's name, not the temporary one
+                except PqsimdError as e:
+                    fixed = str(e)
+                    shutil.copyfile(base, tmp)
                 os.replace(tmp, out)
-            except PqsimdError as e:
-                fixed = str(e)
-                out.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(base, out)
+            except OSError as e:
+                if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):  # writing the copy, not reading the build
+                    raise OSError(e.errno, e.strerror, str(out)) from None
+                raise
+            finally:
+                tmp.unlink(missing_ok=True)  # a full disk leaves no half-made copy under either name
             passed, how = gate.check(ref, out)
             if not passed:
                 raise PqsimdError(f"layout {i} of {bid} for job {job['id']} fails the gate: {how}; the study stops "
                                   f"(report it; --layout fixed times the builds as linked)")
             copies.append(layout.Copy(bid, i, seed, pad.stack, str(out), store.sha256_file(out),
-                                      {scheme: layout.op_offsets(driver, out, scheme, launcher)}, how, fixed).to_dict()
-                          | {"link": cmd})
-        return job["id"], bid, {"base_sha256": sha, "copies": copies}
+                                      {scheme: layout.op_offsets(driver, out, scheme, launcher)}, how, fixed,
+                                      "" if fixed else weaker).to_dict() | {"link": cmd})
+        return job["id"], bid, {"base_sha256": sha, "linker": linker, "copies": copies}
 
-    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-        done = list(pool.map(make, work))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+            done = list(pool.map(make, work))
+    except BaseException as e:
+        for out in made:  # no record names them: the next run makes them again
+            out.unlink(missing_ok=True)
+        if isinstance(e, OSError):  # a full disk while relinking or copying: the file being written
+            raise PqsimdError(f"layouts: {os_problem(e)}") from None
+        raise
     by_job: dict[str, dict] = {}
     for job_id, bid, entry in done:
         by_job.setdefault(job_id, read(sd, job_id) or {"job": job_id, "builds": {}})["builds"][bid] = entry
@@ -136,8 +156,10 @@ def prepare(sd: StudyDir, study, jobs: list[dict], console=None) -> None:
         store.atomic_write_json(job_dir(sd, job_id) / RECORD, rec)
     fixed = sorted({(c["build"], c["fixed"]) for _, _, e in done for c in e["copies"] if c["fixed"]})
     for bid, why in fixed:
-        say(f"[yellow]layout fixed[/yellow] {bid}: {why}; its jobs time the build as linked", soft_wrap=True,
-                      markup=True)
+        say(tagged("layout fixed", "yellow", f"{bid}: {why}; its jobs time the build as linked"), soft_wrap=True)
+    weaker = sorted({(c["build"], c["weakened"]) for _, _, e in done for c in e["copies"] if c.get("weakened")})
+    for bid, why in weaker:
+        say(tagged("layout weaker", "yellow", f"{bid}: {why}"), soft_wrap=True)
 
 
 def entries(sd: StudyDir, study, job_id: str, builds: list[tuple[str, str, str]],

@@ -41,8 +41,11 @@ def execute(directory: Path | StudyDir, jobs: list[dict], study=None, console: C
                 except PqsimdError as e:
                     failures.append((job["id"], str(e)))
                     console.print(tagged("failed", "red", str(e)), soft_wrap=True)
+                    # a failed job stays pending: the bar counts finished jobs only, so it never reads 100%
+                    progress.update(overall, description=f"all jobs ({len(failures)} pending)")
+                else:
+                    progress.advance(overall, w[job["id"]])
                 progress.remove_task(task)
-                progress.advance(overall, w[job["id"]])
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted: finished jobs are kept in {sd.raw_dir}; {command('run', sd.path)} "
                           f"continues the study") from None

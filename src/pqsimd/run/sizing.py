@@ -35,7 +35,7 @@ from .. import catalog
 from ..errors import PqsimdError
 from ..ids import same_code_build
 from ..studydir import StudyDir
-from . import child, cpuclaim, limits
+from . import child, cpuclaim, limits, loaded
 from .job import BuildDied, build_ops, death_of, exclude, job_builds
 from .spec import NOT_TIMED, escape, quantum_line, timed_ops
 
@@ -116,22 +116,27 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
     op_seconds = [build_ops(sd, b, scheme) for b in builds]
     timed = timed_ops(study, scheme, op_seconds)
     limit = limits.probe_limit(study, scheme, list(timed), op_seconds)
-    lines = ["design paired", f"scheme {scheme}", *(f"variant {escape(sd.gated_library(b))}" for b in builds),
-             f"cpu {cpu}", f"target {study.batch_target}", *quantum_line(study),
-             *(f"op {op} 1 1 0 {' '.join(study.batch if t else NOT_TIMED for t in which)}" for op, which in timed.items())]
     what = f"sizing: the driver's probe of {scheme}"
-    try:
-        with cpuclaim.claim(cpu, f"study {sd.path}, sizing probe of {scheme}"), cpuclaim.away_from(cpu):  # a probe times too
-            p = child.run([*child.launcher_of(study), str(sd.gated_driver()), "probe", "-"],
-                          input="\n".join(lines) + "\n", timeout=limit["seconds"], before_reap=cpuclaim.share_at_exit)
-    except child.TimedOut as e:
-        raise death_of(what, e.stderr, builds, scheme, limit) or PqsimdError(
-            f"{what} did not finish within {e.seconds:g} s ({limit['from']}); set [study] job_timeout") from None
-    if p.returncode != 0:
-        died = death_of(what, p.stderr, builds, scheme, None)
-        if died is not None:
-            raise died
-        raise PqsimdError(f"{what} failed ({(p.stderr.strip().splitlines() or ['?'])[-1]})")
+    gated = [(sd.read_gate(b) or {}).get("binary_sha256") for b in builds]
+    with loaded.hold([sd.gated_library(b) for b in builds], gated, what, sd.path) as files:  # as a job's (run/loaded.py)
+        lines = ["design paired", f"scheme {scheme}", *(f"variant {escape(f)}" for f in files.driver_paths()),
+                 f"cpu {cpu}", f"target {study.batch_target}", *quantum_line(study),
+                 *(f"op {op} 1 1 0 {' '.join(study.batch if t else NOT_TIMED for t in which)}" for op, which in timed.items())]
+        try:
+            with cpuclaim.claim(cpu, cpuclaim.holder_of(sd.path, f"sizing probe of {scheme}")), cpuclaim.away_from(cpu):  # a probe times too
+                p = child.run([*child.launcher_of(study), str(sd.gated_driver()), "probe", "-"],
+                              input="\n".join(lines) + "\n", timeout=limit["seconds"],
+                              before_reap=cpuclaim.share_at_exit, on_start=cpuclaim.timing_priority,
+                              pass_fds=files.pass_fds)
+        except child.TimedOut as e:
+            raise death_of(what, e.stderr, builds, scheme, limit) or PqsimdError(
+                f"{what} did not finish within {e.seconds:g} s ({limit['from']}); set [study] job_timeout") from None
+        files.check_unchanged(what, sd.path)
+        if p.returncode != 0:
+            died = death_of(what, p.stderr, builds, scheme, None)
+            if died is not None:
+                raise died
+            raise PqsimdError(f"{what} failed ({files.named((p.stderr.strip().splitlines() or ['?'])[-1])})")
     out = p.stdout.splitlines()
     share = p.before_reap
     cal = {**json.loads(out[0]), "time_limit": limit, "cpu": cpu,
@@ -306,7 +311,10 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
                                   "probe_time_limit": cal["time_limit"], "probe_cpu": cal.get("cpu"),
                                   "probe_cpu_share": cal.get("cpu_share"), "ops": ops}
         if (cal.get("cpu_share") or {}).get("shared"):
-            crowded.append(f"{scheme} ({cal['cpu_share']['waited_fraction']:.0%})")
+            nice = cal["cpu_share"].get("nice") or 0
+            crowded.append(f"{scheme} ({cal['cpu_share']['waited_fraction']:.0%}"
+                           + (f", at nice {nice} inherited from pqsimd: start it without nice" if nice > cpuclaim.TIMING_NICE
+                              else "") + ")")
     if crowded and console:
         console.print(f"sizing: the probe of {', '.join(crowded)} waited that share of its time for its CPU (another "
                       f"program used it): its ops read slow, so their batches are longer than needed (finer samples) "
