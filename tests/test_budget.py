@@ -69,11 +69,15 @@ def test_budgeted_study_chooses_per_op_and_resumes_after_sigkill_with_the_same_c
     sd = StudyDir(d)
     sizing = sd.sizing_json.read_text()
     choice = json.loads(sizing)["schemes"]["ml-kem-512"]["ops"]
-    # the fast op keeps the caps; the slow one (refo0 decapsulation) is cut to the budget
-    assert (choice["ntt"]["spins"], choice["ntt"]["reps"]) == (200, 20)
-    slow = choice["kem_decaps"]
-    assert slow["spins"] * slow["reps"] < 200 * 20 and slow["spins"] >= 1 and slow["reps"] >= 1
-    assert slow["expected_s"] <= 0.05 * 1.5 or (slow["spins"], slow["reps"]) == (1, 1)
+    # each op between the floors and the caps, within the budget unless at the floors; the slow one
+    # (refo0 decapsulation) is cut to the budget, and harder than the fast one (how much the fast one
+    # keeps depends on the host: its samples span 2,000 clock steps, 26 ticks each on a Zen TSC)
+    fast, slow = choice["ntt"], choice["kem_decaps"]
+    for o in (fast, slow):
+        assert 1 <= o["spins"] <= 200 and 1 <= o["reps"] <= 20
+        assert o["expected_s"] <= 0.05 * 1.5 or (o["spins"], o["reps"]) == (1, 1)  # quick floors
+    assert slow["spins"] * slow["reps"] < 200 * 20
+    assert slow["spins"] * slow["reps"] <= fast["spins"] * fast["reps"]
     finished = {p.name: store.sha256_file(p) for p in sd.raw_files()}
     assert 2 <= len(finished) < 8
     r = subprocess.run(args, capture_output=True, text=True, timeout=900)

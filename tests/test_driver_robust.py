@@ -163,7 +163,9 @@ def test_stopping_pqsimd_stops_its_driver_before_the_lock_is_released(tmp_path, 
     d = tmp_path / "s"
     args = [str(PQSIMD), "run", d, "--schemes", "shake-256", "--variants", "ref", "--preset", "quick", "--jobs", "1",
             "--spins", "100000", "--reps", "50", "--budget", "0"]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    # SIGINT as a terminal gives it, even where this suite runs in the background (which ignores it)
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not drivers_of(d) and proc.poll() is None:

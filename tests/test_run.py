@@ -251,11 +251,18 @@ def test_job_builds_node_dependent_variant_on_the_node(tmp_path, cli):
 
 
 def test_study_cpu_outside_allowed_set_falls_back():
-    from pqsimd.run.job import pick_cpu
+    """A --cpu this process may not use (a SLURM allocation without it) is not forced: the job chooses
+    among the allowed CPUs, as without --cpu; one it may use is kept whatever the CPUs are doing."""
+    from pqsimd.run.job import choose_cpu
     from pqsimd.study import Study
 
+    allowed = os.sched_getaffinity(0)
     s = Study(schemes=[], variants=[], jobs=1, spins=1, reps=1, warmup=0, cpu=10_000)
-    assert pick_cpu(s) == max(os.sched_getaffinity(0))
+    c = choose_cpu(s)
+    assert c.cpu in allowed and not c.fixed and set(c.busy) == allowed
+    mine = min(allowed)
+    c = choose_cpu(Study(schemes=[], variants=[], jobs=1, spins=1, reps=1, warmup=0, cpu=mine))
+    assert c.cpu == mine and c.fixed
 
 
 def test_show_states_the_paired_design_and_its_warm_up(paired_study):

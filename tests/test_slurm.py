@@ -426,7 +426,9 @@ def test_rerun_while_tasks_still_run_follows_them_instead_of_resubmitting(tmp_pa
     options = {"command": [sys.executable, str(d / "fake_job.py")]}
     code = (f"from pathlib import Path; from pqsimd.run.slurm import submit; "
             f"submit.execute(Path({str(d)!r}), {jobs!r}, {options!r})")
-    first = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT as a terminal gives it, even where this suite runs in the background (which ignores it)
+    first = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     subs_file = d / "slurm" / "submissions.json"
     deadline = time.monotonic() + 60
     while not subs_file.exists() and time.monotonic() < deadline:

@@ -83,12 +83,19 @@ def run(cmd: list[str], input: str | bytes | None = None, timeout: float | None 
                 out, err = proc.communicate(input, timeout=timeout)
                 seen = None
             else:
-                out, err = _communicate_unreaped(proc, input, timeout)
+                got: dict[str, Any] = {}
+                _communicate_unreaped(proc, input, timeout, got)
+                out, err = got.get("out"), got.get("err")
                 seen = before_reap(proc)
                 proc.wait()
         except subprocess.TimeoutExpired:
             stop(proc)
-            out, err = proc.communicate()
+            if before_reap is None:
+                out, err = proc.communicate()
+            else:  # the readers end once the stopped group closes its pipes
+                for t in got.get("readers", []):
+                    t.join(GRACE_S)
+                err = got.get("err", "")
             raise TimedOut(timeout or 0, err if isinstance(err, str) else (err or b"").decode(errors="replace")) from None
     done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
     done.before_reap = seen
@@ -96,12 +103,13 @@ def run(cmd: list[str], input: str | bytes | None = None, timeout: float | None 
     return done
 
 
-def _communicate_unreaped(proc: subprocess.Popen, input, timeout: float | None):
+def _communicate_unreaped(proc: subprocess.Popen, input, timeout: float | None, got: dict[str, Any]) -> None:
     """communicate() that leaves the exited process a zombie: its output read to the end by two
-    threads, then a wait without reaping (TimeoutExpired past `timeout`)."""
-    got: dict[str, Any] = {}
+    threads into got["out"], got["err"], then a wait without reaping (TimeoutExpired past `timeout`;
+    the readers are in got["readers"])."""
     readers = [threading.Thread(target=lambda k=k, f=f: got.__setitem__(k, f.read()), daemon=True)
                for k, f in (("out", proc.stdout), ("err", proc.stderr))]
+    got["readers"] = readers
     for t in readers:
         t.start()
     if input is not None and proc.stdin is not None:
@@ -124,7 +132,6 @@ def _communicate_unreaped(proc: subprocess.Popen, input, timeout: float | None):
         if deadline is not None and time.monotonic() > deadline:
             raise subprocess.TimeoutExpired(proc.args, timeout or 0)
         time.sleep(0.001)
-    return got.get("out"), got.get("err")
 
 
 @dataclass
