@@ -532,7 +532,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
                 (results / f"{name}.{ext}").unlink(missing_ok=True)
     write_table(aa_table if len(aa_table) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "aa")
     write_table(co_table, results, "coresidency")
-    cliff_rec = _write_cliffs(directory, results, groups)
+    cliff_rec = _write_cliffs(directory, results, groups, settings.threshold)
     if cliff_rec.get("flagged"):
         top = cliff_rec["findings"][0]
         warnings.append(f"cliffs: {cliff_rec['flagged']} of {cliff_rec['groups']} groups have a laid-out copy far slower "
@@ -628,7 +628,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
 JOB_RECORD_COLUMNS = ("step", "step_calibrated", "step_data")  # from each job's raw file (load.py)
 
 
-def _write_cliffs(directory: Path, results: Path, groups: dict) -> dict:
+def _write_cliffs(directory: Path, results: Path, groups: dict, threshold: float) -> dict:
     """results/copies and results/cliffs (analyze/cliffs.py) of a laid-out study; nothing otherwise."""
     from ..catalog import family_of
     from ..ids import build_id
@@ -648,6 +648,14 @@ def _write_cliffs(directory: Path, results: Path, groups: dict) -> dict:
     copies, table, rec = cliffs_mod.cliff_tables(groups, layouts, build_of)
     _write_or_remove(copies, results, "copies")
     _write_or_remove(table, results, "cliffs")
+    retimed = cliffs_mod.retime_results(directory / "cliffs", threshold)  # `pqsimd cliffs DIR --retime`
+    for name, t in retimed.items():
+        _write_or_remove(t, results, name)
+    rt = retimed["cliff_retime"]
+    if len(rt):
+        rec["retimed"] = [{"group": f"{r.scheme} {r.op} {r.variant} ({r.compiler})", "test": r.test,
+                           "ratio": r.ratio, "ci": [r.ci_low, r.ci_high], "verdict": r.verdict, "belongs": r.belongs}
+                          for r in rt.itertuples()]
     return rec
 
 

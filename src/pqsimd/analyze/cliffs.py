@@ -229,6 +229,19 @@ def retime_verdict(lo: float, hi: float, threshold: float) -> str:
     return "~"
 
 
+def search_state(lo: float, hi: float, threshold: float, cliff: float) -> str:
+    """A search probe (a hybrid layout timed against T): 'on' when it is slower than T beyond the
+    threshold, 'off' when even its interval's upper end stays below half the cliff (on the log scale:
+    sqrt(cliff), the alone test's W/T), '?' otherwise."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "?"
+    if lo > 1 + threshold:
+        return "on"
+    if hi < max(math.sqrt(cliff), 1 + threshold) if np.isfinite(cliff) else hi < 1 + threshold:
+        return "off"
+    return "?"
+
+
 def belongs(alone: str, context: str | None) -> str:
     """Where a re-timed cliff lives, from the two tests' verdicts."""
     if alone == "confirmed":
@@ -249,3 +262,147 @@ def process_ratios(spins: pd.DataFrame, worst: int, typical: int) -> np.ndarray:
         mw, mt = float(np.median(w)) if len(w) else math.nan, float(np.median(t)) if len(t) else math.nan
         out.append(math.log(mw / mt) if mw > 0 and mt > 0 else math.nan)
     return np.array(out)
+
+
+# --- the re-timings' results (DIR/cliffs/<group>/, run/retime.py) ------------------------------------------
+
+PLACEMENT_COLUMNS = ["metric", "scheme", "op", "variant", "compiler", "object", "kind", "size", "addr_worst",
+                     "addr_typical", "mod64_worst", "mod64_typical", "mod4096_worst", "mod4096_typical",
+                     "lines_worst", "lines_typical", "differs"]
+SIM_COLUMNS = ["metric", "scheme", "op", "variant", "compiler", "event", "worst", "typical", "ratio", "differs",
+               "source"]
+SEARCH_COLUMNS = ["metric", "scheme", "op", "variant", "compiler", "step", "label", "differs_from_worst", "stack",
+                  "objects_moved", "ratio", "ci_low", "ci_high", "ci_level", "state", "source"]
+
+
+def retime_results(folder, threshold: float, level: float = LEVEL) -> dict[str, pd.DataFrame]:
+    """Every re-timed group under DIR/cliffs/ → the tables results/cliff_retime (one row per test,
+    and the cliff's place), cliff_placement (where W and T differ), cliff_sim (simulated events),
+    cliff_search (the search's probes) and cliff_moved (what the search's last on/off layouts moved)."""
+    import json
+    from pathlib import Path
+
+    folder = Path(folder)
+    tables: dict[str, list] = {"cliff_retime": [], "cliff_placement": [], "cliff_sim": [], "cliff_search": [],
+                               "cliff_moved": []}
+    if not folder.is_dir():
+        return {k: pd.DataFrame() for k in tables}
+    for d in sorted(p for p in folder.iterdir() if p.is_dir() and (p / "target.json").exists()):
+        try:
+            t = json.loads((d / "target.json").read_text())
+            spins = pd.read_parquet(d / "spins.parquet")
+        except (OSError, ValueError):
+            continue
+        key = t["group"]
+        verdicts = {}
+        for test, ref_role, study_ratio in (("alone", "typical", t.get("study_ratio")),
+                                            ("context", "partner", t.get("study_within_job"))):
+            s = spins[spins["test"] == test]
+            if not len(s):
+                continue
+            s = s[s["role"].isin(["worst", ref_role])]
+            lr = process_ratios(s.assign(entry=np.where(s["role"] == "worst", 0, 1)), 0, 1)
+            ratio, lo, hi = retime_interval(lr, level=level)
+            v = retime_verdict(lo, hi, threshold)
+            verdicts[test] = v
+            tables["cliff_retime"].append(key | {
+                "test": test, "worst": f"job {t['worst']['job']} copy {t['worst']['copy']} seed {t['worst']['seed']}",
+                "typical": (f"job {t['typical']['job']} copy {t['typical']['copy']} seed {t['typical']['seed']}"
+                            if test == "alone" else "its job's other copies"),
+                "processes": int(np.isfinite(lr).sum()), "ratio": ratio, "ci_low": lo, "ci_high": hi,
+                "ci_level": level, "study_ratio": study_ratio, "verdict": v,
+                "per_process": " ".join(f"{math.exp(x):.3f}" for x in lr if np.isfinite(x)),
+                "note": "measured: fresh driver processes, the copies made again from their records (bytes as recorded)"})
+        for row in tables["cliff_retime"]:
+            if all(row[k] == key[k] for k in key):
+                row["belongs"] = belongs(verdicts.get("alone", "~"), verdicts.get("context"))
+        if (d / "placement.parquet").exists():
+            pl = pd.read_parquet(d / "placement.parquet")
+            w = pl[pl["role"] == "worst"].set_index(["object", "kind"])
+            ty = pl[pl["role"] == "typical"].set_index(["object", "kind"])
+            for (obj, kind) in list(dict.fromkeys([*w.index, *ty.index])):
+                a = w.loc[(obj, kind)] if (obj, kind) in w.index else None
+                b = ty.loc[(obj, kind)] if (obj, kind) in ty.index else None
+                if isinstance(a, pd.DataFrame):
+                    a = a.iloc[0]
+                if isinstance(b, pd.DataFrame):
+                    b = b.iloc[0]
+                diff = "only in " + ("worst" if b is None else "typical") if a is None or b is None else \
+                    ",".join(k for k in ("mod64", "mod4096", "page", "lines") if a[k] != b[k]) or "same"
+                get = lambda r, k: (int(r[k]) if r is not None else None)  # noqa: E731
+                tables["cliff_placement"].append(key | {
+                    "object": obj, "kind": kind, "size": get(a if a is not None else b, "size"),
+                    "addr_worst": get(a, "addr"), "addr_typical": get(b, "addr"), "mod64_worst": get(a, "mod64"),
+                    "mod64_typical": get(b, "mod64"), "mod4096_worst": get(a, "mod4096"),
+                    "mod4096_typical": get(b, "mod4096"), "lines_worst": get(a, "lines"),
+                    "lines_typical": get(b, "lines"), "differs": diff})
+        if (d / "sim.parquet").exists():
+            sim = pd.read_parquet(d / "sim.parquet")
+            if len(sim):
+                p = sim.pivot_table(index="event", columns="role", values="per_call", aggfunc="first")
+                for ev, r in p.iterrows():
+                    wv, tv = float(r.get("worst", math.nan)), float(r.get("typical", math.nan))
+                    tables["cliff_sim"].append(key | {
+                        "event": ev, "worst": wv, "typical": tv, "ratio": wv / tv if tv else math.nan,
+                        "differs": bool(abs(wv - tv) > max(0.01 * max(abs(wv), abs(tv)), 0.5)),
+                        "source": "simulated: callgrind " + str((t.get("sim") or {}).get("geometry", ""))[:80]})
+        if (d / "search.parquet").exists():
+            for r in pd.read_parquet(d / "search.parquet").to_dict("records"):
+                tables["cliff_search"].append(key | {k: r.get(k) for k in SEARCH_COLUMNS if k in r} |
+                                              {"ci_level": level, "source": "measured"})
+        if (d / "moved.parquet").exists():
+            for r in pd.read_parquet(d / "moved.parquet").to_dict("records"):
+                tables["cliff_moved"].append(key | r)
+    return {k: pd.DataFrame(v) for k, v in tables.items()}
+
+
+def explanation(retime_rows: pd.DataFrame, placement_rows: pd.DataFrame, sim_rows: pd.DataFrame,
+                found: dict | None, moved: pd.DataFrame) -> list[str]:
+    """The parts of one re-timed cliff's story, each labelled measured, static or simulated."""
+    parts = []
+    if len(retime_rows):
+        for r in retime_rows.itertuples():
+            parts.append(f"measured, {r.test}: {r.ratio:.3f}× [{r.ci_low:.3f}, {r.ci_high:.3f}] at {r.ci_level:.0%} over "
+                         f"{r.processes} processes: {r.verdict} (the study: {r.study_ratio:.3f}×)")
+        parts.append(f"the cliff belongs to: {retime_rows['belongs'].iloc[0]}")
+    if len(placement_rows):
+        objs = placement_rows[placement_rows["kind"] != "stack"]
+        d = objs[objs["differs"] != "same"]
+        m64 = d[d["differs"].str.contains("mod64", na=False)]
+        st = placement_rows[placement_rows["kind"] == "stack"]
+        stack = (f"; stack offsets {int(st['addr_worst'].iloc[0])} and {int(st['addr_typical'].iloc[0])} B"
+                 if len(st) else "")
+        parts.append(f"static: {len(d)} of {len(objs)} objects of the op's call tree sit elsewhere modulo 4096 or 64 "
+                     f"({len(m64)} modulo 64){stack} (results/cliff_placement.csv)")
+    if len(sim_rows):
+        diff = sim_rows[sim_rows["differs"].astype(bool)]
+        parts.append("simulated (callgrind): " + (", ".join(f"{r.event} {r.worst:,.1f} vs {r.typical:,.1f} per call"
+                                                             for r in diff.itertuples()) if len(diff) else
+                                                   "no event differs (I1/D1/LL misses, branch mispredictions within 1%): "
+                                                   "the cause is outside the model (µop cache, loop buffer, 4K aliasing, "
+                                                   "branch-target buffers, prefetchers are not simulated)"))
+    if found:
+        if found.get("stack"):
+            parts.append(f"measured search: the stack offset {found['stack']['on']} B (on) → {found['stack']['off']} B "
+                         f"(off) turns the cliff off (under address-space randomization the stack's address modulo "
+                         f"4096 also changes with every process)")
+        if found.get("block"):
+            b = found["block"]
+            text = (f"measured search: moving the {b['kind']} sections after pad {b['pad']} turns the cliff off "
+                    f"(on at shifts {', '.join(map(str, found.get('on', [])))} B, off at "
+                    f"{', '.join(map(str, found.get('off', [])))} B); the op's objects in that block: "
+                    f"{', '.join(b['objects'][:6])}")
+            parts.append(text)
+            if found.get("candidates"):
+                parts.append("named: moved in every probe that turned the cliff off: "
+                             + ", ".join(found["candidates"][:8]))
+            if len(moved):
+                for obj, g in moved.groupby("object", sort=False):
+                    on = g[g["state"] == "on"]
+                    off = g[g["state"] == "off"]
+                    parts.append(f"placement {obj}: cliff on at mod 64 {sorted(set(on['mod64']))}, mod 4096 "
+                                 f"{sorted(set(on['mod4096']))}; off at mod 64 {sorted(set(off['mod64']))}, mod 4096 "
+                                 f"{sorted(set(off['mod4096']))}")
+        if found.get("note"):
+            parts.append(f"search: {found['note']}")
+    return parts

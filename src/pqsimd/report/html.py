@@ -223,6 +223,7 @@ def methods(study: Study) -> list[tuple[str, str]]:
          if fam else g("family")),
         ("A/A check", study.aa_note()),
         ("code layout", study.layout_note()),
+        ("cliffs (laid-out copies far slower than the rest)", study.cliffs_note()),
         ("co-residency (paired/alone)", study.coresidency_note()),
         ("disturbed jobs", study.jobs_note()),
         ("resamples (Cliff's δ interval), seed", f"{g('n_boot')}, {g('seed')}"),
