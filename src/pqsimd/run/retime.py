@@ -395,10 +395,9 @@ def simulate(sd: StudyDir, study, target: Target, w: Path, t: Path) -> tuple[pd.
 
 
 PAD_KINDS = ("text", "rodata", "data", "bss")
-SHIFT = {"text": 32, "rodata": 2048, "data": 2048, "bss": 2048}  # the first move of a block: half a line of
-# code; half a page of data (its cache line offset kept: 4K aliasing and page offsets, not line splits)
-SWEEP = {"text": (16, 32, 48, 1024, 2048), "rodata": (16, 32, 1024, 2048, 3072), "data": (16, 32, 1024, 2048, 3072),
-         "bss": (16, 32, 1024, 2048, 3072)}
+FIRST = (32, 2048)  # the first moves of a block: half a cache line (its line offset changes: splits, fetch
+# blocks), then half a page with the line offset kept (page offsets: 4K aliasing, L1 sets)
+SWEEP = (16, 48, 1024, 3072)  # then the block that turned the cliff off, through the other phases
 
 
 @dataclass(frozen=True)
@@ -526,21 +525,23 @@ class Search:
                 found["stack"] = {"on": self.W.stack, "off": self.target.typical.stack}
         blocks = []
         for kind, pad, nxt in self._blocks():
-            h = self.moved_block(kind, pad, nxt, SHIFT[kind])
-            if h is None or not len(self._moved(h)):
-                continue  # no object of the op's call tree moves with this block: it cannot matter
-            blocks.append((kind, pad, nxt))
-            if self.probe(h, f"{kind} block after pad {pad} moved {SHIFT[kind]} B") == "off":
-                found["blocks_off"].append({"kind": kind, "pad": pad, "next": nxt})
+            for shift in FIRST:
+                h = self.moved_block(kind, pad, nxt, shift)
+                if h is None or not len(self._moved(h)):
+                    continue  # no object of the op's call tree moves with this block: it cannot matter
+                blocks.append((kind, pad, nxt))
+                if self.probe(h, f"{kind} block after pad {pad} moved {shift} B") == "off":
+                    found["blocks_off"].append({"kind": kind, "pad": pad, "next": nxt, "shift": shift})
+                    break
         if found["blocks_off"]:
             b = found["blocks_off"][0]
             found["block"] = b | {"objects": sorted(set(self._moved(self.moved_block(b["kind"], b["pad"], b["next"],
-                                                                                      SHIFT[b["kind"]]))["object"]))}
-            found["off"].append(SHIFT[b["kind"]])
+                                                                                      b["shift"]))["object"]))}
+            found["off"].append(b["shift"])
             found["on"].append(0)
-            for shift in SWEEP[b["kind"]]:
-                hs = self.moved_block(b["kind"], b["pad"], b["next"], shift) if shift != SHIFT[b["kind"]] else None
-                if hs is None:
+            for shift in sorted(set(FIRST + SWEEP) - {b["shift"]}):
+                hs = self.moved_block(b["kind"], b["pad"], b["next"], shift)
+                if hs is None or not len(self._moved(hs)):
                     continue
                 st = self.probe(hs, f"{b['kind']} block after pad {b['pad']} moved {shift} B")
                 if st in ("on", "off"):
@@ -550,7 +551,7 @@ class Search:
             # an object that moved in every probe that turned the cliff off (the stack counts as one)
             found["candidates"] = sorted(set.intersection(*offs))
         if not found["blocks_off"] and not found["stack"]:
-            found["note"] = (f"none of {len(blocks)} blocks of sections holding the op's objects (between two seeded "
+            found["note"] = (f"none of {len(set(blocks))} blocks of sections holding the op's objects (between two seeded "
                              "pads), moved alone, and not the stack offset turns the cliff off: it needs several "
                              "moved at once, lives in the section order, or the probes were undecided")
         return found
