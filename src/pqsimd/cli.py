@@ -94,6 +94,11 @@ def cli() -> None:
 @click.option("--alone", type=int, default=None,
               help="paired: jobs per build and set that time the build alone in its process, for the "
                    "paired/alone (co-residency) ratio (standard 1, 0: none)")
+@click.option("--alone-layouts", "alone_layouts", type=click.Choice(["paired", "own"]), default=None,
+              help="alone job r times the copies of paired job r (paired, default: the layout cancels in the "
+                   "paired/alone ratio) or copies of its own (own)")
+@click.option("--alone-sets", "alone_sets", type=click.Choice(["first", "all"]), default=None,
+              help="the parameter sets alone jobs time: each family's first (default) or all")
 @click.option("--budget", type=Seconds(), default=None,
               help="time per op and job (0.5, 0.5s or 500ms): spins/reps/batch chosen per op")
 @click.option("--job-timeout", "job_timeout", type=Seconds(no_limit=True), default=None,

@@ -457,7 +457,8 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
 
     alone_groups = build_groups(alone_spins) if len(alone_spins) else {}
     attach_resolution(alone_groups, alone_spins, alone_jobs)
-    co_table, co_rec = coresidency_mod.coresidency(groups, alone_groups, settings.alpha, settings.threshold)
+    co_table, co_rec = coresidency_mod.coresidency(groups, alone_groups, settings.alpha, settings.threshold,
+                                                   matched=_alone_matched(directory))
     if co_rec.get("flagged"):
         warnings.append(f"co-residency: {co_rec['flagged']} of {co_rec['rows']} groups run at another speed beside the "
                         f"study's other builds than alone (worst: {co_rec['worst']}; results/coresidency.csv)")
@@ -626,6 +627,15 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
 
 
 JOB_RECORD_COLUMNS = ("step", "step_calibrated", "step_data")  # from each job's raw file (load.py)
+
+
+def _alone_matched(directory: Path) -> bool:
+    """The study's alone jobs loaded the paired jobs' copies (`alone_layouts = "paired"`, run/layouts.seed_job)."""
+    try:
+        st = (StudyDir(directory).read_plan() or {}).get("settings") or {}
+    except PqsimdError:
+        return False
+    return st.get("layout") == "random" and st.get("alone_layouts") == "paired"
 
 
 def _write_cliffs(directory: Path, results: Path, groups: dict, threshold: float) -> dict:
