@@ -3,8 +3,8 @@
 With randomized layouts (run/layouts.py) every timing job times its own copies of each build; a group
 (scheme, op, variant, compiler) then holds J × L copies, each with its median per call over its
 spins. Most copies spread a little (the layout's ordinary effect, the job's state, the medians'
-sampling error); a **cliff** is a copy far beyond that spread, e.g. 2 of 20 copies of ML-KEM-768 avx2
-gen_a at 1.6× on a Zen 5 host. What a job value and a comparison's interval make of such a copy is
+sampling error); a **cliff** is a copy far beyond that spread, e.g. 2 of 20 copies of one hand-written
+op at 1.6× on a Zen 5 host (BENCHMARKS.md). What a job value and a comparison's interval make of such a copy is
 analyze/interval.py's business, not this module's: here each copy is shown, and cliffs are flagged,
 re-timed and placed.
 
