@@ -98,7 +98,7 @@ def show_cliffs(directory, select: dict[str, str] | None = None, console: Consol
 def strip_figure(copies: pd.DataFrame, scheme: str, title: str):
     """One row per op, one panel per build: every copy's norm (median / the group's median copy) as a
     point, cliff copies in red."""
-    d = copies[copies["scheme"] == scheme]
+    d = copies[(copies["scheme"] == scheme) & copies["norm"].notna()]
     builds = list(dict.fromkeys(f"{v} ({c})" for v, c in zip(d["variant"], d["compiler"])))
     ops = list(dict.fromkeys(d["op"]))
     fig, axes = plt.subplots(1, len(builds), figsize=(2.4 * len(builds) + 1.5, 0.22 * len(ops) + 1.3), sharey=True,
@@ -115,6 +115,14 @@ def strip_figure(copies: pd.DataFrame, scheme: str, title: str):
             ax.scatter(x["norm"].to_numpy()[cliff], y[cliff], s=14, color="#c44e52", marker="D", linewidths=0)
         ax.axvline(1.0, color="#999999", lw=0.6)
         ax.set_xscale("log")
+        from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+        lo, hi = ax.get_xlim()
+        ticks = [t for t in (0.5, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.5, 2.0, 3.0) if lo <= t <= hi]
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(b, fontsize=8)
         ax.tick_params(labelsize=6)
         ax.set_xlabel("copy / median copy", fontsize=7)
