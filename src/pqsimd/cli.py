@@ -94,6 +94,11 @@ def cli() -> None:
 @click.option("--alone", type=int, default=None,
               help="paired: jobs per build and set that time the build alone in its process, for the "
                    "paired/alone (co-residency) ratio (standard 1, 0: none)")
+@click.option("--alone-layouts", "alone_layouts", type=click.Choice(["paired", "own"]), default=None,
+              help="alone job r times the copies of paired job r (paired, default: the layout cancels in the "
+                   "paired/alone ratio) or copies of its own (own)")
+@click.option("--alone-sets", "alone_sets", type=click.Choice(["first", "all"]), default=None,
+              help="the parameter sets alone jobs time: each family's first (default) or all")
 @click.option("--budget", type=Seconds(), default=None,
               help="time per op and job (0.5, 0.5s or 500ms): spins/reps/batch chosen per op")
 @click.option("--job-timeout", "job_timeout", type=Seconds(no_limit=True), default=None,
@@ -316,6 +321,36 @@ def campaign(out: Path, studies: tuple[Path, ...], labels: str | None, n_boot: i
                            n_boot=n_boot or DEFAULT_BOOT, seed=DEFAULT_SEED if seed is None else seed)
     report = write_campaign_report(out)
     click.echo(f"campaign results in {results}, report in {report}/ — `pqsimd show {out}` prints the table")
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--retime", is_flag=True, default=False,
+              help="re-time the worst flagged groups: their worst and a typical copy made again from the job records, "
+                   "timed alone and in the worst copy's job; then where they differ, simulated events and a search")
+@click.option("--scheme", type=str, default=None, help="only groups of this parameter set")
+@click.option("--op", type=str, default=None, help="only groups of this op")
+@click.option("--variant", type=str, default=None, help="only groups of this variant")
+@click.option("--compiler", type=str, default=None, help="only groups of this compiler")
+@click.option("--max", "limit", type=int, default=3, show_default=True, help="--retime: at most this many groups, worst first")
+@click.option("--processes", type=int, default=5, show_default=True, help="--retime: driver processes per test")
+@click.option("--no-search", is_flag=True, default=False, help="--retime: no placement search")
+@click.option("--no-sim", is_flag=True, default=False, help="--retime: no simulated events (callgrind)")
+def cliffs(directory: Path, retime: bool, limit: int, processes: int, no_search: bool, no_sim: bool, **select) -> None:
+    """Laid-out copies far slower than the rest of their group: the flags, and with --retime the proof
+    (re-timed from the records) and the explanation (placement, simulated events, search)."""
+    from .report.cliffs import show_cliffs
+
+    if retime:
+        from .analyze import analyze_study
+        from .run.retime import retime as run_retime
+
+        if limit is not None and limit < 1:
+            raise PqsimdError(f"--max {limit}: give at least 1")
+        run_retime(directory, {k: v for k, v in select.items() if v}, limit, processes, not no_search, not no_sim,
+                   notify=lambda line: click.echo(line, err=True))
+        analyze_study(directory)
+    show_cliffs(directory, {k: v for k, v in select.items() if v})
 
 
 @cli.group()

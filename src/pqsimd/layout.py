@@ -140,13 +140,18 @@ class Padding:
         data = {k: [16 * rng.randrange(256) for _ in range(int(conf["data_pads"]))] for k in ("data", "bss", "rodata")}
         return cls(seed, text, data, 16 * rng.randrange(max(1, int(conf["stack_max"]) // 16)))
 
-    def assembly(self) -> str:
-        """Sections lld shuffles in among the build's own (never executed, never read)."""
+    def assembly(self, labels: bool = False) -> str:
+        """Sections lld shuffles in among the build's own (never executed, never read). `labels`: each
+        pad also gets a local symbol `pqsimd_layout_pad_<kind>_<i>` (run/retime.py's search finds the
+        pads with nm; the symbols change no address of the copy, only its symbol table)."""
         flags = {"text": '"ax",%progbits', "data": '"aw",%progbits', "bss": '"aw",%nobits', "rodata": '"a",%progbits'}
         out = []
         for kind, sizes in (("text", self.text), *self.data.items()):
             for i, n in enumerate(sizes):
-                out += [f".section .{kind}.pqsimd_layout_pad_{i},{flags[kind]}", ".p2align 4", f".skip {max(n, 1)}"]
+                out += [f".section .{kind}.pqsimd_layout_pad_{i},{flags[kind]}", ".p2align 4"]
+                if labels:
+                    out += [f"{PAD_SYMBOL}{kind}_{i}:", f".size {PAD_SYMBOL}{kind}_{i}, {max(n, 1)}"]
+                out.append(f".skip {max(n, 1)}")
         return "\n".join(out) + "\n"
 
 
@@ -183,12 +188,14 @@ def link_command(link: list[str], out: Path, padding_obj: Path, seed: int, lld: 
     return [*cmd[:at + 1], str(padding_obj), f"-B{_tool_dir(lld)}", "-fuse-ld=lld", *shuffle, *cmd[at + 1:]]
 
 
-def relink(link: list[str], seed: int, out: Path, assembler: list[str] | None = None) -> tuple[Padding, list[str]]:
+def relink(link: list[str], seed: int, out: Path, assembler: list[str] | None = None,
+           padding: Padding | None = None) -> tuple[Padding, list[str]]:
     """Links a copy of a build from its objects into `out`; PqsimdError (one line) if lld cannot
     (e.g. a variant with gcc's -flto, whose objects only GNU ld's plugin reads) or must not (LLVM bitcode,
-    which lld would optimize again: a clang LTO build's `link` takes its post-LTO objects, build.LTO_DIR)."""
+    which lld would optimize again: a clang LTO build's `link` takes its post-LTO objects, build.LTO_DIR).
+    `padding`: other pads than the seed's (run/retime.py's search: one copy's order, another's pads)."""
     lld = require_linker()
-    pad = Padding.of(seed)
+    pad = padding or Padding.of(seed)
     cc = link[: link.index("-shared")] if "-shared" in link else link[:1]
     why = cannot_lay_out(link)
     if why:
@@ -264,3 +271,37 @@ def op_offsets(driver: Path, library: Path, scheme: str, launcher: list[str] | t
         op, _, off = line.partition("\t")
         out[op] = int(off)
     return out
+
+
+PADDING_ARG = "<padding.o>"
+PAD_SYMBOL = "pqsimd_layout_pad_"
+
+
+def relink_recorded(recorded: list[str], seed: int, out: Path, padding: Padding | None = None,
+                    labels: bool = False) -> Padding:
+    """A copy made again from its job record's link command (the `link` of layouts.json, with
+    `<padding.o>` for the seed's padding object): the same objects, seed, padding and linker give the
+    same bytes (the caller compares the sha256 with the record's). `padding`: other pads (a search's
+    hybrid; the order stays the recorded seed's)."""
+    if not recorded or PADDING_ARG not in recorded or "-o" not in recorded or "-shared" not in recorded:
+        raise PqsimdError("the copy's record holds no link command to make it again (a fixed layout, or a "
+                          "study from before layouts recorded it)")
+    pad = padding or Padding.of(seed)
+    cc = recorded[: recorded.index("-shared")]
+    with tempfile.TemporaryDirectory(prefix="pqsimd-layout-") as tmp:
+        asm, obj = Path(tmp) / "pad.s", Path(tmp) / "pad.o"
+        asm.write_text(pad.assembly(labels))
+        proc = subprocess.run([*cc, "-c", str(asm), "-o", str(obj)], capture_output=True, text=True)
+        if proc.returncode:
+            raise PqsimdError(f"layout padding does not assemble: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+        cmd = [str(obj) if a == PADDING_ARG else a for a in recorded]
+        cmd[cmd.index("-o") + 1] = str(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+        except OSError as e:
+            raise PqsimdError(f"the recorded link cannot run here ({e})") from None
+        if proc.returncode:
+            last = next((l for l in reversed(proc.stderr.strip().splitlines()) if l.strip()), f"exit {proc.returncode}")
+            raise PqsimdError(f"the recorded link fails here ({last.strip()[:200]})")
+    return pad

@@ -393,6 +393,18 @@ class Study:
                      f"(at most about {ic.get('expected_at_most', 0):g} expected)")
         return text
 
+    def cliffs_note(self) -> str:
+        c = self.summary.get("cliffs") or {}
+        if not c.get("groups"):
+            return "not judged (no laid-out copies)"
+        text = (f"{c.get('flagged', 0)} of {c['groups']} laid-out groups have a cliff copy ({c.get('cliff_copies', 0)} "
+                f"of {c.get('copies', 0)} copies); rule: {c.get('rule', 'n/a')}")
+        rt = c.get("retimed") or []
+        if rt:
+            text += "; re-timed: " + ", ".join(f"{r['group']} {r['test']} {r['ratio']:.3f}× {r['verdict']} "
+                                               f"({r['belongs']})" for r in rt[:4])
+        return text
+
     def coresidency_note(self) -> str:
         c = self.summary.get("coresidency") or {}
         if not c.get("rows"):

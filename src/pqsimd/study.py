@@ -56,10 +56,14 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "layout": ((str,), True),  # random: every timing job links its own copies of the builds (layout.py); fixed
     "layouts": ((int,), True),  # copies of each build per timing job (layout = random): spin s times copy s mod N
     "alone": ((int,), True),  # paired design: jobs per build and scheme that time the build alone (co-residency)
+    "alone_layouts": ((str,), True),  # paired: alone job r times paired job r's copies (same bytes), or its own
+    "alone_sets": ((str,), True),  # first: alone jobs on each family's first parameter set; all: on every set
     "timer_quantum": ((int,), True),  # the driver rounds every clock read down to a multiple of it (0: none)
     "shared_cpu": ((str,), False),  # discard | keep: a timing job whose CPU another program used (run/cpuclaim.py)
 }
 LAYOUTS = ("random", "fixed")
+ALONE_LAYOUTS = ("paired", "own")  # paired: alone job r reuses paired job r's copies (analyze/coresidency.py)
+ALONE_SETS = ("first", "all")
 SHARED_CPU = ("discard", "keep")  # a timing job whose CPU another program used: run again, or kept and marked
 MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
 
@@ -97,6 +101,8 @@ class Study:
     layout: str = "random"
     layouts: int = 2
     alone: int = 0
+    alone_layouts: str = "paired"
+    alone_sets: str = "first"
     timer_quantum: int = 0  # --timer-quantum TICKS: a deliberately coarse clock (0: the clock as it is)
     shared_cpu: str = "discard"  # a job that shared its CPU: discard and run again, or keep it, marked
     variant_defs: dict[str, Variant] = field(default_factory=dict)
@@ -142,6 +148,7 @@ class Study:
             "max_spins": self.max_spins, "seed": self.seed, "source": self.source, "max_call_s": self.max_call_s,
             "variant_defs": {v: _measured(self.variant_defs[v]) for v in self.variants if v in self.variant_defs},
             "isa": self.isa, "layout": self.layout, "layouts": self.layouts, "alone": self.alone,
+            "alone_layouts": self.alone_layouts, "alone_sets": self.alone_sets,
             "timer_quantum": self.timer_quantum,
         }
 
@@ -277,6 +284,9 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         stored_study.setdefault("layouts", 1)
     if plan and isinstance(plan.get("settings"), dict) and "alone" not in plan["settings"]:
         stored_study.setdefault("alone", 0)  # planned before co-residency was measured
+    if plan and isinstance(plan.get("settings"), dict) and "alone_layouts" not in plan["settings"]:
+        stored_study.setdefault("alone_layouts", "own")  # planned before alone jobs reused the paired copies
+        stored_study.setdefault("alone_sets", "first")
     _check_types(stored_study, where)
     cli = {k: v for k, v in overrides.items() if v is not None}
     if "metric" in cli:
@@ -349,6 +359,9 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         raise PqsimdError(f"--layout must be one of {', '.join(LAYOUTS)}, got {merged.get('layout')!r}")
     if merged.get("alone") and merged.get("design", "paired") != "paired":
         merged["alone"] = 0  # the separate design times every build alone already
+    for key, allowed in (("alone_layouts", ALONE_LAYOUTS), ("alone_sets", ALONE_SETS)):
+        if merged.get(key, allowed[0]) not in allowed:
+            raise PqsimdError(f"--{key.replace('_', '-')} must be one of {', '.join(allowed)}, got {merged.get(key)!r}")
     if merged.get("design", "paired") not in DESIGNS:
         raise PqsimdError(f"--design must be one of {', '.join(DESIGNS)}, got {merged.get('design')!r}")
 

@@ -469,7 +469,8 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
 
     alone_groups = build_groups(alone_spins) if len(alone_spins) else {}
     attach_resolution(alone_groups, alone_spins, alone_jobs)
-    co_table, co_rec = coresidency_mod.coresidency(groups, alone_groups, settings.alpha, settings.threshold)
+    co_table, co_rec = coresidency_mod.coresidency(groups, alone_groups, settings.alpha, settings.threshold,
+                                                   matched=_alone_matched(directory))
     if co_rec.get("flagged"):
         warnings.append(f"co-residency: {co_rec['flagged']} of {co_rec['rows']} groups run at another speed beside the "
                         f"study's other builds than alone (worst: {co_rec['worst']}; results/coresidency.csv)")
@@ -544,6 +545,14 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
                 (results / f"{name}.{ext}").unlink(missing_ok=True)
     write_table(aa_table if len(aa_table) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "aa")
     write_table(co_table, results, "coresidency")
+    cliff_rec = _write_cliffs(directory, results, groups, settings.threshold)
+    if cliff_rec.get("flagged"):
+        top = cliff_rec["findings"][0]
+        warnings.append(f"cliffs: {cliff_rec['flagged']} of {cliff_rec['groups']} groups have a laid-out copy far slower "
+                        f"than the rest ({cliff_rec['cliff_copies']} copies; worst {top['scheme']} {top['variant']} "
+                        f"job {top['job']} copy {top['copy']}: " + ", ".join(f"{o} {r:.2f}×" for o, r in
+                                                                          list(top["ops"].items())[:3])
+                        + f"); results/cliffs.csv, `pqsimd cliffs {directory} --retime` re-times them")
     warnings += mix.write_mix_results(directory, results, groups=groups_df, chain=ctx["chain"], core_per_tsc=cpt,
                                       families=ctx["families"], isa=ctx["isa"])
     warnings += write_why_results(directory, results, groups_df, chain, cpt, ctx)
@@ -601,6 +610,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         "aa_check": aa_summary,
         "identical_code": identical,
         "coresidency": co_rec,
+        "cliffs": cliff_rec,
         "layout": _layout_record(directory, laid),
         "ablations": [{"implementation": a.implementation, "groups": list(a.groups),
                        "cells": {v: sorted(c) for v, c in a.cells.items()}} for a in ablations],
@@ -632,6 +642,46 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
 
 
 JOB_RECORD_COLUMNS = ("step", "step_calibrated", "step_data")  # from each job's raw file (load.py)
+
+
+def _alone_matched(directory: Path) -> bool:
+    """The study's alone jobs loaded the paired jobs' copies (`alone_layouts = "paired"`, run/layouts.seed_job)."""
+    try:
+        st = (StudyDir(directory).read_plan() or {}).get("settings") or {}
+    except PqsimdError:
+        return False
+    return st.get("layout") == "random" and st.get("alone_layouts") == "paired"
+
+
+def _write_cliffs(directory: Path, results: Path, groups: dict, threshold: float) -> dict:
+    """results/copies and results/cliffs (analyze/cliffs.py) of a laid-out study; nothing otherwise."""
+    from ..catalog import family_of
+    from ..ids import build_id
+    from . import cliffs as cliffs_mod
+
+    layouts = {}
+    for rec in StudyDir(directory).job_records().values():
+        if rec and rec.get("layout"):
+            layouts[str(rec.get("id"))] = rec["layout"]
+
+    def build_of(variant: str, compiler: str, scheme: str) -> str:
+        try:
+            return build_id(variant, compiler, family_of(scheme).name)
+        except PqsimdError:
+            return ""
+
+    copies, table, rec = cliffs_mod.cliff_tables(groups, layouts, build_of)
+    _write_or_remove(copies, results, "copies")
+    _write_or_remove(table, results, "cliffs")
+    retimed = cliffs_mod.retime_results(directory / "cliffs", threshold)  # `pqsimd cliffs DIR --retime`
+    for name, t in retimed.items():
+        _write_or_remove(t, results, name)
+    rt = retimed["cliff_retime"]
+    if len(rt):
+        rec["retimed"] = [{"group": f"{r.scheme} {r.op} {r.variant} ({r.compiler})", "test": r.test,
+                           "ratio": r.ratio, "ci": [r.ci_low, r.ci_high], "verdict": r.verdict, "belongs": r.belongs}
+                          for r in rt.itertuples()]
+    return rec
 
 
 def with_job_records(jobs_table: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:

@@ -238,6 +238,7 @@ def methods(study: Study) -> list[tuple[str, str]]:
          if fam else g("family")),
         ("A/A check", study.aa_note()),
         ("code layout", study.layout_note()),
+        ("cliffs (laid-out copies far slower than the rest)", study.cliffs_note()),
         ("co-residency (paired/alone)", study.coresidency_note()),
         ("disturbed jobs", study.jobs_note()),
         ("regimes (jobs in two states)", study.regime_note() or "not checked (results of an older pqsimd)"),

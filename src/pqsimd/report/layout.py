@@ -18,10 +18,13 @@ def layout_parts(study, outdir: Path) -> tuple[list, list]:
     from .figures import FigureResult, _save
     from .tables import Cell, Table, write_table
 
+    from .cliffs import cliff_parts
+
+    cliff_figs, cliff_tabs = cliff_parts(study, outdir)  # every copy, the flagged cliffs, their re-timings
     outdir = Path(outdir) / "layout"
     top = study.layout_table(top=20)
     if top is None or top.empty:
-        return [], []
+        return cliff_figs, cliff_tabs
     rows = []
     for r in top.itertuples(index=False):
         fam = study.family_of(r.scheme)
@@ -52,4 +55,4 @@ def layout_parts(study, outdir: Path) -> tuple[list, list]:
                       caption="The ops whose time moved most between laid-out copies of the same build.")
     fr.files = _save(fig, outdir, "fig_layout_sensitivity")
     plt.close(fig)
-    return [fr], tabs
+    return [fr, *cliff_figs], tabs + cliff_tabs

@@ -34,6 +34,17 @@ def copies_per_job(study) -> int:
     return max(1, int(getattr(study, "layouts", 1) or 1)) if randomized(study) else 1
 
 
+def seed_job(study, job: dict) -> str:
+    """The job id a copy's seed is drawn for: the job's own, except an alone job of a study with
+    `alone_layouts = "paired"`, which reuses the copies of the paired job of its set and index (the same
+    bytes and stack offsets: the layout cancels in the paired/alone ratio, analyze/coresidency.py)."""
+    if job.get("design") == "alone" and getattr(study, "alone_layouts", "own") == "paired":
+        from ..ids import timing_job_id
+
+        return timing_job_id("paired", job["scheme"], int(job["index"]) % max(1, int(study.jobs)))
+    return job["id"]
+
+
 def job_dir(sd: StudyDir, job_id: str) -> Path:
     return sd.bin_dir / "layouts" / job_id
 
@@ -108,7 +119,7 @@ def prepare(sd: StudyDir, study, jobs: list[dict], console=None) -> None:
         link = links.get(bid)
         weaker = layout.weakened(link or [])
         for i in range(n):
-            seed = layout.seed_of(study.seed, job["id"], bid, i)
+            seed = layout.seed_of(study.seed, seed_job(study, job), bid, i)
             out = job_dir(sd, job["id"]).absolute() / f"{bid}.{i}.so"  # recorded: meaningful from any directory
             tmp = out.with_name(f".{out.name}.{os.getpid()}")
             pad = layout.Padding.of(seed)
@@ -174,7 +185,8 @@ def entries(sd: StudyDir, study, job_id: str, builds: list[tuple[str, str, str]]
     libraries, stacks, out = [], [], {}
     for bid, _, _ in builds:
         if bid in node_built:  # built on a SLURM node: no copies were made for it; its stack still moves
-            pads = [layout.Padding.of(layout.seed_of(study.seed, job_id, bid, i)) for i in range(n)]
+            pads = [layout.Padding.of(layout.seed_of(study.seed, seed_job(study, sd.find_job(job_id)), bid, i))
+                    for i in range(n)]
             libraries += [node_built[bid]] * n
             stacks += [p.stack for p in pads]
             out[bid] = {"base_sha256": None, "copies": [{"index": i, "seed": p.seed, "stack": p.stack,

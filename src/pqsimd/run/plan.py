@@ -8,6 +8,8 @@ paired design:   a job is one scheme; its process holds every build of the schem
                  build k in round (r·J/N + k) mod J) and placed in their round by a second generator,
                  so the paired jobs' order is the one without them: the paired/alone ratio says what
                  sharing a process costs (analyze/coresidency.py), not when the alone jobs ran.
+                 `alone_sets = "all"`: on every parameter set of the study; `alone_layouts = "paired"`:
+                 alone job r loads the copies paired job r of its set loads (run/layouts.seed_job).
 
 Round r holds job r of every group, shuffled, so groups interleave in time and a slow phase of
 the machine hits all of them alike. The plan fixes the study's measurement settings: a later run
@@ -57,6 +59,8 @@ def _alone_rounds(study, compilers: list[str]) -> dict[int, list[dict]]:
     from .. import catalog
 
     first = list({catalog.family_of(s).name: s for s in reversed(study.schemes)}.values())[::-1] if n else []
+    if getattr(study, "alone_sets", "first") == "all":
+        first = list(study.schemes)
     builds = [(s, v, c) for v in study.variants for c in compilers for s in study.schemes if s in first]
     for r in range(n):
         for k, (s, v, c) in enumerate(builds):
