@@ -10,7 +10,7 @@ from typing import Any
 from .errors import PqsimdError
 
 KAT_KEYS = ("program", "rng", "common")
-GATE_KEYS = ("vectors", "oracle", "implicit_rejection", "pool_bytes")
+GATE_KEYS = ("vectors", "oracle", "implicit_rejection", "pool_bytes", "answers_sha256", "oracle_name")
 REJECTION_KEYS = ("hash", "z_from_secret_key_tail", "z_from_secret_key", "length", "prefix", "suffix",
                   "ciphertext_bytes")
 OP_LIST_VIEWS = ("table1", "cross_parameter", "end_to_end")
@@ -86,6 +86,15 @@ def check_gate(gate: dict, kind: str, where: str, complete: bool = False) -> Non
         if kind != "hash":
             raise _fail(where, f"`[gate] oracle` is for families of kind hash, this one is {kind}")
         _hash_name(gate["oracle"], where, "[gate] oracle")
+    if "answers_sha256" in gate:
+        if kind != "sign":
+            raise _fail(where, f"`answers_sha256` (an oracle's digest of the gate's sign answers) is for families of "
+                               f"kind sign, this one is {kind}")
+        value = gate["answers_sha256"]
+        if not isinstance(value, str) or len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+            raise _fail(where, f"`answers_sha256` must be 64 lowercase hex digits (a SHA-256), got {value!r}")
+    if "oracle_name" in gate:
+        _text(gate["oracle_name"], where, "[gate] oracle_name")
     rej = gate.get("implicit_rejection")
     if rej is not None:
         if kind != "kem" or not isinstance(rej, dict):

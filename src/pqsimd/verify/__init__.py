@@ -43,7 +43,7 @@ from .. import catalog, store
 from ..build import Build, Driver
 from ..run import child
 from ..sources import SourceTree
-from .kinds import KINDS, POOL_BYTES, Vector
+from .kinds import KINDS, POOL_BYTES, Vector, oracle_check
 
 TIMEOUT_S = 1800
 SMOKE_TIMEOUT_S = 600.0  # every op of one parameter set once: the slowest (-O0 SPHINCS+-256s) take seconds
@@ -204,7 +204,7 @@ def own_checks(scheme: str, answers: list[dict], vectors: list[Vector]) -> str:
         problem = kind.check(i, d, v, fam.gate_for(scheme))
         if problem:
             return problem
-    return ""
+    return oracle_check(fam.kind, answers, fam.gate_for(scheme))
 
 
 def first_difference(a: list[dict], b: list[dict], fields: tuple[str, ...]) -> str:
@@ -419,6 +419,8 @@ def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[st
                     detail += (f"; {b.sources} computes in hardware floating point: if {b.variant}'s flags change "
                                f"rounding (e.g. -march=native or -mfma contract multiply-adds into FMA), add "
                                f"-ffp-contract=off")
+            oracle = fam.gate_for(scheme).get("oracle_name") if fam.gate_for(scheme).get("answers_sha256") else None
             results[b.id].checks.append(Check("vectors", scheme, not detail,
-                                              detail or f"{len(vectors)} vectors agree and pass the {fam.kind} checks"))
+                                              detail or f"{len(vectors)} vectors agree and pass the {fam.kind} checks"
+                                              + (f", byte for byte the answers of {oracle}" if oracle else "")))
     return results

@@ -1,0 +1,119 @@
+/* wolfSSL's wc_slhdsa.c compiled as is, in one translation unit with pqsimd's accessors of its static
+ * internals (wolfssl_slhdsa.h) and the pin of its run-time dispatch. Nothing of wc_slhdsa.c is
+ * changed: it is #included whole, and this file only adds functions after it. The build compiles
+ * this unit instead of wc_slhdsa.c (data/families/slh-dsa.toml). */
+#include <wolfssl/wolfcrypt/settings.h>
+#include "wolfcrypt/src/wc_slhdsa.c"
+#include "pqsimd_wolfssl_pin.h"
+#include "wolfssl_slhdsa.h"
+
+#if PQSIMD_WOLF_DISPATCH && !defined(USE_INTEL_SPEEDUP)
+#error pqsimd: the implementation pins a cpuid dispatch, but wc_slhdsa.c was compiled without USE_INTEL_SPEEDUP
+#endif
+#if !PQSIMD_WOLF_DISPATCH && defined(USE_INTEL_SPEEDUP)
+#error pqsimd: USE_INTEL_SPEEDUP is on, so the implementation must pin its cpuid flags (`cpuid` in the family TOML)
+#endif
+
+#ifdef USE_INTEL_SPEEDUP
+/* Before any wolfSSL code asks cpuid: every module copies these flags on its first use. */
+__attribute__((constructor(101))) static void pqsimd_wolf_pin(void) { cpuid_select_flags(PQSIMD_WOLF_CPUID); }
+#ifndef WC_C_DYNAMIC_FALLBACK
+extern void (*sha3_block)(word64 *s); /* sha3.c's dispatch pointer (no header declares it) */
+#endif
+static void (*expected_block(void))(word64 *) {
+    cpuid_flags_t f = PQSIMD_WOLF_CPUID;
+    if (SHA3_USE_AVX2(f)) return sha3_block_avx2;
+    if (IS_INTEL_BMI1(f) && IS_INTEL_BMI2(f)) return sha3_block_bmi2;
+    return BlockSha3;
+}
+#endif
+
+int pqsimd_wolf_dispatch_check(void) {
+#ifdef USE_INTEL_SPEEDUP
+    if (cpuid_get_flags() != (cpuid_flags_t)(PQSIMD_WOLF_CPUID)) return 1;            /* cpuid.c's */
+    if (cpuid_flags != (cpuid_flags_t)(PQSIMD_WOLF_CPUID)) return 2;                  /* wc_slhdsa.c's */
+#ifndef WC_C_DYNAMIC_FALLBACK
+    if (sha3_block != NULL && sha3_block != expected_block()) return 3;               /* sha3.c's */
+#endif
+#endif
+    return 0;
+}
+
+const char *pqsimd_wolf_path(void) {
+#ifdef USE_INTEL_SPEEDUP
+    static char text[160];
+    void (*b)(word64 *) = expected_block();
+    snprintf(text, sizeof text, "USE_INTEL_SPEEDUP cpuid=%s; SHAKE: %s x4 + %s single", PQSIMD_WOLF_CPUID_NAMES,
+             IS_INTEL_AVX2((cpuid_flags_t)(PQSIMD_WOLF_CPUID)) ? "sha3_blocksx4_avx2" : "C",
+             b == sha3_block_avx2 ? "sha3_block_avx2" : b == sha3_block_bmi2 ? "sha3_block_bmi2" : "BlockSha3");
+    return text;
+#else
+    return "portable C (no USE_INTEL_SPEEDUP)";
+#endif
+}
+
+static void wots_address(HashAddress adrs) {
+    HA_Init(adrs);
+    HA_SetTypeAndClear(adrs, HA_WOTS_HASH);
+    HA_SetKeyPairAddress(adrs, 0);
+}
+
+int pqsimd_slhdsa_chain(SlhDsaKey *key, const byte *x, byte *node) {
+    HashAddress adrs;
+    wots_address(adrs);
+    HA_SetChainAddress(adrs, 0);
+    return slhdsakey_chain(key, x, 0, SLHDSA_WM1, key->sk + 2 * key->params->n, adrs, node);
+}
+
+int pqsimd_slhdsa_wots_pkgen(SlhDsaKey *key, byte *node) {
+    HashAddress adrs;
+    wots_address(adrs);
+    return slhdsakey_wots_pkgen(key, key->sk, key->sk + 2 * key->params->n, adrs, node);
+}
+
+int pqsimd_slhdsa_wots_sign(SlhDsaKey *key, const byte *m, byte *sig) {
+    HashAddress adrs;
+    wots_address(adrs);
+    return slhdsakey_wots_sign(key, m, key->sk, key->sk + 2 * key->params->n, adrs, sig);
+}
+
+int pqsimd_slhdsa_xmss_sign(SlhDsaKey *key, const byte *m, byte *sig_xmss) {
+    HashAddress adrs;
+    HA_Init(adrs);
+    return slhdsakey_xmss_sign(key, m, key->sk, 0, key->sk + 2 * key->params->n, adrs, sig_xmss);
+}
+
+int pqsimd_slhdsa_fors_sign(SlhDsaKey *key, const byte *md, byte *sig_fors) {
+    HashAddress adrs;
+    word32 t[3];
+    word32 l;
+    slhdsakey_set_ha_from_md(key, md, adrs, t, &l);
+    return slhdsakey_fors_sign(key, md, key->sk, key->sk + 2 * key->params->n, adrs, sig_fors);
+}
+
+int pqsimd_slhdsa_fors_pk(SlhDsaKey *key, const byte *sig_fors, const byte *md, byte *pk) {
+    HashAddress adrs;
+    word32 t[3];
+    word32 l;
+    slhdsakey_set_ha_from_md(key, md, adrs, t, &l);
+    return slhdsakey_fors_pk_from_sig(key, sig_fors, md, key->sk + 2 * key->params->n, adrs, pk);
+}
+
+void pqsimd_slhdsa_keccak_x4(word64 *s) {
+#ifdef USE_INTEL_SPEEDUP
+    if (SAVE_VECTOR_REGISTERS2() == 0) {
+        sha3_blocksx4_avx2(s);
+        RESTORE_VECTOR_REGISTERS();
+    }
+#else
+    for (int i = 0; i < 4; i++) BlockSha3(s + 25 * i);
+#endif
+}
+
+void pqsimd_slhdsa_keccak_1(word64 *s) {
+#if defined(USE_INTEL_SPEEDUP) && !defined(WC_C_DYNAMIC_FALLBACK)
+    expected_block()(s);
+#else
+    BlockSha3(s);
+#endif
+}
