@@ -4,45 +4,21 @@
  * this unit instead of wc_slhdsa.c (data/families/slh-dsa.toml). */
 #include <wolfssl/wolfcrypt/settings.h>
 #include "wolfcrypt/src/wc_slhdsa.c"
-#include "pqsimd_wolfssl_pin.h"
+#include "wolfssl_pin.h"
 #include "wolfssl_slhdsa.h"
-
-#if PQSIMD_WOLF_DISPATCH && !defined(USE_INTEL_SPEEDUP)
-#error pqsimd: the implementation pins a cpuid dispatch, but wc_slhdsa.c was compiled without USE_INTEL_SPEEDUP
-#endif
-#if !PQSIMD_WOLF_DISPATCH && defined(USE_INTEL_SPEEDUP)
-#error pqsimd: USE_INTEL_SPEEDUP is on, so the implementation must pin its cpuid flags (`cpuid` in the family TOML)
-#endif
-
-#ifdef USE_INTEL_SPEEDUP
-/* Before any wolfSSL code asks cpuid: every module copies these flags on its first use. */
-__attribute__((constructor(101))) static void pqsimd_wolf_pin(void) { cpuid_select_flags(PQSIMD_WOLF_CPUID); }
-#ifndef WC_C_DYNAMIC_FALLBACK
-extern void (*sha3_block)(word64 *s); /* sha3.c's dispatch pointer (no header declares it) */
-#endif
-static void (*expected_block(void))(word64 *) {
-    cpuid_flags_t f = PQSIMD_WOLF_CPUID;
-    if (SHA3_USE_AVX2(f)) return sha3_block_avx2;
-    if (IS_INTEL_BMI1(f) && IS_INTEL_BMI2(f)) return sha3_block_bmi2;
-    return BlockSha3;
-}
-#endif
 
 int pqsimd_wolf_dispatch_check(void) {
 #ifdef USE_INTEL_SPEEDUP
-    if (cpuid_get_flags() != (cpuid_flags_t)(PQSIMD_WOLF_CPUID)) return 1;            /* cpuid.c's */
-    if (cpuid_flags != (cpuid_flags_t)(PQSIMD_WOLF_CPUID)) return 2;                  /* wc_slhdsa.c's */
-#ifndef WC_C_DYNAMIC_FALLBACK
-    if (sha3_block != NULL && sha3_block != expected_block()) return 3;               /* sha3.c's */
+    return pqsimd_wolf_check(&cpuid_flags); /* wc_slhdsa.c's copy */
+#else
+    return pqsimd_wolf_check(NULL);
 #endif
-#endif
-    return 0;
 }
 
 const char *pqsimd_wolf_path(void) {
 #ifdef USE_INTEL_SPEEDUP
     static char text[160];
-    void (*b)(word64 *) = expected_block();
+    void (*b)(word64 *) = pqsimd_wolf_expected_block();
     snprintf(text, sizeof text, "USE_INTEL_SPEEDUP cpuid=%s; SHAKE: %s x4 + %s single", PQSIMD_WOLF_CPUID_NAMES,
              IS_INTEL_AVX2((cpuid_flags_t)(PQSIMD_WOLF_CPUID)) ? "sha3_blocksx4_avx2" : "C",
              b == sha3_block_avx2 ? "sha3_block_avx2" : b == sha3_block_bmi2 ? "sha3_block_bmi2" : "BlockSha3");
@@ -112,7 +88,7 @@ void pqsimd_slhdsa_keccak_x4(word64 *s) {
 
 void pqsimd_slhdsa_keccak_1(word64 *s) {
 #if defined(USE_INTEL_SPEEDUP) && !defined(WC_C_DYNAMIC_FALLBACK)
-    expected_block()(s);
+    pqsimd_wolf_expected_block()(s);
 #else
     BlockSha3(s);
 #endif

@@ -22,5 +22,7 @@ int pqsimd_wolf_dispatch_check(void);
 /* The build's path in words ("avx2-x4 ...", "portable C"), for the tests and the gate record. */
 const char *pqsimd_wolf_path(void);
 
+#ifndef PQSIMD_RC_DISPATCH
 #define PQSIMD_RC_DISPATCH 0x7d15 /* what a gate call returns when the dispatch state is not the pinned one */
+#endif
 #endif
