@@ -149,6 +149,8 @@ class Chain:
     extra_baseline: str
     also: tuple[Step, ...] = ()  # further comparisons made when both variants are present
     compiler_view: tuple[str, ...] = ()
+    # implementations side by side (analyze/crossimpl.py): (name, C variant, hand-SIMD variant), the reference first
+    implementations: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def variants(self) -> list[str]:
@@ -167,8 +169,11 @@ class Chain:
         def one(s: Step) -> dict:
             return {"stage": s.stage, "from": s.base, "to": s.variant, "label": s.label}
 
-        return {"extra_baseline": self.extra_baseline, "steps": [one(s) for s in self.steps],
-                "also": [one(s) for s in self.also], "compiler_view": list(self.compiler_view)}
+        d = {"extra_baseline": self.extra_baseline, "steps": [one(s) for s in self.steps],
+             "also": [one(s) for s in self.also], "compiler_view": list(self.compiler_view)}
+        if self.implementations:
+            d["implementations"] = [{"name": n, "c": c, "simd": v} for n, c, v in self.implementations]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "chain") -> "Chain":
@@ -187,8 +192,15 @@ class Chain:
         for a, b in zip(steps, steps[1:]):
             if a.variant != b.base:
                 raise PqsimdError(f"{where}: chain steps must connect ({a.variant} then {b.base})")
+        impls = d.get("implementations", [])
+        if not isinstance(impls, list) or not all(
+                isinstance(i, dict) and all(isinstance(i.get(k), str) and i.get(k) for k in ("name", "c", "simd"))
+                for i in impls):
+            raise PqsimdError(f"{where}: `implementations` must be a list of {{name, c, simd}} tables (the C and the "
+                              f"hand-SIMD variant of each implementation), got {impls!r}")
         return cls(tuple(steps), str(d.get("extra_baseline", steps[-1].base)), tuple(steps_of("also", False)),
-                   tuple(str(x) for x in d.get("compiler_view", [])))
+                   tuple(str(x) for x in d.get("compiler_view", [])),
+                   tuple((i["name"], i["c"], i["simd"]) for i in impls))
 
 
 @cache
