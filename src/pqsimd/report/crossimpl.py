@@ -61,14 +61,16 @@ def counterpart_rows(study: Study, df: pd.DataFrame) -> tuple[list[str], list[li
         return [], [], Levels.of(pd.Series(dtype=float))
     lv = Levels.of(pd.concat([df["hand_simd_ci_level"], df["counterpart_hand_simd_ci_level"],
                               df["speedup_ratio_ci_level"]]).dropna())
-    header = ["set", "op", "hand SIMD [interval]", "counterpart", "its hand SIMD [interval]",
-              "ratio of speedups", "counterpart SIMD time / ours"]
-    rows = []
+    header = ["set · counterpart", "op", "hand SIMD", "its hand SIMD", "ratio of speedups", "its SIMD time / ours"]
+    rows, prev = [], None
     for r in df.to_dict("records"):
         scheme_label, op_label = _label(study, r["scheme"], r["op"])
         other_label, other_op = _label(study, r["counterpart_scheme"], r["counterpart_op"])
-        rows.append([scheme_label, op_label, _ci(r, "hand_simd", lv), f"{other_label} {other_op}",
+        pair = (r["scheme"], r["counterpart_scheme"])
+        op = op_label if other_op == op_label else f"{op_label} / {other_op}"
+        rows.append([f"{scheme_label} · {other_label}" if pair != prev else "", op, _ci(r, "hand_simd", lv),
                      _ci(r, "counterpart_hand_simd", lv), _ci(r, "speedup_ratio", lv), _ci(r, "simd_time_ratio", lv)])
+        prev = pair
     return header, rows, lv
 
 
@@ -117,7 +119,7 @@ def show(study: Study, con) -> None:
         t = RichTable(title=title, caption=f"{caption} Intervals at {lv.text()}.", caption_justify="left",
                       title_justify="left", header_style="bold", box=None, pad_edge=False)
         for col in header:
-            t.add_column(col, no_wrap=col not in ("implementation", "counterpart"))
+            t.add_column(col, no_wrap=True)
         for r in rows:
             t.add_row(*r)
         con.print(t)
