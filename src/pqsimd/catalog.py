@@ -262,7 +262,7 @@ def translate_flags(flags: tuple[str, ...] | list[str], family: str, variant: st
 
 # --- scheme families ------------------------------------------------------------------------------
 
-IMPLEMENTATION_KEYS = ("layout", "op_table", "requires_cpu", "label", "absent", "notes", "native_fp")
+IMPLEMENTATION_KEYS = ("layout", "op_table", "requires_cpu", "label", "absent", "notes", "native_fp", "byte_identical")
 
 
 @dataclass(frozen=True)
@@ -276,6 +276,9 @@ class Implementation:
     op_table: Path | None = None  # None: the family's
     label: str = ""
     native_fp: bool = False  # computes in the CPU's floating point: outputs depend on the build's rounding
+    # False: its outputs are not the reference implementation's bytes even when correct (it draws or expands its
+    # randomness otherwise, e.g. wolfSSL's Falcon sampler): its builds are gated verify-only (cross-verification)
+    byte_identical: bool = True
     groups: dict[str, str] = field(default_factory=dict)  # kernel groups a variant switches (name -> label)
     absent: dict[str, Any] = field(default_factory=dict)  # op -> why it has none (or {scheme: why})
     notes: dict[str, str] = field(default_factory=dict)  # op -> how its function differs from other implementations'
@@ -390,8 +393,9 @@ def _implementation(name: str, i: dict, where: str, base_dir: Path | None, schem
         raise PqsimdError(f"{where}: unknown key(s) {', '.join(unknown)}; known: "
                           f"{', '.join((*IMPLEMENTATION_KEYS, *lay.KEYS))}")
     lay.check(i, where)
-    if not isinstance(i.get("native_fp", False), bool):
-        raise PqsimdError(f"{where}: `native_fp` must be true or false, got {i['native_fp']!r}")
+    for flag in ("native_fp", "byte_identical"):
+        if not isinstance(i.get(flag, flag == "byte_identical"), bool):
+            raise PqsimdError(f"{where}: `{flag}` must be true or false, got {i[flag]!r}")
     table = i.get("op_table")
     if table is not None and (not isinstance(table, str) or not table):
         raise PqsimdError(f"{where}: op_table must name an op table C file, got {table!r}")
@@ -406,6 +410,7 @@ def _implementation(name: str, i: dict, where: str, base_dir: Path | None, schem
                           requires_cpu=_str_list(i, "requires_cpu", where),
                           op_table=_op_table(table, base_dir, where) if table else None,
                           label=str(i.get("label", "")), native_fp=bool(i.get("native_fp", False)),
+                          byte_identical=bool(i.get("byte_identical", True)),
                           groups=lay.groups(i), absent=absent,
                           notes={str(k): str(v) for k, v in _table(i, "notes", where).items()}, table=i)
 

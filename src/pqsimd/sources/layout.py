@@ -53,6 +53,7 @@ class Plan:
     kat: dict[str, list[Unit]] = field(default_factory=dict)  # per set: the KAT program's own units
     generated: dict[str, str] = field(default_factory=dict)  # file name in the build folder -> text
     inputs: list[Path] = field(default_factory=list)  # every file the build depends on (cache key)
+    libs: list[str] = field(default_factory=list)  # libraries the links need after the objects (e.g. -lm)
 
     def units(self) -> list[Unit]:
         """Every distinct compile (a unit shared by several links is compiled once)."""

@@ -19,6 +19,9 @@ one (harness/glue/wolfssl_pin.h).
   cpuid           the CPUID_* flags a build pins ([] or absent: no run-time dispatch is compiled in)
   params          per scheme, the value of PQSIMD_WOLF_PARAM for its op table (e.g. SLHDSA_SHAKE128F)
   defines         extra -D for the op tables
+  cflags          compiler flags every unit of the implementation needs, before the variant's (e.g. -mfma for
+                  wolfSSL's AVX2 Falcon FFT, which uses FMA intrinsics); the variant's flags still come last
+  libs            libraries the shared object and the KAT program link (e.g. -lm: Falcon's hardware doubles)
   set_defines     per scheme, extra -D for that set's op table and KAT adapter (e.g. PQSIMD_WOLF_K=3)
   kat             PQClean's NIST KAT program on this implementation (families with a [kat]): `adapter`, a C
                   file defining PQSIMD_KAT_crypto_kem_* / the signature API over wolfSSL, compiled per set
@@ -35,7 +38,7 @@ from pathlib import Path
 from ..errors import PqsimdError
 from .layout import BUILD_DIR, Context, Plan, Unit
 
-KEYS = ("crate", "tree", "units", "settings", "cpuid", "params", "defines", "set_defines", "kat")
+KEYS = ("crate", "tree", "units", "settings", "cpuid", "params", "defines", "set_defines", "kat", "cflags", "libs")
 KAT_KEYS = ("adapter", "headers", "public_key", "secret_key", "ciphertext", "bytes")
 SETTINGS = "user_settings.h"
 PIN = "pqsimd_wolfssl_pin.h"
@@ -51,7 +54,7 @@ def check(table: dict, where: str) -> None:
     for key in ("crate", "tree"):
         if not isinstance(table.get(key), str) or not table.get(key):
             raise _fail(where, f"`{key}` must be a non-empty string, got {table.get(key)!r}")
-    for key in ("units", "settings", "cpuid", "defines"):
+    for key in ("units", "settings", "cpuid", "defines", "cflags", "libs"):
         value = table.get(key, [])
         if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value) or (key == "units" and not value):
             raise _fail(where, f"`{key}` must be a {'non-empty ' if key == 'units' else ''}list of strings, got {value!r}")
@@ -159,7 +162,7 @@ def plan(ctx: Context) -> Plan:
     p = Plan()
     p.generated[SETTINGS] = settings_header(ctx)
     p.generated[PIN] = pin_header(ctx)
-    pre = (f"-I{BUILD_DIR}", f"-I{root}", "-DWOLFSSL_USER_SETTINGS")
+    pre = (*t.get("cflags", []), f"-I{BUILD_DIR}", f"-I{root}", "-DWOLFSSL_USER_SETTINGS")
     p.shared = [Unit(f, _obj("wolf", f, root, ctx.harness), pre) for f in _files(ctx, t["units"])]
     for sid in schemes(ctx):
         p.schemes[sid] = []
@@ -180,6 +183,7 @@ def plan(ctx: Context) -> Plan:
                    Unit(ctx.tree.root / fam.kat["program"], f"{sid}.nistkat.o", kat_pre),
                    Unit(_files(ctx, [t["kat"]["adapter"]])[0], f"{sid}.kat_adapter.o", kat_pre)]
             p.kat[sid] = extra + own
+    p.libs = list(t.get("libs", []))
     p.inputs = sorted(f for pat in ("wolfcrypt/src/*", "wolfssl/wolfcrypt/*.h", "wolfssl/*.h") for f in root.glob(pat)
                       if f.is_file())
     p.inputs += [u.src for u in p.units() if not u.src.is_relative_to(root)]
