@@ -65,3 +65,71 @@ def test_absent_ops_say_why():
     kem = catalog.families()["ml-kem"]
     assert kem.implementation("wolfssl").absent_reason("ntt", "ml-kem-768")  # fused in its AVX2 kernels
     assert not kem.implementation("wolfssl-c").absent_reason("ntt", "ml-kem-768")
+
+
+# --- Falcon: the FP split, gated by cross-verification ------------------------------------------------
+
+FALCON = ["falcon-512", "falcon-1024"]
+SPLIT = ["wolfssl-c", "wolfssl-fpr-double", "wolfssl"]
+
+
+def _falcon_builds(tree, driver):
+    fam = catalog.families()["falcon"]
+    variants = catalog.builtin_variants()
+    names = ["ref", "wolfssl-c", "wolfssl-fpr-double"]
+    if {"avx2", "fma"} <= machine.cpu_flags():
+        names.append("wolfssl")
+    return fam, {v: build_variant(tree, fam, variants[v], "gcc", driver, schemes=FALCON) for v in names}
+
+
+def test_falcon_split_cross_verifies_with_pqclean(tree, driver):
+    """Each wolfSSL backend's signatures verify under PQClean's clean Falcon and it verifies PQClean's (its
+    sampler PRNG is not the reference's, so the bytes are its own: verify-only, named so)."""
+    fam, builds = _falcon_builds(tree, driver)
+    results = verify.gate(tree, driver, list(builds.values()), FALCON)
+    for v, b in builds.items():
+        r = results[b.id]
+        assert r.passed, (v, [c.to_dict() for c in r.checks if not c.passed])
+        if v in SPLIT:
+            vec = [c for c in r.checks if c.check == "vectors"]
+            assert all("cross-verify both ways with ref@gcc" in c.detail and "draws or expands its randomness" in c.detail
+                       for c in vec), vec
+            assert "sign_dyn" not in r.ops["falcon-512"] and fam.implementation(v).absent_reason("sign_dyn", "falcon-512")
+
+
+def _nist_kat_entries(text: str) -> list[dict]:
+    out, cur = [], {}
+    for line in text.splitlines():
+        if " = " not in line:
+            continue
+        k, v = line.split(" = ", 1)
+        if k == "count" and cur:
+            out.append(cur)
+            cur = {}
+        cur[k] = v
+    return out + ([cur] if cur else [])
+
+
+def test_falcon_split_verifies_the_nist_kat_signatures(tree, driver):
+    """PQClean's NIST KAT output (its sha256 is META.yml's) re-encoded as detached signatures: every wolfSSL
+    backend accepts the first 12 and rejects each with its message changed."""
+    fam, builds = _falcon_builds(tree, driver)
+    scheme = "falcon-512"
+    proc = subprocess.run([str(builds["ref"].kat[scheme])], capture_output=True, check=True)
+    import hashlib
+
+    assert hashlib.sha256(proc.stdout).hexdigest() == verify.expected_kat_sha256(tree, scheme)
+    signed = []
+    for e in _nist_kat_entries(proc.stdout.decode())[:12]:
+        pk, msg, sm = (bytes.fromhex(e[k]) for k in ("pk", "msg", "sm"))
+        siglen = (sm[0] << 8) | sm[1]
+        nonce, body = sm[2:42], sm[42 + len(msg):42 + len(msg) + siglen]
+        assert body[0] == 0x20 + 9  # the attached encoding's header
+        signed.append((pk, msg, bytes([0x30 + 9]) + nonce + body[1:]))
+    for v in SPLIT:
+        if v not in builds:
+            continue
+        good = verify.run_cross_verify(driver.path, builds[v].library, scheme, signed)
+        bad = verify.run_cross_verify(driver.path, builds[v].library, scheme,
+                                      [(pk, msg + b"\x01", sig) for pk, msg, sig in signed])
+        assert good == [0] * len(signed) and all(rc != 0 for rc in bad), (v, good, bad)
