@@ -12,7 +12,7 @@ A layout is one module of pqsimd/sources/ (its name, with '-' for '_', is what a
     plan(ctx) -> Plan         every compile of a build, the files it depends on and the files it
                               generates
 
-build.py does the rest for every layout alike: the object and build caches, the link of the
+A Plan may name libraries every link needs (`libs`, e.g. -lm). build.py does the rest for every layout alike: the object and build caches, the link of the
 shared object (units + op tables + the harness glue), the KAT program's link, the records.
 """
 
