@@ -83,3 +83,33 @@ def test_the_shipped_chain_names_its_implementations_and_bad_ones_are_one_line()
     with pytest.raises(PqsimdError) as e:
         catalog.Chain.from_dict({"steps": CHAIN["steps"], "implementations": [{"name": "x", "c": "ref"}]})
     assert "`implementations` must be a list of {name, c, simd}" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_view_through_analyze_report_and_show(tmp_path):
+    """A paired study of PQClean and wolfSSL builds: analyze writes results/crossimpl with the ratios the
+    data were made with, the report has its table and HTML section, show prints it."""
+    from rich.console import Console
+    from synthetic import make_synthetic_study
+
+    from pqsimd.analyze import analyze_study
+    from pqsimd.report import write_report
+    from pqsimd.report.terminal import show_study
+
+    d = make_synthetic_study(tmp_path / "x", schemes=("ml-kem-768",), variants=("ref", "avx2", "wolfssl-c", "wolfssl"),
+                             ops=("gen_a", "kem_decaps"), jobs=6, spins=10, reps=3, design="paired",
+                             medians={"ref": 10000.0, "avx2": 1000.0, "wolfssl-c": 5000.0, "wolfssl": 800.0},
+                             analysis={"n_boot": 100, "seed": 1})
+    analyze_study(d)
+    t = pd.read_csv(d / "results" / "crossimpl.csv")
+    wolf = t[(t["implementation"] == "wolfSSL") & (t["op"] == "kem_decaps")].iloc[0]
+    assert wolf["hand_simd"] == pytest.approx(6.25, rel=0.05)
+    assert wolf["c_vs_reference"] == pytest.approx(2.0, rel=0.05)
+    assert wolf["simd_vs_reference"] == pytest.approx(1.25, rel=0.05)
+    assert wolf["hand_simd_ci_low"] <= wolf["hand_simd"] <= wolf["hand_simd_ci_high"]
+    out = write_report(d)
+    assert (out / "crossimpl" / "table_crossimpl.csv").exists()
+    assert 'id="crossimpl"' in (out / "index.html").read_text()
+    con = Console(record=True, width=220, color_system=None)
+    show_study(d, console=con)
+    text = con.export_text()
+    assert "Whose speedup is it" in text and "wolfSSL (wolfssl-c → wolfssl)" in text
