@@ -1,9 +1,9 @@
 """Whose speedup is it? The cross-implementation view (issue 37).
 
 `crossimpl`: per (scheme, op, compiler), each implementation of the chain's `implementations`
-(variants.toml: PQClean, mlkem-native / mldsa-native, wolfSSL, each a C variant and a hand-SIMD variant)
+(variants.toml: PQClean, the pq-code-package libraries, wolfSSL, each a C variant and a hand-SIMD variant)
 side by side: its own C -> hand-SIMD speedup, and its C and its SIMD against the first implementation's
-(the reference: PQClean's ref and avx2). Every number is a comparison analyze already made (the chain's
+(the reference: PQClean's clean and hand-SIMD builds). Every number is a comparison analyze already made (the chain's
 steps, `extra` and `also` stages), read here with its own interval, level and verdict: nothing is
 estimated twice. The builds of one parameter set share the paired jobs, so these ratios are paired.
 
