@@ -15,19 +15,6 @@ int pqsimd_wolf_dispatch_check(void) {
 #endif
 }
 
-const char *pqsimd_wolf_path(void) {
-#ifdef USE_INTEL_SPEEDUP
-    static char text[160];
-    void (*b)(word64 *) = pqsimd_wolf_expected_block();
-    snprintf(text, sizeof text, "USE_INTEL_SPEEDUP cpuid=%s; SHAKE: %s x4 + %s single", PQSIMD_WOLF_CPUID_NAMES,
-             IS_INTEL_AVX2((cpuid_flags_t)(PQSIMD_WOLF_CPUID)) ? "sha3_blocksx4_avx2" : "C",
-             b == sha3_block_avx2 ? "sha3_block_avx2" : b == sha3_block_bmi2 ? "sha3_block_bmi2" : "BlockSha3");
-    return text;
-#else
-    return "portable C (no USE_INTEL_SPEEDUP)";
-#endif
-}
-
 static void wots_address(HashAddress adrs) {
     HA_Init(adrs);
     HA_SetTypeAndClear(adrs, HA_WOTS_HASH);

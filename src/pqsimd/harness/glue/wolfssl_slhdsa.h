@@ -19,8 +19,6 @@ void pqsimd_slhdsa_keccak_x4(word64 *s);
 void pqsimd_slhdsa_keccak_1(word64 *s);
 /* 0 when the run-time dispatch state of wc_slhdsa.c, sha3.c and cpuid.c is the pinned one. */
 int pqsimd_wolf_dispatch_check(void);
-/* The build's path in words ("avx2-x4 ...", "portable C"), for the tests and the gate record. */
-const char *pqsimd_wolf_path(void);
 
 #ifndef PQSIMD_RC_DISPATCH
 #define PQSIMD_RC_DISPATCH 0x7d15 /* what a gate call returns when the dispatch state is not the pinned one */
