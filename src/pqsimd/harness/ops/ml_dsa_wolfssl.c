@@ -26,7 +26,7 @@ int PQCLEAN_randombytes(uint8_t *output, size_t n);
 #define N 256
 #define K PQSIMD_WOLF_K
 #define L PQSIMD_WOLF_L
-#define MSG_BYTES 59 /* test_speed's CRHBYTES-sized message, as ops/ml_dsa.c */
+#define MSG_BYTES 64 /* test_speed signs a CRHBYTES = 64-byte message, as ops/ml_dsa.c */
 #define N_MIX 16
 #define MAX_PK 2592
 #define MAX_SK 4896
@@ -34,7 +34,9 @@ int PQCLEAN_randombytes(uint8_t *output, size_t n);
 #define SLACK 64
 
 static wc_MlDsaKey key, kkey;
-static byte rho[32], xi[32], rnd[32], ctilde[64], msg[MSG_BYTES], mix[N_MIX][MSG_BYTES];
+static byte rho[32], coins[64], ctilde[64], msg[MSG_BYTES], mix[N_MIX][MSG_BYTES];
+#define xi coins        /* the fixed key's xi, then the reference signature's rnd: ops/ml_dsa.c's bytes */
+#define rnd (coins + 32)
 static byte hint[96];
 static byte sig[MAX_SIG + SLACK], vsig[MAX_SIG + SLACK];
 static word32 vsiglen;
@@ -50,12 +52,17 @@ static void fill(byte *b, size_t n, byte salt) {
 
 static void setup_inputs(void) {
     if (ready) return;
+    /* ops/ml_dsa.c's inputs byte for byte: the same key, message and rnd, so a signature of the fixed
+     * inputs takes the same rejection-loop iterations in every implementation (wolfSSL's bytes are
+     * PQClean's: the gate checks it) */
     fill(rho, sizeof rho, 1);
-    fill(xi, sizeof xi, 2);
-    fill(rnd, sizeof rnd, 3);
-    fill(ctilde, sizeof ctilde, 4);
+    fill(ctilde, sizeof ctilde, 3);
+    fill(coins, sizeof coins, 4);
     fill(msg, sizeof msg, 5);
-    for (int i = 0; i < N_MIX; i++) fill(mix[i], MSG_BYTES, (byte)(17 * i + 6));
+    for (int i = 0; i < N_MIX; i++) {
+        fill(mix[i], MSG_BYTES, (byte)(16 + 13 * i));
+        mix[i][0] = (byte)i;
+    }
     memset(hint, 0, sizeof hint);
     rc |= pqsimd_mldsa_expand_a(rho, K, L, mat);
     memcpy(ap, mat, sizeof ap); /* coefficients in [0, q) */
