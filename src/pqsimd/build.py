@@ -418,6 +418,8 @@ def _inputs_key(fam: Family, variant: Variant, flags: list[str], comp: Compiler,
         h.update(LTO_RECIPE.encode())
     h.update(json.dumps({"native": native, "schemes": schemes, "generated": plan.generated,
                          "units": [[str(u.src), list(u.pre)] for u in plan.units()]}).encode())
+    if plan.libs:  # (only then: the keys of builds without libraries stay what they were)
+        h.update(json.dumps({"libs": plan.libs}).encode())
     files = [*plan.inputs, _harness_dir() / "pqsimd.h", _harness_dir() / "ops" / "optable.h",
              _harness_dir() / "variant" / "exports.map", *_included_tables(plan.inputs)]
     h.update(_node_salt(variant).encode())
@@ -508,7 +510,7 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
                                          *plan.tables.values()]]
         # The variant's flags reach every link too (-flto needs them there, -Wl,... only acts there),
         # after the objects as they come last in every compile.
-        so_tail = [*map(str, driver.glue), *PIC_FLAGS, f"-Wl,--version-script={exports}", *LINK_FLAGS, *flags]
+        so_tail = [*map(str, driver.glue), *plan.libs, *PIC_FLAGS, f"-Wl,--version-script={exports}", *LINK_FLAGS, *flags]
         lto = llvm_lto(comp.family, flags)
         lto_dir = work / LTO_DIR
         if lto:
@@ -518,8 +520,8 @@ def build_variant(tree: SourceTree, fam: Family, variant: Variant, compiler: Com
                                  *(keep if lto else ()), *so_tail])]
         for sid, own in plan.kat.items():
             kat_objs = [objs[u.obj] for u in [*plan.schemes[sid], *plan.shared, *own]]
-            links.append((f"kat-{sid}", [*comp.argv, "-o", str(work / f"kat-{sid}"), *map(str, kat_objs), *LINK_FLAGS,
-                                         *flags]))
+            links.append((f"kat-{sid}", [*comp.argv, "-o", str(work / f"kat-{sid}"), *map(str, kat_objs), *plan.libs,
+                                         *LINK_FLAGS, *flags]))
         for out_name, cmd in links:
             cmd, proc = _run(cmd, work)
             commands.append(cmd)

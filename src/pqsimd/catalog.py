@@ -149,6 +149,8 @@ class Chain:
     extra_baseline: str
     also: tuple[Step, ...] = ()  # further comparisons made when both variants are present
     compiler_view: tuple[str, ...] = ()
+    # implementations side by side (analyze/crossimpl.py): (name, C variant, hand-SIMD variant), the reference first
+    implementations: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def variants(self) -> list[str]:
@@ -167,8 +169,11 @@ class Chain:
         def one(s: Step) -> dict:
             return {"stage": s.stage, "from": s.base, "to": s.variant, "label": s.label}
 
-        return {"extra_baseline": self.extra_baseline, "steps": [one(s) for s in self.steps],
-                "also": [one(s) for s in self.also], "compiler_view": list(self.compiler_view)}
+        d = {"extra_baseline": self.extra_baseline, "steps": [one(s) for s in self.steps],
+             "also": [one(s) for s in self.also], "compiler_view": list(self.compiler_view)}
+        if self.implementations:
+            d["implementations"] = [{"name": n, "c": c, "simd": v} for n, c, v in self.implementations]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "chain") -> "Chain":
@@ -187,8 +192,15 @@ class Chain:
         for a, b in zip(steps, steps[1:]):
             if a.variant != b.base:
                 raise PqsimdError(f"{where}: chain steps must connect ({a.variant} then {b.base})")
+        impls = d.get("implementations", [])
+        if not isinstance(impls, list) or not all(
+                isinstance(i, dict) and all(isinstance(i.get(k), str) and i.get(k) for k in ("name", "c", "simd"))
+                for i in impls):
+            raise PqsimdError(f"{where}: `implementations` must be a list of {{name, c, simd}} tables (the C and the "
+                              f"hand-SIMD variant of each implementation), got {impls!r}")
         return cls(tuple(steps), str(d.get("extra_baseline", steps[-1].base)), tuple(steps_of("also", False)),
-                   tuple(str(x) for x in d.get("compiler_view", [])))
+                   tuple(str(x) for x in d.get("compiler_view", [])),
+                   tuple((i["name"], i["c"], i["simd"]) for i in impls))
 
 
 @cache
@@ -250,7 +262,7 @@ def translate_flags(flags: tuple[str, ...] | list[str], family: str, variant: st
 
 # --- scheme families ------------------------------------------------------------------------------
 
-IMPLEMENTATION_KEYS = ("layout", "op_table", "requires_cpu", "label", "absent", "notes", "native_fp")
+IMPLEMENTATION_KEYS = ("layout", "op_table", "requires_cpu", "label", "absent", "notes", "native_fp", "byte_identical")
 
 
 @dataclass(frozen=True)
@@ -264,6 +276,9 @@ class Implementation:
     op_table: Path | None = None  # None: the family's
     label: str = ""
     native_fp: bool = False  # computes in the CPU's floating point: outputs depend on the build's rounding
+    # False: its outputs are not the reference implementation's bytes even when correct (it draws or expands its
+    # randomness otherwise, e.g. wolfSSL's Falcon sampler): its builds are gated verify-only (cross-verification)
+    byte_identical: bool = True
     groups: dict[str, str] = field(default_factory=dict)  # kernel groups a variant switches (name -> label)
     absent: dict[str, Any] = field(default_factory=dict)  # op -> why it has none (or {scheme: why})
     notes: dict[str, str] = field(default_factory=dict)  # op -> how its function differs from other implementations'
@@ -378,8 +393,9 @@ def _implementation(name: str, i: dict, where: str, base_dir: Path | None, schem
         raise PqsimdError(f"{where}: unknown key(s) {', '.join(unknown)}; known: "
                           f"{', '.join((*IMPLEMENTATION_KEYS, *lay.KEYS))}")
     lay.check(i, where)
-    if not isinstance(i.get("native_fp", False), bool):
-        raise PqsimdError(f"{where}: `native_fp` must be true or false, got {i['native_fp']!r}")
+    for flag in ("native_fp", "byte_identical"):
+        if not isinstance(i.get(flag, flag == "byte_identical"), bool):
+            raise PqsimdError(f"{where}: `{flag}` must be true or false, got {i[flag]!r}")
     table = i.get("op_table")
     if table is not None and (not isinstance(table, str) or not table):
         raise PqsimdError(f"{where}: op_table must name an op table C file, got {table!r}")
@@ -394,6 +410,7 @@ def _implementation(name: str, i: dict, where: str, base_dir: Path | None, schem
                           requires_cpu=_str_list(i, "requires_cpu", where),
                           op_table=_op_table(table, base_dir, where) if table else None,
                           label=str(i.get("label", "")), native_fp=bool(i.get("native_fp", False)),
+                          byte_identical=bool(i.get("byte_identical", True)),
                           groups=lay.groups(i), absent=absent,
                           notes={str(k): str(v) for k, v in _table(i, "notes", where).items()}, table=i)
 

@@ -10,13 +10,14 @@ from typing import Any
 from .errors import PqsimdError
 
 KAT_KEYS = ("program", "rng", "common")
-GATE_KEYS = ("vectors", "oracle", "implicit_rejection", "pool_bytes")
+GATE_KEYS = ("vectors", "oracle", "implicit_rejection", "pool_bytes", "answers_sha256", "oracle_name")
 REJECTION_KEYS = ("hash", "z_from_secret_key_tail", "z_from_secret_key", "length", "prefix", "suffix",
                   "ciphertext_bytes")
 OP_LIST_VIEWS = ("table1", "cross_parameter", "end_to_end")
 TEXT_VIEWS = ("cross_parameter_note", "end_to_end_title", "reference", "claims", "macro_prefix")
 GROUP_VIEWS = ("headlines", "ordering")  # lists of {label, ops}
-VIEW_KEYS = (*OP_LIST_VIEWS, *TEXT_VIEWS, *GROUP_VIEWS, "distribution", "ranges", "portfolio")  # portfolio: catalog
+VIEW_KEYS = (*OP_LIST_VIEWS, *TEXT_VIEWS, *GROUP_VIEWS, "distribution", "ranges", "portfolio",
+             "counterpart")  # portfolio: catalog; counterpart: check_counterpart
 
 
 def _fail(where: str, what: str) -> PqsimdError:
@@ -86,6 +87,15 @@ def check_gate(gate: dict, kind: str, where: str, complete: bool = False) -> Non
         if kind != "hash":
             raise _fail(where, f"`[gate] oracle` is for families of kind hash, this one is {kind}")
         _hash_name(gate["oracle"], where, "[gate] oracle")
+    if "answers_sha256" in gate:
+        if kind != "sign":
+            raise _fail(where, f"`answers_sha256` (an oracle's digest of the gate's sign answers) is for families of "
+                               f"kind sign, this one is {kind}")
+        value = gate["answers_sha256"]
+        if not isinstance(value, str) or len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+            raise _fail(where, f"`answers_sha256` must be 64 lowercase hex digits (a SHA-256), got {value!r}")
+    if "oracle_name" in gate:
+        _text(gate["oracle_name"], where, "[gate] oracle_name")
     rej = gate.get("implicit_rejection")
     if rej is not None:
         if kind != "kem" or not isinstance(rej, dict):
@@ -175,6 +185,20 @@ def check_views(views: dict, ops: tuple[str, ...], schemes: dict, where: str) ->
             raise _fail(where, f"`[views] distribution` scheme must be one of {', '.join(schemes)}, "
                                f"got {dist.get('scheme')!r}")
         _ops(dist.get("ops"), ops, where, "[views] distribution ops")
+    if "counterpart" in views:
+        cp = views["counterpart"]
+        if not isinstance(cp, dict):
+            raise _fail(where, f"`[views.counterpart]` must be a table (family, relation, schemes, ops), got {cp!r}")
+        _unknown(cp, ("family", "relation", "schemes", "ops"), where, "views.counterpart")
+        _text(cp.get("family"), where, "[views.counterpart] family")
+        _text(cp.get("relation"), where, "[views.counterpart] relation")
+        for key, mine in (("schemes", tuple(schemes)), ("ops", ops)):
+            table = cp.get(key)
+            if not isinstance(table, dict) or not table or not all(isinstance(v, str) and v for v in table.values()):
+                raise _fail(where, f"`[views.counterpart] {key}` must be a table of ours = \"the counterpart's\", got {table!r}")
+            bad = [k for k in table if k not in mine]
+            if bad:
+                raise _fail(where, f"`[views.counterpart] {key}` names {bad[0]!r}, which is not one of this family's {key}")
     if "ranges" in views:
         ranges = views["ranges"]
         if not isinstance(ranges, dict):

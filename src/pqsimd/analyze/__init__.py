@@ -27,6 +27,7 @@ from .groups import (EXACT_METRICS, MIN_CLOCK_STEPS, attach_resolution, build_gr
 from .load import drop_failed_builds, load_spins, not_timed_variants
 from .settings import Settings, read_study_toml, resolve
 from . import coresidency as coresidency_mod
+from . import crossimpl as crossimpl_mod
 from . import layout as layout_mod
 from .write import staged_results, write_json, write_spins, write_table
 from ..results import computed_from
@@ -545,6 +546,9 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
                 (results / f"{name}.{ext}").unlink(missing_ok=True)
     write_table(aa_table if len(aa_table) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "aa")
     write_table(co_table, results, "coresidency")
+    _write_or_remove(crossimpl_mod.crossimpl_table(main, ctx["chain"]), results, "crossimpl")
+    _write_or_remove(crossimpl_mod.counterparts_table(main, groups_df, ctx["families"], ctx["chain"]), results,
+                     "counterparts")
     cliff_rec = _write_cliffs(directory, results, groups, settings.threshold)
     if cliff_rec.get("flagged"):
         top = cliff_rec["findings"][0]

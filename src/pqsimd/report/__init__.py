@@ -75,6 +75,8 @@ def write_report(directory, reference: str | None = None, beside: Path | None = 
     attr = _optional("attribution parts", "attribution", "attribution_parts", ([], [], {}), study, outdir, notes)
     # the hand-SIMD factor across families, by kind of mathematics
     port = _optional("portfolio view", "portfolio", "portfolio_parts", ([], []), study, outdir, notes)
+    # whose speedup is it: implementations side by side, and a family's counterpart
+    cimpl = _optional("cross-implementation view", "crossimpl", "crossimpl_parts", ([], []), study, outdir, notes)
     # hand SIMD on each ISA, when results/ has the cross-ISA tables
     cross = _optional("cross-ISA view", "crossisa", "crossisa_parts", ([], [], []), study, outdir, notes)
     # ops ranked by how much the code's layout moved them
@@ -82,5 +84,5 @@ def write_report(directory, reference: str | None = None, beside: Path | None = 
     lay_tabs = [t for t, _ in lay_tabs]
     html.write_html(study, outdir, figs, tabs, notes, reference=reference,
                     extra_figures=p2_figs + mix_figs + lay_figs, extra_tables=p2_tabs + mix_tabs + lay_tabs, findings=findings, attribution=attr, portfolio=port,
-                    cross_isa=cross)
+                    cross_isa=cross, cross_impl=cimpl)
     return outdir

@@ -428,7 +428,8 @@ def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: 
                notes: list[str], reference: str | None = None, extra_figures: list[FigureResult] | None = None,
                extra_tables: list[Table] | None = None, findings: dict[str, list[str]] | None = None,
                attribution: tuple[list, list, dict] | None = None,
-               portfolio: tuple[list, list] | None = None, cross_isa: tuple[list, list, list] | None = None) -> Path:
+               portfolio: tuple[list, list] | None = None, cross_isa: tuple[list, list, list] | None = None,
+               cross_impl: tuple[list, list] | None = None) -> Path:
     def fig(f: FigureResult) -> dict:
         return {"name": f.name.replace("/", "-"), "title": f.title, "caption": f.caption, "skipped": f.skipped,
                 "file": f.name, "src": _data_uri(f.png) if f.png else None,
@@ -436,7 +437,7 @@ def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: 
                 "width": (int(png_width(f.png) * 2 / 3) if f.png and png_width(f.png) else None)}
 
     for t in [*tables, *(extra_tables or []), *(attribution[1] if attribution else []),
-              *(portfolio[1] if portfolio else [])]:
+              *(portfolio[1] if portfolio else []), *(cross_impl[1] if cross_impl else [])]:
         if t.written is not None:  # "Also as": the files' path in the report
             t.files_as = os.path.relpath(t.written, outdir)
     sections = []
@@ -466,6 +467,7 @@ def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: 
                      "findings": [{"id": fam.name, "title": fam.title, "lines": attribution[2].get(fam.name) or []}
                                   for fam in study.families if attribution[2].get(fam.name)]} if attribution else None,
         portfolio={"figures": [fig(f) for f in portfolio[0]], "tables": portfolio[1]} if portfolio else None,
+        cross_impl={"tables": cross_impl[1]} if cross_impl else None,
         cross_isa={"figures": [fig(f) for f in cross_isa[0]], "tables": cross_isa[1], "lines": cross_isa[2]}
         if cross_isa else None,
         methods=methods(study),

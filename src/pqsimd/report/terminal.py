@@ -166,6 +166,9 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     _attribution(study, metric, compiler or study.primary_compiler, con)
     if sum(bool(f.views.get("portfolio")) for f in study.families) >= 2:
         _portfolio(study, metric, con)
+    from . import crossimpl
+
+    crossimpl.show(study, con)  # whose speedup is it (results/crossimpl, results/counterparts)
     if beside is not None:
         from .crossisa import load, sentences
 

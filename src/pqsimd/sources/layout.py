@@ -12,7 +12,7 @@ A layout is one module of pqsimd/sources/ (its name, with '-' for '_', is what a
     plan(ctx) -> Plan         every compile of a build, the files it depends on and the files it
                               generates
 
-build.py does the rest for every layout alike: the object and build caches, the link of the
+A Plan may name libraries every link needs (`libs`, e.g. -lm). build.py does the rest for every layout alike: the object and build caches, the link of the
 shared object (units + op tables + the harness glue), the KAT program's link, the records.
 """
 
@@ -53,6 +53,7 @@ class Plan:
     kat: dict[str, list[Unit]] = field(default_factory=dict)  # per set: the KAT program's own units
     generated: dict[str, str] = field(default_factory=dict)  # file name in the build folder -> text
     inputs: list[Path] = field(default_factory=list)  # every file the build depends on (cache key)
+    libs: list[str] = field(default_factory=list)  # libraries the links need after the objects (e.g. -lm)
 
     def units(self) -> list[Unit]:
         """Every distinct compile (a unit shared by several links is compiled once)."""

@@ -43,7 +43,7 @@ from .. import catalog, store
 from ..build import Build, Driver
 from ..run import child
 from ..sources import SourceTree
-from .kinds import KINDS, POOL_BYTES, Vector
+from .kinds import KINDS, POOL_BYTES, Vector, oracle_check
 
 TIMEOUT_S = 1800
 SMOKE_TIMEOUT_S = 600.0  # every op of one parameter set once: the slowest (-O0 SPHINCS+-256s) take seconds
@@ -97,9 +97,18 @@ def expected_kat_sha256(tree: SourceTree, scheme: str) -> str | None:
 
 
 def verify_only(build: Build) -> bool:
-    """Whether the build cannot promise byte-identical outputs (module docstring)."""
+    """Whether the build cannot promise byte-identical outputs (module docstring): hardware floating point
+    under flags that may change rounding, or an implementation that says its bytes are its own
+    (`byte_identical = false`: it draws or expands its randomness otherwise than the reference)."""
     impl = catalog.families()[build.family].implementation(build.sources) if build.sources else None
-    return bool(impl and impl.native_fp and not build.fp_exact)
+    return bool(impl and ((impl.native_fp and not build.fp_exact) or not impl.byte_identical))
+
+
+def _has_kat_program(build: Build) -> bool:
+    """Whether the build's implementation has a KAT program: PQClean's always; another layout's when its
+    table says how to build one (`kat`)."""
+    impl = catalog.families()[build.family].implementation(build.sources) if build.sources else None
+    return impl is None or impl.layout == "pqclean" or bool(impl.table.get("kat"))
 
 
 def check_kat(tree: SourceTree, build: Build, scheme: str, launcher: list[str] | tuple = ()) -> Check:
@@ -107,6 +116,9 @@ def check_kat(tree: SourceTree, build: Build, scheme: str, launcher: list[str] |
     if expected is None:
         return Check("nistkat", scheme, False, "META.yml has no nistkat-sha256")
     program = build.kat.get(scheme)
+    if program is None and verify_only(build) and not _has_kat_program(build):
+        return Check("nistkat", scheme, True, "the implementation has no NIST KAT program: its signatures are "
+                                              "cross-verified with the reference instead (verify-only)")
     if program is None:
         return Check("nistkat", scheme, False, "no KAT program was built")
     try:
@@ -204,7 +216,7 @@ def own_checks(scheme: str, answers: list[dict], vectors: list[Vector]) -> str:
         problem = kind.check(i, d, v, fam.gate_for(scheme))
         if problem:
             return problem
-    return ""
+    return oracle_check(fam.kind, answers, fam.gate_for(scheme))
 
 
 def first_difference(a: list[dict], b: list[dict], fields: tuple[str, ...]) -> str:
@@ -402,10 +414,14 @@ def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[st
             detail = own.get(b.id, "")
             if b.id in only_verify:
                 detail = detail or cross_check(b)
+                impl = fam.implementation(b.sources) if b.sources else None
+                why = ("its implementation draws or expands its randomness otherwise than the reference's"
+                       if impl is not None and not impl.byte_identical
+                       else "this build's floating-point rounding may change its output bytes")
                 results[b.id].checks.append(Check("vectors", scheme, not detail, detail or (
                     f"{len(vectors)} vectors pass the {fam.kind} checks and cross-verify both ways with "
-                    f"{results[reference].variant}@{results[reference].compiler} (verify-only: this build's "  # type: ignore[index]
-                    f"floating-point rounding may change its output bytes, so they are not compared byte by byte)")))
+                    f"{results[reference].variant}@{results[reference].compiler} (verify-only: {why}, so they are "  # type: ignore[index]
+                    f"not compared byte by byte)")))
                 continue
             if not detail and tie:
                 sides = " vs ".join("/".join(results[x].variant + "@" + results[x].compiler for x in g) for g in ranked[:2])
@@ -419,6 +435,8 @@ def gate(tree: SourceTree, driver: Driver, builds: list[Build], schemes: list[st
                     detail += (f"; {b.sources} computes in hardware floating point: if {b.variant}'s flags change "
                                f"rounding (e.g. -march=native or -mfma contract multiply-adds into FMA), add "
                                f"-ffp-contract=off")
+            oracle = fam.gate_for(scheme).get("oracle_name") if fam.gate_for(scheme).get("answers_sha256") else None
             results[b.id].checks.append(Check("vectors", scheme, not detail,
-                                              detail or f"{len(vectors)} vectors agree and pass the {fam.kind} checks"))
+                                              detail or f"{len(vectors)} vectors agree and pass the {fam.kind} checks"
+                                              + (f", byte for byte the answers of {oracle}" if oracle else "")))
     return results

@@ -140,7 +140,13 @@ def sign_parse(line: str, v: Vector) -> dict[str, Any]:
     return d
 
 
+DISPATCH_RC = 0x7D15  # an op table's answer when the build's run-time dispatch is not the pinned path (glue/wolfssl_slhdsa.h)
+
+
 def sign_check(i: int, d: dict[str, Any], v: Vector, gate: dict[str, Any]) -> str:
+    if DISPATCH_RC in (d["rc"], d["verify_rc"]):
+        return (f"vector {i}: the build's run-time cpuid dispatch is not the path it is pinned to (the library chose "
+                f"other code than the variant says)")
     if d["rc"]:
         return f"vector {i}: key generation or signing returned {d['rc']}"
     if d["dry"]:
@@ -156,6 +162,26 @@ def sign_check(i: int, d: dict[str, Any], v: Vector, gate: dict[str, Any]) -> st
     if len(d["sig_tampered_rc"]) != len(v.fractions) or len(d["msg_tampered_rc"]) != len(v.fractions):
         return f"vector {i}: the driver skipped tamper checks"
     return ""
+
+
+def sign_answers_digest(answers: list[dict[str, Any]]) -> str:
+    """SHA-256 of pk || sk || sig of every answer, in order: what an oracle's `answers_sha256` is."""
+    h = hashlib.sha256()
+    for d in answers:
+        h.update(d["pk"] + d["sk"] + d["sig"])
+    return h.hexdigest()
+
+
+def oracle_check(kind: str, answers: list[dict[str, Any]], gate: dict[str, Any]) -> str:
+    """The answers against an oracle's digest (`answers_sha256`, sign kind): "" when they match or there is none."""
+    want = gate.get("answers_sha256")
+    if kind != "sign" or not want:
+        return ""
+    got = sign_answers_digest(answers)
+    if got == want:
+        return ""
+    return (f"the keys and signatures differ from the oracle's: sha256 {got[:16]}… != answers_sha256 {want[:16]}… of "
+            f"the family TOML ({gate.get('oracle_name', 'an oracle')})")
 
 
 def sign_signed(answers: list[dict[str, Any]], vectors: list[Vector]) -> list[tuple[bytes, bytes, bytes]]:
