@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pqsimd import catalog
+from pqsimd import build, catalog
 from pqsimd.build import build_variant
 from pqsimd.catalog import Variant
 from pqsimd.studydir import StudyDir
@@ -101,9 +101,9 @@ def test_clang_lto_copies_hold_the_builds_code_whatever_lld_relinks_them(tree, d
         b = build_variant(tree, shake, Variant("lto", "clean", ("-O2", mode)), cc, driver)
         native = sorted((b.directory / LTO_DIR).iterdir())
         # the copies link the native objects the build's own LTO made, never its bitcode
-        assert native and all(not layout.bitcode(f) for f in native)
-        assert not any(layout.bitcode(a) for a in b.link) and str(native[0]) in b.link
-        assert any(layout.bitcode(o) for o in b.directory.glob("*.o"))  # the compiles did emit bitcode
+        assert native and all(not build.bitcode(f) for f in native)
+        assert not any(build.bitcode(a) for a in b.link) and str(native[0]) in b.link
+        assert any(build.bitcode(o) for o in b.directory.glob("*.o"))  # the compiles did emit bitcode
         ref = gate.Reference(driver.path, b.library, "shake-256")
         for seed in (1, 2):
             copy = tmp_path / f"{cc}{mode}.{seed}.so"

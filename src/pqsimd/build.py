@@ -135,6 +135,16 @@ def compiler_digest(path: str, target: tuple[str, ...] = ()) -> str:
     return h.hexdigest()
 
 
+def bitcode(path: str | Path) -> bool:
+    """Whether a file is an LLVM bitcode object (clang -flto's), raw or in its wrapper."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError:  # not a file (an option), or unreadable: not an input lld would optimize
+        return False
+    return head in (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
+
+
 def cache_root() -> Path:
     base = os.environ.get("PQSIMD_CACHE")
     root = (Path(base) if base else Path.home() / ".cache" / "pqsimd") / "builds"
@@ -445,7 +455,6 @@ def _post_lto_link(comp: Compiler, work: Path, library: list[Path], lto_dir: Pat
     """The shared object's link from the native objects its LTO wrote (its bitcode objects replaced by
     them: native.o, native.o1, ... in task order), or None when the linker wrote none (the copies are
     then the build as linked: layout.relink refuses bitcode)."""
-    from .layout import bitcode
 
     native = sorted((f for f in lto_dir.iterdir() if f.is_file() and f.stat().st_size > 0),
                     key=lambda f: (len(f.name), f.name))

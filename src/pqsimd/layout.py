@@ -28,7 +28,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import catalog
+from . import build, catalog
 from .errors import PqsimdError
 
 
@@ -104,9 +104,8 @@ def weakened(link: list[str]) -> str:
 def _tool_dir(lld: str) -> Path:
     """A folder whose `ld.lld` is the linker found: `-B` it and `-fuse-ld=lld` finds it with gcc and clang
     alike, whatever the versioned name (Debian installs ld.lld-16)."""
-    from .build import cache_root
 
-    d = cache_root().parent / "tools" / f"lld-{hashlib.sha256(lld.encode()).hexdigest()[:12]}"
+    d = build.cache_root().parent / "tools" / f"lld-{hashlib.sha256(lld.encode()).hexdigest()[:12]}"
     link = d / "ld.lld"
     if not link.exists():
         d.mkdir(parents=True, exist_ok=True)
@@ -203,7 +202,7 @@ def relink(link: list[str], seed: int, out: Path, assembler: list[str] | None = 
     if any(a.startswith("-flto") for a in link) and _family(cc) == "gcc":
         # gcc's -flto objects hold GIMPLE for its own linker plugin; lld would link them empty
         raise PqsimdError("gcc -flto objects hold GIMPLE that only GNU ld's plugin reads; lld cannot relink them")
-    ir = next((a for a in link if bitcode(a)), None)
+    ir = next((a for a in link if build.bitcode(a)), None)
     if ir is not None:
         # lld would run LTO again, with its own LLVM: other code than the build's (build.LTO_DIR)
         raise PqsimdError(f"its link reads LLVM bitcode ({Path(ir).name}), which lld would optimize again with its own "
@@ -223,16 +222,6 @@ def relink(link: list[str], seed: int, out: Path, assembler: list[str] | None = 
             raise PqsimdError(f"lld cannot relink this build ({last.strip()[:200]})")
         recorded = [a if a != str(obj) else "<padding.o>" for a in cmd]
     return pad, recorded
-
-
-def bitcode(path: str | Path) -> bool:
-    """Whether a file is an LLVM bitcode object (clang -flto's), raw or in its wrapper."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except OSError:  # not a file (an option), or unreadable: not an input lld would optimize
-        return False
-    return head in (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
 
 
 def _disk_problem(stderr: str, link: list[str], out: Path) -> None:

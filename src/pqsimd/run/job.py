@@ -25,10 +25,10 @@ import pyarrow.csv as pacsv
 
 from .. import catalog, counters, machine, store
 from .. import study as study_mod
-from ..ids import build_id
 from ..errors import PqsimdError, command, os_problem
 from ..studydir import StudyDir
 from . import child, cpuclaim, layouts, limits, loaded
+from .plan import job_builds
 from . import spec as spec_mod
 
 BASE_COLUMNS = ["op", "v", "spin", "rep", "pos", "batch", "raw", "null"]
@@ -49,33 +49,6 @@ def choose_cpu(study: study_mod.Study, notify: Callable[[str], None] | None = No
 def job_seed(study_seed: int, job_id: str) -> int:
     """The paired design's per-spin order: reproducible from the study seed and the job."""
     return (study_seed * 1_000_003 + zlib.crc32(job_id.encode())) % (1 << 63)
-
-
-def job_builds(sd: StudyDir, study: study_mod.Study, job: dict) -> list[tuple[str, str, str]]:
-    """(build id, variant, compiler) timed by this job: its one build (separate), or every build of
-    the scheme's family that passed the gate for this scheme (paired), in study order; never a
-    build excluded for this scheme (it crashed or hung in an earlier job: StudyDir.exclude)."""
-    fam = catalog.family_of(job["scheme"]).name
-    plan = sd.read_plan() or {}
-    compilers = plan.get("compilers") or []
-    if job.get("design", study.design) == "separate":
-        bid = build_id(job["variant"], job["compiler"], fam)
-        return [] if sd.exclusion(bid, job["scheme"]) else [(bid, job["variant"], job["compiler"])]
-    if job.get("design") == "alone":  # one build of a paired study, alone in its process: if the paired jobs time it
-        bid = build_id(job["variant"], job["compiler"], fam)
-        g = sd.read_gate(bid)
-        ok = g and job["scheme"] in (g.get("passed_schemes") or []) and sd.variant_path(bid).exists() \
-            and not sd.exclusion(bid, job["scheme"]) and job["variant"] in study.variants
-        return [(bid, job["variant"], job["compiler"])] if ok else []
-    out = []
-    for v in study.variants:
-        for c in compilers:
-            bid = build_id(v, c, fam)
-            g = sd.read_gate(bid)
-            if g and g.get("passed_schemes") and job["scheme"] in g["passed_schemes"] and sd.variant_path(bid).exists() \
-                    and not sd.exclusion(bid, job["scheme"]):
-                out.append((bid, v, c))
-    return out
 
 
 def expected_binaries(sd: StudyDir, study: study_mod.Study, job: dict, slurm: bool = False) -> dict[str, str | None]:

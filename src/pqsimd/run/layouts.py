@@ -22,6 +22,7 @@ from pathlib import Path
 from .. import layout, store
 from ..errors import PqsimdError, command, os_problem, tagged
 from ..studydir import StudyDir
+from .plan import job_builds
 
 RECORD = "layouts.json"
 
@@ -71,7 +72,6 @@ def prepare(sd: StudyDir, study, jobs: list[dict], console=None) -> None:
     if not randomized(study) or not jobs:
         return
     from ..verify import layouts as gate
-    from .job import job_builds
 
     linker = layout.linker_record(layout.require_linker())
     n = copies_per_job(study)

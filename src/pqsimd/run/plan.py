@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import random
 
+from .. import catalog
 from ..errors import PqsimdError
+from ..ids import build_id
 from ..ids import timing_job_id as job_id
 from ..studydir import StudyDir
 
@@ -56,8 +58,6 @@ def _alone_rounds(study, compilers: list[str]) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {}
     # a sample: each family's first parameter set of the study (co-residency is a matter of the
     # builds, not of the set), so measuring it costs about N / (J x sets per family) of the study
-    from .. import catalog
-
     first = list({catalog.family_of(s).name: s for s in reversed(study.schemes)}.values())[::-1] if n else []
     if getattr(study, "alone_sets", "first") == "all":
         first = list(study.schemes)
@@ -93,3 +93,30 @@ def update_plan(sd: StudyDir, study, compilers: list[str]) -> dict:
         sd.write_plan(fresh)
         return fresh
     return plan
+
+
+def job_builds(sd: StudyDir, study, job: dict) -> list[tuple[str, str, str]]:
+    """(build id, variant, compiler) timed by this job: its one build (separate), or every build of
+    the scheme's family that passed the gate for this scheme (paired), in study order; never a
+    build excluded for this scheme (it crashed or hung in an earlier job: StudyDir.exclude)."""
+    fam = catalog.family_of(job["scheme"]).name
+    plan = sd.read_plan() or {}
+    compilers = plan.get("compilers") or []
+    if job.get("design", study.design) == "separate":
+        bid = build_id(job["variant"], job["compiler"], fam)
+        return [] if sd.exclusion(bid, job["scheme"]) else [(bid, job["variant"], job["compiler"])]
+    if job.get("design") == "alone":  # one build of a paired study, alone in its process: if the paired jobs time it
+        bid = build_id(job["variant"], job["compiler"], fam)
+        g = sd.read_gate(bid)
+        ok = g and job["scheme"] in (g.get("passed_schemes") or []) and sd.variant_path(bid).exists() \
+            and not sd.exclusion(bid, job["scheme"]) and job["variant"] in study.variants
+        return [(bid, job["variant"], job["compiler"])] if ok else []
+    out = []
+    for v in study.variants:
+        for c in compilers:
+            bid = build_id(v, c, fam)
+            g = sd.read_gate(bid)
+            if g and g.get("passed_schemes") and job["scheme"] in g["passed_schemes"] and sd.variant_path(bid).exists() \
+                    and not sd.exclusion(bid, job["scheme"]):
+                out.append((bid, v, c))
+    return out

@@ -36,7 +36,8 @@ from ..errors import PqsimdError
 from ..ids import same_code_build
 from ..studydir import StudyDir
 from . import child, cpuclaim, limits, loaded
-from .job import BuildDied, build_ops, death_of, exclude, job_builds
+from .job import BuildDied, build_ops, death_of, exclude
+from .plan import job_builds
 from .spec import NOT_TIMED, escape, quantum_line, timed_ops
 
 
