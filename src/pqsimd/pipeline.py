@@ -13,6 +13,7 @@ from rich.console import Console
 
 from . import __version__, catalog, counters, energy, machine, sources, store
 from . import isa as isa_mod
+from . import metrics as metrics_mod
 from . import study as study_mod
 from .build import Build, Compiler, build_driver, build_variant, compiler_id, find_compiler, unavailable
 from .errors import Interrupted, PqsimdError, command, tagged
@@ -253,8 +254,6 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
 
     plan = plan_mod.update_plan(sd, study, [c.id for c in compilers])
     sizing = None
-    from .run import metrics as metrics_mod
-
     if time_jobs and executor == "local" and any(metrics_mod.get(m).timed for m in study.metrics):
         from .run import cpuclaim
 
@@ -304,9 +303,9 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
 
     if not time_jobs:
         return ok
-    from .run import metrics
+    from .run import metrics as run_metrics
 
-    ok = metrics.execute_all(sd, study, plan, passing, binaries, executor, slurm_options, console) and ok
+    ok = run_metrics.execute_all(sd, study, plan, passing, binaries, executor, slurm_options, console) and ok
     ok = ok and not sd.exclusions()
     record_jobs(sd)
     sd.update_manifest({"excluded": sd.exclusions()})

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import PqsimdError, command
+from . import metrics as metrics_mod
 from . import store
 from .studydir import StudyDir
 
@@ -161,6 +162,20 @@ class Study:
             if "metric" in df.columns:
                 ms.update(df["metric"].dropna().astype(str))
         return sorted(ms, key=lambda m: (m != "ticks", m))
+
+    @property
+    def isa(self) -> str | None:
+        return self.summary.get("isa") or ((self.manifest or {}).get("isa") or {}).get("name")
+
+    def unit(self, metric: str) -> str:
+        """The metric's unit per call as this study prints it: what analyze wrote (summary `units`: the
+        study's ISA's tick unit for times), else what the registry says for its ISA (older results)."""
+        units = self.summary.get("units") if isinstance(self.summary.get("units"), dict) else {}
+        return str(units.get(metric) or metrics_mod.unit_of(metric, self.isa))
+
+    @property
+    def tick_note(self) -> str:
+        return metrics_mod.tick_note(self.isa)
 
     @property
     def counted_by(self) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 import tomli_w
 
 from . import catalog
+from . import metrics as metrics_mod
 from .catalog import Family, Variant
 from .errors import PqsimdError
 from .studydir import StudyDir
@@ -373,8 +374,6 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     _add_duplicates(merged, variant_defs, where)
     _check_size(merged)
     _check_ops(merged.get("ops"), merged["schemes"], where)
-    from .run import metrics as metrics_mod
-
     _check_names("metric", merged.get("metrics", ["ticks"]), metrics_mod.names(), where)
     metrics_mod.check_isa(merged.get("metrics", ["ticks"]), target)
     if merged.get("mca_cpus"):

@@ -31,6 +31,7 @@ from . import crossimpl as crossimpl_mod
 from . import layout as layout_mod
 from .write import staged_results, write_json, write_spins, write_table
 from ..results import computed_from
+from .. import metrics as metrics_mod
 from ..studydir import StudyDir
 
 __all__ = ["analyze_study", "Settings"]
@@ -520,7 +521,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
                         f"every timed call carries about that much call cost, so ops under {100 * w:,.0f} ticks are biased "
                         "by more than 1% (ratios of two such ops partly cancel it)")
     if (data.spins["metric"] == "ticks").any():
-        warnings.append("ticks are TSC ticks at the nominal TSC frequency, not core cycles")
+        warnings.append(f"times are {metrics_mod.tick_note(ctx['isa'])}")
 
     check_estimates(main, decomposition)
     write_table(with_isa(groups_df, ctx["isa"]), results, "groups")
@@ -564,6 +565,8 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     jobs = data.jobs
     summary = {
         "isa": ctx["isa"],
+        # every metric's unit per call as this study prints it (the ISA's tick unit for times)
+        "units": {str(m): metrics_mod.unit_of(str(m), ctx["isa"]) for m in data.spins["metric"].unique()},
         "schema_version": RESULTS_SCHEMA_VERSION,
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "alpha": settings.alpha,

@@ -16,7 +16,7 @@ from .layout import layout_component
 from .pooled import JobSummary, job_summary
 from .significance import holm
 from .power import icc1, variance_components
-from ..run import metrics as metrics_registry
+from .. import metrics as metrics_registry
 from ..run.sizing import MIN_CLOCK_STEPS
 
 UNITS = {"ticks": "ticks/call", "instructions": "instructions/call"}

@@ -38,6 +38,7 @@ class Isa:
     mix: str = "mix.toml"  # data/ file of its instruction classes (run/mix.py)
     features: str = "flags"  # the /proc/cpuinfo key of its CPU features
     doctor: dict | None = None  # what `pqsimd doctor` reads about its timer (data/isas.toml)
+    tick_note: str = ""  # what its tick unit is (data/isas.toml); the unit alone where none is said
 
     @property
     def native(self) -> bool:

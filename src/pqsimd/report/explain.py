@@ -17,6 +17,7 @@ from ..errors import PqsimdError, command
 from . import fmt
 from ..results import counting_tool, read_summary, read_table
 from ..studydir import StudyDir
+from ..metrics import unit_of
 
 TPI_FLAG = 1.25  # ticks per instruction this much above the baseline's: a per-instruction slowdown
 TOP_CLASSES = 3
@@ -216,7 +217,7 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
         sp = "; ".join(f"{v} {_ratio_words(ticks[base], ticks[v], 'faster', 'slower')}" for v in chosen[1:])
         tp = " → ".join(fmt.num(tpi[v]) for v in chosen)
         norm = info[chosen[-1]].get("family_norm_tpi")
-        row("time (TSC ticks)", f"{t} per call ({sp}); ticks/instruction {tp}"
+        row(f"time ({unit_of('ticks', d.summary.get('isa'))})", f"{t} per call ({sp}); ticks/instruction {tp}"
             + (f" (family norm for {chosen[-1]}: {fmt.num(norm)})" if not fmt.is_missing(norm) else ""))
     else:
         row("time", "not measured in this study (run with --metric ticks,instructions,mix for ticks per instruction)")

@@ -183,7 +183,7 @@ def fig1_distributions(study: Study, fam: FamilyView, metric: str, notes: list[s
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=4))
         _plain_log_x(ax)
         ax.set_title(f"{fam.label(op)}  (n = {' / '.join(counts)})")
-        ax.set_xlabel(f"spin median ({style.metric_unit(metric)} per call)")
+        ax.set_xlabel(f"spin median ({study.unit(metric)} per call)")
     axes[0][0].set_ylabel("spin medians")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.tight_layout(rect=(0, 0, 1, 0.88))

@@ -390,14 +390,13 @@ def warnings(study: Study, figures: list[FigureResult], notes: list[str]) -> lis
     out = []
     for w in study.summary.get("warnings") or []:
         text = w.get("message") or w.get("text") or str(w) if isinstance(w, dict) else str(w)
-        # these three get a more specific warning below (which groups; what ticks mean)
-        # the TSC-ticks warning gets a more specific one below (what ticks mean)
-        if "TSC ticks" not in text:
+        # what a tick is gets a more specific warning below
+        if not text.startswith(("times are ", "ticks are TSC ticks")):
             out.append(Warning_("analysis", text))
     if "ticks" in study.metrics:
-        out.append(Warning_("TSC ticks ≠ core cycles", "Times are TSC ticks at the invariant TSC frequency, not "
-                            "core clock cycles: under turbo or power capping (e.g. during AVX2 code) the core runs "
-                            "at a different frequency, so ticks are wall-clock time, not cycle counts."))
+        out.append(Warning_(f"{study.unit('ticks')}: what a tick is", f"Times are {study.tick_note}: under turbo or "
+                            "power capping (e.g. during AVX2 code) the core runs at a different frequency, so a tick "
+                            "that is not a core cycle measures wall-clock time, not cycle counts."))
     vm = _virtualized(study.manifest)
     if vm:
         out.append(Warning_("virtualized host", f"The study ran on a virtual machine ({vm}): "

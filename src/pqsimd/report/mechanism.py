@@ -246,7 +246,7 @@ def mca_table(study, fam, mca: pd.DataFrame):
     return Table(name=f"table_mca_{fam.name}", title=f"{fam.title} · cost model (llvm-mca) beside the measurement",
                  caption=(f"{tool}: cycles per call of each op's hot basic blocks (covering ≥ 95% of its executed "
                           f"instructions, weighted by their executions per call), extrapolated to all of them; "
-                          f"measured: median TSC ticks × core cycles per tick. ! = prediction and measurement "
+                          f"measured: median {study.unit('ticks')} × core cycles per tick. ! = prediction and measurement "
                           f"differ by more than {fmt.times(factor) if factor else 'the factor'} (either way)"
                           + (f"; the measuring host is {host} in llvm-mca's naming." if host else ".")),
                  header=header, rows=rows, data=pd.DataFrame(wide), align="ll" + "r" * (len(header) - 2), family="")

@@ -60,7 +60,8 @@ def _job_counter_status(manifest: dict) -> dict | None:
     return None
 
 
-def counters_section(groups: pd.DataFrame, manifest: dict) -> Section:
+def counters_section(groups: pd.DataFrame, manifest: dict, ticks: str) -> Section:
+    """`ticks`: the study's tick unit (results.Study.unit)."""
     title = "Hardware counters"
     present = set(groups["metric"].unique()) if groups is not None and not groups.empty and "metric" in groups.columns else set()
     have = {m for m in present if m in COUNTER_METRICS}
@@ -82,15 +83,15 @@ def counters_section(groups: pd.DataFrame, manifest: dict) -> Section:
         if not st["available"]:
             return Section(title, False, f"No counter data: the counters were requested but unavailable on "
                            f"{machine.get('hostname') or 'the measuring host'} ({st.get('error')}, errno {st.get('errno')}). "
-                           f"{st['reason']}. Time is therefore reported in TSC ticks, not core cycles.",
+                           f"{st['reason']}. Time is therefore reported in {ticks}, not core cycles.",
                            status=f"unavailable ({st.get('error')})")
     recorded = manifest.get("counters")
     if isinstance(recorded, dict) and not recorded.get("available", False):
         return Section(title, False, f"No counter data: {recorded.get('reason', 'hardware counters unavailable')}. "
-                       "Time is therefore reported in TSC ticks, not core cycles.",
+                       f"Time is therefore reported in {ticks}, not core cycles.",
                        status=f"unavailable ({recorded.get('error', '?')})")
     return Section(title, False, "No counter data: this study did not request hardware counters "
-                   "(`harness run --counters`). Time is reported in TSC ticks; exact instruction counts "
+                   f"(`--metric counters`). Time is reported in {ticks}; exact instruction counts "
                    f"come from {counting_tool(manifest)} (`--metric instructions`).", status="not requested")
 
 
@@ -186,7 +187,7 @@ def report_parts(study, outdir: Path) -> tuple[list, list]:
     ilp = read_result(study.directory, "ilp")
     h = study.chain.hand
     if not ilp.empty and h is not None:
-        rows, unit = [], "core cycles (est.)" if cpt else "TSC ticks"
+        rows, unit = [], "core cycles (est.)" if cpt else study.unit("ticks")
         for scheme in study.schemes:
             d = ilp[(ilp["scheme"] == scheme) & (ilp["stage"] == h.stage) & (ilp["compiler"] == study.primary_compiler)]
             if d.empty:
@@ -235,7 +236,7 @@ def report_parts(study, outdir: Path) -> tuple[list, list]:
                   header=["parameter set", "op", "variant", "function", "per call", "exact, per repeat"], rows=rows,
                   data=cc, align="llllcl")
         tabs.append((t, write_table(t, outdir)))
-    for sec, name in ((counters_section(groups, manifest), "table_counters"), (energy_section(manifest, energy_groups(groups)), "table_energy")):
+    for sec, name in ((counters_section(groups, manifest, study.unit("ticks")), "table_counters"), (energy_section(manifest, energy_groups(groups)), "table_energy")):
         if sec.available and sec.table is not None and not sec.table.empty:
             df = sec.table
             rows = [[Cell(str(v)) if isinstance(v, str) else Cell(fmt.num(v)) for v in r] for r in df.itertuples(index=False)]

@@ -8,6 +8,8 @@ vermillion), others the remaining colours in study order. Parameter sets are tol
 
 from __future__ import annotations
 
+from ..metrics import REGISTRY
+
 # Okabe & Ito (2008), "Color Universal Design".
 OKABE_ITO = {
     "black": "#000000",
@@ -67,15 +69,6 @@ def compiler_marker(compiler: str, compilers: list[str]) -> str:
     return COMPILER_MARKERS[i % len(COMPILER_MARKERS)]
 
 
-def metric_unit(metric: str) -> str:
-    """The unit of a metric as registered (run/metrics.py); a raw metric of its own (a perf event,
-    energy_package) is its own unit."""
-    from ..run.metrics import REGISTRY
-
-    return REGISTRY[metric].unit if metric in REGISTRY else metric
-
-
 def metric_title(metric: str) -> str:
-    from ..run.metrics import REGISTRY
-
+    """What a table or figure of the metric is titled (pqsimd/metrics.py); a raw metric its own name."""
     return REGISTRY[metric].title if metric in REGISTRY else metric

@@ -274,7 +274,7 @@ def table_full(study: Study, fam: FamilyView, metric: str) -> Table:
     ]
     caption = (f"{fam.title}: every operation and comparison ({style.metric_title(metric)}): "
                + ", ".join(f"{c[1]} = {c[2]}→{c[3]}" for c in cols)
-               + f"; median ratio with {_ci_name(study, got)}. {base_var} median in {style.metric_unit(metric)} "
+               + f"; median ratio with {_ci_name(study, got)}. {base_var} median in {study.unit(metric)} "
                f"per call." + _design(study))
     return Table(name="table_full", title=f"{fam.title}: all operations, all stages", caption=caption, header=header,
                  rows=rows, notes=notes, data=pd.DataFrame(data), align="lr" + "c" * len(cols))

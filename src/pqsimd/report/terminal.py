@@ -102,7 +102,7 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     metric = metric or study.primary_metric
     compilers = [compiler] if compiler else study.compilers
     notes = _Footnotes()
-    unit = style.metric_unit(metric)
+    unit = study.unit(metric)
     colours = style.variant_colours(study.chain.variants, study.variants)
     design, warm, carry = study.design_notes()
     con.print(Text(f"design: {design}; warm-up: {warm}; carry-over: {carry}", style="dim"))
@@ -342,7 +342,7 @@ def compare_studies(dir_a, dir_b, console: Console | None = None) -> pd.DataFram
     for (metric, scheme, comp), d in df.groupby(["metric", "scheme", "compiler"], sort=False):
         fam = a.family_of(scheme) or b.family_of(scheme)
         label = fam.scheme_label(scheme) if fam else scheme
-        unit = style.metric_unit(metric)
+        unit = a.unit(metric)
         t = Table(title=f"{label} · {style.metric_title(metric)} · {comp}", title_justify="left", header_style="bold",
                   box=None, pad_edge=False)
         lv = Levels.of(d.loc[d["ratio"].notna(), "ci_level"])

@@ -1,6 +1,5 @@
-"""The measurement interface: every metric a study can ask for is one `Metric`, registered once
-here, and read by the study (which names exist, which need the host's own clock), by run (which
-jobs, which runner) and by analyze and report (which are exact counts, their unit).
+"""The measurement interface's run side: each metric of the registry (pqsimd/metrics.py) has a
+runner, and this module runs the ones a study asks for.
 
     ticks, counters   timing jobs of the plan (local or SLURM executor); counters ride along
     instructions      exact counts per call, one job per (build, scheme); backend by ISA
@@ -24,69 +23,14 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import PqsimdError
 from ..ids import metric_job_id
+from ..metrics import REGISTRY
 
-if TYPE_CHECKING:  # the registry is read by study, analyze and report: it imports nothing heavy
+if TYPE_CHECKING:
     from rich.console import Console
 
     from ..build import Build
     from ..studydir import StudyDir
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    unit: str  # per call, as tables and figures print it
-    title: str  # what a table or figure of it is titled
-    runner: str  # module of run/ with run(sd, study, ctx) -> bool
-    timed: bool  # reads the host's clock or counters: meaningless under an emulator
-    exact: bool  # a count: the same binary gives the same number (analysis compares exactly)
-    per_build: bool  # one job per (build, scheme), id <variant>.<compiler>.<scheme>.<name>
-    grouped: bool = True  # its raw rows carry its name and become analyze's groups (mix, counters, energy: own names)
-
-
-# The ticks unit is the x86-64 driver's (timer_x86_64.h); an aarch64 host's driver names its own
-# timer in each job's calibration (`timer`).
-REGISTRY: dict[str, Metric] = {m.name: m for m in (
-    Metric("ticks", "TSC ticks", "time (TSC ticks)", "timing", timed=True, exact=False, per_build=False),
-    Metric("instructions", "instructions", "instruction count", "instructions", timed=False, exact=True, per_build=True),
-    Metric("counters", "events", "hardware counters", "timing", timed=True, exact=False, per_build=False, grouped=False),
-    Metric("energy", "µJ", "energy", "energy", timed=True, exact=False, per_build=True, grouped=False),
-    Metric("mix", "instructions", "instruction mix", "mix", timed=False, exact=True, per_build=True, grouped=False),
-    Metric("sim", "events", "simulated cache and branch events", "sim", timed=False, exact=True, per_build=True,
-           grouped=False),
-)}
-
-
-def names() -> list[str]:
-    return list(REGISTRY)
-
-
-def get(name: str) -> Metric:
-    return REGISTRY[name]
-
-
-def exact_names() -> tuple[str, ...]:
-    """Metrics that are counts and whose raw rows carry the metric's own name (analyze's groups)."""
-    return tuple(m.name for m in REGISTRY.values() if m.exact and m.grouped)
-
-
-def plan_jobs_needed(selected: list[str]) -> bool:
-    """Whether the plan's timing jobs run (and so need their sizing): a metric not per build."""
-    return any(not REGISTRY[m].per_build for m in selected if m in REGISTRY)
-
-
-def check_isa(selected: list[str], isa) -> None:
-    """Timed metrics need the ISA's own hardware: under an emulator they would measure the emulator."""
-    if isa.native:
-        return
-    timed = [m for m in selected if m in REGISTRY and REGISTRY[m].timed]
-    if timed:
-        counting = ",".join(m.name for m in REGISTRY.values() if not m.timed)
-        raise PqsimdError(f"--isa {isa.name} runs under {isa.qemu} on this host: --metric {','.join(timed)} would time "
-                          f"the emulator, not the code; use --metric {counting} (exact counts and the cost model), "
-                          f"or run on a {isa.name} host")
 
 
 @dataclass

@@ -1,0 +1,98 @@
+"""The metrics a study can ask for: every one is one `Metric`, registered once here, and read by
+the study (which names exist, which need the host's own clock), by run (which jobs, which runner:
+run/metrics.py executes them), by analyze and by the report (which are exact counts, their unit).
+
+    ticks, counters   timing jobs of the plan (local or SLURM executor); counters ride along
+    instructions      exact counts per call, one job per (build, scheme); backend by ISA
+    mix               the executed instruction mix and the llvm-mca estimate, one job per
+                      (build, scheme); backend by ISA
+    energy            RAPL energy per call, one job per (build, scheme)
+    sim               simulated cache misses and branch mispredictions per call (callgrind's
+                      cache and branch model), one job per (build, scheme, cache geometry)
+
+A metric owns its unit: `unit_of(metric, isa)` (the ISA's tick unit for times, data/isas.toml), which
+analyze writes into summary.json `units` and the report reads back (results.Study.unit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import isa
+from .errors import PqsimdError
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str  # per call, as tables and figures print it
+    title: str  # what a table or figure of it is titled
+    runner: str  # module of run/ with run(sd, study, ctx) -> bool
+    timed: bool  # reads the host's clock or counters: meaningless under an emulator
+    exact: bool  # a count: the same binary gives the same number (analysis compares exactly)
+    per_build: bool  # one job per (build, scheme), id <variant>.<compiler>.<scheme>.<name>
+    grouped: bool = True  # its raw rows carry its name and become analyze's groups (mix, counters, energy: own names)
+
+
+# The ticks unit is the ISA's (data/isas.toml tick_unit: TSC ticks on x86-64, timer ticks on aarch64):
+# unit_of(metric, isa) is what results and the report print; `unit` here is the rest's.
+REGISTRY: dict[str, Metric] = {m.name: m for m in (
+    Metric("ticks", "ticks", "time", "timing", timed=True, exact=False, per_build=False),
+    Metric("instructions", "instructions", "instruction count", "instructions", timed=False, exact=True, per_build=True),
+    Metric("counters", "events", "hardware counters", "timing", timed=True, exact=False, per_build=False, grouped=False),
+    Metric("energy", "µJ", "energy", "energy", timed=True, exact=False, per_build=True, grouped=False),
+    Metric("mix", "instructions", "instruction mix", "mix", timed=False, exact=True, per_build=True, grouped=False),
+    Metric("sim", "events", "simulated cache and branch events", "sim", timed=False, exact=True, per_build=True,
+           grouped=False),
+)}
+
+
+def unit_of(metric: str, isa_name: str | None = None) -> str:
+    """A metric's unit per call as a study on `isa_name` prints it: the ISA's tick unit for times (a
+    study's own, written to summary.json `units` by analyze), the registered unit for the others, the
+    name itself for a raw metric of its own (a perf event, energy_package)."""
+    if metric == "ticks":
+        try:
+            return (isa.get(isa_name) if isa_name else isa.host()).tick_unit
+        except PqsimdError:
+            return REGISTRY[metric].unit
+    return REGISTRY[metric].unit if metric in REGISTRY else metric
+
+
+def tick_note(isa_name: str | None = None) -> str:
+    """What a study's tick unit is, in words (data/isas.toml tick_note)."""
+    try:
+        t = isa.get(isa_name) if isa_name else isa.host()
+    except PqsimdError:
+        return "ticks of the study's timer"
+    return t.tick_note or t.tick_unit
+
+
+def names() -> list[str]:
+    return list(REGISTRY)
+
+
+def get(name: str) -> Metric:
+    return REGISTRY[name]
+
+
+def exact_names() -> tuple[str, ...]:
+    """Metrics that are counts and whose raw rows carry the metric's own name (analyze's groups)."""
+    return tuple(m.name for m in REGISTRY.values() if m.exact and m.grouped)
+
+
+def plan_jobs_needed(selected: list[str]) -> bool:
+    """Whether the plan's timing jobs run (and so need their sizing): a metric not per build."""
+    return any(not REGISTRY[m].per_build for m in selected if m in REGISTRY)
+
+
+def check_isa(selected: list[str], isa) -> None:
+    """Timed metrics need the ISA's own hardware: under an emulator they would measure the emulator."""
+    if isa.native:
+        return
+    timed = [m for m in selected if m in REGISTRY and REGISTRY[m].timed]
+    if timed:
+        counting = ",".join(m.name for m in REGISTRY.values() if not m.timed)
+        raise PqsimdError(f"--isa {isa.name} runs under {isa.qemu} on this host: --metric {','.join(timed)} would time "
+                          f"the emulator, not the code; use --metric {counting} (exact counts and the cost model), "
+                          f"or run on a {isa.name} host")
