@@ -123,7 +123,7 @@ class QemuPlugin:
     def command(self, driver: Path, library: Path, scheme: str, extra: tuple[str, ...] = ()) -> list[str]:
         # extra: the mix's histogram (any callgrind-style options: hist=on) or the sim's plugin options (",cache=on,...")
         opts = "".join(e for e in extra if e.startswith(",")) or (",hist=on" if extra else "")
-        return [*qemu.emulator(self.isa), "-plugin", f"<count.so>,outfile=<out>{opts}",
+        return [*qemu.emulator(self.isa), "-plugin", f"<count.so>,outfile=<out>{self.isa.plugin_args()}{opts}",
                 str(driver), "count", str(library), scheme, "<op>", "<N1|N2>"]
 
 
