@@ -47,6 +47,20 @@ def _csv(value: str | None) -> list[str] | None:
     return items or None
 
 
+def _vlens(value: str | None) -> list[int] | None:
+    """--vlen 128,256,512 as numbers (checked against the ISA's limits by the study)."""
+    items = _csv(value)
+    if items is None:
+        return None
+    try:
+        out = [int(x) for x in items]
+    except ValueError:
+        raise PqsimdError(f"--vlen {value!r}: give vector lengths in bits, e.g. --vlen 128,256,512") from None
+    if len(set(out)) != len(out):
+        raise PqsimdError(f"--vlen {value!r} names a length twice")
+    return out
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="pqsimd")
 def cli() -> None:
@@ -105,6 +119,9 @@ def cli() -> None:
                    "analysis; 0: none)")
 @click.option("--warmup-ns", "warmup_ns", type=int, default=None, help="paired: untimed warm-up before each variant's reps (ns, default 50000)")
 @click.option("--source", type=click.Path(path_type=Path), default=None, help="your own PQClean-layout tree")
+@click.option("--sources", "sources", type=str, multiple=True,
+              help="NAME=PATH: a checkout you bring for the implementations built from it, e.g. "
+                   "mlkem-native=~/mlkem-native (a git clone of v2.0.0: its RISC-V Vector backend); repeatable")
 @click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")
 @click.option("--metric", type=str, default=None, help="comma list of ticks (default), instructions, counters, energy, mix, sim")
 @click.option("--mca-cpu", "mca_cpus", type=str, default=None,
@@ -115,6 +132,9 @@ def cli() -> None:
 @click.option("--isa", type=str, default=None,
               help="instruction set to build and measure (data/isas.toml; default: this host's); another ISA "
                    "runs under qemu-user: --metric instructions,mix")
+@click.option("--vlen", type=str, default=None,
+              help="vector length(s) in bits of an ISA that has one (riscv64: 128-1024, default 256; 0: no vector "
+                   "unit); a comma list runs the study once per length in DIR/vlen/<N> and compares them")
 @click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True)
 @click.option("--partition", type=str, default=None, help="slurm: partition")
 @click.option("--nodelist", type=str, default=None, help="slurm: node(s) to run on")
@@ -141,6 +161,10 @@ def run(directory: Path, **opts) -> None:
     opts["ablation"] = True if opts["ablation"] else None  # not given: the stored study's
     if opts.get("source") is not None:
         opts["source"] = str(opts["source"])
+    opts["sources"] = [x for item in opts["sources"] for x in (_csv(item) or [])] or None
+    vlens = _vlens(opts.pop("vlen"))
+    if vlens is not None and len(vlens) == 1:
+        opts["vlen"] = vlens[0]
     slurm = {k: opts.pop(k) for k in ("partition", "nodelist", "exclusive", "time_limit", "account", "sbatch_args")}
     executor = opts.pop("executor")
     no_run = opts.pop("no_run")
@@ -154,7 +178,12 @@ def run(directory: Path, **opts) -> None:
         if not ok:
             sys.exit(1)
         return
-    ok = run_study(directory, overrides=opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
+    from .run.vlens import is_vlen_set, run_vlens
+
+    if (vlens is not None and len(vlens) > 1) or (vlens is None and is_vlen_set(directory)):
+        ok = run_vlens(directory, vlens, opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
+    else:
+        ok = run_study(directory, overrides=opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
     if not ok:
         sys.exit(1)
 
