@@ -245,6 +245,11 @@ def doctor() -> None:
 def analyze(directory: Path, n_boot: int | None, seed: int | None, adjust: str | None) -> None:
     """Statistics of a study into DIRECTORY/results/."""
     from .analyze import analyze_study
+    from .run.vlens import analyse_set, is_vlen_set
+
+    if is_vlen_set(directory):  # every length's study, then the vector-length view
+        click.echo(f"results written to {analyse_set(directory)}")
+        return
 
     out = analyze_study(directory, n_boot=n_boot, seed=seed, adjust=adjust)
     click.echo(f"results written to {out}")
@@ -258,6 +263,14 @@ def analyze(directory: Path, n_boot: int | None, seed: int | None, adjust: str |
 def report(directory: Path, reference: str | None, beside: Path | None) -> None:
     """Figures, tables and index.html into DIRECTORY/report/."""
     from .report import write_report
+    from .run.vlens import is_vlen_set
+
+    if is_vlen_set(directory):
+        from .report.vlen import write_vlen_report
+
+        out = write_vlen_report(directory)
+        click.echo(f"report written to {out}/ — open {out / 'index.html'}")
+        return
 
     out = write_report(directory, reference=reference, beside=beside)
     click.echo(f"report written to {out}/ — open {out / 'index.html'}")
@@ -273,7 +286,13 @@ def report(directory: Path, reference: str | None, beside: Path | None) -> None:
 def show(directory: Path, metric: str | None, stage: str | None, compiler: str | None, beside: Path | None) -> None:
     """The results of a study (or of a campaign) as a terminal table, grouped by family."""
     from .analyze.campaign import is_campaign
+    from .run.vlens import is_vlen_set
 
+    if is_vlen_set(directory):
+        from .report.vlen import show_vlen
+
+        show_vlen(directory)
+        return
     if is_campaign(directory):
         from .report.campaign import show_campaign
 

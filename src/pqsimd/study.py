@@ -291,6 +291,10 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     }
     merged["preset"] = preset_name
     merged["isa"] = target.name
+    if "cc" not in cli and "cc" not in stored_study and target.cc:
+        merged["cc"] = list(target.cc)  # e.g. riscv64: clang-19 (RVV intrinsics)
+    if "metrics" not in cli and "metrics" not in stored_study and not target.native:
+        merged["metrics"] = ["instructions", "mix"]  # under an emulator nothing is timed: what it can count
     given = cli.pop("vlen", merged.get("vlen"))
     if target.vector is not None or given is not None:
         if given is not None and (isinstance(given, bool) or not isinstance(given, int)):

@@ -47,6 +47,7 @@ class Isa:
     plugin: dict | None = None  # our QEMU plugin's markers and branch classes (data/isas.toml [plugin])
     vector: dict | None = None  # the vector length as a setting: default, min, max, off_cpu ([vector])
     vlen: int | None = None  # the vector length its emulator runs at (0: no vector extension); None: no [vector]
+    cc: tuple[str, ...] = ()  # a study's compilers when --cc is not given (empty: the default, gcc)
     cpu_template: str = ""  # qemu_cpu as data/isas.toml writes it ({vlen} in it)
 
     def at(self, vlen: int | None) -> "Isa":
