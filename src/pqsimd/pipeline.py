@@ -216,8 +216,11 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         else:
             bad = [c for c in g.checks if not c.passed]
             more = f" (+{len(bad) - 2} more in gate/{bid}.json)" if len(bad) > 2 else ""
+            why = ""
+            if target.vlen == 0 and any("SIGILL" in c.detail for c in bad):  # vector code on a CPU without it
+                why = f" ({target.name} under --vlen 0 has no {target.vector.get('extension', 'vector')} extension)"
             console.print(tagged("gate FAILED", "red", f"{b.label}: " + "; ".join(f"{c.check} {c.scheme}: {c.detail}"
-                                                                             for c in bad[:2]) + more), soft_wrap=True)
+                                                                             for c in bad[:2]) + more + why), soft_wrap=True)
             ok = False
     from .verify import codehash
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html as html_mod
 import math
+import os
 from pathlib import Path
 
 import matplotlib
@@ -217,9 +218,12 @@ def write_vlen_report(directory: Path) -> Path:
     write_table(tab, outdir)
     lines = sentences(t, c, info, study)
     write_text(outdir / "vlen.md", "\n".join(f"- {s}" for s in lines) + "\n\n" + render(tab, "md"))
-    links = "".join(f"<li>VLEN {html_mod.escape(str(v))}: "
-                    + (f'<a href="{html_mod.escape(str(Path(p) / "index.html"))}">{html_mod.escape(str(p))}</a>'
-                       if isinstance(p, Path) else html_mod.escape(p)) + "</li>" for v, p in subs.items())
+    def link(p: Path) -> str:
+        rel = os.path.relpath(Path(p) / "index.html", outdir)  # the set moves as a whole
+        return f'<a href="{html_mod.escape(rel)}">{html_mod.escape(rel)}</a>'
+
+    links = "".join(f"<li>VLEN {html_mod.escape(str(v))}: " + (link(p) if isinstance(p, Path) else html_mod.escape(p))
+                    + "</li>" for v, p in subs.items())
     fig = ('<img src="fig_vlen_scaling.png" alt="instruction ratio against the vector length" style="max-width:100%">'
            if files else "<p>No hand-SIMD step in these studies: no scaling figure.</p>")
     rows = "".join("<tr>" + "".join(f"<td>{html_mod.escape(x.text)}</td>" for x in r) + "</tr>" for r in tab.body_rows)
