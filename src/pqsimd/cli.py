@@ -120,8 +120,8 @@ def cli() -> None:
 @click.option("--warmup-ns", "warmup_ns", type=int, default=None, help="paired: untimed warm-up before each variant's reps (ns, default 50000)")
 @click.option("--source", type=click.Path(path_type=Path), default=None, help="your own PQClean-layout tree")
 @click.option("--sources", "sources", type=str, multiple=True,
-              help="NAME=PATH: a checkout you bring for the implementations built from it, e.g. "
-                   "mlkem-native=~/mlkem-native (a git clone of v2.0.0: its RISC-V Vector backend); repeatable")
+              help="NAME=PATH: a checkout you bring (a git clone) for the implementations whose family TOML "
+                   "says `checkout = NAME` (`pqsimd list` names them); repeatable")
 @click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")
 @click.option("--metric", type=str, default=None, help="comma list of ticks (default), instructions, counters, energy, mix, sim")
 @click.option("--mca-cpu", "mca_cpus", type=str, default=None,
@@ -207,6 +207,9 @@ def list_() -> None:
         con.print(t)
         con.print(f"  from {fam.source}")
         for impl in fam.implementations.values():
+            if impl.table.get("checkout"):
+                con.print(f"  {impl.name} is built from a checkout you bring: --sources {impl.table['checkout']}=PATH"
+                          + (f" ({impl.table['checkout_hint']})" if impl.table.get("checkout_hint") else ""))
             if impl.groups:
                 con.print(f"  {impl.name} ({impl.layout}) kernel groups: {', '.join(impl.groups)}"
                           + (f"; --ablation switches them in {fam.ablation['variant']}" if fam.ablation else ""))

@@ -10,8 +10,8 @@ in oqs-sys and mldsa-native-rs) are named by the implementation in the family TO
 A layout is one module of this package (`layout = "pq-code-package"` -> pq_code_package.py)
 with the interface of layout.py; a family TOML says which implementation uses which.
 
-A **checkout** is a tree the user brings (`--sources NAME=PATH`, e.g. a git clone of mlkem-native at
-a release no crate vendors yet): an implementation names it with `checkout = "NAME"` instead of a
+A **checkout** is a tree the user brings (`--sources NAME=PATH`, e.g. a git clone of a library at a
+release no crate vendors yet): an implementation names it with `checkout = "NAME"` instead of a
 crate. It is identified by its `git describe` and a content hash of every file (the .git folder
 aside), both recorded in the manifest; `check_checkouts` refuses, in one line, a name no family
 uses and a tree without the files an implementation `expect`s (another project, or a release
@@ -91,7 +91,8 @@ def parse_checkouts(items: list[str] | None) -> dict[str, str]:
     for item in items or []:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
-            raise PqsimdError(f"--sources {item!r}: give NAME=PATH, e.g. --sources mlkem-native=~/mlkem-native")
+            raise PqsimdError(f"--sources {item!r}: give NAME=PATH (NAME: what an implementation's `checkout` says, "
+                              f"`pqsimd list`; PATH: your clone)")
         if name in out:
             raise PqsimdError(f"--sources names {name} twice; give one checkout per name")
         out[name] = path
