@@ -99,6 +99,13 @@ def test_every_length_is_a_gated_study_with_its_emulated_cpu(vset):
             assert rec["vlen"] == v and f"vlen={v}" in rec["emulator"]["cpu"]
 
 
+def test_a_set_continues_with_its_own_lengths(vset):
+    again = run_cli("run", vset, env=ENV, timeout=1800)  # no --isa, no --vlen: DIR/vlens.toml says
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert again.stderr.count("0 jobs to run") >= 2 * len(VLENS)  # instructions and mix of every length: done
+    one_line_error(run_cli("run", vset, "--vlen", "256", env=ENV), "holds the vector lengths 128,256,512")
+
+
 def _counts(sub: Path) -> pd.DataFrame:
     g = pd.read_parquet(sub / "results" / "groups.parquet")
     return g[g["metric"] == "instructions"].set_index(["op", "variant"])["median"]

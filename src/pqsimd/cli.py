@@ -163,7 +163,10 @@ def run(directory: Path, **opts) -> None:
         opts["source"] = str(opts["source"])
     opts["sources"] = [x for item in opts["sources"] for x in (_csv(item) or [])] or None
     vlens = _vlens(opts.pop("vlen"))
-    if vlens is not None and len(vlens) == 1:
+    from .run.vlens import is_vlen_set, run_vlens
+
+    vlen_set = is_vlen_set(directory) or (vlens is not None and len(vlens) > 1)
+    if vlens is not None and len(vlens) == 1 and not vlen_set:
         opts["vlen"] = vlens[0]
     slurm = {k: opts.pop(k) for k in ("partition", "nodelist", "exclusive", "time_limit", "account", "sbatch_args")}
     executor = opts.pop("executor")
@@ -178,9 +181,7 @@ def run(directory: Path, **opts) -> None:
         if not ok:
             sys.exit(1)
         return
-    from .run.vlens import is_vlen_set, run_vlens
-
-    if (vlens is not None and len(vlens) > 1) or (vlens is None and is_vlen_set(directory)):
+    if vlen_set:  # the study once per vector length (a set continues with its own lengths)
         ok = run_vlens(directory, vlens, opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
     else:
         ok = run_study(directory, overrides=opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)

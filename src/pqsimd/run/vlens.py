@@ -66,7 +66,10 @@ def run_vlens(directory: Path, vlens: list[int] | None, overrides: dict[str, Any
         raise PqsimdError(f"{directory} is a study of one vector length; run the lengths in a new directory")
     from .. import isa as isa_mod
 
-    name = overrides.get("isa") or isa_mod.host().name
+    stored = tomllib.loads((directory / SET_FILE).read_text()).get("isa") if is_vlen_set(directory) else None
+    name = overrides.get("isa") or stored or isa_mod.host().name
+    if stored and name != stored:
+        raise PqsimdError(f"{directory} is a vector-length set of {stored}, not {name}; use a new directory")
     target = isa_mod.get(name)
     for v in vlens:
         target.at(v)  # one line for an ISA without a vector length, or a length its emulator lacks
