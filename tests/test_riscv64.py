@@ -155,3 +155,21 @@ def test_vector_length_setting():
     with pytest.raises(PqsimdError, match="x86_64 has no vector length"):
         isa.get("x86_64").at(256)
     assert isa.get("x86_64").at(None) == isa.get("x86_64") and isa.with_vector() == ["riscv64"]
+
+
+def test_recorded_mca_models_match_llvm_mca_19(tmp_path):
+    """data/mca_models.toml's riscv64 cores against llvm-mca 19 itself (the first resource of each
+    model's resource-pressure view), and the cores of data/mix_riscv64.toml all have such a model."""
+    from pqsimd.isa import mca
+    from pqsimd.run.classify import config
+
+    mca_bin = shutil.which("llvm-mca-19")
+    assert mca_bin, "llvm-mca-19 is not installed (make test installs it: tools/test-deps.sh)"
+    sample = tmp_path / "s.s"
+    sample.write_text("vsetvli a5, a4, e16, m1, ta, ma\nvle16.v v8, (a0)\nvmul.vv v1, v2, v3\nadd a0, a0, a1\n")
+    cpus = config(RV.name).mca["known_cpus"]
+    for cpu in cpus:
+        out = subprocess.run([mca_bin, f"-mtriple={RV.mca_triple}", f"-mcpu={cpu}", str(sample)], capture_output=True,
+                             text=True, check=True).stdout
+        first = re.search(r"^Resources:\n\[[\d.]+\]\s+- (\S+)", out, re.M).group(1)
+        assert first == mca.model("llvm-mca 19.1.7", RV.name, cpu)["resource"], cpu
