@@ -173,3 +173,10 @@ def test_recorded_mca_models_match_llvm_mca_19(tmp_path):
                              text=True, check=True).stdout
         first = re.search(r"^Resources:\n\[[\d.]+\]\s+- (\S+)", out, re.M).group(1)
         assert first == mca.model("llvm-mca 19.1.7", RV.name, cpu)["resource"], cpu
+
+
+def test_captions_say_emulated_and_the_vector_length():
+    from pqsimd.results import counting_tool
+
+    rv = {"isa": {"name": RV.name, "counting": "qemu-plugin", "native": False, "vlen": 512}}
+    assert counting_tool(rv) == "our QEMU plugin (emulated, VLEN 512)"
