@@ -93,11 +93,12 @@ def beside_table(setdir: Path, reference: int, others: list[Path], ops: list[str
         steps = [chain.hand, *(s for s in chain.also if s.stage.startswith("hand_simd"))]
         for s in steps:
             got = {(sc, op): counts[(sc, op, s.base)] / counts[(sc, op, s.variant)]
-                   for (sc, op, v) in counts if v == s.variant and (sc, op, s.base) in counts}
+                   for (sc, op, v) in counts if v == s.variant and (sc, op, s.base) in counts and counts[(sc, op, v)] > 0}
             if got:
                 cols.append((f"{summary.get('isa')} {s.base} → {s.variant}", got))
     out = ["| set | op | " + " | ".join(c for c, _ in cols) + " |", "|" + "---|" * (2 + len(cols))]
-    keys = sorted({k for _, d in cols for k in d}, key=lambda k: (int(k[0].rsplit("-", 1)[-1]), k[1]))
+    keys = sorted({k for _, d in cols for k in d if k[1] in ops},
+                  key=lambda k: (int(k[0].rsplit("-", 1)[-1]), ops.index(k[1])))
     for scheme, op in keys:
         if op in ops:
             out.append(f"| {scheme} | {op} | " + " | ".join(times(d.get((scheme, op))) for _, d in cols) + " |")
