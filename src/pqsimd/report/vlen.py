@@ -68,7 +68,9 @@ def _keys(t: pd.DataFrame, study: Study | None, stages=None) -> list[tuple[str, 
     if study is None:
         return keys
     out = []
-    for scheme in dict.fromkeys(k[0] for k in keys):
+    order = study.schemes
+    schemes = sorted(dict.fromkeys(k[0] for k in keys), key=lambda sc: order.index(sc) if sc in order else len(order))
+    for scheme in schemes:
         fam = study.family_of(scheme)
         ops = list(dict.fromkeys(k[1] for k in keys if k[0] == scheme))
         for op in (fam.sort_ops(ops) if fam else ops):
