@@ -13,8 +13,9 @@
 #   r-base-core, r-bioc-limma   the limma cross-check of the moderated variances (tests/test_analyze_design.py)
 #   qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross   aarch64 builds run under emulation,
 #                       counted by our TCG plugin; dpkg-dev: `apt-get source` for the plugin's header
+#   gcc-riscv64-linux-gnu, libc6-dev-riscv64-cross, clang-19   riscv64 builds (RVV intrinsics need clang-19)
 set -u
-PKGS="slurm-wlm munge lld-16 valgrind clang clang-16 gcc-11 llvm-16 llvm-19 chromium texlive-latex-base texlive-latex-recommended binutils r-base-core r-bioc-limma qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross dpkg-dev"
+PKGS="slurm-wlm munge lld-16 valgrind clang clang-16 gcc-11 llvm-16 llvm-19 chromium texlive-latex-base texlive-latex-recommended binutils r-base-core r-bioc-limma qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross dpkg-dev gcc-riscv64-linux-gnu libc6-dev-riscv64-cross clang-19"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -65,9 +65,10 @@ def subsets(groups: tuple[str, ...]) -> list[tuple[str, ...]]:
     return list(dict.fromkeys(out))
 
 
-def of_family(fam: Family, variants: dict[str, Variant]) -> Ablation:
-    """The family's ablation ([ablation] variant = ...): one line if it has none or it is unusable."""
-    name = fam.ablation.get("variant")
+def of_family(fam: Family, variants: dict[str, Variant], isa: str | None = None) -> Ablation:
+    """The family's ablation ([ablation] variant = ..., or the ISA's own in [ablation.isa]): one line if it
+    has none or it is unusable."""
+    name = (fam.ablation.get("isa") or {}).get(isa) or fam.ablation.get("variant")
     if not name:
         raise PqsimdError(f"family {fam.name} has no [ablation] in {fam.source}; --ablation needs a family whose "
                           f"implementation has kernel groups (e.g. ml-kem, ml-dsa): drop it from --schemes")

@@ -385,6 +385,11 @@ def unavailable(fam: Family, variant: Variant, tree: SourceTree | None = None) -
             tree.crate_root(impl.table["crate"], f"implementation {impl.name}")
         except PqsimdError as e:
             return str(e)
+    if tree is not None and impl.table.get("checkout"):
+        try:
+            tree.checkout_root(impl.table["checkout"], f"implementation {impl.name}")
+        except PqsimdError as e:
+            return str(e)
     return None
 
 

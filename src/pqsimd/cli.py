@@ -47,6 +47,20 @@ def _csv(value: str | None) -> list[str] | None:
     return items or None
 
 
+def _vlens(value: str | None) -> list[int] | None:
+    """--vlen 128,256,512 as numbers (checked against the ISA's limits by the study)."""
+    items = _csv(value)
+    if items is None:
+        return None
+    try:
+        out = [int(x) for x in items]
+    except ValueError:
+        raise PqsimdError(f"--vlen {value!r}: give vector lengths in bits, e.g. --vlen 128,256,512") from None
+    if len(set(out)) != len(out):
+        raise PqsimdError(f"--vlen {value!r} names a length twice")
+    return out
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="pqsimd")
 def cli() -> None:
@@ -110,6 +124,9 @@ def cli() -> None:
                    "analysis; 0: none)")
 @click.option("--warmup-ns", "warmup_ns", type=int, default=None, help="paired: untimed warm-up before each variant's reps (ns, default 50000)")
 @click.option("--source", type=click.Path(path_type=Path), default=None, help="your own PQClean-layout tree")
+@click.option("--sources", "sources", type=str, multiple=True,
+              help="NAME=PATH: a checkout you bring (a git clone) for the implementations whose family TOML "
+                   "says `checkout = NAME` (`pqsimd list` names them); repeatable")
 @click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")
 @click.option("--metric", type=str, default=None, help="comma list of ticks (default), instructions, counters, energy, mix, sim")
 @click.option("--mca-cpu", "mca_cpus", type=str, default=None,
@@ -120,6 +137,9 @@ def cli() -> None:
 @click.option("--isa", type=str, default=None,
               help="instruction set to build and measure (data/isas.toml; default: this host's); another ISA "
                    "runs under qemu-user: --metric instructions,mix")
+@click.option("--vlen", type=str, default=None,
+              help="vector length(s) in bits of an ISA that has one (riscv64: 128-1024, default 256; 0: no vector "
+                   "unit); a comma list runs the study once per length in DIR/vlen/<N> and compares them")
 @click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True)
 @click.option("--partition", type=str, default=None, help="slurm: partition")
 @click.option("--nodelist", type=str, default=None, help="slurm: node(s) to run on")
@@ -146,6 +166,13 @@ def run(directory: Path, **opts) -> None:
     opts["ablation"] = True if opts["ablation"] else None  # not given: the stored study's
     if opts.get("source") is not None:
         opts["source"] = str(opts["source"])
+    opts["sources"] = [x for item in opts["sources"] for x in (_csv(item) or [])] or None
+    vlens = _vlens(opts.pop("vlen"))
+    from .run.vlens import is_vlen_set, run_vlens
+
+    vlen_set = is_vlen_set(directory) or (vlens is not None and len(vlens) > 1)
+    if vlens is not None and len(vlens) == 1 and not vlen_set:
+        opts["vlen"] = vlens[0]
     slurm = {k: opts.pop(k) for k in ("partition", "nodelist", "exclusive", "time_limit", "account", "sbatch_args")}
     executor = opts.pop("executor")
     no_run = opts.pop("no_run")
@@ -159,7 +186,10 @@ def run(directory: Path, **opts) -> None:
         if not ok:
             sys.exit(1)
         return
-    ok = run_study(directory, overrides=opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
+    if vlen_set:  # the study once per vector length (a set continues with its own lengths)
+        ok = run_vlens(directory, vlens, opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
+    else:
+        ok = run_study(directory, overrides=opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
     if not ok:
         sys.exit(1)
 
@@ -183,6 +213,9 @@ def list_() -> None:
         con.print(t)
         con.print(f"  from {fam.source}")
         for impl in fam.implementations.values():
+            if impl.table.get("checkout"):
+                con.print(f"  {impl.name} is built from a checkout you bring: --sources {impl.table['checkout']}=PATH"
+                          + (f" ({impl.table['checkout_hint']})" if impl.table.get("checkout_hint") else ""))
             if impl.groups:
                 con.print(f"  {impl.name} ({impl.layout}) kernel groups: {', '.join(impl.groups)}"
                           + (f"; --ablation switches them in {fam.ablation['variant']}" if fam.ablation else ""))
@@ -221,6 +254,11 @@ def doctor() -> None:
 def analyze(directory: Path, n_boot: int | None, seed: int | None, adjust: str | None) -> None:
     """Statistics of a study into DIRECTORY/results/."""
     from .analyze import analyze_study
+    from .run.vlens import analyse_set, is_vlen_set
+
+    if is_vlen_set(directory):  # every length's study, then the vector-length view
+        click.echo(f"results written to {analyse_set(directory)}")
+        return
 
     out = analyze_study(directory, n_boot=n_boot, seed=seed, adjust=adjust)
     click.echo(f"results written to {out}")
@@ -234,6 +272,14 @@ def analyze(directory: Path, n_boot: int | None, seed: int | None, adjust: str |
 def report(directory: Path, reference: str | None, beside: Path | None) -> None:
     """Figures, tables and index.html into DIRECTORY/report/."""
     from .report import write_report
+    from .run.vlens import is_vlen_set
+
+    if is_vlen_set(directory):
+        from .report.vlen import write_vlen_report
+
+        out = write_vlen_report(directory)
+        click.echo(f"report written to {out}/ — open {out / 'index.html'}")
+        return
 
     out = write_report(directory, reference=reference, beside=beside)
     click.echo(f"report written to {out}/ — open {out / 'index.html'}")
@@ -249,7 +295,13 @@ def report(directory: Path, reference: str | None, beside: Path | None) -> None:
 def show(directory: Path, metric: str | None, stage: str | None, compiler: str | None, beside: Path | None) -> None:
     """The results of a study (or of a campaign) as a terminal table, grouped by family."""
     from .analyze.campaign import is_campaign
+    from .run.vlens import is_vlen_set
 
+    if is_vlen_set(directory):
+        from .report.vlen import show_vlen
+
+        show_vlen(directory)
+        return
     if is_campaign(directory):
         from .report.campaign import show_campaign
 

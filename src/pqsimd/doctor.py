@@ -121,7 +121,8 @@ def _cross() -> list[Finding]:
             continue
         lacking = [w for w, ok in ((target.qemu, shutil.which(target.qemu)),
                                    (f"{target.gnu_triple}-gcc", shutil.which(f"{target.gnu_triple}-gcc")),
-                                   (target.sysroot, Path(target.sysroot).is_dir())) if not ok]
+                                   (target.sysroot, Path(target.sysroot).is_dir()),
+                                   *((c, shutil.which(c)) for c in target.cc)) if not ok]
         if lacking:
             out.append(Finding(f"--isa {name}", None, f"missing: {', '.join(lacking)}",
                                f"apt-get install {' '.join(target.packages)}"))
@@ -134,8 +135,12 @@ def _cross() -> list[Finding]:
             except PqsimdError as e:
                 out.append(Finding(f"--isa {name}", None, "builds and runs; counting needs QEMU's plugin header", str(e)))
                 continue
-        out.append(Finding(f"--isa {name}", True, f"builds with {target.gnu_triple}-gcc, runs under {target.qemu} "
-                                                  f"-cpu {target.qemu_cpu}, counts with {target.counting}"))
+        builds = f"{', '.join(target.cc)} (its default --cc) and {target.gnu_triple}-gcc" if target.cc \
+            else f"{target.gnu_triple}-gcc"
+        lengths = (f" (--vlen {target.vector['min']}-{target.vector['max']}, default {target.vector['default']})"
+                   if target.vector else "")
+        out.append(Finding(f"--isa {name}", True, f"builds with {builds}, runs under {target.qemu} "
+                                                  f"-cpu {target.qemu_cpu}{lengths}, counts with {target.counting}"))
     return out
 
 

@@ -130,8 +130,13 @@ def check_absent(impl: str, absent: dict, notes: dict, ops: tuple[str, ...], whe
 def check_ablation(ablation: dict, where: str) -> None:
     if not ablation:
         return
-    _unknown(ablation, ("variant",), where, "ablation")
+    _unknown(ablation, ("variant", "isa"), where, "ablation")
     _text(ablation.get("variant"), where, "[ablation] variant")
+    per_isa = ablation.get("isa", {})
+    if not isinstance(per_isa, dict):
+        raise _fail(where, f"[ablation] isa must be a table of ISA = variant, got {per_isa!r}")
+    for name, v in per_isa.items():
+        _text(v, where, f"[ablation] isa.{name}")
 
 
 def check_ops(order: tuple[str, ...], ops_t: dict, where: str) -> None:

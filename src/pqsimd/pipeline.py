@@ -146,10 +146,12 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     study_mod.save(sd, study)
     ok = not missing
 
-    tree = sources.locate(Path(study.source) if study.source else None)
+    tree = sources.locate(Path(study.source) if study.source else None, study.sources)
     console.print(f"sources: {tree.crate or 'user tree'} {tree.version or ''} at {tree.root}"
-                  + "".join(f"; {c.name} {c.version}" for c in tree.crates if c.name != tree.crate), markup=False)
-    target = isa_mod.get(study.isa)
+                  + "".join(f"; {c.name} {c.version}" for c in tree.crates if c.name != tree.crate)
+                  + "".join(f"; {c.name} checkout {c.describe or '(not git)'} at {c.root} (content {c.sha256[:12]})"
+                            for c in tree.checkouts), markup=False)
+    target = isa_mod.of_study(study)
     driver = build_driver(target)
     console.print(f"driver: built once with {driver.compiler.command} ({driver.compiler.version})"
                   + ("" if target.native else f"; {target.name} code runs under {' '.join(target.launcher())}"),
@@ -215,8 +217,11 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         else:
             bad = [c for c in g.checks if not c.passed]
             more = f" (+{len(bad) - 2} more in gate/{bid}.json)" if len(bad) > 2 else ""
+            why = ""
+            if target.vlen == 0 and any("SIGILL" in c.detail for c in bad):  # vector code on a CPU without it
+                why = f" ({target.name} under --vlen 0 has no {target.vector.get('extension', 'vector')} extension)"
             console.print(tagged("gate FAILED", "red", f"{b.label}: " + "; ".join(f"{c.check} {c.scheme}: {c.detail}"
-                                                                             for c in bad[:2]) + more), soft_wrap=True)
+                                                                             for c in bad[:2]) + more + why), soft_wrap=True)
             ok = False
     from .verify import codehash
 
@@ -275,7 +280,8 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         "compilers_missing": missing,
         "chain": catalog.chain(target.name).to_dict(),
         "isa": {"name": target.name, "native": target.native, "launcher": target.launcher(),
-                "counting": target.counting, "mca_triple": target.mca_triple, "tick_unit": target.tick_unit},
+                "counting": target.counting, "mca_triple": target.mca_triple, "tick_unit": target.tick_unit,
+                **({"vlen": target.vlen} if target.vlen is not None else {})},
         "design": study.design,
         "timer_quantum": study.timer_quantum,
         "variants": {vid: study.variant(vid).to_dict() for vid in study.variants},

@@ -136,9 +136,14 @@ class FamilyView:
 
 def counting_tool(manifest: dict) -> str:
     """Who counted a study's instructions, for captions: callgrind (x86-64), or our QEMU plugin
-    (aarch64 under qemu-user); the manifest's isa.counting (run/backends.py)."""
-    counting = (manifest.get("isa") or {}).get("counting") if isinstance(manifest, dict) else None
-    return "our QEMU plugin" if counting == "qemu-plugin" else "callgrind"
+    (aarch64, riscv64 under qemu-user: "emulated", with the vector length where the ISA has one); the
+    manifest's isa.counting (run/backends.py)."""
+    isa = (manifest.get("isa") or {}) if isinstance(manifest, dict) else {}
+    if isa.get("counting") != "qemu-plugin":
+        return "callgrind"
+    if isa.get("native") is False:  # every number of an emulated study says so (and at which vector length)
+        return "our QEMU plugin (emulated" + (f", VLEN {isa['vlen']}" if isa.get("vlen") is not None else "") + ")"
+    return "our QEMU plugin"
 
 
 @dataclass

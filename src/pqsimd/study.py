@@ -61,6 +61,8 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "alone_sets": ((str,), True),  # first: alone jobs on each family's first parameter set; all: on every set
     "timer_quantum": ((int,), True),  # the driver rounds every clock read down to a multiple of it (0: none)
     "shared_cpu": ((str,), False),  # discard | keep: a timing job whose CPU another program used (run/cpuclaim.py)
+    "sources": ((list,), True),  # NAME=PATH: trees the user brings (sources.check_checkouts), e.g. mlkem-native=~/mlkem-native
+    "vlen": ((int,), True),  # the vector length the emulator runs at (an ISA with [isa.<name>.vector]; 0: no vector unit)
 }
 LAYOUTS = ("random", "fixed")
 ALONE_LAYOUTS = ("paired", "own")  # paired: alone job r reuses paired job r's copies (analyze/coresidency.py)
@@ -106,6 +108,8 @@ class Study:
     alone_sets: str = "first"
     timer_quantum: int = 0  # --timer-quantum TICKS: a deliberately coarse clock (0: the clock as it is)
     shared_cpu: str = "discard"  # a job that shared its CPU: discard and run again, or keep it, marked
+    sources: list[str] | None = None  # NAME=PATH of the checkouts the user brings (None: none)
+    vlen: int | None = None  # the ISA's vector length (None: an ISA without one)
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
 
@@ -125,7 +129,7 @@ class Study:
         from . import ablation
 
         known = {**catalog.builtin_variants(), **self.variant_defs}
-        return [ablation.of_family(f, known) for f in self.families()] if self.ablation else []
+        return [ablation.of_family(f, known, self.isa) for f in self.families()] if self.ablation else []
 
     def ablation_cells(self) -> set[str]:
         return {v for ab in self.ablations() for v in ab.cells}
@@ -151,6 +155,8 @@ class Study:
             "isa": self.isa, "layout": self.layout, "layouts": self.layouts, "alone": self.alone,
             "alone_layouts": self.alone_layouts, "alone_sets": self.alone_sets,
             "timer_quantum": self.timer_quantum,
+            **({"sources": list(self.sources)} if self.sources else {}),
+            **({"vlen": self.vlen} if self.vlen is not None else {}),
         }
 
     def to_toml(self) -> str:
@@ -323,6 +329,15 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     }
     merged["preset"] = preset_name
     merged["isa"] = target.name
+    if "cc" not in cli and "cc" not in stored_study and target.cc:
+        merged["cc"] = list(target.cc)  # e.g. riscv64: clang-19 (RVV intrinsics)
+    if "metrics" not in cli and "metrics" not in stored_study and not target.native:
+        merged["metrics"] = ["instructions", "mix"]  # under an emulator nothing is timed: what it can count
+    given = cli.pop("vlen", merged.get("vlen"))
+    if target.vector is not None or given is not None:
+        if given is not None and (isinstance(given, bool) or not isinstance(given, int)):
+            raise PqsimdError(f"--vlen must be a vector length in bits, got {given!r}")
+        merged["vlen"] = target.at(given).vlen  # one line for an ISA without one, or a length its emulator lacks
     if "source" in cli:
         from .sources import check_tree
 
@@ -331,6 +346,14 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         if k != "preset":
             merged[k] = v
     _check_types(merged, where)
+    if merged.get("sources"):
+        from .sources import check_checkouts
+
+        # a bad --sources never reaches study.toml (the checkouts' paths are resolved); a stored one that
+        # moved is named too
+        merged["sources"] = check_checkouts(merged["sources"], catalog.families().values())
+    else:
+        merged.pop("sources", None)
     merged["cc"] = parse_cc(merged.get("cc", ["gcc"]))
     merged["batch"] = str(merged.get("batch", "auto"))
     for key in COUNTS:
@@ -415,7 +438,7 @@ def _with_ablation_cells(merged: dict[str, Any], variant_defs: dict[str, Variant
     fams = list(dict.fromkeys(catalog.family_of(s).name for s in merged["schemes"]))
     cells: dict[str, Variant] = {}
     for name in fams:
-        ab = ablation.of_family(catalog.families()[name], variant_defs)
+        ab = ablation.of_family(catalog.families()[name], variant_defs, merged.get("isa"))
         cells.update(ablation.cell_variants(ab, variant_defs))
     for vid, v in cells.items():
         if vid in variant_defs and variant_defs[vid] != v:

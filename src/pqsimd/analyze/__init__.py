@@ -70,7 +70,8 @@ def study_context(directory: Path, study: dict) -> dict:
     cc = [cc] if isinstance(cc, str) else cc
     from_toml = [c.split("=", 1)[0] if "=" in c else Path(c).name for c in cc if isinstance(c, str)]
     return {"chain": chain, "families": families, "compilers": plan.get("compilers") or from_toml,
-            "design": plan.get("design") or st.get("design") or "separate", "isa": study_isa(manifest, st)}
+            "design": plan.get("design") or st.get("design") or "separate", "isa": study_isa(manifest, st),
+            "vlen": (manifest.get("isa") or {}).get("vlen", st.get("vlen"))}
 
 
 def study_isa(manifest: dict, st: dict) -> str:
@@ -81,10 +82,14 @@ def study_isa(manifest: dict, st: dict) -> str:
     return (manifest.get("isa") or {}).get("name") or st.get("isa") or isa_mod.names()[0]
 
 
-def with_isa(df: pd.DataFrame, isa: str) -> pd.DataFrame:
+def with_isa(df: pd.DataFrame, isa: str, vlen: int | None = None) -> pd.DataFrame:
     """A results table with its `isa` column (every row: the study's ISA), so tables of studies of
-    different ISAs stay apart when combined (pqsimd report --beside)."""
-    return df.assign(isa=pd.Series([isa] * len(df), index=df.index, dtype=object))
+    different ISAs stay apart when combined (pqsimd report --beside); and its `vlen` column when the
+    ISA has a vector length (every row: the study's; the vector-length view combines studies)."""
+    out = df.assign(isa=pd.Series([isa] * len(df), index=df.index, dtype=object))
+    if vlen is not None:
+        out = out.assign(vlen=pd.Series([int(vlen)] * len(df), index=df.index, dtype="int64"))
+    return out
 
 
 def _family_summary_from_toml(text: str, name: str) -> dict:
@@ -388,10 +393,10 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     mix_only = bool(raw_files) and all(f.name.endswith(".mix.parquet") or sim.is_sim_file(f.name) for f in raw_files)
     if mix_only:  # --metric mix and/or sim alone: their tables are all there is to analyse
         warnings = mix.write_mix_results(directory, results, groups=None, chain=ctx["chain"], core_per_tsc=None,
-                                         families=ctx["families"], isa=ctx["isa"])
+                                         families=ctx["families"], isa=ctx["isa"], vlen=ctx.get("vlen"))
         warnings += write_why_results(directory, results, None, chain, None, ctx)
         write_json({"schema_version": RESULTS_SCHEMA_VERSION, "mix_only": True, "chain": ctx["chain"],
-                    "families": ctx["families"], "warnings": warnings, "isa": ctx["isa"],
+                    "families": ctx["families"], "warnings": warnings, "isa": ctx["isa"], "vlen": ctx.get("vlen"),
                     "computed_from": sources}, results / "summary.json")
         return
     data = load_spins(directory, pool_cpu_models=settings.pool_cpu_models)
@@ -524,10 +529,11 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         warnings.append(f"times are {metrics_mod.tick_note(ctx['isa'])}")
 
     check_estimates(main, decomposition)
-    write_table(with_isa(groups_df, ctx["isa"]), results, "groups")
-    write_table(with_isa(public(main) if len(main) else pd.DataFrame(columns=COMPARISON_COLUMNS), ctx["isa"]), results,
+    write_table(with_isa(groups_df, ctx["isa"], ctx.get("vlen")), results, "groups")
+    write_table(with_isa(public(main) if len(main) else pd.DataFrame(columns=COMPARISON_COLUMNS), ctx["isa"],
+                         ctx.get("vlen")), results,
                 "comparisons")
-    write_table(with_isa(decomposition, ctx["isa"]), results, "decomposition")
+    write_table(with_isa(decomposition, ctx["isa"], ctx.get("vlen")), results, "decomposition")
     write_table(jobs_table, results, "jobs")
     if len(attr):
         write_table(attr, results, "attribution")
@@ -559,7 +565,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
                                                                           list(top["ops"].items())[:3])
                         + f"); results/cliffs.csv, `pqsimd cliffs {directory} --retime` re-times them")
     warnings += mix.write_mix_results(directory, results, groups=groups_df, chain=ctx["chain"], core_per_tsc=cpt,
-                                      families=ctx["families"], isa=ctx["isa"])
+                                      families=ctx["families"], isa=ctx["isa"], vlen=ctx.get("vlen"))
     warnings += write_why_results(directory, results, groups_df, chain, cpt, ctx)
 
     jobs = data.jobs
@@ -567,6 +573,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         "isa": ctx["isa"],
         # every metric's unit per call as this study prints it (the ISA's tick unit for times)
         "units": {str(m): metrics_mod.unit_of(str(m), ctx["isa"]) for m in data.spins["metric"].unique()},
+        "vlen": ctx.get("vlen"),
         "schema_version": RESULTS_SCHEMA_VERSION,
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "alpha": settings.alpha,

@@ -125,7 +125,7 @@ def _self_checks(families: dict | None) -> set[str]:
 
 
 def mix_results(source: Path, groups: pd.DataFrame | None = None, chain: Any = None, core_per_tsc: float | None = None,
-                families: dict | None = None, isa: str | None = None) -> dict[str, pd.DataFrame]:
+                families: dict | None = None, isa: str | None = None, vlen: int | None = None) -> dict[str, pd.DataFrame]:
     """The mix tables (TABLES) from the mix raw files of `source` (a study directory or its raw/);
     `groups` (analyze's groups table) adds time beside them. Empty tables (with their columns) when
     the study has no mix data, so a re-analysis never leaves stale ones. `isa`: the study's (its
@@ -303,7 +303,7 @@ def write_mix_results(directory: Path, results: Path | None = None, **kwargs) ->
     if kwargs.get("isa"):
         from . import with_isa
 
-        tables = {name: with_isa(t, kwargs["isa"]) for name, t in tables.items()}
+        tables = {name: with_isa(t, kwargs["isa"], kwargs.get("vlen")) for name, t in tables.items()}
     if all(t.empty for t in tables.values()):
         for name in TABLES:
             for ext in ("csv", "parquet"):

@@ -8,10 +8,16 @@ backend), run/mix.py (instruction classes, llvm-mca triple) and doctor (its time
     Isa.launcher()       [] natively, else the emulator prefix: qemu-<isa> -cpu <pinned> -L <sysroot>
     Isa.gcc(), Isa.clang(version)   a compiler command for this ISA from this host
     Isa.objdump()        the disassembler of this ISA's objects
+    Isa.at(vlen)         a vector-length-agnostic ISA at another vector length (data/isas.toml
+                         [isa.<name>.vector]; get() gives its default); 0: the CPU without the vector
+                         extension; for an ISA without [vector] only None is accepted
+    Isa.plugin_args()    what our QEMU plugin is told about the ISA: its markers and branch classes
+    of_study(study)      the study's ISA at the study's vector length
 """
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import shutil
 from dataclasses import dataclass
@@ -39,6 +45,36 @@ class Isa:
     features: str = "flags"  # the /proc/cpuinfo key of its CPU features
     doctor: dict | None = None  # what `pqsimd doctor` reads about its timer (data/isas.toml)
     tick_note: str = ""  # what its tick unit is (data/isas.toml); the unit alone where none is said
+    plugin: dict | None = None  # our QEMU plugin's markers and branch classes (data/isas.toml [plugin])
+    vector: dict | None = None  # the vector length as a setting: default, min, max, off_cpu ([vector])
+    vlen: int | None = None  # the vector length its emulator runs at (0: no vector extension); None: no [vector]
+    cc: tuple[str, ...] = ()  # a study's compilers when --cc is not given (empty: the default, gcc)
+    cpu_template: str = ""  # qemu_cpu as data/isas.toml writes it ({vlen} in it)
+
+    def at(self, vlen: int | None) -> "Isa":
+        """This ISA at vector length `vlen` (None: its default): qemu_cpu with the length filled in,
+        or the CPU without the vector extension for 0. One line for a length the emulator lacks."""
+        if self.vector is None:
+            if vlen is not None:
+                raise PqsimdError(f"--vlen {vlen}: {self.name} has no vector length to set (only ISAs with a "
+                                  f"[isa.<name>.vector] table in data/isas.toml: {', '.join(with_vector()) or 'none'})")
+            return self
+        v = self.vector
+        n = v["default"] if vlen is None else vlen
+        if isinstance(n, bool) or not isinstance(n, int) or (n != 0 and not (v["min"] <= n <= v["max"] and n & (n - 1) == 0)):
+            raise PqsimdError(f"--vlen {vlen}: {self.qemu} runs {self.name} at a vector length that is a power of two "
+                              f"from {v['min']} to {v['max']} bits, or 0 (no {v.get('extension', 'vector')} extension)")
+        cpu = v["off_cpu"] if n == 0 else self.cpu_template.format(vlen=n)
+        return dataclasses.replace(self, vlen=n, qemu_cpu=cpu)
+
+    def plugin_args(self) -> str:
+        """The plugin's ISA arguments: ,start=WORD,stop=WORD,pcshift=N,cond=...,ind=...,plain=..."""
+        p = self.plugin
+        if not p:
+            raise PqsimdError(f"data/isas.toml: [isa.{self.name}] has no [plugin] table (markers, branch classes), "
+                              f"which counting with {self.counting} needs")
+        return f",start={p['start']},stop={p['stop']},pcshift={p.get('pcshift', 2)}" + "".join(
+            f",{b}" for b in p.get("branches", []))
 
     @property
     def native(self) -> bool:
@@ -75,10 +111,27 @@ def _isas() -> dict[str, Isa]:
     out = {}
     for name, d in doc.items():
         try:
-            out[name] = Isa(name=name, **{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+            i = Isa(name=name, **{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
         except TypeError as e:
             raise PqsimdError(f"data/isas.toml: [isa.{name}] {e}") from None
+        if i.vector is not None:
+            missing = [k for k in ("default", "min", "max", "off_cpu") if k not in i.vector]
+            if missing or "{vlen}" not in i.qemu_cpu:
+                raise PqsimdError(f"data/isas.toml: [isa.{name}.vector] needs default, min, max, off_cpu and qemu_cpu "
+                                  f"with {{vlen}} in it (missing: {', '.join(missing) or 'qemu_cpu {vlen}'})")
+            i = dataclasses.replace(i, cpu_template=i.qemu_cpu).at(None)
+        out[name] = i
     return out
+
+
+def with_vector() -> list[str]:
+    """The ISAs whose vector length is a setting."""
+    return [n for n, i in _isas().items() if i.vector is not None]
+
+
+def of_study(study) -> Isa:
+    """The study's ISA, at the study's vector length (its `vlen`, None: the ISA's default)."""
+    return get(study.isa).at(getattr(study, "vlen", None))
 
 
 def names() -> list[str]:

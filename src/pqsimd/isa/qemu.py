@@ -32,7 +32,7 @@ from . import Isa
 TIMEOUT_S = 600
 _HARNESS = Path(str(resources.files("pqsimd").joinpath("harness")))
 PLUGIN_SOURCE = _HARNESS / "qemu" / "count.c"
-MARKER_HEADER = _HARNESS / "driver" / "count_marker.h"
+MARKER_HEADER = _HARNESS / "driver" / "count_marker.h"  # the markers' assembly (their words: data/isas.toml)
 FETCH_HEADER = _HARNESS / "qemu" / "fetch-header.sh"
 
 
@@ -40,11 +40,13 @@ class CountError(Exception):
     """A counting run that gave no usable count (the message says why)."""
 
 
-def _marker_words() -> tuple[int, int]:
-    """The A64 words of the start and stop markers, read from count_marker.h (one definition)."""
-    text = MARKER_HEADER.read_text()
-    imm = {k: int(v, 16) for k, v in re.findall(r"#define PQSIMD_MARKER_HINT_(START|STOP) (0x[0-9a-fA-F]+)", text)}
-    return tuple(0xD503201F | (imm[k] << 5) for k in ("START", "STOP"))  # type: ignore[return-value]
+def marker_words(isa: Isa) -> tuple[int, int]:
+    """The instruction words of the ISA's start and stop markers (data/isas.toml [isa.<name>.plugin];
+    the tests assemble count_marker.h's markers and compare)."""
+    p = isa.plugin or {}
+    if "start" not in p or "stop" not in p:
+        isa.plugin_args()  # the one line naming what is missing
+    return int(p["start"], 16), int(p["stop"], 16)
 
 
 def plugin_header() -> Path:
@@ -65,7 +67,7 @@ def plugin(cc: str = "cc") -> Path:
         raise PqsimdError(f"{cc} not found: building the QEMU counting plugin needs a C compiler (apt-get install gcc)")
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
     h = hashlib.sha256(version.encode())
-    for f in (PLUGIN_SOURCE, MARKER_HEADER, header):
+    for f in (PLUGIN_SOURCE, header):
         h.update(f.read_bytes())
     final = cache_root() / f"qemu-plugin-{h.hexdigest()[:16]}" / "count.so"
     if final.exists():
@@ -98,8 +100,13 @@ class PluginCount:
     cache: dict[str, int] | None = None  # cache=on: the cache model's events inside the windows
 
 
-def parse_output(text: str) -> PluginCount:
-    """The plugin's outfile: a JSON line, then (hist=on) "0xPC<TAB>count<TAB>symbol<TAB>disas" lines."""
+_ENCODING = re.compile(r"^(?:[0-9a-f]{4}|[0-9a-f]{8})\s+")
+
+
+def parse_output(text: str, encoding_first: bool = False) -> PluginCount:
+    """The plugin's outfile: a JSON line, then (hist=on) "0xPC<TAB>count<TAB>symbol<TAB>disas" lines;
+    encoding_first: QEMU's disassembly of the ISA starts with the instruction's encoding (RISC-V's
+    does: [isa.<name>.plugin] disas_encoding), which is taken off."""
     lines = text.splitlines()
     if not lines:
         raise CountError("the counting plugin wrote nothing (did the program exit normally?)")
@@ -120,6 +127,8 @@ def parse_output(text: str) -> PluginCount:
     rows = []
     for line in lines[1:]:
         pc, count, symbol, disas = line.split("\t", 3)
+        if encoding_first:
+            disas = _ENCODING.sub("", disas, count=1)
         rows.append(HistRow(int(pc, 16), int(count), None if symbol == "-" else symbol, disas))
     if sum(r.count for r in rows) != insns:
         raise CountError(f"the histogram sums to {sum(r.count for r in rows)}, not the {insns} instructions counted")
@@ -149,7 +158,8 @@ def count(isa: Isa, argv: list[str], hist: bool = False, env: dict | None = None
     so = so or plugin()
     with tempfile.TemporaryDirectory(prefix="pqsimd-qemu-") as tmp:
         out = Path(tmp) / "count.out"  # no comma: qemu splits -plugin arguments on commas
-        cmd = [*emulator(isa), "-plugin", f"{so},outfile={out}" + plugin_options(hist, caches), *argv]
+        cmd = [*emulator(isa), "-plugin", f"{so},outfile={out}" + isa.plugin_args() + plugin_options(hist, caches),
+               *argv]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -159,16 +169,16 @@ def count(isa: Isa, argv: list[str], hist: bool = False, env: dict | None = None
             raise CountError(f"{isa.qemu} run failed ({tail})")
         if not out.exists():
             raise CountError("the counting plugin wrote no output")
-        return parse_output(out.read_text())
+        return parse_output(out.read_text(), bool((isa.plugin or {}).get("disas_encoding")))
 
 
-_IN_ASM = re.compile(r"^0x([0-9a-f]+):\s+([0-9a-f]{8})\s")
+_IN_ASM = re.compile(r"^0x([0-9a-f]+):\s+([0-9a-f]{4}|[0-9a-f]{8})\s")
 _TRACE = re.compile(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
 
 
 def exec_log_count(isa: Isa, argv: list[str], env: dict | None = None, timeout: float = TIMEOUT_S) -> list[int]:
     """Instructions per marker window from QEMU's exec log (streamed from stderr, never stored)."""
-    start_word, stop_word = _marker_words()
+    start_word, stop_word = marker_words(isa)
     starts: set[int] = set()
     stops: set[int] = set()
     windows: list[int] = []

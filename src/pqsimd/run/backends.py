@@ -123,7 +123,7 @@ class QemuPlugin:
     def command(self, driver: Path, library: Path, scheme: str, extra: tuple[str, ...] = ()) -> list[str]:
         # extra: the mix's histogram (any callgrind-style options: hist=on) or the sim's plugin options (",cache=on,...")
         opts = "".join(e for e in extra if e.startswith(",")) or (",hist=on" if extra else "")
-        return [*qemu.emulator(self.isa), "-plugin", f"<count.so>,outfile=<out>{opts}",
+        return [*qemu.emulator(self.isa), "-plugin", f"<count.so>,outfile=<out>{self.isa.plugin_args()}{opts}",
                 str(driver), "count", str(library), scheme, "<op>", "<N1|N2>"]
 
 
@@ -131,7 +131,22 @@ GUEST = "guest"  # the object name of plugin profiles: addresses are the guest's
 BACKENDS = {Callgrind.name: Callgrind, QemuPlugin.name: QemuPlugin}
 
 
-def for_isa(name: str | None):
-    """The counting backend of an ISA (its `counting` in data/isas.toml); None: this host's."""
-    isa = isa_mod.get(name) if name else isa_mod.host()
+def for_isa(name: str | None, vlen: int | None = None):
+    """The counting backend of an ISA (its `counting` in data/isas.toml; None: this host's), at a
+    vector length (None: the ISA's default, if it has one)."""
+    isa = (isa_mod.get(name) if name else isa_mod.host()).at(vlen)
     return BACKENDS[isa.counting](isa)
+
+
+def emulation(backend) -> dict:
+    """What a job record says about the emulated CPU its counts come from: the pinned CPU, and the
+    vector length where the ISA has one (every job of a vector-length study records it)."""
+    isa = getattr(backend, "isa", None)
+    if isa is None or isa.native:
+        return {}
+    return {"emulator": {"qemu": isa.qemu, "cpu": isa.qemu_cpu}, **({"vlen": isa.vlen} if isa.vlen is not None else {})}
+
+
+def for_study(study):
+    """The counting backend of the study's ISA at the study's vector length."""
+    return for_isa(getattr(study, "isa", None) or None, getattr(study, "vlen", None))

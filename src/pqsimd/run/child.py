@@ -174,4 +174,4 @@ def launcher_of(study) -> list[str]:
     (pqsimd.isa). Every process that runs code under test starts with it."""
     from .. import isa
 
-    return isa.get(study.isa).launcher() if getattr(study, "isa", "") else []
+    return isa.of_study(study).launcher() if getattr(study, "isa", "") else []

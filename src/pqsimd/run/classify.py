@@ -36,7 +36,8 @@ class Config:
     crossing_when_wide: frozenset[str]
     mca: dict[str, Any]
     text: str
-    widths: tuple[tuple[re.Pattern, int], ...] = ()  # [[width]]: operand pattern -> bits (default: x86's)
+    widths: tuple[tuple[re.Pattern, int], ...] = ()  # [[width]]: operand pattern -> bits (default: x86's;
+    # VLEN_WIDTH: "vlen", a vector-length-agnostic register, as wide as the study's vector length: mix_width)
     syntax: str = "intel"  # "intel": objdump -M intel text; "plain": `mnemonic operands` (QEMU's disassembly)
     isa: str = ""
 
@@ -80,8 +81,24 @@ def config(isa: str | None = None) -> Config:
                   mv.get("scalar_register_class", "scalar_alu"), mv.get("vector_register_class", "vec_move"),
                   mv.get("gpr_vector_class", "vec_insert_extract"), frozenset(lanes.get("crossing", ())),
                   frozenset(lanes.get("crossing_when_wide", ())), {**d.get("mca", {}), "triple": target.mca_triple},
-                  text, tuple((_pattern(where, w["pattern"]), int(w["bits"])) for w in d.get("width", ())),
+                  text, tuple((_pattern(where, w["pattern"]), _bits(where, w["bits"])) for w in d.get("width", ())),
                   str(d.get("syntax", "intel")), target.name)
+
+
+VLEN_WIDTH = -1  # [[width]] bits = "vlen": the register is as wide as the study's vector length
+
+
+def _bits(where: str, bits) -> int:
+    if bits == "vlen":
+        return VLEN_WIDTH
+    if isinstance(bits, bool) or not isinstance(bits, int) or bits <= 0:
+        raise PqsimdError(f"{where}: [[width]] bits must be a number of bits or \"vlen\", got {bits!r}")
+    return bits
+
+
+def mix_width(width: int, vlen: int | None) -> int:
+    """An instruction's vector width in bits: a VLEN_WIDTH register at the study's vector length."""
+    return (vlen or 0) if width == VLEN_WIDTH else width
 
 
 _VREG = re.compile(r"\b([xyz])mm\d+\b")
@@ -113,7 +130,8 @@ def _is_mem(op: str) -> bool:
 
 def width_of(operands: str, c: Config | None = None) -> int:
     if c is not None and c.widths:
-        return max((bits for pat, bits in c.widths if pat.search(operands)), default=0)
+        found = [bits for pat, bits in c.widths if pat.search(operands)]
+        return VLEN_WIDTH if VLEN_WIDTH in found else max(found, default=0)
     w = [_WIDTH[m.group(1)] for m in _VREG.finditer(operands)]
     w += [_WIDTH[m.group(1).lower()] for m in _VMEM.finditer(operands)]
     return max(w, default=0)

@@ -44,7 +44,7 @@ from .. import machine, store
 from .. import study as study_mod
 from ..errors import CountError, tagged
 from ..studydir import StudyDir
-from .backends import N1, N2, Callgrind, for_isa
+from .backends import N1, N2, Callgrind, emulation, for_study
 from .callgrind import count_instructions
 from .metrics import pending, per_build_jobs
 
@@ -232,7 +232,7 @@ def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *,
 def run(sd: StudyDir, study, ctx) -> bool:
     """The instructions metric's runner (run/metrics.py), with the study's ISA's counting backend."""
     jobs = per_build_jobs(sd, study, ctx, METRIC)
-    return execute(sd, study, jobs, pending(sd, jobs), ctx.console, backend=for_isa(study.isa))
+    return execute(sd, study, jobs, pending(sd, jobs), ctx.console, backend=for_study(study))
 
 
 def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, console: Console | None = None,
@@ -273,6 +273,7 @@ def _write_job(sd: StudyDir, job, res: dict[str, list[Pair]], ops: list[str], st
     record = {
         "id": job.id, "variant": b.variant, "compiler": b.compiler.id, "build": b.id, "scheme": scheme, "index": 0,
         "metric": METRIC, "cpu": None, "hostname": socket.gethostname(), "cpu_model": machine.cpu_model(),
+        **emulation(backend),
         "calibration": {"overhead": 0, "call_overhead": float(call_overhead), "call_overhead_exact": _frac_text(call_overhead),
                         "unit": "instructions"},
         "binaries": {b.id: store.sha256_file(lib)}, "tool": version, "backend": backend.name,

@@ -115,7 +115,7 @@ def build_here(sd: StudyDir, study: study_mod.Study, job: dict, variant: str, co
     from .. import sources, verify
     from ..build import build_driver, build_variant, find_compiler
 
-    tree = sources.locate(Path(study.source) if study.source else None)
+    tree = sources.locate(Path(study.source) if study.source else None, study.sources)
     fam = catalog.family_of(job["scheme"])
     driver = build_driver()
     spec = next(c for c in study.cc if c.split("=", 1)[0] == compiler or Path(c).name == compiler)

@@ -44,10 +44,10 @@ from .. import machine, store
 from ..errors import tagged
 from ..studydir import StudyDir
 from . import instructions as ins
-from .classify import config, mix_file
+from .classify import config, mix_file, mix_width
 from .costmodel import McaError, mca_estimate, mca_host_cpu, mca_version, resolve_mca_cpus
 from .disasm import Disassemblies, Located, guest_disassembly, locate, objdump_path
-from .backends import GUEST, N1, N2, Callgrind, for_isa
+from .backends import GUEST, N1, N2, Callgrind, emulation, for_study
 from .callgrind import PROFILE_ARGS
 from .metrics import per_build_jobs
 from .profiles import ProfilePair, measure_profile, net_counts
@@ -58,14 +58,15 @@ CLASS_PREFIX = "mix.class."
 MNEMONIC_PREFIX = "mix.mnemonic."
 MCA_PREFIX = "mca."
 
-def mix_of(located: list[Located], isa: str | None = None) -> tuple[dict[str, int], dict[tuple[str, int, str], int], dict[tuple[str, int, str], bool]]:
-    """(net executions per class, per (mnemonic, width, class)), and lane crossing per mnemonic key."""
+def mix_of(located: list[Located], isa: str | None = None, vlen: int | None = None) -> tuple[dict[str, int], dict[tuple[str, int, str], int], dict[tuple[str, int, str], bool]]:
+    """(net executions per class, per (mnemonic, width, class)), and lane crossing per mnemonic key;
+    `vlen`: the study's vector length, the width of a vector-length-agnostic register."""
     classes: dict[str, int] = {c: 0 for c in config(isa).classes}
     mnemonics: dict[tuple[str, int, str], int] = defaultdict(int)
     crossing: dict[tuple[str, int, str], bool] = {}
     for x in located:
         mn = x.insn.mnemonic if x.insn else "?"
-        key = (mn, x.kind.width, x.kind.cls)
+        key = (mn, mix_width(x.kind.width, vlen), x.kind.cls)
         classes[x.kind.cls] = classes.get(x.kind.cls, 0) + x.count
         mnemonics[key] += x.count
         crossing[key] = x.kind.lane_crossing
@@ -143,7 +144,7 @@ def _frac(n: int, d: int) -> str:
 
 def analyse_job(build, scheme: str, ops: list[str], self_check: str | None, pairs: dict[str, ProfilePair],
                 mca_cpus: list[str], mca: str | None, workdir: Path | None = None,
-                isa: str | None = None) -> tuple[dict[str, dict], dict]:
+                isa: str | None = None, vlen: int | None = None) -> tuple[dict[str, dict], dict]:
     """Per op: the net mix (classes, mnemonics), its top functions and the cost-model estimates;
     and what the job record says about it."""
     dis = Disassemblies()
@@ -157,7 +158,7 @@ def analyse_job(build, scheme: str, ops: list[str], self_check: str | None, pair
         pair = pairs[op]
         net = net_counts(pair, base if op != self_check else pair)
         located = locate(net, dis, isa)
-        classes, mnemonics, crossing = mix_of(located, isa)
+        classes, mnemonics, crossing = mix_of(located, isa, vlen)
         r = {"batch": pair.batch, "classes": classes, "mnemonics": mnemonics, "crossing": crossing,
              "functions": functions_of(located, pair.batch), "total": sum(classes.values()), "mca": {}}
         for cpu in mca_cpus:
@@ -181,7 +182,7 @@ def _set_manifest(sd: StudyDir, info: dict) -> None:
 def run(sd: StudyDir, study, ctx) -> bool:
     """The mix metric's runner (run/metrics.py), with the study's ISA's counting backend."""
     jobs = per_build_jobs(sd, study, ctx, METRIC)
-    return execute(sd, study, jobs, pending(sd, study, jobs), ctx.console, backend=for_isa(study.isa))
+    return execute(sd, study, jobs, pending(sd, study, jobs), ctx.console, backend=for_study(study))
 
 
 def execute(sd: StudyDir, study, jobs: list, todo: list, console: Console | None = None, backend=None) -> bool:
@@ -238,13 +239,15 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, ProfilePair | None], sta
     ops = ins.job_ops(sd, study, job)
     pairs = {op: p for op, p in res.items() if p is not None}
     per_op, extra = analyse_job(b, scheme, list(dict.fromkeys([*([self_check] if self_check else []), *ops])),
-                                self_check, pairs, cpus if mca else [], mca, isa=isa)
+                                self_check, pairs, cpus if mca else [], mca, isa=isa,
+                                vlen=getattr(study, "vlen", None))
     table = build_rows(b, scheme, job.id, {op: per_op[op] for op in ops})
     lib = sd.variant_path(b.id)
     mca_rec = extra["mca"]
     record = {
         "id": job.id, "variant": b.variant, "compiler": b.compiler.id, "build": b.id, "scheme": scheme, "index": 0,
         "metric": METRIC, "cpu": None, "hostname": socket.gethostname(), "cpu_model": machine.cpu_model(),
+        **emulation(backend),
         "calibration": {"overhead": 0, "unit": "instructions", "self_check": self_check,
                         "self_check_per_call": (_frac(sum(pairs[self_check].diff().values()), pairs[self_check].batch)
                                                 if self_check in pairs else None)},

@@ -36,7 +36,7 @@ from .. import caches, machine, store
 from ..ids import geometry_job_metric
 from ..studydir import StudyDir
 from . import instructions as ins
-from .backends import N1, N2, Callgrind, for_isa
+from .backends import N1, N2, Callgrind, emulation, for_study
 from .metrics import pending, per_build_jobs
 
 METRIC = "sim"
@@ -119,7 +119,7 @@ def geometries(study) -> list[caches.Geometry]:
 def run(sd: StudyDir, study, ctx) -> bool:
     """The sim metric's runner (run/metrics.py): every geometry of the study, one job per (build,
     scheme, geometry), with the study's ISA's counting backend."""
-    backend = for_isa(study.isa)
+    backend = for_study(study)
     ok = True
     for g in geometries(study):
         jobs = per_build_jobs(sd, study, ctx, geometry_job_metric(METRIC, g.name))
@@ -176,7 +176,7 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, list[EventPair]], starte
         "id": job.id, "variant": b.variant, "compiler": b.compiler.id, "build": b.id, "scheme": scheme, "index": 0,
         "metric": METRIC, "geometry": geometry.record(), "model_limits": caches.model_limits(),
         "not_simulated": not_simulated(backend),
-        "cpu": None, "hostname": socket.gethostname(), "cpu_model": machine.cpu_model(),
+        "cpu": None, "hostname": socket.gethostname(), "cpu_model": machine.cpu_model(), **emulation(backend),
         "calibration": {"overhead": 0, "unit": "events", "self_check": self_check},
         "binaries": {b.id: store.sha256_file(lib)}, "tool": version, "backend": backend.name,
         "command": backend.command(sd.driver_path, lib, scheme, backend.sim_options(geometry)),

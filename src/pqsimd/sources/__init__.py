@@ -9,10 +9,18 @@ in oqs-sys and mldsa-native-rs) are named by the implementation in the family TO
 
 A layout is one module of this package (`layout = "pq-code-package"` -> pq_code_package.py)
 with the interface of layout.py; a family TOML says which implementation uses which.
+
+A **checkout** is a tree the user brings (`--sources NAME=PATH`, e.g. a git clone of a library at a
+release no crate vendors yet): an implementation names it with `checkout = "NAME"` instead of a
+crate. It is identified by its `git describe` and a content hash of every file (the .git folder
+aside), both recorded in the manifest; `check_checkouts` refuses, in one line, a name no family
+uses and a tree without the files an implementation `expect`s (another project, or a release
+without the backend).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -44,6 +52,83 @@ class Crate:
 
 
 @dataclass(frozen=True)
+class Checkout:
+    """A tree the user brought (`--sources NAME=PATH`): where it is and what it is."""
+
+    name: str
+    root: Path
+    describe: str | None  # `git describe --tags --always --dirty`; None: not a git checkout
+    sha256: str  # of every file's relative path and bytes, sorted (the .git folder aside)
+
+    def to_dict(self) -> dict:
+        return {"root": str(self.root), "describe": self.describe, "sha256": self.sha256}
+
+
+def content_sha256(root: Path) -> str:
+    """A tree's content: every regular file's relative path and sha256, in path order (.git aside)."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        for name in sorted(filenames):
+            f = Path(dirpath) / name
+            if f.is_file() and not f.is_symlink():
+                h.update(str(f.relative_to(root)).encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def _describe(root: Path) -> str | None:
+    git = shutil.which("git")
+    if git is None or not (root / ".git").exists():
+        return None
+    proc = subprocess.run([git, "-C", str(root), "-c", f"safe.directory={root}", "describe", "--tags", "--always",
+                           "--dirty"], capture_output=True, text=True)
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def parse_checkouts(items: list[str] | None) -> dict[str, str]:
+    """`NAME=PATH` items (--sources) as {name: path}; one line for an item that is not one."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise PqsimdError(f"--sources {item!r}: give NAME=PATH (NAME: what an implementation's `checkout` says, "
+                              f"`pqsimd list`; PATH: your clone)")
+        if name in out:
+            raise PqsimdError(f"--sources names {name} twice; give one checkout per name")
+        out[name] = path
+    return out
+
+
+def check_checkouts(items: list[str] | None, families) -> list[str]:
+    """The --sources items, each checked against the implementations that use its name (their
+    `expect`ed files), with absolute paths: one line for the first problem."""
+    users: dict[str, list] = {}
+    for fam in families:
+        for impl in fam.implementations.values():
+            name = impl.table.get("checkout")
+            if name:
+                users.setdefault(name, []).append((fam, impl))
+    out = []
+    for name, path in parse_checkouts(items).items():
+        if name not in users:
+            known = ", ".join(sorted(users)) or "none"
+            raise PqsimdError(f"--sources {name}=...: no implementation builds from a checkout called {name!r} "
+                              f"(known: {known})")
+        root = Path(path).expanduser().resolve()
+        if not root.is_dir():
+            raise PqsimdError(f"--sources {name}={path}: no such directory (give the folder of your git clone of {name})")
+        for fam, impl in users[name]:
+            tree = impl.table.get("tree", "")
+            for rel in [*impl.table.get("expect", []), *([tree] if tree else [])]:
+                if not (root / rel).exists():
+                    hint = impl.table.get("checkout_hint", "")
+                    raise PqsimdError(f"--sources {name}={root}: not the tree {fam.name}'s {impl.name} is built from: "
+                                      f"no {rel}{'; ' + hint if hint else ''}")
+        out.append(f"{name}={root}")
+    return out
+
+
+@dataclass(frozen=True)
 class SourceTree:
     root: Path  # the PQClean tree (has common/, crypto_kem/ and crypto_sign/, test/)
     origin: str  # "crate" | "path"
@@ -51,6 +136,15 @@ class SourceTree:
     version: str | None = None
     checksum: str | None = None
     crates: tuple[Crate, ...] = ()  # every pinned crate (none when --source replaces them)
+    checkouts: tuple[Checkout, ...] = ()  # the trees the user brought (--sources NAME=PATH)
+
+    def checkout_root(self, name: str, who: str) -> Path:
+        """The tree the user brought under this name; one line saying how to bring it if none."""
+        found = next((c for c in self.checkouts if c.name == name), None)
+        if found is None:
+            raise PqsimdError(f"{who} is built from a checkout of {name} you bring: add --sources {name}=PATH "
+                              f"(e.g. a git clone of it)")
+        return found.root
 
     def crate_root(self, name: str, who: str) -> Path:
         """The unpacked tree of a pinned crate; one line if there is none (a --source study)."""
@@ -71,6 +165,7 @@ class SourceTree:
             "version": self.version,
             "checksum": self.checksum,
             "crates": {c.name: c.to_dict() for c in self.crates},
+            **({"checkouts": {c.name: c.to_dict() for c in self.checkouts}} if self.checkouts else {}),
         }
 
 
@@ -146,9 +241,13 @@ def _cargo_error(stderr: str) -> str:
     return next((l for l in lines if l.startswith("error")), lines[-1] if lines else "(no output)")
 
 
-def locate(source: Path | None = None) -> SourceTree:
+def locate(source: Path | None = None, checkouts: list[str] | None = None) -> SourceTree:
+    """The PQClean tree and the pinned crates (or the user's PQClean tree), and the user's checkouts
+    (`NAME=PATH` items, identified here)."""
+    brought = tuple(Checkout(n, Path(p), _describe(Path(p)), content_sha256(Path(p)))
+                    for n, p in parse_checkouts(checkouts).items())
     if source is not None:
-        return SourceTree(root=check_tree(source), origin="path")
+        return SourceTree(root=check_tree(source), origin="path", checkouts=brought)
     cargo = _cargo()
     _check_cargo_home()
     manifest = _crate_dir() / "Cargo.toml"
@@ -185,4 +284,5 @@ def locate(source: Path | None = None) -> SourceTree:
         version=home.version,
         checksum=home.checksum,
         crates=tuple(crates),
+        checkouts=brought,
     )

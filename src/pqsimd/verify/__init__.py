@@ -263,9 +263,11 @@ def _gate_code_digest() -> str:
 
 
 def _vectors_digest(vectors: list[Vector], expected_kat: str | None, gate: dict, only_verify: bool,
-                    library_sha256: str) -> str:
-    """The key of a cached verdict: the inputs and the very bytes of the shared object checked."""
+                    library_sha256: str, emulated: str | None = None) -> str:
+    """The key of a cached verdict: the inputs and the very bytes of the shared object checked, and
+    the emulated CPU when the ISA has a vector length (vector-length-agnostic code is gated at each)."""
     mode = "|verify-only" if only_verify else ""
+    mode += f"|cpu {emulated}" if emulated else ""
     h = hashlib.sha256(f"{GATE_CACHE_VERSION}|{expected_kat}|{json.dumps(gate, sort_keys=True)}{mode}|"
                        f"{_gate_code_digest()}|{library_sha256}".encode())
     for v in vectors:
@@ -286,8 +288,10 @@ def _checked(tree: SourceTree, driver: Driver, b: Build, scheme: str, vectors: l
     if b.sha256 and library_sha256 != b.sha256:
         changed = f"{b.library} is not the binary that was built (sha256 {library_sha256[:16]}… != {b.sha256[:16]}…)"
         return None, changed, "", "", changed
+    isa = driver.isa
+    emulated = isa.qemu_cpu if isa is not None and getattr(isa, "vlen", None) is not None else None
     digest = _vectors_digest(vectors, expected_kat_sha256(tree, scheme) if fam.kat else None, fam.gate_for(scheme),
-                             verify_only(b), library_sha256)
+                             verify_only(b), library_sha256, emulated)
     cache = _cache_file(b, scheme)
     try:
         c = json.loads(cache.read_text())

@@ -1,21 +1,25 @@
 /* The two marker instructions that bound what the QEMU counting plugin (harness/qemu/count.c)
- * counts on aarch64: `hint #0x79` starts a window, `hint #0x7a` ends it. Both are unallocated
- * HINT encodings, which the architecture executes as NOPs, so a driver built with them runs
- * unchanged on real hardware. Neither marker is counted. On other ISAs the markers are empty:
- * x86 counts with callgrind, which toggles collection on a function's name instead.
+ * counts under emulation: a start marker opens a window, a stop marker closes it; neither is
+ * counted. Each is an instruction the architecture executes as a no-op, so a driver built with them
+ * runs unchanged on real hardware, and one a compiler never emits otherwise (the tests disassemble
+ * every build to show it). The plugin learns their encodings from data/isas.toml ([isa.<name>.plugin]
+ * start, stop); tests/test_riscv64.py and tests/test_aarch64.py assemble these lines and compare.
+ *   aarch64  `hint #0x79`, `hint #0x7a`: unallocated HINT space (0xd503201f | imm << 5)
+ *   riscv64  `slti zero, zero, 0x79`, `slti zero, zero, 0x7a`: SLTI with rd = x0 is a HINT the
+ *            unprivileged ISA designates for custom use (no standard extension will take it; the
+ *            standard HINTs, e.g. Zihintntl's add x0 and Zicbop's ori x0, are elsewhere)
+ * On x86 the markers are empty: callgrind toggles collection on a function's name instead.
  */
 #ifndef PQSIMD_COUNT_MARKER_H
 #define PQSIMD_COUNT_MARKER_H
 
-#define PQSIMD_MARKER_HINT_START 0x79
-#define PQSIMD_MARKER_HINT_STOP 0x7a
-/* HINT #imm is 0xd503201f | imm << 5 (A64; the plugin matches these words) */
-#define PQSIMD_A64_HINT(imm) (0xd503201fu | ((unsigned)(imm) << 5))
-
-#if defined(__aarch64__)
 /* "memory": the compiler keeps the counted code's loads and stores between the markers */
+#if defined(__aarch64__)
 #define PQSIMD_COUNT_START() __asm__ volatile("hint #0x79" ::: "memory")
 #define PQSIMD_COUNT_STOP() __asm__ volatile("hint #0x7a" ::: "memory")
+#elif defined(__riscv)
+#define PQSIMD_COUNT_START() __asm__ volatile("slti zero, zero, 0x79" ::: "memory")
+#define PQSIMD_COUNT_STOP() __asm__ volatile("slti zero, zero, 0x7a" ::: "memory")
 #else
 #define PQSIMD_COUNT_START() ((void)0)
 #define PQSIMD_COUNT_STOP() ((void)0)

@@ -7,7 +7,8 @@
  *   PQSIMD_ADD_CHAIN_100(x, y)                 100 dependent register adds, one core cycle each
  *   pqsimd_timer_init(), pqsimd_timer_name()   which counter this process reads (an ISA may
  *                                              choose at run time, e.g. aarch64: PMU cycles when
- *                                              the kernel grants user access, else the generic timer)
+ *                                              the kernel grants user access, else the generic timer;
+ *                                              riscv64: rdcycle where the kernel allows it, else rdtime)
  * A new ISA is one more header here. Everything else reads the clock through pqsimd_timer_start(),
  * pqsimd_timer_stop() and pqsimd_timer_raw() below, which round every read down to a multiple of
  * pqsimd_timer_quantum when it is above 1 (`pqsimd run --timer-quantum TICKS`: a deliberately coarse
@@ -22,6 +23,8 @@
 #include "timer_x86_64.h"
 #elif defined(__aarch64__)
 #include "timer_aarch64.h"
+#elif defined(__riscv) && __riscv_xlen == 64
+#include "timer_riscv64.h"
 #else
 #error "pqsimd: no timer for this ISA (add harness/driver/timer_<isa>.h)"
 #endif

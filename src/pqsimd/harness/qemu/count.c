@@ -1,8 +1,18 @@
-/* pqsimd's TCG plugin for qemu-user (aarch64 guests): guest instructions executed between the
- * marker instructions of driver/count_marker.h, exactly, and optionally how often each guest
- * instruction ran in those windows (the instruction mix).
+/* pqsimd's TCG plugin for qemu-user: guest instructions executed between the marker instructions of
+ * driver/count_marker.h, exactly, and optionally how often each guest instruction ran in those
+ * windows (the instruction mix). The plugin knows no ISA: the markers' encodings and the branch
+ * classes of its branch model are arguments, which pqsimd/isa/qemu.py passes from data/isas.toml
+ * ([isa.<name>.plugin]).
  *
- *   qemu-aarch64 -cpu cortex-a72 -plugin count.so,outfile=OUT[,hist=on] PROGRAM ...
+ *   qemu-aarch64 -cpu cortex-a72 -plugin count.so,start=0xd5032f3f,stop=0xd5032f5f,outfile=OUT[,hist=on] PROGRAM ...
+ *
+ * start=WORD, stop=WORD   the 32-bit little-endian instruction words of the markers (required)
+ * pcshift=N               log2 of the instruction alignment (2: A64, 1: RISC-V with compressed
+ *                         instructions): the branch tables are indexed by pc >> N
+ * cond=SIZE:MASK:VALUE, ind=..., plain=...   (repeatable, first match wins) an instruction of SIZE
+ *                         bytes whose little-endian value & MASK == VALUE is a conditional branch,
+ *                         an indirect branch, or neither (e.g. a return, listed before the indirect
+ *                         branches it would otherwise match)
  *
  * OUT gets one JSON line {"insns": N, "windows": W, "unbalanced": U, "vcpus": V, "hist": bool};
  * with hist=on, then one line per executed (address, instruction): "0xPC<TAB>count<TAB>symbol or
@@ -22,12 +32,13 @@
  * store also goes through a cache model of our own (simulated all the time, counted inside the
  * windows): first-level instruction and data caches backed by one last level, each
  * set-associative with LRU replacement and write-allocate (the model valgrind's callgrind uses on
- * x86-64, so both ISAs' numbers mean the same); an access that straddles two lines touches both
- * and misses if either does. The JSON line then has "cache": {"Dr", "Dw", "I1mr", "D1mr", "D1mw",
+ * x86-64, so every ISA's numbers mean the same); an access that straddles two lines touches both
+ * and misses if either does. A vector load or store is one access of the size QEMU reports for each
+ * element it moves. The JSON line then has "cache": {"Dr", "Dw", "I1mr", "D1mr", "D1mw",
  * "ILmr", "DLmr", "DLmw", "Bc", "Bcm", "Bi", "Bim"}. Branches, like valgrind's model: conditional
- * ones (b.cond, cbz/cbnz, tbz/tbnz) are predicted by a table of 16384 two-bit counters indexed by
+ * ones (the cond= classes) are predicted by a table of 16384 two-bit counters indexed by
  * address, taken when the next instruction executed is not the one after the branch; indirect ones
- * (br, blr; not ret) by a 512-entry table of the last target per address.
+ * (the ind= classes; returns are not among them) by a 512-entry table of the last target per address.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -35,8 +46,6 @@
 #include <string.h>
 
 #include <qemu-plugin.h>
-
-#include "../driver/count_marker.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
@@ -82,49 +91,62 @@ static uint64_t d_reads, d_writes, i1_misses, d1_read_misses, d1_write_misses, l
 /* The branch model (cache=on): a branch is resolved by the next instruction fetched. */
 #define COND_ENTRIES 16384
 #define INDIRECT_ENTRIES 512
+#define MAX_RULES 32
 enum { NOT_BRANCH, CONDITIONAL, INDIRECT };
+typedef struct {
+    unsigned size;
+    uint32_t mask, value;
+    int kind;
+} rule;
+static rule rules[MAX_RULES];
+static int n_rules;
+static uint32_t start_word, stop_word;
+static int have_start, have_stop;
+static unsigned pc_shift = 2;
+typedef struct {
+    uint64_t pc;
+    unsigned size;
+    int kind;
+} branch;
 static uint8_t counters[COND_ENTRIES]; /* 0, 1: predict not taken; 2, 3: taken */
 static uint64_t targets[INDIRECT_ENTRIES];
-static uint64_t pending_pc;
-static int pending_kind, pending_counted;
+static const branch *pending;
+static int pending_counted;
 static uint64_t conditional, conditional_missed, indirect, indirect_missed;
 
-static int branch_kind(uint32_t word) {
-    if ((word & 0xFF000010u) == 0x54000000u || (word & 0x7E000000u) == 0x34000000u ||
-        (word & 0x7E000000u) == 0x36000000u) {
-        return CONDITIONAL; /* b.cond; cbz, cbnz; tbz, tbnz */
-    }
-    if ((word & 0xFFFFFC1Fu) == 0xD61F0000u || (word & 0xFFFFFC1Fu) == 0xD63F0000u) {
-        return INDIRECT; /* br, blr */
+static int branch_kind(uint32_t word, unsigned size) {
+    for (int i = 0; i < n_rules; i++) {
+        if (rules[i].size == size && (word & rules[i].mask) == rules[i].value) {
+            return rules[i].kind;
+        }
     }
     return NOT_BRANCH;
 }
 
 static void resolve_branch(uint64_t next_pc) {
-    if (pending_kind == CONDITIONAL) {
-        uint8_t *c = &counters[(pending_pc >> 2) % COND_ENTRIES];
-        int taken = next_pc != pending_pc + 4, predicted = *c >= 2;
+    const branch *b = pending;
+    pending = NULL;
+    if (b->kind == CONDITIONAL) {
+        uint8_t *c = &counters[(b->pc >> pc_shift) % COND_ENTRIES];
+        int taken = next_pc != b->pc + b->size, predicted = *c >= 2;
         if (pending_counted) {
             conditional++;
             conditional_missed += taken != predicted;
         }
         *c = taken ? (*c < 3 ? *c + 1 : 3) : (*c > 0 ? *c - 1 : 0);
-    } else if (pending_kind == INDIRECT) {
-        uint64_t *t = &targets[(pending_pc >> 2) % INDIRECT_ENTRIES];
+    } else {
+        uint64_t *t = &targets[(b->pc >> pc_shift) % INDIRECT_ENTRIES];
         if (pending_counted) {
             indirect++;
             indirect_missed += *t != next_pc;
         }
         *t = next_pc;
     }
-    pending_kind = NOT_BRANCH;
 }
 
 static void on_branch(unsigned int vcpu, void *udata) {
     (void)vcpu;
-    uint64_t packed = (uint64_t)(uintptr_t)udata; /* pc | kind in the low bits (A64 pcs are 4-aligned) */
-    pending_pc = packed & ~(uint64_t)3;
-    pending_kind = (int)(packed & 3);
+    pending = udata;
     pending_counted = open_window;
 }
 
@@ -173,13 +195,18 @@ static int hierarchy(cache *l1, uint64_t addr, unsigned size) {
     return worst;
 }
 
+typedef struct {
+    uint64_t pc;
+    unsigned size;
+} fetch;
+
 static void on_fetch(unsigned int vcpu, void *udata) {
     (void)vcpu;
-    uint64_t pc = (uint64_t)(uintptr_t)udata;
-    if (pending_kind != NOT_BRANCH) {
-        resolve_branch(pc);
+    const fetch *f = udata;
+    if (pending) {
+        resolve_branch(f->pc);
     }
-    int level = hierarchy(&i1, pc, 4);
+    int level = hierarchy(&i1, f->pc, f->size);
     if (open_window) {
         i1_misses += level >= 1;
         ll_i_misses += level == 2;
@@ -262,23 +289,29 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
             b->disas[i] = qemu_plugin_insn_disas(insn);
             b->symbol[i] = qemu_plugin_insn_symbol(insn);
         }
+        size_t size = qemu_plugin_insn_size(insn);
         if (simulate) {
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_fetch, QEMU_PLUGIN_CB_NO_REGS,
-                                                   (void *)(uintptr_t)qemu_plugin_insn_vaddr(insn));
+            fetch *f = malloc(sizeof *f);
+            *f = (fetch){qemu_plugin_insn_vaddr(insn), (unsigned)size};
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_fetch, QEMU_PLUGIN_CB_NO_REGS, f);
             qemu_plugin_register_vcpu_mem_cb(insn, on_memory, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
         }
-        uint32_t word;
-        if (qemu_plugin_insn_size(insn) != sizeof word) {
+        if (size != 2 && size != 4) {
             continue;
         }
-        memcpy(&word, qemu_plugin_insn_data(insn), sizeof word); /* A64: little-endian words */
-        int kind = simulate ? branch_kind(word) : NOT_BRANCH;
-        if (kind != NOT_BRANCH) { /* after on_fetch: its own fetch must not resolve it */
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_branch, QEMU_PLUGIN_CB_NO_REGS,
-                                                   (void *)(uintptr_t)(qemu_plugin_insn_vaddr(insn) | (uint64_t)kind));
+        uint32_t word = 0;
+        const uint8_t *bytes = qemu_plugin_insn_data(insn);
+        for (size_t k = 0; k < size; k++) { /* instructions are little-endian on every ISA pqsimd counts */
+            word |= (uint32_t)bytes[k] << (8 * k);
         }
-        int stop = word == PQSIMD_A64_HINT(PQSIMD_MARKER_HINT_STOP);
-        if (stop || word == PQSIMD_A64_HINT(PQSIMD_MARKER_HINT_START)) {
+        int kind = simulate ? branch_kind(word, (unsigned)size) : NOT_BRANCH;
+        if (kind != NOT_BRANCH) { /* after on_fetch: its own fetch must not resolve it */
+            branch *br = malloc(sizeof *br);
+            *br = (branch){qemu_plugin_insn_vaddr(insn), (unsigned)size, kind};
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_branch, QEMU_PLUGIN_CB_NO_REGS, br);
+        }
+        int stop = size == 4 && word == stop_word;
+        if (stop || (size == 4 && word == start_word)) {
             marker *m = malloc(sizeof *m);
             *m = (marker){stop, i, n, b};
             qemu_plugin_register_vcpu_insn_exec_cb(insn, on_marker, QEMU_PLUGIN_CB_NO_REGS, m);
@@ -371,30 +404,65 @@ static void write_results(qemu_plugin_id_t id, void *udata) {
     }
 }
 
-QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv) {
-    if (strcmp(info->target_name, "aarch64") != 0) {
-        fprintf(stderr, "pqsimd count plugin: the markers are A64 instructions; target is %s\n", info->target_name);
+/* SIZE:MASK:VALUE of a branch class; 0 on success. */
+static int parse_rule(const char *spec, int kind) {
+    unsigned size;
+    unsigned long mask, value;
+    if (n_rules == MAX_RULES || sscanf(spec, "%u:%lx:%lx", &size, &mask, &value) != 3 || (size != 2 && size != 4) ||
+        (value & ~mask)) {
         return -1;
     }
+    rules[n_rules++] = (rule){size, (uint32_t)mask, (uint32_t)value, kind};
+    return 0;
+}
+
+static int key_is(const char *arg, size_t key, const char *name) {
+    return key == strlen(name) && strncmp(arg, name, key) == 0;
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv) {
+    (void)info;
     for (int i = 0; i < argc; i++) {
         const char *eq = strchr(argv[i], '=');
         size_t key = eq ? (size_t)(eq - argv[i]) : 0;
+        const char *v = eq ? eq + 1 : "";
         bool on;
-        if (key == 7 && strncmp(argv[i], "outfile", key) == 0 && eq[1]) {
-            outfile = eq + 1;
-        } else if (key == 4 && strncmp(argv[i], "hist", key) == 0 && qemu_plugin_bool_parse("hist", eq + 1, &on)) {
+        char *end;
+        if (key_is(argv[i], key, "outfile") && *v) {
+            outfile = v;
+        } else if (key_is(argv[i], key, "hist") && qemu_plugin_bool_parse("hist", v, &on)) {
             hist = on;
-        } else if (key == 5 && strncmp(argv[i], "cache", key) == 0 && qemu_plugin_bool_parse("cache", eq + 1, &on)) {
+        } else if (key_is(argv[i], key, "cache") && qemu_plugin_bool_parse("cache", v, &on)) {
             simulate = on;
-        } else if (key == 2 && (strncmp(argv[i], "i1", key) == 0 || strncmp(argv[i], "d1", key) == 0 ||
-                                strncmp(argv[i], "ll", key) == 0) &&
-                   cache_init(argv[i][0] == 'i' ? &i1 : argv[i][0] == 'd' ? &d1 : &ll, eq + 1) == 0) {
+        } else if ((key_is(argv[i], key, "start") || key_is(argv[i], key, "stop")) && *v &&
+                   (strtoul(v, &end, 16), *end == '\0')) {
+            if (argv[i][2] == 'a') {
+                start_word = (uint32_t)strtoul(v, NULL, 16);
+                have_start = 1;
+            } else {
+                stop_word = (uint32_t)strtoul(v, NULL, 16);
+                have_stop = 1;
+            }
+        } else if (key_is(argv[i], key, "pcshift") && (v[0] == '1' || v[0] == '2') && !v[1]) {
+            pc_shift = (unsigned)(v[0] - '0');
+        } else if ((key_is(argv[i], key, "cond") && parse_rule(v, CONDITIONAL) == 0) ||
+                   (key_is(argv[i], key, "ind") && parse_rule(v, INDIRECT) == 0) ||
+                   (key_is(argv[i], key, "plain") && parse_rule(v, NOT_BRANCH) == 0)) {
+            continue;
+        } else if ((key_is(argv[i], key, "i1") || key_is(argv[i], key, "d1") || key_is(argv[i], key, "ll")) &&
+                   cache_init(argv[i][0] == 'i' ? &i1 : argv[i][0] == 'd' ? &d1 : &ll, v) == 0) {
             continue;
         } else {
-            fprintf(stderr, "pqsimd count plugin: bad argument %s (outfile=PATH, hist=on|off, cache=on|off, "
-                            "i1|d1|ll=SIZE:WAYS:LINE)\n", argv[i]);
+            fprintf(stderr, "pqsimd count plugin: bad argument %s (start=WORD, stop=WORD, outfile=PATH, hist=on|off, "
+                            "cache=on|off, i1|d1|ll=SIZE:WAYS:LINE, pcshift=1|2, cond|ind|plain=SIZE:MASK:VALUE)\n",
+                    argv[i]);
             return -1;
         }
+    }
+    if (!have_start || !have_stop || start_word == stop_word) {
+        fprintf(stderr, "pqsimd count plugin: start= and stop= must give two different marker words (the ISA's "
+                        "[isa.<name>.plugin] in data/isas.toml)\n");
+        return -1;
     }
     if (simulate && !(i1.sets && d1.sets && ll.sets)) {
         fprintf(stderr, "pqsimd count plugin: cache=on needs i1=, d1= and ll=SIZE:WAYS:LINE\n");

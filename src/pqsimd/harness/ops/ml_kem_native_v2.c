@@ -1,0 +1,127 @@
+/* ML-KEM op table on an mlkem-native v2 checkout (the user's tree: --sources mlkem-native=PATH),
+ * compiled once per parameter set with that build's defines (MLK_CONFIG_PARAMETER_SET,
+ * MLK_CONFIG_NAMESPACE_PREFIX, MLK_CONFIG_FILE; see data/families/ml-kem.toml) and
+ * -DPQSIMD_SCHEME=\"ml-kem-768\" -DPQSIMD_IMPL=\"mlkem-native-v2\".
+ *
+ * The ops of ops/ml_kem_native.c (mlkem-native as liboqs 0.13.0 vendors it) on the v2 API: the
+ * matrix is one mlk_polymat, the IND-CPA functions return a status and their macros take a context
+ * argument (CTX: dropped unless MLK_CONFIG_CONTEXT_PARAMETER, which pqsimd leaves unset). Each op calls mlkem-native's
+ * own function for the same work on the same inputs; an op it has no function for is left out,
+ * never imitated (the family TOML says why: [implementations.mlkem-native-v2.absent]). */
+#include <stdint.h>
+#include <string.h>
+
+#include "indcpa.h"
+#include "kem.h"
+#include "poly.h"
+#include "poly_k.h"
+
+#include "optable.h"
+
+#define KEM(f) MLK_NAMESPACE_K(f)
+#define CTX 0
+
+/* Byte buffers carry slack, as in ops/ml_kem.c. */
+#define SLACK 64
+
+static uint8_t seed[MLKEM_SYMBYTES];
+static uint8_t coins32[MLKEM_SYMBYTES];
+static uint8_t coins64[2 * MLKEM_SYMBYTES];
+static uint8_t pk[MLKEM_INDCCA_PUBLICKEYBYTES + SLACK];
+static uint8_t sk[MLKEM_INDCCA_SECRETKEYBYTES + SLACK];
+static uint8_t ct[MLKEM_INDCCA_CIPHERTEXTBYTES + SLACK];
+static uint8_t key[MLKEM_SSBYTES + SLACK];
+static mlk_polymat matrix; /* the types bring the backend's alignment */
+static mlk_polyvec_mulcache cache;
+static mlk_poly ap, bp, cp, dp;
+/* The API is warn_unused_result, which a (void) cast does not silence in gcc: results go here. */
+static int rc;
+
+static void fill(uint8_t *b, size_t n, uint8_t salt) {
+    for (size_t i = 0; i < n; i++) {
+        b[i] = (uint8_t)(i * 7 + salt);
+    }
+}
+
+static void setup_inputs(void) {
+    fill(seed, sizeof seed, 1);
+    fill(coins32, sizeof coins32, 2);
+    fill(coins64, sizeof coins64, 3);
+    mlk_gen_matrix(&matrix, seed, 0);
+    ap = matrix.vec[MLKEM_K - 1].vec[MLKEM_K - 1]; /* coefficients in [0, q): a valid input of every polynomial op */
+    mlk_polyvec_mulcache_compute(&cache, &matrix.vec[1]);
+    rc |= mlk_indcpa_keypair_derand(pk, sk, coins32, CTX);
+    rc |= mlk_indcpa_enc(ct, key, pk, seed, CTX);
+}
+
+static void setup_kem(void) {
+    setup_inputs();
+    rc |= KEM(keypair_derand)(pk, sk, coins64);
+    rc |= KEM(enc_derand)(ct, key, pk, coins32);
+}
+
+static void op_gen_a(void) { mlk_gen_matrix(&matrix, seed, 0); }
+#if MLKEM_K != 3
+/* ML-KEM-768 has eta2 = eta1 and draws every noise polynomial with the 4-way sampler. */
+static void op_noise_eta2(void) { mlk_poly_getnoise_eta2(&ap, seed, 0); }
+#endif
+/* mlkem-native's poly_ntt does not reduce its output (PQClean's does): the op is the library's
+ * NTT as the library calls it. In place, like test_speed; the NTT is constant-time. */
+static void op_ntt(void) { mlk_poly_ntt(&ap); }
+static void op_invntt(void) { mlk_poly_invntt_tomont(&ap); }
+/* The cached products and the accumulation, as ops/ml_kem_native.c (PQClean computes both inside). */
+static void op_basemul(void) {
+    mlk_polyvec_mulcache_compute(&cache, &matrix.vec[1]);
+    mlk_polyvec_basemul_acc_montgomery_cached(&ap, &matrix.vec[0], &matrix.vec[1], &cache);
+}
+static void op_tomsg(void) { mlk_poly_tomsg(ct, &ap); }
+static void op_frommsg(void) { mlk_poly_frommsg(&ap, ct); }
+static void op_compress(void) { mlk_poly_compress_dv(ct, &ap); }
+static void op_decompress(void) { mlk_poly_decompress_dv(&ap, ct); }
+static void op_vcompress(void) { mlk_polyvec_compress_du(ct, &matrix.vec[0]); }
+static void op_vdecompress(void) { mlk_polyvec_decompress_du(&matrix.vec[0], ct); }
+static void op_ikeypair(void) { rc |= mlk_indcpa_keypair_derand(pk, sk, coins32, CTX); }
+static void op_ienc(void) { rc |= mlk_indcpa_enc(ct, key, pk, seed, CTX); }
+static void op_idec(void) { rc |= mlk_indcpa_dec(key, ct, sk, CTX); }
+/* encaps checks the public key and decaps the secret key (FIPS 203 section 7); PQClean checks neither. */
+static void op_keypair_derand(void) { rc |= KEM(keypair_derand)(pk, sk, coins64); }
+static void op_keypair(void) { rc |= KEM(keypair)(pk, sk); }
+static void op_encaps_derand(void) { rc |= KEM(enc_derand)(ct, key, pk, coins32); }
+static void op_encaps(void) { rc |= KEM(enc)(ct, key, pk); }
+static void op_decaps(void) { rc |= KEM(dec)(key, ct, sk); }
+static void op_noise_x4(void) { mlk_poly_getnoise_eta1_4x(&ap, &bp, &cp, &dp, seed, 0, 1, 2, 3); }
+
+PQSIMD_EMPTY_OP
+
+static const pqsimd_op ops[] = {
+    {"gen_a", setup_inputs, op_gen_a},
+    /* poly_getnoise_eta1: absent (mlkem-native samples eta1 noise four polynomials at a time only) */
+#if MLKEM_K != 3
+    {"poly_getnoise_eta2", setup_inputs, op_noise_eta2},
+#endif
+    {"ntt", setup_inputs, op_ntt},
+    {"invntt", setup_inputs, op_invntt},
+    {"basemul", setup_inputs, op_basemul},
+    {"poly_tomsg", setup_inputs, op_tomsg},
+    {"poly_frommsg", setup_inputs, op_frommsg},
+    {"poly_compress", setup_inputs, op_compress},
+    {"poly_decompress", setup_inputs, op_decompress},
+    {"polyvec_compress", setup_inputs, op_vcompress},
+    {"polyvec_decompress", setup_inputs, op_vdecompress},
+    {"indcpa_keypair", setup_inputs, op_ikeypair},
+    {"indcpa_enc", setup_inputs, op_ienc},
+    {"indcpa_dec", setup_inputs, op_idec},
+    {"kem_keypair_derand", setup_kem, op_keypair_derand},
+    {"kem_keypair", setup_kem, op_keypair},
+    {"kem_encaps_derand", setup_kem, op_encaps_derand},
+    {"kem_encaps", setup_kem, op_encaps},
+    {"kem_decaps", setup_kem, op_decaps},
+    {"noise_x4", setup_inputs, op_noise_x4},
+    {"empty", NULL, op_empty},
+};
+
+static const pqsimd_sizes sizes = {.public_key = MLKEM_INDCCA_PUBLICKEYBYTES, .secret_key = MLKEM_INDCCA_SECRETKEYBYTES,
+                                   .ciphertext = MLKEM_INDCCA_CIPHERTEXTBYTES, .shared_secret = MLKEM_SSBYTES};
+static const pqsimd_api api = {.keypair = KEM(keypair), .encaps = KEM(enc), .decaps = KEM(dec)};
+
+PQSIMD_REGISTER(ops, PQSIMD_KIND_KEM, sizes, api)
