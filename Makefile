@@ -1,11 +1,14 @@
 # The two commands of the README quickstart:
 #   make study   set up, build, verify, time the default study, analyse and report
 #   make test    the whole test suite
+# and the lane a developer runs while editing:
+#   make test-fast   every test that runs no real study, build or pqsimd command (tests/conftest.py
+#                    sorts them), on both CPUs; no system packages installed
 VENV ?= .venv
 STUDY ?= study
 PQSIMD = $(VENV)/bin/pqsimd
 
-.PHONY: study test setup clean
+.PHONY: study test test-fast setup clean
 
 study: $(VENV)/.installed
 	tools/study-deps.sh
@@ -16,6 +19,9 @@ study: $(VENV)/.installed
 test: $(VENV)/.installed
 	tools/test-deps.sh
 	PQSIMD_REQUIRE_SLURM=1 PQSIMD_REQUIRE_CHROMIUM=1 $(VENV)/bin/python -m pytest -q -ra
+
+test-fast: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q -m "not study" -n 2
 
 setup: $(VENV)/.installed
 

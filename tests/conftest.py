@@ -186,3 +186,36 @@ def drivers_of(d) -> list[int]:
             if len(cmd) > 2 and cmd[0].endswith(b"/driver") and str(d).encode() in cmd[2] and state != "Z":
                 out.append(int(p.name))
     return out
+
+
+# --- Lanes: the fast lane leaves out every test that runs a real study ---------------------------
+# `make test-fast` (pytest -m "not study") is the lane a developer runs while editing: pure Python and
+# small fixtures. A test is in the study lane when it, or a fixture it uses (however deep), builds a
+# variant, runs the pqsimd command or a study, or needs the SLURM cluster: found from their source,
+# so a new test is sorted without anyone remembering to mark it.
+import inspect as _lane_inspect
+import re as _lane_re
+
+_STUDY_WORDS = _lane_re.compile(r"\bPQSIMD\b|\brun_cli\b|\bcli\(|\bbuild_variant\b|\bbuild_variants\b|\brun_study\b|"
+                                r"\bslurm_cluster\b|\brun_job\b|\bmake_campaign_study\b|\bsubprocess\.(run|Popen)\(")
+_lane_seen: dict = {}
+
+
+def _runs_a_study(func) -> bool:
+    if func not in _lane_seen:
+        try:
+            src = _lane_inspect.getsource(func)
+        except (OSError, TypeError):
+            src = ""
+        _lane_seen[func] = bool(_STUDY_WORDS.search(src))
+    return _lane_seen[func]
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        funcs = [getattr(item, "function", None)]
+        info = getattr(item, "_fixtureinfo", None)
+        for defs in (info.name2fixturedefs.values() if info else []):
+            funcs += [d.func for d in defs]
+        if any(f is not None and _runs_a_study(f) for f in funcs):
+            item.add_marker(_eng_pytest.mark.study)
