@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from .errors import Interrupted, PqsimdError
+from .model import AloneLayouts, AloneSets, Design, LayoutMode, Multiplicity, SharedCpu, choices
 
 
 class Seconds(click.ParamType):
@@ -92,15 +93,15 @@ def cli() -> None:
 @click.option("--batch", type=str, default=None, help="auto (default) or K calls per sample; 1 = the paper")
 @click.option("--cpu", type=int, default=None,
               help="CPU to pin every job to (default: each job chooses an allowed CPU that is idle when it starts)")
-@click.option("--shared-cpu", "shared_cpu", type=click.Choice(["discard", "keep"]), default=None,
+@click.option("--shared-cpu", "shared_cpu", type=click.Choice(choices(SharedCpu)), default=None,
               help="a job whose CPU another program used: discard (default) runs it again, on an idle CPU when "
                    "there is one; keep keeps it, marked in jobs.csv, its groups and comparisons flagged, the "
                    "verdicts shown with and without such jobs (for a machine you cannot get quiet)")
 @click.option("--cc", type=str, default=None,
               help="compiler(s), comma list (default gcc), e.g. gcc-12,clang-16 or id=/path/to/cc")
-@click.option("--design", type=click.Choice(["paired", "separate"]), default=None,
+@click.option("--design", type=click.Choice(choices(Design)), default=None,
               help="paired (default): all variants in one process, per-spin random order; separate: one process per variant (the paper's)")
-@click.option("--layout", type=click.Choice(["random", "fixed"]), default=None,
+@click.option("--layout", type=click.Choice(choices(LayoutMode)), default=None,
               help="random (default): every timing job links its own copies of the builds, code and data in a "
                    "seeded order (needs lld); fixed: the builds as linked (verdicts are then about one layout)")
 @click.option("--layouts", type=int, default=None,
@@ -108,10 +109,10 @@ def cli() -> None:
 @click.option("--alone", type=int, default=None,
               help="paired: jobs per build and set that time the build alone in its process, for the "
                    "paired/alone (co-residency) ratio (standard 1, 0: none)")
-@click.option("--alone-layouts", "alone_layouts", type=click.Choice(["paired", "own"]), default=None,
+@click.option("--alone-layouts", "alone_layouts", type=click.Choice(choices(AloneLayouts)), default=None,
               help="alone job r times the copies of paired job r (paired, default: the layout cancels in the "
                    "paired/alone ratio) or copies of its own (own)")
-@click.option("--alone-sets", "alone_sets", type=click.Choice(["first", "all"]), default=None,
+@click.option("--alone-sets", "alone_sets", type=click.Choice(choices(AloneSets)), default=None,
               help="the parameter sets alone jobs time: each family's first (default) or all")
 @click.option("--budget", type=Seconds(), default=None,
               help="time per op and job (0.5, 0.5s or 500ms): spins/reps/batch chosen per op")
@@ -248,7 +249,7 @@ def doctor() -> None:
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--bootstrap", "n_boot", type=int, default=None, help="bootstrap resamples B (default 5000)")
 @click.option("--seed", type=int, default=None, help="bootstrap seed")
-@click.option("--multiplicity", "adjust", type=click.Choice(["fcr", "by", "bonferroni", "none"]), default=None,
+@click.option("--multiplicity", "adjust", type=click.Choice(choices(Multiplicity)), default=None,
               help="the family level of the intervals: fcr (Benjamini-Hochberg, default), by (Benjamini-Yekutieli: "
                    "any dependence), bonferroni, none; [analysis] adjust")
 def analyze(directory: Path, n_boot: int | None, seed: int | None, adjust: str | None) -> None:

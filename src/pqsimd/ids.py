@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .model import JobKind
 from .errors import PqsimdError
 
 SEP = "."
@@ -26,8 +27,8 @@ PART = r"[A-Za-z0-9][A-Za-z0-9_+-]*"
 SAFE_ID = re.compile(rf"^{PART}$")
 # A composite id (a job id read back from plan.json): parts joined by SEP, nothing else.
 COMPOSITE_ID = re.compile(rf"^{PART}(\.{PART})*$")
-PAIRED = "paired"  # the first part of a paired job's id
-ALONE = "alone"  # the first part (and the design) of a job that times one build of a paired study alone
+PAIRED = JobKind.PAIRED  # the first part of a paired job's id
+ALONE = JobKind.ALONE  # the first part (and the design) of a job that times one build of a paired study alone
 
 
 def check_id(kind: str, value: Any, where: str, hint: str = "") -> str:

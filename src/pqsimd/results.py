@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .model import RECORDED_DESIGN, Design, LayoutMode
 from .errors import PqsimdError, command
 from . import metrics as metrics_mod
 from . import store
@@ -281,11 +282,11 @@ class Study:
 
     @property
     def design(self) -> str:
-        return str(self.summary.get("design") or "separate")
+        return str(self.summary.get("design") or RECORDED_DESIGN)
 
     def design_notes(self) -> tuple[str, str, str]:
         """(design, warm-up, carry-over) as one-line statements, from what analyze recorded."""
-        paired = self.design == "paired"
+        paired = self.design == Design.PAIRED
         design = (f"{self.design} (all variants in one process, a fresh random order every spin)" if paired
                   else f"{self.design} (one process per variant)")
         w = self.summary.get("warmup") or {}
@@ -379,7 +380,7 @@ class Study:
                      f"×{m.min():.3g}–×{m.max():.3g}) with 80% power")
         else:
             text += "; no speedup is detectable at this study's size"
-        need = 6 if self.design == "paired" else 5
+        need = 6 if self.design == Design.PAIRED else 5
         if len(jobs.dropna()) and jobs.median() < need:
             text += f"; with {int(jobs.median())} jobs per group the study is too small to conclude: run {need} or more"
         return text
@@ -400,8 +401,8 @@ class Study:
         lay = self.summary.get("layout") or {}
         if not lay:
             return "not recorded (results of an older pqsimd: every job loaded the builds as linked)"
-        if lay.get("mode") != "random":
-            return str(lay.get("note") or "fixed")
+        if lay.get("mode") != LayoutMode.RANDOM:
+            return str(lay.get("note") or LayoutMode.FIXED)
         n = lay.get("copies_per_job")
         text = f"randomized per job, {n} cop{'y' if n == 1 else 'ies'} of every build per job"
         if lay.get("median_layout_sd") is not None:
@@ -532,7 +533,7 @@ class Study:
             how += (f"; {'Benjamini-Yekutieli' if other['adjust'] == 'by' else 'Benjamini-Hochberg'} would change "
                     f"{other.get('verdicts_changed')} verdict(s)")
         est = ("median over jobs of the job ratio (job median of the baseline / of the variant), with its "
-               "distribution-free order-statistic interval" if self.design == "paired" else
+               "distribution-free order-statistic interval" if self.design == Design.PAIRED else
                "ratio of the geometric means of the job medians, with the job-level t interval")
         return (f"speedup = {est}; every interval is printed at a confidence of at least {100 * fam['level']:.2f}% "
                 f"({how}); verdict: faster/slower when the interval lies beyond ±{100 * float(thr):.0f}%, same "

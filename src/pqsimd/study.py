@@ -19,11 +19,14 @@ import tomli_w
 
 from . import catalog
 from . import metrics as metrics_mod
+from .model import (DEFAULT_ALONE_LAYOUTS, DEFAULT_DESIGN, DEFAULT_LAYOUT, DEFAULT_SHARED_CPU, UNRECORDED_ALONE_LAYOUTS,
+                    UNRECORDED_LAYOUT, AloneLayouts, AloneSets, Design, LayoutMode, choices)
+from .model import SharedCpu as SharedCpuPolicy
 from .catalog import Family, Variant
 from .errors import PqsimdError
 from .studydir import StudyDir
 
-DESIGNS = ("paired", "separate")
+DESIGNS = choices(Design)
 MAX_BATCH = 1 << 24  # the driver's own auto-batching limit
 # Every count a user gives, bounded before anything is planned: an unbounded --jobs planned 2.7 GB in 20 s.
 # The bounds are far beyond any useful study (the paper: 2 jobs x 1,000 spins x 20 reps).
@@ -64,10 +67,10 @@ KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
     "sources": ((list,), True),  # NAME=PATH: trees the user brings (sources.check_checkouts), e.g. mlkem-native=~/mlkem-native
     "vlen": ((int,), True),  # the vector length the emulator runs at (an ISA with [isa.<name>.vector]; 0: no vector unit)
 }
-LAYOUTS = ("random", "fixed")
-ALONE_LAYOUTS = ("paired", "own")  # paired: alone job r reuses paired job r's copies (analyze/coresidency.py)
-ALONE_SETS = ("first", "all")
-SHARED_CPU = ("discard", "keep")  # a timing job whose CPU another program used: run again, or kept and marked
+LAYOUTS = choices(LayoutMode)
+ALONE_LAYOUTS = choices(AloneLayouts)  # paired: alone job r reuses paired job r's copies (analyze/coresidency.py)
+ALONE_SETS = choices(AloneSets)
+SHARED_CPU = choices(SharedCpuPolicy)  # a timing job whose CPU another program used: run again, or kept and marked
 MEASUREMENT_KEYS = tuple(k for k, (_, m) in KEYS.items() if m)
 
 
@@ -83,7 +86,7 @@ class Study:
     cc: list[str] = field(default_factory=lambda: ["gcc"])
     batch: str = "auto"  # "auto" or a positive integer as text
     batch_target: int = 1000  # ticks per sample that auto-batching aims for
-    design: str = "paired"
+    design: str = DEFAULT_DESIGN
     warmup_ns: int = 50_000  # paired: untimed warm-up of an op before each variant's reps
     budget: float | None = None  # seconds per (job, op): spins and reps chosen per op (run/sizing.py)
     min_spins: int = 10
@@ -101,13 +104,13 @@ class Study:
     max_call_s: float | None = None  # None or 0: no cap
     ablation: bool = False
     isa: str = ""  # resolved to the host's ISA when not given
-    layout: str = "random"
+    layout: str = DEFAULT_LAYOUT
     layouts: int = 2
     alone: int = 0
-    alone_layouts: str = "paired"
-    alone_sets: str = "first"
+    alone_layouts: str = DEFAULT_ALONE_LAYOUTS
+    alone_sets: str = AloneSets.FIRST
     timer_quantum: int = 0  # --timer-quantum TICKS: a deliberately coarse clock (0: the clock as it is)
-    shared_cpu: str = "discard"  # a job that shared its CPU: discard and run again, or keep it, marked
+    shared_cpu: str = DEFAULT_SHARED_CPU  # a job that shared its CPU: discard and run again, or keep it, marked
     sources: list[str] | None = None  # NAME=PATH of the checkouts the user brings (None: none)
     vlen: int | None = None  # the ISA's vector length (None: an ISA without one)
     variant_defs: dict[str, Variant] = field(default_factory=dict)
@@ -229,7 +232,7 @@ def _check_size(merged: dict[str, Any]) -> None:
     if samples > MAX_SAMPLES:
         raise PqsimdError(f"--spins {merged.get('spins')} x --reps {merged.get('reps')} = {samples:,} samples per op "
                           f"and build in each job; at most {MAX_SAMPLES:,} (more jobs measure more, and more safely)")
-    per_round = len(merged["schemes"]) * (1 if merged.get("design", "paired") == "paired"
+    per_round = len(merged["schemes"]) * (1 if merged.get("design", DEFAULT_DESIGN) == Design.PAIRED
                                           else len(merged["variants"]) * len(merged["cc"]))
     families = len({catalog.family_of(s).name for s in merged["schemes"]})
     planned = merged.get("jobs", 1) * per_round + merged.get("alone", 0) * len(merged["variants"]) * len(merged["cc"]) * families
@@ -287,13 +290,13 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     plan = sd.read_plan()
     if plan and isinstance(plan.get("settings"), dict) and "layout" not in plan["settings"]:
         # planned before layouts were randomized: its jobs loaded the builds as linked, so must new ones
-        stored_study.setdefault("layout", "fixed")
+        stored_study.setdefault("layout", UNRECORDED_LAYOUT)
         stored_study.setdefault("layouts", 1)
     if plan and isinstance(plan.get("settings"), dict) and "alone" not in plan["settings"]:
         stored_study.setdefault("alone", 0)  # planned before co-residency was measured
     if plan and isinstance(plan.get("settings"), dict) and "alone_layouts" not in plan["settings"]:
-        stored_study.setdefault("alone_layouts", "own")  # planned before alone jobs reused the paired copies
-        stored_study.setdefault("alone_sets", "first")
+        stored_study.setdefault("alone_layouts", UNRECORDED_ALONE_LAYOUTS)  # planned before alone jobs reused the paired copies
+        stored_study.setdefault("alone_sets", AloneSets.FIRST)
     _check_types(stored_study, where)
     cli = {k: v for k, v in overrides.items() if v is not None}
     if "metric" in cli:
@@ -376,17 +379,17 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
             raise PqsimdError(f"--job-timeout must be a time in seconds up to {MAX_JOB_TIMEOUT_S:,} (0, inf or none: "
                               f"no limit), got {t!r}")
         merged["job_timeout"] = 0.0 if math.isinf(t) else float(t)  # no limit is written 0
-    if merged.get("shared_cpu", "discard") not in SHARED_CPU:
+    if merged.get("shared_cpu", DEFAULT_SHARED_CPU) not in SHARED_CPU:
         raise PqsimdError(f"--shared-cpu (or PQSIMD_SHARED_CPU) must be one of {', '.join(SHARED_CPU)}, got "
                           f"{merged.get('shared_cpu')!r}")
-    if merged.get("layout", "random") not in LAYOUTS:
+    if merged.get("layout", DEFAULT_LAYOUT) not in LAYOUTS:
         raise PqsimdError(f"--layout must be one of {', '.join(LAYOUTS)}, got {merged.get('layout')!r}")
-    if merged.get("alone") and merged.get("design", "paired") != "paired":
+    if merged.get("alone") and merged.get("design", DEFAULT_DESIGN) != Design.PAIRED:
         merged["alone"] = 0  # the separate design times every build alone already
     for key, allowed in (("alone_layouts", ALONE_LAYOUTS), ("alone_sets", ALONE_SETS)):
         if merged.get(key, allowed[0]) not in allowed:
             raise PqsimdError(f"--{key.replace('_', '-')} must be one of {', '.join(allowed)}, got {merged.get(key)!r}")
-    if merged.get("design", "paired") not in DESIGNS:
+    if merged.get("design", DEFAULT_DESIGN) not in DESIGNS:
         raise PqsimdError(f"--design must be one of {', '.join(DESIGNS)}, got {merged.get('design')!r}")
 
     merged["schemes"] = catalog.expand_schemes(merged["schemes"])

@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
+from ..model import Design
 from . import files, fmt, style  # noqa: E402
 from ..results import FamilyView, Levels, Study  # noqa: E402
 
@@ -128,7 +129,7 @@ def _save(fig, outdir: Path, name: str) -> dict[str, Path]:
 
 def _design_note(study: Study) -> str:
     d = study.design
-    if d == "paired":
+    if d == Design.PAIRED:
         return " Paired design: all variants timed in each job, per-spin random order; speedups are medians of the jobs' ratios."
     return ""
 

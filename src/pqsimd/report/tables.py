@@ -13,6 +13,7 @@ import jinja2
 import numpy as np
 import pandas as pd
 
+from ..model import Design
 from . import files, fmt, style
 from ..results import FamilyView, Levels, Study, interval
 
@@ -135,7 +136,7 @@ def row_levels(rows: list[dict]) -> Levels:
 
 
 def _ci_name(study: Study, rows: list[dict]) -> str:
-    what = ("order-statistic interval of the jobs' ratios" if study.design == "paired"
+    what = ("order-statistic interval of the jobs' ratios" if study.design == Design.PAIRED
             else "job-level t interval")
     return (f"{what} at {row_levels(rows).text()} (the level each interval achieves; the family's target "
             f"{fmt.level(study.summary.get('ci_level'))}, multiplicity-adjusted)")
@@ -143,7 +144,7 @@ def _ci_name(study: Study, rows: list[dict]) -> str:
 
 def _design(study: Study) -> str:
     return (" Paired design: every variant timed in each job in a per-spin random order; speedups are medians of "
-            "the jobs' ratios." if study.design == "paired" else "")
+            "the jobs' ratios." if study.design == Design.PAIRED else "")
 
 
 # -- table 1 --------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ..model import UNRECORDED_ALONE_LAYOUTS, UNRECORDED_LAYOUT, AloneLayouts, JobKind, LayoutMode
 from .. import layout, store
 from ..errors import PqsimdError, command, os_problem, tagged
 from ..studydir import StudyDir
@@ -28,7 +29,7 @@ RECORD = "layouts.json"
 
 
 def randomized(study) -> bool:
-    return getattr(study, "layout", "fixed") == "random"
+    return getattr(study, "layout", UNRECORDED_LAYOUT) == LayoutMode.RANDOM
 
 
 def copies_per_job(study) -> int:
@@ -39,10 +40,10 @@ def seed_job(study, job: dict) -> str:
     """The job id a copy's seed is drawn for: the job's own, except an alone job of a study with
     `alone_layouts = "paired"`, which reuses the copies of the paired job of its set and index (the same
     bytes and stack offsets: the layout cancels in the paired/alone ratio, analyze/coresidency.py)."""
-    if job.get("design") == "alone" and getattr(study, "alone_layouts", "own") == "paired":
+    if job.get("design") == JobKind.ALONE and getattr(study, "alone_layouts", UNRECORDED_ALONE_LAYOUTS) == AloneLayouts.PAIRED:
         from ..ids import timing_job_id
 
-        return timing_job_id("paired", job["scheme"], int(job["index"]) % max(1, int(study.jobs)))
+        return timing_job_id(JobKind.PAIRED, job["scheme"], int(job["index"]) % max(1, int(study.jobs)))
     return job["id"]
 
 

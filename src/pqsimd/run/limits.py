@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..model import Design
+
 FLOOR_S = 60.0
 FACTOR = 10.0
 MIN_SAMPLE_S = 1e-6  # auto-batching makes a sample at least ~1,000 ticks
@@ -44,7 +46,7 @@ def job_limit(study, scheme: str, builds: list[str], timed: dict[str, list[bool]
         spins, reps, warmup, _ = op_sizes(study, sizing, scheme, op, builds)
         entry = ((sizing or {}).get("schemes", {}).get(scheme, {}).get("ops", {}).get(op) or {})
         hz = (sizing or {}).get("schemes", {}).get(scheme, {}).get("tsc_hz")
-        warm = study.warmup_ns * 1e-9 if study.design == "paired" and not no_warm(sizing, scheme, op) else 0.0
+        warm = study.warmup_ns * 1e-9 if study.design == Design.PAIRED and not no_warm(sizing, scheme, op) else 0.0
         for b, t, secs in zip(builds, which, op_seconds):
             if not t:
                 continue

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import random
 
+from ..model import AloneSets, Design, JobKind
 from .. import catalog
 from ..errors import PqsimdError
 from ..ids import build_id
@@ -36,7 +37,7 @@ def make_plan(study, compilers: list[str]) -> dict:
     alone = _alone_rounds(study, compilers)
     order = []
     for r in range(study.jobs):
-        if study.design == "paired":
+        if study.design == Design.PAIRED:
             rnd = [{"scheme": s, "design": study.design, "index": r} for s in study.schemes]
         else:
             rnd = [{"scheme": s, "variant": v, "compiler": c, "design": study.design, "index": r}
@@ -54,23 +55,23 @@ def make_plan(study, compilers: list[str]) -> dict:
 
 def _alone_rounds(study, compilers: list[str]) -> dict[int, list[dict]]:
     """round -> the alone jobs placed in it (paired design, [study] alone = N)."""
-    n = getattr(study, "alone", 0) if study.design == "paired" else 0
+    n = getattr(study, "alone", 0) if study.design == Design.PAIRED else 0
     out: dict[int, list[dict]] = {}
     # a sample: each family's first parameter set of the study (co-residency is a matter of the
     # builds, not of the set), so measuring it costs about N / (J x sets per family) of the study
     first = list({catalog.family_of(s).name: s for s in reversed(study.schemes)}.values())[::-1] if n else []
-    if getattr(study, "alone_sets", "first") == "all":
+    if getattr(study, "alone_sets", AloneSets.FIRST) == AloneSets.ALL:
         first = list(study.schemes)
     builds = [(s, v, c) for v in study.variants for c in compilers for s in study.schemes if s in first]
     for r in range(n):
         for k, (s, v, c) in enumerate(builds):
             rnd = (r * study.jobs // n + k) % study.jobs
-            out.setdefault(rnd, []).append({"scheme": s, "variant": v, "compiler": c, "design": "alone", "index": r})
+            out.setdefault(rnd, []).append({"scheme": s, "variant": v, "compiler": c, "design": JobKind.ALONE, "index": r})
     return out
 
 
 def _paired_only(jobs: list[dict]) -> list[dict]:
-    return [j for j in jobs if j.get("design") != "alone"]
+    return [j for j in jobs if j.get("design") != JobKind.ALONE]
 
 
 def update_plan(sd: StudyDir, study, compilers: list[str]) -> dict:
@@ -102,10 +103,10 @@ def job_builds(sd: StudyDir, study, job: dict) -> list[tuple[str, str, str]]:
     fam = catalog.family_of(job["scheme"]).name
     plan = sd.read_plan() or {}
     compilers = plan.get("compilers") or []
-    if job.get("design", study.design) == "separate":
+    if job.get("design", study.design) == JobKind.SEPARATE:
         bid = build_id(job["variant"], job["compiler"], fam)
         return [] if sd.exclusion(bid, job["scheme"]) else [(bid, job["variant"], job["compiler"])]
-    if job.get("design") == "alone":  # one build of a paired study, alone in its process: if the paired jobs time it
+    if job.get("design") == JobKind.ALONE:  # one build of a paired study, alone in its process: if the paired jobs time it
         bid = build_id(job["variant"], job["compiler"], fam)
         g = sd.read_gate(bid)
         ok = g and job["scheme"] in (g.get("passed_schemes") or []) and sd.variant_path(bid).exists() \

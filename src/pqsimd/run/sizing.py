@@ -31,6 +31,7 @@ from typing import Any
 
 from rich.console import Console
 
+from ..model import Design, JobKind
 from .. import catalog
 from ..errors import PqsimdError
 from ..ids import same_code_build
@@ -77,7 +78,7 @@ def fit_budget(study, batch: dict[str, int], sample: dict[str, float], budget_ti
     of such samples overrun the budget, the batches shrink (in place, `sample` with them) to fit it:
     coarser resolution, said so by budget_limited."""
     def costs() -> tuple[float, float]:
-        if study.design == "paired":
+        if study.design == Design.PAIRED:
             return sum(sample.values()), warm * len(sample)
         return max(sample.values()), 0.0
 
@@ -239,7 +240,7 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
     for scheme in study.schemes:
         if scheme in out["schemes"]:
             continue
-        job = {"id": f"sizing.{scheme}", "scheme": scheme, "design": "paired", "index": 0}
+        job = {"id": f"sizing.{scheme}", "scheme": scheme, "design": JobKind.PAIRED, "index": 0}
         builds = [b for b, _, _ in job_builds(sd, study, job)]
         if builds:
             work.append((scheme, builds))
@@ -286,7 +287,7 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
         if not builds:
             continue
         budget_ticks = study.budget * cal["tsc_hz"]
-        warm = study.warmup_ns * 1e-9 * cal["tsc_hz"] if study.design == "paired" else 0.0
+        warm = study.warmup_ns * 1e-9 * cal["tsc_hz"] if study.design == Design.PAIRED else 0.0
         step = clock_step(cal)
         ops = {}
         for op, per_build in probed.items():
@@ -294,7 +295,7 @@ def ensure_sizing(sd: StudyDir, study, plan: dict, console: Console | None = Non
             batch = {b: k for b, (k, _) in per_build.items()}
             sample = {b: max(raw, 1) for b, (k, raw) in per_build.items()}
             # an op whose every call outlasts the warm-up is its own warm-up
-            nowarm = study.design == "paired" and min(raw / k for k, raw in per_build.values()) > warm
+            nowarm = study.design == Design.PAIRED and min(raw / k for k, raw in per_build.values()) > warm
             spins, reps, rep_cost, fixed, limited = fit_budget(study, batch, sample, budget_ticks,
                                                                0.0 if nowarm else warm)
             # warmup spins cost like any other: no more than half the budget on them

@@ -11,6 +11,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from ...model import JobKind
 from ... import store
 from ...errors import PqsimdError
 from ...studydir import StudyDir
@@ -129,7 +130,7 @@ def write_submission_files(
     for job in jobs:
         line = job["id"]
         # a paired job holds every variant; a separate one its own
-        if (job.get("variant") in node_built) or (job.get("design") == "paired" and node_built):
+        if (job.get("variant") in node_built) or (job.get("design") == JobKind.PAIRED and node_built):
             line += " --build-on-node"
         task_lines.append(line)
     tasks_file = sdir / f"tasks-{number}.txt"
