@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from pqsimd.results import Chain, read_summary, read_table
+from pqsimd.model import Chain
+from pqsimd.results import read_summary, read_table
 
 OPS = ("gen_a,ntt,invntt,basemul,poly_tomsg,poly_frommsg,poly_compress,poly_decompress,polyvec_compress,"
        "polyvec_decompress,indcpa_keypair,indcpa_enc,indcpa_dec,kem_keypair_derand,kem_encaps_derand,kem_decaps,"

@@ -81,7 +81,8 @@ def test_the_shipped_chain_names_its_implementations_and_bad_ones_are_one_line()
     assert ("wolfSSL", "wolfssl-c", "wolfssl") in ch.implementations
     assert ch.to_dict()["implementations"][0] == {"name": "PQClean", "c": "ref", "simd": "avx2"}
     with pytest.raises(PqsimdError) as e:
-        catalog.Chain.from_dict({"steps": CHAIN["steps"], "implementations": [{"name": "x", "c": "ref"}]})
+        catalog.Chain.from_dict({"steps": CHAIN["steps"], "implementations": [{"name": "x", "c": "ref"}]},
+                                "variants.toml [chains.x]")
     assert "`implementations` must be a list of {name, c, simd}" in str(e.value) and "\n" not in str(e.value)
 
 

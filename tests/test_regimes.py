@@ -20,7 +20,7 @@ from pqsimd.analyze.compare import compare_all
 from pqsimd.analyze.groups import Group, without_jobs
 from pqsimd.analyze.regime import Row, check, state_p, together
 from pqsimd.analyze.settings import Settings
-from pqsimd.results import Chain
+from pqsimd.model import Chain
 
 FIXTURE = Path(__file__).parent / "fixtures" / "emr_job_medians.csv"
 CHAIN = Chain.from_dict({"extra_baseline": "ref", "steps": [

@@ -252,7 +252,7 @@ def test_tables_and_macros_compile_with_pdflatex(study, tmp_path):
 
 def test_provenance_condenses_the_engine_manifest_and_spots_a_vm():
     from pqsimd.report.html import _virtualized, provenance
-    from pqsimd.results import Study
+    from pqsimd.results import Results
 
     manifest = {
         "schema_version": 2, "seed": 7, "executor": "local", "job_order": ["a"] * 500,
@@ -268,7 +268,7 @@ def test_provenance_condenses_the_engine_manifest_and_spots_a_vm():
                  for i in range(3)},
     }
     empty = pd.DataFrame()
-    sections = dict(provenance(Study(directory=None, groups=empty, comparisons=empty, decomposition=empty,
+    sections = dict(provenance(Results(directory=None, groups=empty, comparisons=empty, decomposition=empty,
                                      manifest=manifest)))
     assert dict(sections["Machine"])["isa"] == "avx2, bmi2"
     v = dict(sections["Builds (variant · compiler · family)"])["avx2 · gcc · ml-kem"]

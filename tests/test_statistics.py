@@ -22,7 +22,7 @@ from pqsimd.analyze.interval import Evidence, jobs_needed, order_level, order_ra
 from pqsimd.analyze.multiplicity import bh_count, family_level
 from pqsimd.analyze.power import mde_sign
 from pqsimd.analyze.regime import regime_test
-from pqsimd.results import Chain
+from pqsimd.model import Chain
 
 BAND = math.log1p(0.02)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from . import familyschema, ids
 from .errors import PqsimdError
+from .model import Chain, Step  # noqa: F401 (the catalog's chains are model.Chain)
 
 KINDS = ("kem", "sign", "hash")
 # Ids become file names and parts of composite ids (build, job): the rules are in ids.py.
@@ -131,76 +132,6 @@ def variant_from_dict(vid: str, d: Any, where: str) -> Variant:
         fp_exact=bool(d.get("fp_exact", True)),
         isa=_str_list(d, "isa", f"{where}: variant '{vid}'") if "isa" in d else None,
     )
-
-
-@dataclass(frozen=True)
-class Step:
-    stage: str  # "compiler" | "autovec" | "hand_simd"
-    base: str  # variant id
-    variant: str
-    label: str
-
-
-@dataclass(frozen=True)
-class Chain:
-    """The decomposition: each step a stage, the product of the steps the total (first → last)."""
-
-    steps: tuple[Step, ...]
-    extra_baseline: str
-    also: tuple[Step, ...] = ()  # further comparisons made when both variants are present
-    compiler_view: tuple[str, ...] = ()
-    # implementations side by side (analyze/crossimpl.py): (name, C variant, hand-SIMD variant), the reference first
-    implementations: tuple[tuple[str, str, str], ...] = ()
-
-    @property
-    def variants(self) -> list[str]:
-        out = [self.steps[0].base] if self.steps else []
-        return out + [s.variant for s in self.steps]
-
-    @property
-    def first(self) -> str:
-        return self.steps[0].base
-
-    @property
-    def last(self) -> str:
-        return self.steps[-1].variant
-
-    def to_dict(self) -> dict[str, Any]:
-        def one(s: Step) -> dict:
-            return {"stage": s.stage, "from": s.base, "to": s.variant, "label": s.label}
-
-        d = {"extra_baseline": self.extra_baseline, "steps": [one(s) for s in self.steps],
-             "also": [one(s) for s in self.also], "compiler_view": list(self.compiler_view)}
-        if self.implementations:
-            d["implementations"] = [{"name": n, "c": c, "simd": v} for n, c, v in self.implementations]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict, where: str = "chain") -> "Chain":
-        def steps_of(key: str, required: bool) -> list[Step]:
-            raw = d.get(key, [])
-            if not isinstance(raw, list) or (required and not raw):
-                raise PqsimdError(f"{where}: [chain] needs `{key}`, a list of {{stage, from, to}} tables")
-            out = []
-            for s in raw:
-                if not isinstance(s, dict) or not all(isinstance(s.get(k), str) for k in ("stage", "from", "to")):
-                    raise PqsimdError(f"{where}: every chain {key} entry needs string `stage`, `from` and `to`, got {s!r}")
-                out.append(Step(s["stage"], s["from"], s["to"], str(s.get("label", s["stage"]))))
-            return out
-
-        steps = steps_of("steps", True)
-        for a, b in zip(steps, steps[1:]):
-            if a.variant != b.base:
-                raise PqsimdError(f"{where}: chain steps must connect ({a.variant} then {b.base})")
-        impls = d.get("implementations", [])
-        if not isinstance(impls, list) or not all(
-                isinstance(i, dict) and all(isinstance(i.get(k), str) and i.get(k) for k in ("name", "c", "simd"))
-                for i in impls):
-            raise PqsimdError(f"{where}: `implementations` must be a list of {{name, c, simd}} tables (the C and the "
-                              f"hand-SIMD variant of each implementation), got {impls!r}")
-        return cls(tuple(steps), str(d.get("extra_baseline", steps[-1].base)), tuple(steps_of("also", False)),
-                   tuple(str(x) for x in d.get("compiler_view", [])),
-                   tuple((i["name"], i["c"], i["simd"]) for i in impls))
 
 
 @cache

@@ -17,6 +17,7 @@ compare the sha256; `Copy` records seed, stack offset, sha256 and where each op'
 from __future__ import annotations
 
 import errno
+import glob
 import hashlib
 import os
 import threading
@@ -217,11 +218,19 @@ def relink(link: list[str], seed: int, out: Path, assembler: list[str] | None = 
         out.parent.mkdir(parents=True, exist_ok=True)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode:
+            _remove_linker_temporaries(out)
             _disk_problem(proc.stderr, link, out)
             last = next((l for l in reversed(proc.stderr.strip().splitlines()) if l.strip()), f"exit {proc.returncode}")
             raise PqsimdError(f"lld cannot relink this build ({last.strip()[:200]})")
         recorded = [a if a != str(obj) else "<padding.o>" for a in cmd]
     return pad, recorded
+
+
+def _remove_linker_temporaries(out: Path) -> None:
+    """lld writes `out` as `<out>.tmpXXXXXXX` and renames it when done; killed (SIGBUS on a full disk)
+    it leaves that file behind: a half-made copy under another name."""
+    for leftover in out.parent.glob(glob.escape(out.name) + ".tmp*"):
+        leftover.unlink(missing_ok=True)
 
 
 def _disk_problem(stderr: str, link: list[str], out: Path) -> None:
@@ -291,6 +300,7 @@ def relink_recorded(recorded: list[str], seed: int, out: Path, padding: Padding 
         except OSError as e:
             raise PqsimdError(f"the recorded link cannot run here ({e})") from None
         if proc.returncode:
+            _remove_linker_temporaries(out)
             last = next((l for l in reversed(proc.stderr.strip().splitlines()) if l.strip()), f"exit {proc.returncode}")
             raise PqsimdError(f"the recorded link fails here ({last.strip()[:200]})")
     return pad

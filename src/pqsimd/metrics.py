@@ -11,7 +11,7 @@ run/metrics.py executes them), by analyze and by the report (which are exact cou
                       cache and branch model), one job per (build, scheme, cache geometry)
 
 A metric owns its unit: `unit_of(metric, isa)` (the ISA's tick unit for times, data/isas.toml), which
-analyze writes into summary.json `units` and the report reads back (results.Study.unit).
+analyze writes into summary.json `units` and the report reads back (results.Results.unit).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The words a study is made of, each defined once: its design, the kinds of job it plans, how its
-builds are laid out, what the report's family level adjusts for, what a shared CPU costs a job.
+builds are laid out, what the report's family level adjusts for, what a shared CPU costs a job; and
+its decomposition chain (`Chain`, `Step`), read by the catalog, analyze and the report alike.
 
 Each is a `StrEnum`: its members are the very strings study.toml, plan.json, raw records and results
 hold (so files of older pqsimd versions read unchanged), and the command line's choices are built
@@ -8,7 +9,11 @@ from them. Nothing else in the code spells these values.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
+
+from .errors import PqsimdError
 
 
 class Design(StrEnum):
@@ -68,3 +73,116 @@ DEFAULT_SHARED_CPU = SharedCpu.DISCARD
 def choices(kind: type[StrEnum]) -> list[str]:
     """The values of an enum, in order: a command-line option's choices."""
     return [m.value for m in kind]
+
+
+class Step(tuple):
+    """One step of the decomposition chain: (stage, base, variant), with its label. A tuple, so a
+    step unpacks as `stage, base, variant`."""
+
+    label: str
+
+    def __new__(cls, stage: str, base: str, variant: str, label: str = ""):
+        t = super().__new__(cls, (stage, base, variant))
+        t.label = label or stage
+        return t
+
+    @property
+    def stage(self) -> str:
+        return self[0]
+
+    @property
+    def base(self) -> str:
+        return self[1]
+
+    @property
+    def variant(self) -> str:
+        return self[2]
+
+    def to_dict(self) -> dict[str, str]:
+        return {"stage": self.stage, "from": self.base, "to": self.variant, "label": self.label}
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The decomposition: each step a stage, the product of the steps the total (first → last);
+    defined per ISA in data/variants.toml [chains.<isa>] (catalog.chain), carried into the manifest
+    and summary.json (to_dict) and read back by the report (from_dict)."""
+
+    steps: tuple[Step, ...]
+    extra_baseline: str
+    also: tuple[Step, ...] = ()  # further comparisons made when both variants are present
+    compiler_view: tuple[str, ...] = ()
+    # implementations side by side (analyze/crossimpl.py): (name, C variant, hand-SIMD variant), the reference first
+    implementations: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {s.stage: s.label for s in (*self.steps, *self.also)}
+
+    @property
+    def variants(self) -> list[str]:
+        return ([self.steps[0].base] + [s.variant for s in self.steps]) if self.steps else []
+
+    @property
+    def first(self) -> str | None:
+        return self.steps[0].base if self.steps else None
+
+    @property
+    def last(self) -> str | None:
+        return self.steps[-1].variant if self.steps else None
+
+    @property
+    def hand(self) -> Step | None:
+        """The chain's last step: the hand-written SIMD stage of the paper's Table 1."""
+        return self.steps[-1] if self.steps else None
+
+    def step(self, stage: str) -> Step | None:
+        return next((s for s in (*self.steps, *self.also) if s.stage == stage), None)
+
+    def stage_label(self, stage: str) -> str:
+        s = self.step(stage)
+        if s is not None:
+            return f"{s.label} ({s.base}→{s.variant})"
+        return {"cumulative": f"cumulative ({self.first}→X)", "extra": f"extra ({self.extra_baseline}→X)",
+                "cross_compiler": "across compilers", "aa": "A/A"}.get(stage, stage)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"extra_baseline": self.extra_baseline, "steps": [s.to_dict() for s in self.steps],
+             "also": [s.to_dict() for s in self.also], "compiler_view": list(self.compiler_view)}
+        if self.implementations:
+            d["implementations"] = [{"name": n, "c": c, "simd": v} for n, c, v in self.implementations]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict | None, where: str | None = None) -> "Chain":
+        """A chain from its dict: checked where it is data someone wrote (`where`: data/variants.toml,
+        a study.toml), one line naming what is wrong; as results carry it (where=None), taken as
+        written, and an older study's missing chain is an empty one."""
+        d = d or {}
+
+        def steps_of(key: str, required: bool) -> tuple[Step, ...]:
+            raw = d.get(key, [])
+            if where is not None and (not isinstance(raw, list) or (required and not raw)):
+                raise PqsimdError(f"{where}: [chain] needs `{key}`, a list of {{stage, from, to}} tables")
+            out = []
+            for s in raw:
+                if where is not None and (not isinstance(s, dict) or
+                                          not all(isinstance(s.get(k), str) for k in ("stage", "from", "to"))):
+                    raise PqsimdError(f"{where}: every chain {key} entry needs string `stage`, `from` and `to`, got {s!r}")
+                out.append(Step(s["stage"], s["from"], s["to"], str(s.get("label", s["stage"]))))
+            return tuple(out)
+
+        steps = steps_of("steps", True)
+        if where is not None:
+            for a, b in zip(steps, steps[1:]):
+                if a.variant != b.base:
+                    raise PqsimdError(f"{where}: chain steps must connect ({a.variant} then {b.base})")
+        impls = d.get("implementations", [])
+        if where is not None and (not isinstance(impls, list) or not all(
+                isinstance(i, dict) and all(isinstance(i.get(k), str) and i.get(k) for k in ("name", "c", "simd"))
+                for i in impls)):
+            raise PqsimdError(f"{where}: `implementations` must be a list of {{name, c, simd}} tables (the C and the "
+                              f"hand-SIMD variant of each implementation), got {impls!r}")
+        return cls(steps, str(d.get("extra_baseline", steps[-1].base if steps else "")), steps_of("also", False),
+                   tuple(str(x) for x in d.get("compiler_view", [])),
+                   tuple((i["name"], i["c"], i["simd"]) for i in impls if isinstance(i, dict)))

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .model import RECORDED_DESIGN, Design, LayoutMode
+from .model import RECORDED_DESIGN, Chain, Design, LayoutMode
 from .errors import PqsimdError, command
 from . import metrics as metrics_mod
 from . import store
@@ -26,79 +26,6 @@ from .studydir import StudyDir
 
 RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa", "jobs", "attribution")
 SCHEMA_VERSION = 6  # what this reader understands (analyze writes the same)
-
-
-class Step(tuple):
-    """One step of the chain: (stage, base, variant), with its label."""
-
-    def __new__(cls, stage: str, base: str, variant: str, label: str = ""):
-        t = super().__new__(cls, (stage, base, variant))
-        t.label = label or stage
-        return t
-
-    @property
-    def stage(self) -> str:
-        return self[0]
-
-    @property
-    def base(self) -> str:
-        return self[1]
-
-    @property
-    def variant(self) -> str:
-        return self[2]
-
-
-@dataclass(frozen=True)
-class Chain:
-    """The decomposition chain as results carry it (catalog's [chain], through summary.json)."""
-
-    steps: tuple[Step, ...]
-    extra_baseline: str
-    also: tuple[Step, ...] = ()
-    compiler_view: tuple[str, ...] = ()
-
-    @classmethod
-    def from_dict(cls, d: dict | None) -> "Chain":
-        d = d or {}
-
-        def steps(key):
-            return tuple(Step(s["stage"], s["from"], s["to"], s.get("label", s["stage"])) for s in d.get(key, []))
-
-        st = steps("steps")
-        return cls(st, d.get("extra_baseline", st[-1].base if st else ""), steps("also"),
-                   tuple(d.get("compiler_view", [])))
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return {s.stage: s.label for s in (*self.steps, *self.also)}
-
-    @property
-    def variants(self) -> list[str]:
-        return ([self.steps[0].base] + [s.variant for s in self.steps]) if self.steps else []
-
-    @property
-    def first(self) -> str | None:
-        return self.steps[0].base if self.steps else None
-
-    @property
-    def last(self) -> str | None:
-        return self.steps[-1].variant if self.steps else None
-
-    @property
-    def hand(self) -> Step | None:
-        """The chain's last step: the hand-written SIMD stage of the paper's Table 1."""
-        return self.steps[-1] if self.steps else None
-
-    def step(self, stage: str) -> Step | None:
-        return next((s for s in (*self.steps, *self.also) if s.stage == stage), None)
-
-    def stage_label(self, stage: str) -> str:
-        s = self.step(stage)
-        if s is not None:
-            return f"{s.label} ({s.base}→{s.variant})"
-        return {"cumulative": f"cumulative ({self.first}→X)", "extra": f"extra ({self.extra_baseline}→X)",
-                "cross_compiler": "across compilers", "aa": "A/A"}.get(stage, stage)
 
 
 @dataclass
@@ -148,7 +75,7 @@ def counting_tool(manifest: dict) -> str:
 
 
 @dataclass
-class Study:
+class Results:
     directory: Path
     groups: pd.DataFrame
     comparisons: pd.DataFrame
@@ -799,7 +726,7 @@ def check_study_dir(directory: Path) -> Path:
     return directory
 
 
-def load_study(directory: Path, oldest: int | None = None) -> Study:
+def load_study(directory: Path, oldest: int | None = None) -> Results:
     """Load DIR/results/ (plus study.toml, manifest.json); a one-line PqsimdError if it is not there.
     `oldest`: the oldest results schema the caller reads (a campaign reads the comparisons and spins of
     studies mailed in without raw files, which cannot be analysed again); default the current one."""
@@ -815,7 +742,7 @@ def load_study(directory: Path, oldest: int | None = None) -> Study:
         summary["warnings"] = [f"stale: {stale} job{'s' if stale != 1 else ''} since these results were computed "
                                f"({summary.get('generated', 'earlier')}); run {command('analyze', directory)} to "
                                f"include {'them' if stale != 1 else 'it'}", *(summary.get("warnings") or [])]
-    return Study(
+    return Results(
         directory=directory, groups=tables["groups"], comparisons=tables["comparisons"],
         decomposition=tables["decomposition"], aa=tables["aa"], jobs=tables["jobs"],
         attribution=tables["attribution"], summary=summary,

@@ -17,7 +17,7 @@ from . import bottleneck, claims, mechanism, mix, sim
 from . import attribution as attribution_mod
 from . import jobs as jobs_mod
 from .calibration import aa_record
-from ..results import Chain
+from ..model import Chain
 from .compare import AA_STAGE, compare_all, draw_jobs, public, study_blocks, study_priors, without_record
 from .compare import COLUMNS as COMPARISON_COLUMNS
 from .decompose import decompose

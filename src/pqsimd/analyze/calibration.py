@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..results import Chain
+from ..model import Chain
 from .compare import AA_STAGE, compare_all, draw_jobs, public
 from .groups import attach_resolution, build_groups
 from .multiplicity import FamilyLevel

@@ -50,7 +50,7 @@ import pandas as pd
 
 from .. import microarch
 from ..errors import PqsimdError, command, os_problem
-from ..results import Study, load_study, read_json
+from ..results import Results, load_study, read_json
 
 OLDEST_RESULTS = 4  # results schema 4 has every column a campaign reads (5 added interval levels)
 from ..store import atomic_write_bytes
@@ -164,7 +164,7 @@ def _default_labels(studies: list[Path]) -> list[str]:
 @dataclass
 class Member:
     label: str
-    study: Study
+    study: Results
     plan: dict
     sizing_present: bool
 

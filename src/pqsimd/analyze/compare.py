@@ -27,7 +27,8 @@ import pandas as pd
 
 from . import bootstrap as bs
 from . import drift as drift_mod
-from ..results import Chain, level_text
+from ..model import Chain
+from ..results import level_text
 from .effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
 from .groups import EXACT_METRICS, Group, GroupKey, without_jobs
 from .interval import Evidence, jobs_needed, read_verdict, resolution_halfwidth

@@ -24,7 +24,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import PqsimdError, command
-from ..results import Chain, read_summary, read_table
+from ..model import Chain
+from ..results import read_summary, read_table
 from ..studydir import StudyDir
 from .write import write_json, write_table
 

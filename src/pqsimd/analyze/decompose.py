@@ -25,7 +25,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..results import Chain
+from ..model import Chain
 
 
 def share_range(lo: np.ndarray, hi: np.ndarray, k: int) -> tuple[float, float]:

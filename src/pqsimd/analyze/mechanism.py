@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..results import Chain
+from ..model import Chain
 
 TIME_METRIC = "ticks"
 INS_METRIC = "instructions"

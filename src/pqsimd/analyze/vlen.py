@@ -23,7 +23,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import PqsimdError, command
-from ..results import Chain, read_summary, read_table
+from ..model import Chain, Step
+from ..results import read_summary, read_table
 from ..studydir import StudyDir
 from .write import write_json, write_table
 
@@ -79,8 +80,6 @@ def vlen_tables(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     steps = [*chain.steps, *chain.also] if chain else []
     in_chain = {v for s in steps for v in (s.base, s.variant)}
     if chain and chain.extra_baseline:  # variants outside the chain (a family's own `rvv`) against its baseline
-        from ..results import Step
-
         steps += [Step("extra", chain.extra_baseline, v) for v in sorted({k[2] for c in per.values() for k in c})
                   if v not in in_chain and v != chain.extra_baseline]
     rows = []

@@ -15,7 +15,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from . import fmt, style  # noqa: E402
-from ..results import FamilyView, Levels, Study  # noqa: E402
+from ..results import FamilyView, Levels, Results  # noqa: E402
 
 OUTDIR = "attribution"
 
@@ -27,7 +27,7 @@ def _ops(fam: FamilyView, rows: pd.DataFrame) -> list[str]:
     return e2e or fam.sort_ops(have)
 
 
-def figure(study: Study, fam: FamilyView, rows: pd.DataFrame, metric: str, outdir: Path, name: str) -> dict:
+def figure(study: Results, fam: FamilyView, rows: pd.DataFrame, metric: str, outdir: Path, name: str) -> dict:
     from .figures import RC, _save
 
     ops = _ops(fam, rows)
@@ -59,7 +59,7 @@ def figure(study: Study, fam: FamilyView, rows: pd.DataFrame, metric: str, outdi
         return _save(fig, outdir, name)
 
 
-def table(study: Study, fam: FamilyView, rows: pd.DataFrame, metric: str):
+def table(study: Results, fam: FamilyView, rows: pd.DataFrame, metric: str):
     from .tables import Cell, Table
 
     groups = list(dict.fromkeys(rows["group"]))
@@ -120,7 +120,7 @@ def sentences(fam: FamilyView, rows: pd.DataFrame) -> list[str]:
     return out
 
 
-def attribution_parts(study: Study, outdir: Path) -> tuple[list, list, dict[str, list[str]]]:
+def attribution_parts(study: Results, outdir: Path) -> tuple[list, list, dict[str, list[str]]]:
     """([FigureResult], [Table], {family: [sentence]}) of every family with an attribution, per metric."""
     from .figures import FigureResult
     from .tables import write_table

@@ -19,7 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import PqsimdError, command
-from ..results import Chain, read_json
+from ..model import Chain
+from ..results import read_json
 from . import files, fmt, style
 from .tables import Cell, Table, write_table
 

@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..results import Levels, Study, _read_table
+from ..results import Levels, Results, _read_table
 from ..studydir import StudyDir
 from . import fmt
 
 
-def load(study: Study) -> tuple[pd.DataFrame, pd.DataFrame]:
+def load(study: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
     results = StudyDir(study.directory).results_dir
     return _read_table(results, "crossimpl"), _read_table(results, "counterparts")
 
 
-def _label(study: Study, scheme: str, op: str) -> tuple[str, str]:
+def _label(study: Results, scheme: str, op: str) -> tuple[str, str]:
     for fam in study.families:
         if scheme in fam.schemes:
             return fam.scheme_label(scheme), fam.label(op)
@@ -31,7 +31,7 @@ def _ci(r, key: str, lv: Levels) -> str:
     return f"{fmt.times(v)} {fmt.ci(r.get(key + '_ci_low'), r.get(key + '_ci_high'))}{lv.after(r.get(key + '_ci_level'))}"
 
 
-def crossimpl_rows(study: Study, df: pd.DataFrame) -> tuple[list[str], list[list[str]], Levels]:
+def crossimpl_rows(study: Results, df: pd.DataFrame) -> tuple[list[str], list[list[str]], Levels]:
     """The table's header and rows: per parameter set and op, one row per implementation."""
     if df.empty:
         return [], [], Levels.of(pd.Series(dtype=float))
@@ -56,7 +56,7 @@ def crossimpl_rows(study: Study, df: pd.DataFrame) -> tuple[list[str], list[list
     return header, rows, lv
 
 
-def counterpart_rows(study: Study, df: pd.DataFrame) -> tuple[list[str], list[list[str]], Levels]:
+def counterpart_rows(study: Results, df: pd.DataFrame) -> tuple[list[str], list[list[str]], Levels]:
     if df.empty:
         return [], [], Levels.of(pd.Series(dtype=float))
     lv = Levels.of(pd.concat([df["hand_simd_ci_level"], df["counterpart_hand_simd_ci_level"],
@@ -83,7 +83,7 @@ COUNTERPART_CAPTION = ("The same algorithm's other version beside it: each famil
                        "their summed misses.")
 
 
-def crossimpl_parts(study: Study, outdir: Path) -> tuple[list, list]:
+def crossimpl_parts(study: Results, outdir: Path) -> tuple[list, list]:
     """([], [Table]) of the cross-implementation view; empty when results/ has none of it."""
     from .tables import Cell, Table, write_table
 
@@ -105,7 +105,7 @@ def crossimpl_parts(study: Study, outdir: Path) -> tuple[list, list]:
     return [], tables
 
 
-def show(study: Study, con) -> None:
+def show(study: Results, con) -> None:
     """`pqsimd show`: the two tables in the terminal (nothing when the study has neither)."""
     from rich.table import Table as RichTable
     from rich.text import Text

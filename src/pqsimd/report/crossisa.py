@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from . import fmt, style  # noqa: E402
-from ..results import Study, read_json, read_table  # noqa: E402
+from ..results import Results, read_json, read_table  # noqa: E402
 from ..studydir import StudyDir  # noqa: E402
 
 ISA_COLOURS = [style.OKABE_ITO[c] for c in ("blue", "vermillion", "bluish_green", "orange")]
@@ -29,12 +29,12 @@ def load(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     return t, m, read_json(StudyDir(directory).results("crossisa.json"))
 
 
-def _label(study: Study, scheme: str, op: str) -> str:
+def _label(study: Results, scheme: str, op: str) -> str:
     fam = study.family_of(scheme)
     return f"{fam.scheme_label(scheme) if fam else scheme} {fam.label(op) if fam else op}"
 
 
-def _pairs(t: pd.DataFrame, study: Study | None = None) -> list[tuple[str, str]]:
+def _pairs(t: pd.DataFrame, study: Results | None = None) -> list[tuple[str, str]]:
     """(scheme, op) in the study's order: parameter sets as listed, ops in their family's order."""
     pairs = list(dict.fromkeys(zip(t["scheme"].astype(str), t["op"].astype(str))))
     if study is None:
@@ -47,7 +47,7 @@ def _pairs(t: pd.DataFrame, study: Study | None = None) -> list[tuple[str, str]]
     return out
 
 
-def sentences(study: Study, t: pd.DataFrame, m: pd.DataFrame) -> list[str]:
+def sentences(study: Results, t: pd.DataFrame, m: pd.DataFrame) -> list[str]:
     """One line per op: both ratios with their lanes, what the lane widths alone would predict, the mix."""
     isas = list(dict.fromkeys(t["isa"].astype(str)))
     out = []
@@ -77,7 +77,7 @@ def sentences(study: Study, t: pd.DataFrame, m: pd.DataFrame) -> list[str]:
     return out
 
 
-def figure(study: Study, t: pd.DataFrame, outdir: Path, name: str) -> dict:
+def figure(study: Results, t: pd.DataFrame, outdir: Path, name: str) -> dict:
     from .figures import RC, _save
 
     pairs = _pairs(t, study)
@@ -102,7 +102,7 @@ def figure(study: Study, t: pd.DataFrame, outdir: Path, name: str) -> dict:
         return _save(fig, outdir, name)
 
 
-def table(study: Study, t: pd.DataFrame, m: pd.DataFrame):
+def table(study: Results, t: pd.DataFrame, m: pd.DataFrame):
     from .tables import Cell, Table
 
     isas = list(dict.fromkeys(t["isa"].astype(str)))
@@ -136,7 +136,7 @@ def table(study: Study, t: pd.DataFrame, m: pd.DataFrame):
                  rows=body, data=t, align="l" + "r" * (len(header) - 1))
 
 
-def crossisa_parts(study: Study, outdir: Path) -> tuple[list, list, list[str]]:
+def crossisa_parts(study: Results, outdir: Path) -> tuple[list, list, list[str]]:
     """([FigureResult], [Table], sentences) of the cross-ISA view; empty without crossisa tables."""
     from .figures import FigureResult
     from .tables import write_table

@@ -22,7 +22,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from ..model import Design
 from . import files, fmt, style  # noqa: E402
-from ..results import FamilyView, Levels, Study  # noqa: E402
+from ..results import FamilyView, Levels, Results  # noqa: E402
 
 FORMATS = ("pdf", "png", "svg")
 DPI = 150
@@ -63,11 +63,11 @@ class Skip(Exception):
 
 # -- helpers --------------------------------------------------------------------------------
 
-def _colours(study: Study) -> dict[str, str]:
+def _colours(study: Results) -> dict[str, str]:
     return style.variant_colours(study.chain.variants, study.variants)
 
 
-def _variant_label(study: Study, v: str) -> str:
+def _variant_label(study: Results, v: str) -> str:
     return v
 
 
@@ -76,7 +76,7 @@ def _ci_cols(df: pd.DataFrame) -> tuple[str, str, str]:
     return "ci_low", "ci_high", "interval"
 
 
-def _level(study: Study) -> str:
+def _level(study: Results) -> str:
     """The achieved levels of the study's comparison intervals (analyze's ci_level), as a caption says them."""
     c = study.comparisons
     lv = Levels.of(c.loc[c["speedup"].notna(), "ci_level"]) if len(c) and "ci_level" in c.columns else Levels(())
@@ -127,14 +127,14 @@ def _save(fig, outdir: Path, name: str) -> dict[str, Path]:
     return out
 
 
-def _design_note(study: Study) -> str:
+def _design_note(study: Results) -> str:
     d = study.design
     if d == Design.PAIRED:
         return " Paired design: all variants timed in each job, per-spin random order; speedups are medians of the jobs' ratios."
     return ""
 
 
-def _hand(study: Study):
+def _hand(study: Results):
     h = study.chain.hand
     if h is None:
         raise Skip("the study's chain has no steps")
@@ -143,7 +143,7 @@ def _hand(study: Study):
 
 # -- figure 1 ------------------------------------------------------------------------------
 
-def fig1_distributions(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+def fig1_distributions(study: Results, fam: FamilyView, metric: str, notes: list[str]):
     view = fam.views.get("distribution") or {}
     scheme = view.get("scheme") if view.get("scheme") in fam.schemes else (fam.schemes[0] if fam.schemes else None)
     ops = list(view.get("ops") or fam.shown_ops(fam.ops)[:3])
@@ -197,7 +197,7 @@ def fig1_distributions(study: Study, fam: FamilyView, metric: str, notes: list[s
 
 # -- figure 2 ------------------------------------------------------------------------------
 
-def fig2_decomposition(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+def fig2_decomposition(study: Results, fam: FamilyView, metric: str, notes: list[str]):
     first = study.chain.first
     df = study.comparison(metric, baseline=first)
     df = df[df["scheme"].isin(fam.schemes)] if not df.empty else df
@@ -249,7 +249,7 @@ def fig2_decomposition(study: Study, fam: FamilyView, metric: str, notes: list[s
 
 # -- figures 3, 5, 6: the hand stage per op, one bar per parameter set ---------------------
 
-def _hand_bars(study: Study, fam: FamilyView, metric: str, ops: list[str] | None, log: bool, sort: bool,
+def _hand_bars(study: Results, fam: FamilyView, metric: str, ops: list[str] | None, log: bool, sort: bool,
                values: bool, width_per_op: float):
     h = _hand(study)
     df = study.comparison(metric, baseline=h.base, variant=h.variant)
@@ -314,7 +314,7 @@ def _hand_bars(study: Study, fam: FamilyView, metric: str, ops: list[str] | None
     return fig, ci_name, note, schemes
 
 
-def fig3_hand_simd(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+def fig3_hand_simd(study: Results, fam: FamilyView, metric: str, notes: list[str]):
     h = _hand(study)
     fig, ci_name, note, schemes = _hand_bars(study, fam, metric, None, log=True, sort=True, values=False,
                                              width_per_op=0.55)
@@ -324,7 +324,7 @@ def fig3_hand_simd(study: Study, fam: FamilyView, metric: str, notes: list[str])
     return fig, caption
 
 
-def fig5_cross_param(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+def fig5_cross_param(study: Results, fam: FamilyView, metric: str, notes: list[str]):
     ops = list(fam.views.get("cross_parameter") or [])
     if not ops:
         raise Skip(f"family {fam.name} names no cross-parameter ops ([views] cross_parameter)")
@@ -335,7 +335,7 @@ def fig5_cross_param(study: Study, fam: FamilyView, metric: str, notes: list[str
     return fig, caption
 
 
-def fig6_end_to_end(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+def fig6_end_to_end(study: Results, fam: FamilyView, metric: str, notes: list[str]):
     ops = list(fam.views.get("end_to_end") or [])
     if not ops:
         raise Skip(f"family {fam.name} names no end-to-end ops ([views] end_to_end)")
@@ -348,7 +348,7 @@ def fig6_end_to_end(study: Study, fam: FamilyView, metric: str, notes: list[str]
 
 # -- figure 4 ------------------------------------------------------------------------------
 
-def fig4_cliffs_delta(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+def fig4_cliffs_delta(study: Results, fam: FamilyView, metric: str, notes: list[str]):
     h = _hand(study)
     df = study.comparison(metric, baseline=h.base, variant=h.variant)
     df = df[df["scheme"].isin(fam.schemes)] if not df.empty else df
@@ -382,7 +382,7 @@ def fig4_cliffs_delta(study: Study, fam: FamilyView, metric: str, notes: list[st
 
 # -- the compiler figure -------------------------------------------------------------------
 
-def fig_compilers(study: Study, fam: FamilyView, metric: str, notes: list[str]):
+def fig_compilers(study: Results, fam: FamilyView, metric: str, notes: list[str]):
     """Per op, one marker per compiler: the chain's compiler_view stages (e.g. the auto-vectorization
     factor, and the hand-written code against the compiler allowed the same ISA)."""
     comps = study.compilers
@@ -447,7 +447,7 @@ def family_dir(outdir: Path, fam: FamilyView) -> Path:
     return outdir / fam.name
 
 
-def make_figures(study: Study, outdir: Path, notes: list[str] | None = None) -> list[FigureResult]:
+def make_figures(study: Results, outdir: Path, notes: list[str] | None = None) -> list[FigureResult]:
     """Draw every figure of every family into outdir/<family>/; skipped ones carry their reason."""
     notes = notes if notes is not None else []
     results = []

@@ -13,7 +13,7 @@ import pandas as pd
 from .. import __version__
 from . import files, fmt, style
 from .figures import FigureResult
-from ..results import FamilyView, Levels, Study, interval
+from ..results import FamilyView, Levels, Results, interval
 from .tables import Table, _env
 
 VERDICT_WORDS = (("faster", "faster"), ("slower", "slower"), ("same", "the same within ±threshold"), ("~", "no verdict"),
@@ -28,7 +28,7 @@ class Warning_:
 
 # -- headline findings ----------------------------------------------------------------------
 
-def _hand(study: Study, fam: FamilyView, metric: str, compiler: str | None = None):
+def _hand(study: Results, fam: FamilyView, metric: str, compiler: str | None = None):
     h = study.chain.hand
     if h is None:
         return pd.DataFrame()
@@ -45,7 +45,7 @@ def _range(df, ops) -> str | None:
     return fmt.times(lo) if fmt.num(lo) == fmt.num(hi) else f"{fmt.num(lo)}–{fmt.times(hi)}"
 
 
-def ordering_check(study: Study, fam: FamilyView, metric: str) -> list[str]:
+def ordering_check(study: Results, fam: FamilyView, metric: str) -> list[str]:
     """Does our Table 1 keep the published ordering of its tiers ([views] ordering)?"""
     tiers = fam.views.get("ordering") or []
     df = _hand(study, fam, metric)
@@ -63,7 +63,7 @@ def ordering_check(study: Study, fam: FamilyView, metric: str) -> list[str]:
     return out
 
 
-def headlines(study: Study, fam: FamilyView) -> list[str]:
+def headlines(study: Results, fam: FamilyView) -> list[str]:
     metric = study.primary_metric
     h = study.chain.hand
     df = _hand(study, fam, metric)
@@ -138,7 +138,7 @@ def headlines(study: Study, fam: FamilyView) -> list[str]:
     return out
 
 
-def _changed(study: Study, fam: FamilyView, what: str, who: str) -> str:
+def _changed(study: Results, fam: FamilyView, what: str, who: str) -> str:
     """'without <who> N verdict(s) change: <the first three, with and without>' (Machine states lists all)."""
     rows = study.without_rows(what)
     rows = rows[rows["scheme"].isin(fam.schemes) & (rows[f"without_{what}_verdict"] != rows["verdict"])]
@@ -149,7 +149,7 @@ def _changed(study: Study, fam: FamilyView, what: str, who: str) -> str:
             + (" and more" if len(rows) > 3 else "") + " (all under Machine states and shared CPUs).")
 
 
-def compiler_sentences(study: Study, fam: FamilyView, metric: str) -> list[str]:
+def compiler_sentences(study: Results, fam: FamilyView, metric: str) -> list[str]:
     """Per headline op and compiler_view stage: the largest factor any compiler reaches."""
     from .tables import compiler_rows
 
@@ -175,7 +175,7 @@ def compiler_sentences(study: Study, fam: FamilyView, metric: str) -> list[str]:
     return out
 
 
-def _instruction_clause(study: Study, fam: FamilyView, op: str, stage: str, metric: str) -> str:
+def _instruction_clause(study: Results, fam: FamilyView, op: str, stage: str, metric: str) -> str:
     """For a time metric, what the exact instruction counts of the same stage say (results/ilp)."""
     from .phase2 import read_result
 
@@ -202,7 +202,7 @@ def _instruction_clause(study: Study, fam: FamilyView, op: str, stage: str, metr
 
 # -- methods, provenance, warnings ----------------------------------------------------------
 
-def methods(study: Study) -> list[tuple[str, str]]:
+def methods(study: Results) -> list[tuple[str, str]]:
     """The design as the data recorded it (summary.json), never as study.toml says now."""
     g = study.get
     sm = study.summary.get("study") or {}
@@ -248,7 +248,7 @@ def methods(study: Study) -> list[tuple[str, str]]:
     return [(k, "n/a" if v is None or v == "" else str(v)) for k, v in rows]
 
 
-def states(study: Study) -> list[dict]:
+def states(study: Results) -> list[dict]:
     """The comparisons whose jobs fall into two states and those that use jobs that shared their CPU,
     each with its verdict with all jobs and without the minority's (the shared) jobs."""
     out = []
@@ -275,7 +275,7 @@ def _other_adjust(fam: dict) -> str:
             f"{other.get('verdicts_changed')} verdict(s)")
 
 
-def _achieved(study: Study) -> str:
+def _achieved(study: Results) -> str:
     """The levels the comparisons' intervals achieve (analyze's ci_level), as the tables print them."""
     c = study.comparisons
     return Levels.of(c.loc[c["speedup"].notna(), "ci_level"]).text("each row's ci_level") \
@@ -318,7 +318,7 @@ def _jobs_summary(jobs: dict) -> list[tuple[str, str]]:
     return out
 
 
-def provenance(study: Study) -> list[tuple[str, list[tuple[str, str]]]]:
+def provenance(study: Results) -> list[tuple[str, list[tuple[str, str]]]]:
     """The manifest, condensed for a reader: machine, source, tool, variants, jobs (the file keeps it all)."""
     m = study.manifest
     sections = []
@@ -386,7 +386,7 @@ def _groups_list(df, limit=8) -> str:
     return ", ".join(items) + (f" and {more} more" if more > 0 else "")
 
 
-def warnings(study: Study, figures: list[FigureResult], notes: list[str]) -> list[Warning_]:
+def warnings(study: Results, figures: list[FigureResult], notes: list[str]) -> list[Warning_]:
     out = []
     for w in study.summary.get("warnings") or []:
         text = w.get("message") or w.get("text") or str(w) if isinstance(w, dict) else str(w)
@@ -423,7 +423,7 @@ def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
 
 
-def write_html(study: Study, outdir: Path, figures: list[FigureResult], tables: list[Table],
+def write_html(study: Results, outdir: Path, figures: list[FigureResult], tables: list[Table],
                notes: list[str], reference: str | None = None, extra_figures: list[FigureResult] | None = None,
                extra_tables: list[Table] | None = None, findings: dict[str, list[str]] | None = None,
                attribution: tuple[list, list, dict] | None = None,

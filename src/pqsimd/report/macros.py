@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from . import fmt
-from ..results import Study, interval
+from ..results import Results, interval
 
 _ONES = ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten", "Eleven",
          "Twelve", "Thirteen", "Fourteen", "Fifteen", "Sixteen", "Seventeen", "Eighteen", "Nineteen"]
@@ -81,7 +81,7 @@ def _tex_value(s: str) -> str:
     return s.replace("%", r"\%").replace("_", r"\_")
 
 
-def _what(study: Study, stage: str, base: str, var: str, compiler: str, base_compiler: str) -> str:
+def _what(study: Results, stage: str, base: str, var: str, compiler: str, base_compiler: str) -> str:
     ch = study.chain
     if stage == "cross_compiler":
         return "Compiler" + camel(base) + camel(compiler, join_alpha=True)
@@ -103,7 +103,7 @@ def _what(study: Study, stage: str, base: str, var: str, compiler: str, base_com
     return what
 
 
-def build_macros(study: Study) -> MacroSet:
+def build_macros(study: Results) -> MacroSet:
     ms = MacroSet()
     # the study's design
     for name, keys, f in (

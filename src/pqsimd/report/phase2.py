@@ -61,7 +61,7 @@ def _job_counter_status(manifest: dict) -> dict | None:
 
 
 def counters_section(groups: pd.DataFrame, manifest: dict, ticks: str) -> Section:
-    """`ticks`: the study's tick unit (results.Study.unit)."""
+    """`ticks`: the study's tick unit (results.Results.unit)."""
     title = "Hardware counters"
     present = set(groups["metric"].unique()) if groups is not None and not groups.empty and "metric" in groups.columns else set()
     have = {m for m in present if m in COUNTER_METRICS}

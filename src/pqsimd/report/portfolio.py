@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from . import fmt, style  # noqa: E402
-from ..results import Levels, Study, read_table  # noqa: E402
+from ..results import Levels, Results, read_table  # noqa: E402
 
 E2E = "end-to-end"
 COLUMNS = ["family", "family_title", "scheme", "scheme_label", "op", "op_label", "role", "kind", "kind_label",
@@ -26,7 +26,7 @@ KIND_COLOURS = [style.OKABE_ITO[c] for c in ("blue", "vermillion", "bluish_green
                                               "sky_blue", "black", "grey", "yellow")] + ["#7F3800", "#053061"]
 
 
-def rows(study: Study, metric: str | None = None) -> pd.DataFrame:
+def rows(study: Results, metric: str | None = None) -> pd.DataFrame:
     """One row per (family, parameter set, portfolio op): the hand-SIMD comparison's estimate and
     interval (n/a with the reason where the family has no hand-SIMD build)."""
     metric = metric or study.primary_metric
@@ -70,7 +70,7 @@ def _order(df: pd.DataFrame) -> list[tuple[str, str, str]]:
                                                                      df.loc[df["kind"] == k, "op"]))]
 
 
-def figure(study: Study, df: pd.DataFrame, outdir: Path, name: str) -> dict:
+def figure(study: Results, df: pd.DataFrame, outdir: Path, name: str) -> dict:
     from .figures import RC, _save
 
     order = _order(df)
@@ -111,7 +111,7 @@ def figure(study: Study, df: pd.DataFrame, outdir: Path, name: str) -> dict:
         return _save(fig, outdir, name)
 
 
-def table(study: Study, df: pd.DataFrame):
+def table(study: Results, df: pd.DataFrame):
     from .tables import Cell, Table
 
     body, data = [], []
@@ -140,7 +140,7 @@ def table(study: Study, df: pd.DataFrame):
                  rows=body, data=pd.DataFrame(data), align="lllll")
 
 
-def portfolio_parts(study: Study, outdir: Path) -> tuple[list, list]:
+def portfolio_parts(study: Results, outdir: Path) -> tuple[list, list]:
     """([FigureResult], [Table]) of the portfolio view; empty unless a family of the study has one."""
     from .figures import FigureResult
     from .tables import write_table

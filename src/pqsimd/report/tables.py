@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..model import Design
 from . import files, fmt, style
-from ..results import FamilyView, Levels, Study, interval
+from ..results import FamilyView, Levels, Results, interval
 
 UNRELIABLE = "†"
 # marks beside a speedup (faster needs none): the verdict legend of every table says what they mean
@@ -122,7 +122,7 @@ def speedup_cell(row: dict | None, with_ci: bool = True, verdict: bool = False, 
     return Cell(text, latex)
 
 
-def _notes_common(study: Study, rows: list[dict]) -> list[str]:
+def _notes_common(study: Results, rows: list[dict]) -> list[str]:
     notes = []
     if any(r and not _ci_pair(r)[2] for r in rows):
         notes.append(f"{UNRELIABLE} interval below the study's confidence (too few jobs): [min, max] of the job "
@@ -135,21 +135,21 @@ def row_levels(rows: list[dict]) -> Levels:
     return Levels.of(r.get("ci_level") for r in rows if r and not fmt.is_missing(r.get("speedup")))
 
 
-def _ci_name(study: Study, rows: list[dict]) -> str:
+def _ci_name(study: Results, rows: list[dict]) -> str:
     what = ("order-statistic interval of the jobs' ratios" if study.design == Design.PAIRED
             else "job-level t interval")
     return (f"{what} at {row_levels(rows).text()} (the level each interval achieves; the family's target "
             f"{fmt.level(study.summary.get('ci_level'))}, multiplicity-adjusted)")
 
 
-def _design(study: Study) -> str:
+def _design(study: Results) -> str:
     return (" Paired design: every variant timed in each job in a per-spin random order; speedups are medians of "
             "the jobs' ratios." if study.design == Design.PAIRED else "")
 
 
 # -- table 1 --------------------------------------------------------------------------------
 
-def reference_frame(study: Study, fam: FamilyView) -> tuple[pd.DataFrame | None, str]:
+def reference_frame(study: Results, fam: FamilyView) -> tuple[pd.DataFrame | None, str]:
     """The family's published reference table (summary.json), indexed by op, and what it is."""
     ref = (study.summary.get("families") or {}).get(fam.name, {}).get("reference")
     if not ref or not ref.get("rows"):
@@ -162,7 +162,7 @@ def reference_frame(study: Study, fam: FamilyView) -> tuple[pd.DataFrame | None,
     return df, " ".join(ref.get("about", [])[:2])
 
 
-def table1_hand_simd(study: Study, fam: FamilyView, metric: str, reference: str | None = None) -> Table:
+def table1_hand_simd(study: Results, fam: FamilyView, metric: str, reference: str | None = None) -> Table:
     h = study.chain.hand
     schemes = fam.schemes
     paper, about = reference_frame(study, fam) if reference == "paper" else (None, "")
@@ -223,7 +223,7 @@ def table1_hand_simd(study: Study, fam: FamilyView, metric: str, reference: str 
 
 # -- full table -----------------------------------------------------------------------------
 
-def _columns(study: Study, fam: FamilyView, metric: str) -> list[tuple[str, str, str, str]]:
+def _columns(study: Results, fam: FamilyView, metric: str) -> list[tuple[str, str, str, str]]:
     """(key, header, baseline, variant): every chain stage, the total, the further comparisons, the extras."""
     ch = study.chain
     cols = [(s.stage, s.label, s.base, s.variant) for s in ch.steps]
@@ -239,7 +239,7 @@ def _columns(study: Study, fam: FamilyView, metric: str) -> list[tuple[str, str,
     return [c for c in cols if (c[2], c[3]) in pairs]
 
 
-def table_full(study: Study, fam: FamilyView, metric: str) -> Table:
+def table_full(study: Results, fam: FamilyView, metric: str) -> Table:
     cols = _columns(study, fam, metric)
     h = study.chain.hand
     base_var = h.base if h else study.variants[0]
@@ -283,7 +283,7 @@ def table_full(study: Study, fam: FamilyView, metric: str) -> Table:
 
 # -- decomposition --------------------------------------------------------------------------
 
-def table_decomposition(study: Study, fam: FamilyView, metric: str) -> Table:
+def table_decomposition(study: Results, fam: FamilyView, metric: str) -> Table:
     df = study.decomposition
     ch = study.chain
     if not df.empty:
@@ -331,7 +331,7 @@ def table_decomposition(study: Study, fam: FamilyView, metric: str) -> Table:
 
 # -- compilers ------------------------------------------------------------------------------
 
-def compiler_rows(study: Study, fam: FamilyView, metric: str) -> pd.DataFrame:
+def compiler_rows(study: Results, fam: FamilyView, metric: str) -> pd.DataFrame:
     """One row per (scheme, op, compiler): the compiler_view stages and the hand stage, from comparisons."""
     ch = study.chain
     stages = [s for s in (*ch.compiler_view, ch.hand.stage if ch.hand else None) if s and ch.step(s)]
@@ -354,7 +354,7 @@ def compiler_rows(study: Study, fam: FamilyView, metric: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def table_compilers(study: Study, fam: FamilyView, metric: str) -> Table | None:
+def table_compilers(study: Results, fam: FamilyView, metric: str) -> Table | None:
     data = compiler_rows(study, fam, metric)
     if data.empty:
         return None
@@ -417,7 +417,7 @@ def write_table(table: Table, outdir: Path, suffix: str = "") -> dict[str, Path]
     return out
 
 
-def make_tables(study: Study, outdir: Path, reference: str | None = None) -> list[tuple[Table, dict]]:
+def make_tables(study: Results, outdir: Path, reference: str | None = None) -> list[tuple[Table, dict]]:
     """All tables of every family, for every metric (the primary metric's without a suffix), into
     outdir/<family>/."""
     out = []

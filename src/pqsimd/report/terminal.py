@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..errors import PqsimdError
 from . import fmt, style
-from ..results import Levels, Study, interval, load_study
+from ..results import Levels, Results, interval, load_study
 
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "~": "dim", "same": "cyan", "withheld": "magenta",
                  fmt.NA: "yellow"}
@@ -72,7 +72,7 @@ def _check_choice(value, allowed, what: str, flag: str) -> None:
         raise PqsimdError(f"no {what} {value!r} in this study; {flag} one of: {', '.join(allowed) or 'none'}")
 
 
-def own_comparison(study: Study, variant: str) -> tuple[str, str] | None:
+def own_comparison(study: Results, variant: str) -> tuple[str, str] | None:
     """(stage, baseline) a variant is shown against: its chain step, else the extra baseline."""
     ch = study.chain
     step = next((s for s in (*ch.steps, *ch.also) if s.variant == variant), None)
@@ -84,7 +84,7 @@ def own_comparison(study: Study, variant: str) -> tuple[str, str] | None:
 
 
 def show_study(directory, metric: str | None = None, stage: str | None = None, compiler: str | None = None,
-               console: Console | None = None, beside: Path | None = None) -> Study:
+               console: Console | None = None, beside: Path | None = None) -> Results:
     """Print the study's results, grouped by family: per parameter set, op and variant, median ± CI,
     speedup [CI] against the variant's own stage, δ, p, verdict; with `beside` (a study of another
     ISA) the cross-ISA lines after them."""
@@ -186,7 +186,7 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     return study
 
 
-def _show_table(title: str, unit: str, body: list, study: Study, notes: _Footnotes) -> Table:
+def _show_table(title: str, unit: str, body: list, study: Results, notes: _Footnotes) -> Table:
     """One parameter set's table of `show`: every interval with the level analyze computed for it, in
     the header when the table's intervals share one, else after each interval."""
     rows = [b for b in body if b is not None]
@@ -231,7 +231,7 @@ def _show_table(title: str, unit: str, body: list, study: Study, notes: _Footnot
 WITHOUT_LINES = 12  # comparisons listed per block; the rest are in comparisons.csv
 
 
-def _without(study: Study, con: Console) -> None:
+def _without(study: Results, con: Console) -> None:
     """The comparisons whose jobs fall into two states, and those that use jobs that shared their CPU:
     each verdict with all jobs and without the minority's (the shared) jobs, the changed ones first."""
     for what, title, note in (("minority", "Regimes", study.regime_note()),
@@ -251,7 +251,7 @@ def _without(study: Study, con: Console) -> None:
         con.print()
 
 
-def _attribution(study: Study, metric: str, compiler: str | None, con: Console) -> None:
+def _attribution(study: Results, metric: str, compiler: str | None, con: Console) -> None:
     """Where inside an ablated implementation the speedup comes from: each kernel group's Shapley
     share of C -> native with its interval, per op and parameter set (results/attribution)."""
     att = study.attribution
@@ -289,7 +289,7 @@ def _attribution(study: Study, metric: str, compiler: str | None, con: Console) 
         con.print()
 
 
-def _portfolio(study: Study, metric: str, con: Console) -> None:
+def _portfolio(study: Results, metric: str, con: Console) -> None:
     """Across the study's families: the hand-SIMD factor of end-to-end ops and dominant kernels,
     grouped by the kind of mathematics (report/portfolio.py selects them from the comparisons)."""
     from .portfolio import _order, rows
@@ -319,7 +319,7 @@ def _portfolio(study: Study, metric: str, con: Console) -> None:
 
 # -- compare ---------------------------------------------------------------------------------
 
-def _who(study: Study) -> str:
+def _who(study: Results) -> str:
     m = study.manifest.get("machine") if isinstance(study.manifest.get("machine"), dict) else {}
     bits = [str(m[k]) for k in ("hostname", "cpu_model") if m.get(k)]
     return f"{study.directory}" + (f" ({', '.join(bits)})" if bits else "")

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from . import fmt, style  # noqa: E402
-from ..results import Study, load_study, read_json, read_table  # noqa: E402
+from ..results import Results, load_study, read_json, read_table  # noqa: E402
 from ..studydir import StudyDir  # noqa: E402
 
 OP_COLOURS = [style.OKABE_ITO[c] for c in ("blue", "vermillion", "bluish_green", "orange", "reddish_purple", "sky_blue",
@@ -29,7 +29,7 @@ def shown_stages(t: pd.DataFrame, info: dict) -> list[str]:
     """The stages the figure and sentences read: every step that ends at the chain's hand-SIMD variant
     (hand_simd: from the plain C; compiler_vs_hand_*: from the same C with the vector extension, where
     the hand-written code's own share shows), and `extra` (a family's own vector variant against ref)."""
-    from ..results import Chain
+    from ..model import Chain
 
     hand = Chain.from_dict(info.get("chain")).hand
     stages = [s for s in dict.fromkeys(t["stage"]) if hand is not None and (t[t["stage"] == s]["variant"] == hand.variant).all()]
@@ -46,7 +46,7 @@ def load(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     return t, c, read_json(StudyDir(directory).results("vlen.json"))
 
 
-def _study(info: dict) -> Study | None:
+def _study(info: dict) -> Results | None:
     """The first length's study: its families name the parameter sets and ops."""
     for sub in (info.get("studies") or {}).values():
         try:
@@ -56,12 +56,12 @@ def _study(info: dict) -> Study | None:
     return None
 
 
-def _label(study: Study | None, scheme: str, op: str) -> str:
+def _label(study: Results | None, scheme: str, op: str) -> str:
     fam = study.family_of(scheme) if study else None
     return f"{fam.scheme_label(scheme) if fam else scheme} {fam.label(op) if fam else op}"
 
 
-def _keys(t: pd.DataFrame, study: Study | None, stages=None) -> list[tuple[str, str, str, str, str]]:
+def _keys(t: pd.DataFrame, study: Results | None, stages=None) -> list[tuple[str, str, str, str, str]]:
     """(scheme, op, stage, baseline, variant) in the study's order."""
     d = t if stages is None else t[t["stage"].isin(stages)]
     keys = list(dict.fromkeys(zip(d["scheme"], d["op"], d["stage"], d["baseline"], d["variant"])))
@@ -85,7 +85,7 @@ def _ratios(t: pd.DataFrame, key) -> dict[int, pd.Series]:
     return {int(r["vlen"]): r for _, r in d.iterrows()}
 
 
-def sentences(t: pd.DataFrame, c: pd.DataFrame, info: dict, study: Study | None) -> list[str]:
+def sentences(t: pd.DataFrame, c: pd.DataFrame, info: dict, study: Results | None) -> list[str]:
     ref = info.get("reference")
     out = []
     for key in _keys(t, study, shown_stages(t, info)):
@@ -117,7 +117,7 @@ def sentences(t: pd.DataFrame, c: pd.DataFrame, info: dict, study: Study | None)
     return out
 
 
-def figure_ops(study: Study | None, scheme: str) -> set[str] | None:
+def figure_ops(study: Results | None, scheme: str) -> set[str] | None:
     """The ops the figure draws for a family: its portfolio's end-to-end ops and dominant kernels
     ([views.portfolio]); None (every op) for a family without one."""
     fam = study.family_of(scheme) if study else None
@@ -126,7 +126,7 @@ def figure_ops(study: Study | None, scheme: str) -> set[str] | None:
     return set(ops) or None
 
 
-def figure(t: pd.DataFrame, info: dict, study: Study | None, outdir: Path, name: str) -> dict:
+def figure(t: pd.DataFrame, info: dict, study: Results | None, outdir: Path, name: str) -> dict:
     from .figures import RC, _save
 
     stages = shown_stages(t, info)
@@ -163,7 +163,7 @@ def figure(t: pd.DataFrame, info: dict, study: Study | None, outdir: Path, name:
         return _save(fig, outdir, name)
 
 
-def table(t: pd.DataFrame, info: dict, study: Study | None):
+def table(t: pd.DataFrame, info: dict, study: Results | None):
     from .tables import Cell, Table
 
     vlens = info.get("vlens") or sorted(t["vlen"].unique())
