@@ -255,6 +255,26 @@ def job_log_ratios(base: Group, var: Group) -> tuple[list[str], np.ndarray] | No
     return list(base.job_ids), base.summary.log_median - np.array([lv[j] for j in base.job_ids])
 
 
+def copy_log_ratios(base: Group, var: Group) -> list[np.ndarray] | None:
+    """Per job (base's job order), the log ratios of its laid-out copy pairs: copy l of the baseline
+    against copy l of the variant (timed in the same spins) where both have the same copies, else
+    every copy of one against every copy of the other; None unless both are laid out, paired."""
+    bl, vl = base.copy_logs(), var.copy_logs()
+    if bl is None or vl is None or set(base.job_ids) != set(var.job_ids):
+        return None
+    vpos = {j: i for i, j in enumerate(var.job_ids)}
+    bi, vi = base.copy_index(), var.copy_index()
+    out = []
+    for j, jid in enumerate(base.job_ids):
+        k = vpos[jid]
+        b, v = bl[j], vl[k]
+        if np.array_equal(bi[j], vi[k]):
+            out.append(b - v)
+        else:
+            out.append((b[:, None] - v[None, :]).ravel())
+    return out
+
+
 def spin_log_ratios(base: Group, var: Group) -> tuple[np.ndarray, np.ndarray] | None:
     """Per-spin log ratios of the (job, spin) pairs both groups have, in job then spin order, with job
     codes in base's job order (for drift); None when no spin pairs."""
@@ -312,7 +332,10 @@ def pair_evidence(base: Group, var: Group, settings: Settings, test: tuple[Evide
     jl = job_log_ratios(base, var)
     if jl is not None:
         ids, logs = jl
-        ev, design = Evidence.sign(logs), "paired"
+        cl = copy_log_ratios(base, var)
+        ev, design = (Evidence.csign(cl) if cl is not None else Evidence.sign(logs)), "paired"
+        if ev.kind == "csign":  # a job's log ratio: the median of its copy pairs' (two: their mean)
+            logs = np.array([float(np.median(c)) for c in cl])
     else:
         if test is None:  # not planned by separate_tests (a caller's own pair): the per-group test
             test = _evidence(job_test(base.summary, var.summary, alpha=settings.alpha, min_df=MIN_DF), 0)
@@ -374,7 +397,7 @@ def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: flo
 def _mde(row: dict, ev: Evidence, gamma: float, threshold: float) -> tuple[float, str]:
     """The row's minimum detectable speedup (power POWER, a `faster` verdict at the family's level)."""
     try:
-        if ev.kind == "sign":
+        if ev.kind in ("sign", "csign"):
             x = ev.logs
             sigma = 1.4826 * float(np.median(np.abs(x - np.median(x))))
             out = mde_sign(ev.n, gamma, sigma, threshold, POWER)
@@ -385,7 +408,7 @@ def _mde(row: dict, ev: Evidence, gamma: float, threshold: float) -> tuple[float
     except ValueError:
         return math.nan, ""
     if not math.isfinite(out):
-        return math.nan, f"mde n/a: J = {ev.n} cannot reach the family's level" if ev.kind == "sign" else \
+        return math.nan, f"mde n/a: J = {ev.n} cannot reach the family's level" if ev.kind in ("sign", "csign") else \
             f"mde n/a: no speedup below e^50 reaches power {POWER:g}"
     return out, ""
 
@@ -403,7 +426,7 @@ def finish_family(df: pd.DataFrame, settings: Settings,
     stage = df["stage"].to_numpy(dtype=object) if len(df) else np.zeros(0, object)
     pdec = np.full(len(df), np.nan)
     for i, ev in enumerate(evs):
-        if isinstance(ev, Evidence) and ev.kind in ("sign", "t", "exact"):
+        if isinstance(ev, Evidence) and ev.kind in ("sign", "csign", "t", "exact"):
             pdec[i] = ev.decision_p(band)[0]
     member = np.array([isinstance(ev, Evidence) and ev.in_family for ev in evs], dtype=bool) & (stage != AA_STAGE)
     fam = level or family_level(np.where(member, pdec, np.nan), settings.alpha, settings.adjust)
@@ -468,7 +491,8 @@ def _regimes(df: pd.DataFrame, settings: Settings) -> None:
     idx, rows, keys = [], [], []
     for i, (ev, ids, logs, r) in enumerate(zip(df["_ev"], df["_job_ids"], df["_job_logs"],
                                                 df.itertuples(index=False))):
-        if isinstance(ev, Evidence) and ev.kind == "sign" and r.design == "paired" and isinstance(ids, list):
+        if isinstance(ev, Evidence) and ev.kind in ("sign", "csign") and r.design == "paired" \
+                and isinstance(ids, list):
             idx.append(i)
             rows.append(regime_mod.Row((r.metric, r.scheme, frozenset(ids)), r.op, tuple(ids), np.asarray(logs),
                                        ev.res))
