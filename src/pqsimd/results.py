@@ -23,7 +23,7 @@ from . import store
 from .studydir import StudyDir
 
 RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa", "jobs", "attribution")
-SCHEMA_VERSION = 6  # what this reader understands (analyze writes the same)
+SCHEMA_VERSION = 7  # what this reader understands (analyze writes the same)
 
 
 class Step(tuple):

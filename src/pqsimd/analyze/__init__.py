@@ -35,13 +35,16 @@ from ..studydir import StudyDir
 
 __all__ = ["analyze_study", "Settings"]
 
-RESULTS_SCHEMA_VERSION = 6  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
+RESULTS_SCHEMA_VERSION = 7  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
 # 3: job-level test columns, verdicts same/withheld, variance components; 4: one estimand and one
 # interval per comparison (speedup, ci_*, ci_level, method, p_decision), the family level, jobs table;
 # 5: every derived interval's level (decomposition factor_/share_*_ci_level, attribution *_ci_level);
 # 6: the job-state regime test (comparisons regime_p, regime_dip_p, regime_jobs, without_minority_*), jobs
 # that shared their CPU (jobs shared_cpu, cpu_waited_fraction; groups and comparisons shared_cpu_jobs;
-# comparisons without_shared_*; summary shared_cpu)
+# comparisons without_shared_*; summary shared_cpu); 7: the typical layout of a laid-out paired comparison
+# (method csign: the clustered sign interval over jobs x copies; a laid-out job's value the median of its
+# copies), comparisons identical_code_how and cliff_finding, summary estimand, layout copies (copies per job
+# the measured layout variance asks for) and family units (comparisons sharing a cliff copy counted once)
 
 def study_context(directory: Path, study: dict) -> dict:
     """What the analysis needs to know beyond the raw data, from the study's own records: the chain
@@ -298,16 +301,23 @@ def _split_alone(data) -> tuple[pd.DataFrame, pd.DataFrame]:
     return out, alone_jobs
 
 
-def _code_hashes(directory: Path) -> dict[tuple[str, str, str, str], str]:
-    """(variant, compiler, scheme, op) -> hash of the op's instructions, from the gate records."""
+def _code_hashes(directory: Path, key: str = "code") -> dict[tuple[str, str, str, str], str]:
+    """(variant, compiler, scheme, op) -> hash of the op's instructions, from the gate records (key
+    `code`; `code_commuted`: up to commuted operands, verify/codehash.py)."""
     out = {}
     sd = StudyDir(directory)
     for path in sorted(sd.gate_dir.glob("*.json")) if sd.gate_dir.is_dir() else []:
         g = sd.read_gate(path.stem) or {}
-        for scheme, ops in (g.get("code") or {}).items():
+        for scheme, ops in (g.get(key) or {}).items():
             for op, h in (ops or {}).items():
                 out[(g.get("variant"), g.get("compiler"), scheme, op)] = h
     return out
+
+
+def _instruction_counts(groups) -> dict[tuple[str, str, str, str], float]:
+    """(variant, compiler, scheme, op) -> exact instructions per call, where the study counted them."""
+    return {(g.variant, g.compiler, g.scheme, g.op): float(g.median) for g in groups.values()
+            if g.metric == "instructions" and g.deterministic}
 
 
 def _layout_record(directory: Path, laid: pd.DataFrame) -> dict:
@@ -446,7 +456,10 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     elif comparisons.empty:
         warnings.append("no comparisons: no pair of the study's variants forms a stage, cumulative or extra comparison")
     if len(comparisons):  # both builds run the same instructions for the op (the gate's code hashes)
-        comparisons["identical_code"] = layout_mod.identical_code(comparisons, _code_hashes(directory)).to_numpy()
+        how = layout_mod.identical_code_how(comparisons, _code_hashes(directory),
+                                            _code_hashes(directory, "code_commuted"), _instruction_counts(groups))
+        comparisons["identical_code"] = (how != "").to_numpy()
+        comparisons["identical_code_how"] = how.to_numpy()
     main = comparisons[comparisons["stage"] != AA_STAGE] if len(comparisons) else comparisons
     # (ablation rows are comparisons like any other: in the table and the family; attribution reads them)
     decomposition = decompose(main, chain, settings.threshold,

@@ -51,7 +51,7 @@ def layout_component(group) -> dict:
     return out
 
 
-def identical_code(comparisons: pd.DataFrame, code: dict[tuple[str, str, str, str], str]) -> pd.Series:
+def identical_code(comparisons: pd.DataFrame, code: dict[tuple[str, str, str, str], str]) -> pd.Series:  # (older callers)
     """Per comparison row: both builds run the same instructions for the op (code: (variant, compiler,
     scheme, op) -> hash of the op's normalized call tree, from the gate records)."""
     if not len(comparisons) or not code:
@@ -65,17 +65,63 @@ def identical_code(comparisons: pd.DataFrame, code: dict[tuple[str, str, str, st
     return comparisons.apply(same, axis=1).astype(bool)
 
 
+HOW = ("same instructions", "commuted operands", "equal instruction counts")
+
+
+def identical_code_how(comparisons: pd.DataFrame, code: dict, commuted: dict | None = None,
+                       counts: dict | None = None) -> pd.Series:
+    """Per comparison row, why both builds run the same code for the op, or "": `same instructions`
+    (the gate's hashes of the normalized call trees agree), `commuted operands` (they agree up to
+    commuted operands, verify/codehash.commuted), `equal instruction counts` (neither hash is
+    recorded, and the study's exact instruction counts per call agree: the same work, not proven the
+    same code). code, commuted: (variant, compiler, scheme, op) -> hash; counts: -> instructions."""
+    if not len(comparisons):
+        return pd.Series("", index=comparisons.index, dtype=object)
+    commuted, counts = commuted or {}, counts or {}
+
+    def how(r) -> str:
+        kb = (r["baseline"], r["baseline_compiler"], r["scheme"], r["op"])
+        kv = (r["variant"], r["compiler"], r["scheme"], r["op"])
+        a, b = code.get(kb), code.get(kv)
+        if a is not None and a == b:
+            return HOW[0]
+        ca, cb = commuted.get(kb), commuted.get(kv)
+        if ca is not None and ca == cb:
+            return HOW[1]
+        if a is None and b is None and kb in counts and counts.get(kb) == counts.get(kv):
+            return HOW[2]
+        return ""
+
+    return comparisons.apply(how, axis=1).astype(object)
+
+
+def zero_miss_bound(n: int, confidence: float = 0.95) -> float:
+    """The largest miss rate that n intervals without a miss still leave possible (one-sided, at
+    `confidence`): 1 - (1 - confidence)^(1/n); 1 with no rows."""
+    return 1.0 - (1.0 - confidence) ** (1.0 / n) if n else 1.0
+
+
 def identical_code_check(comparisons: pd.DataFrame, gamma: float) -> dict:
     """The calibration check: of n timed comparisons of identical code, how many got a faster/slower
     verdict, against what the family's level allows (each such verdict is a miss of its interval:
-    at most about gamma x n are expected)."""
+    at most about gamma x n are expected), and the check's size: how many rows by which rule, the
+    miss rate that n rows without a false verdict still allow, and how many rows it would take to
+    test the family's level (n with (1 - 0.95)^(1/n) <= gamma... i.e. zero misses in n rows ruling
+    out a miss rate above gamma at 95%)."""
     rows = comparisons[comparisons["identical_code"] & (comparisons["metric"] == "ticks")] \
         if "identical_code" in comparisons else comparisons.iloc[:0]
     wrong = rows[rows["verdict"].isin(["faster", "slower"])]
+    how = rows["identical_code_how"].value_counts().to_dict() if "identical_code_how" in rows else {}
+    n = int(len(rows))
+    need = int(np.ceil(np.log(0.05) / np.log(1.0 - gamma))) if 0 < gamma < 1 else 0
     return {
-        "n": int(len(rows)),
+        "n": n,
+        "by": {str(k): int(v) for k, v in how.items()},
         "verdicts": int(len(wrong)),
         "expected_at_most": round(float(gamma) * len(rows), 2),
+        "miss_rate_bound": round(zero_miss_bound(n), 4),
+        "rows_to_test_level": need,
+        "can_test_level": bool(n >= need and need > 0),
         "rows": [f"{r.scheme} {r.op} {r.baseline} → {r.variant} ({r.compiler}): {r.verdict} {r.speedup:.3f}×"
                  for r in wrong.itertuples()],
     }
