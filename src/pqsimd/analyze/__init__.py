@@ -445,11 +445,12 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     ablations = _ablations(directory)
     shared = shared_cpu_jobs(data.jobs)
     groups_df["shared_cpu_jobs"] = [len(shared.intersection(g.job_ids)) for g in groups.values()]
+    cliff_tables = _cliff_tables(directory, groups)  # comparisons that share a cliff copy: one finding
     comparisons, cwarn, fam, drift_rec = compare_all(
         groups, chain, variants, compilers, ops_order, settings, priors=priors, skip_ops=self_checks, aa=aa_pairs,
         ablation_cells=[(a.base, [v for v in a.cells if v != a.base]) for a in ablations if a.base],
         not_timed=_absent_ops(directory) | _not_timed(directory), skipped=_skipped(directory, ctx["families"]),
-        shared_jobs=shared)
+        shared_jobs=shared, cliff_copies=cliff_tables[0])
     warnings += cwarn
     if len(present) < 2:
         warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")
@@ -562,7 +563,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     _write_or_remove(crossimpl_mod.crossimpl_table(main, ctx["chain"]), results, "crossimpl")
     _write_or_remove(crossimpl_mod.counterparts_table(main, groups_df, ctx["families"], ctx["chain"]), results,
                      "counterparts")
-    cliff_rec = _write_cliffs(directory, results, groups, settings.threshold)
+    cliff_rec = _write_cliffs(directory, results, cliff_tables, settings.threshold)
     if cliff_rec.get("flagged"):
         top = cliff_rec["findings"][0]
         warnings.append(f"cliffs: {cliff_rec['flagged']} of {cliff_rec['groups']} groups have a laid-out copy far slower "
@@ -670,8 +671,8 @@ def _alone_matched(directory: Path) -> bool:
     return st.get("layout") == "random" and st.get("alone_layouts") == "paired"
 
 
-def _write_cliffs(directory: Path, results: Path, groups: dict, threshold: float) -> dict:
-    """results/copies and results/cliffs (analyze/cliffs.py) of a laid-out study; nothing otherwise."""
+def _cliff_tables(directory: Path, groups: dict):
+    """(copies, cliffs, record) of analyze/cliffs.py for the study's laid-out groups."""
     from ..catalog import family_of
     from ..ids import build_id
     from . import cliffs as cliffs_mod
@@ -687,7 +688,14 @@ def _write_cliffs(directory: Path, results: Path, groups: dict, threshold: float
         except PqsimdError:
             return ""
 
-    copies, table, rec = cliffs_mod.cliff_tables(groups, layouts, build_of)
+    return cliffs_mod.cliff_tables(groups, layouts, build_of)
+
+
+def _write_cliffs(directory: Path, results: Path, tables, threshold: float) -> dict:
+    """results/copies and results/cliffs (analyze/cliffs.py) of a laid-out study; nothing otherwise."""
+    from . import cliffs as cliffs_mod
+
+    copies, table, rec = tables
     _write_or_remove(copies, results, "copies")
     _write_or_remove(table, results, "cliffs")
     retimed = cliffs_mod.retime_results(directory / "cliffs", threshold)  # `pqsimd cliffs DIR --retime`

@@ -43,7 +43,7 @@ COLUMNS = [
     "speedup", "ci_low", "ci_high", "ci_level", "method", "p_decision", "verdict", "reason", "mde",
     "cliffs_delta", "delta_ci_low", "delta_ci_high", "mwu_p", "regimes", "regime_p", "regime_dip_p", "regime_jobs",
     "drift", "drift_p", "drift_jobs", "deterministic", "n_base", "n_var", "jobs_base", "jobs_var", "median_base",
-    "median_var", "resolution", "resolution_limited", "nonpositive_spins", "shared_cpu_jobs",
+    "median_var", "resolution", "resolution_limited", "nonpositive_spins", "shared_cpu_jobs", "cliff_finding",
     *(f"without_{what}_{c}" for what in ("minority", "shared") for c in ("speedup", "ci_low", "ci_high", "ci_level",
                                                                           "verdict", "jobs")),
     "note",
@@ -413,8 +413,52 @@ def _mde(row: dict, ev: Evidence, gamma: float, threshold: float) -> tuple[float
     return out, ""
 
 
+def cliff_findings(df: pd.DataFrame, cliff_copies: pd.DataFrame | None) -> list[str]:
+    """Per row, the finding its evidence shares with others: rows whose baseline or variant group
+    holds a laid-out copy flagged as a cliff (analyze/cliffs.py) and rows that share such a copy
+    (transitively: one cliff copy moves every op it is slow in, and the comparisons of both builds next
+    to it in the chain) form one finding, named by its worst copy; "" for rows without a cliff copy."""
+    out = [""] * len(df)
+    if cliff_copies is None or not len(cliff_copies) or not len(df) or "cliff" not in cliff_copies:
+        return out
+    cl = cliff_copies[cliff_copies["cliff"].astype(bool)]
+    if not len(cl):
+        return out
+    by_group: dict[tuple, list[tuple]] = {}
+    worst: dict[tuple, float] = {}
+    for r in cl.itertuples(index=False):
+        cid = (str(r.scheme), str(r.variant), str(r.compiler), str(r.job), int(r.copy))
+        by_group.setdefault((str(r.metric), str(r.scheme), str(r.op), str(r.variant), str(r.compiler)), []).append(cid)
+        worst[cid] = max(worst.get(cid, 0.0), float(r.norm))
+    parent: dict = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    row_ids = []
+    for r in df[["metric", "scheme", "op", "baseline", "baseline_compiler", "variant", "compiler"]].itertuples(index=False):
+        ids = by_group.get((r.metric, r.scheme, r.op, r.baseline, r.baseline_compiler), []) + \
+            by_group.get((r.metric, r.scheme, r.op, r.variant, r.compiler), [])
+        row_ids.append(ids)
+        for a in ids[1:]:
+            parent[find(a)] = find(ids[0])
+        for a in ids[:1]:
+            find(a)
+    members: dict = {}
+    for cid in worst:
+        members.setdefault(find(cid), []).append(cid)
+    label = {}
+    for root, cids in members.items():
+        top = max(cids, key=lambda c: worst[c])
+        more = f" (+{len(cids) - 1} more cop{'y' if len(cids) == 2 else 'ies'})" if len(cids) > 1 else ""
+        label[root] = f"{top[0]} {top[1]} ({top[2]}) job {top[3]} copy {top[4]}, {worst[top]:.2f}×{more}"
+    return [label[find(ids[0])] if ids else "" for ids in row_ids]
+
+
 def finish_family(df: pd.DataFrame, settings: Settings,
-                  level: FamilyLevel | None = None) -> tuple[pd.DataFrame, FamilyLevel]:
+                  level: FamilyLevel | None = None, units: list | None = None) -> tuple[pd.DataFrame, FamilyLevel]:
     """The family's level from its members' decision p-values, then every row's interval at that level,
     its verdict (read off the interval), MDE, and the BH-adjusted regime and drift flags.
 
@@ -429,7 +473,9 @@ def finish_family(df: pd.DataFrame, settings: Settings,
         if isinstance(ev, Evidence) and ev.kind in ("sign", "csign", "t", "exact"):
             pdec[i] = ev.decision_p(band)[0]
     member = np.array([isinstance(ev, Evidence) and ev.in_family for ev in evs], dtype=bool) & (stage != AA_STAGE)
-    fam = level or family_level(np.where(member, pdec, np.nan), settings.alpha, settings.adjust)
+    if units is None and "cliff_finding" in df.columns and len(df):  # comparisons sharing a cliff copy: one unit
+        units = [f if isinstance(f, str) and f else ("row", i) for i, f in enumerate(df["cliff_finding"])]
+    fam = level or family_level(np.where(member, pdec, np.nan), settings.alpha, settings.adjust, units)
     out = df.copy()
     cols = {c: out[c].tolist() for c in ("speedup", "ci_low", "ci_high", "ci_level", "method", "verdict", "reason",
                                          "mde", "resolution_limited", "note")} if len(out) else {}
@@ -651,7 +697,8 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
                 aa: dict[str, str] | None = None, level: FamilyLevel | None = None,
                 ablation_cells: Sequence[tuple[str, list[str]]] = (),
                 not_timed: dict[tuple, str] | None = None,
-                skipped: dict[tuple, str] | None = None, shared_jobs: frozenset[str] | set[str] = frozenset()
+                skipped: dict[tuple, str] | None = None, shared_jobs: frozenset[str] | set[str] = frozenset(),
+                cliff_copies: pd.DataFrame | None = None
                 ) -> tuple[pd.DataFrame, list[str], FamilyLevel, dict]:
     """Every planned comparison's row, the family's level, verdicts, warnings and the drift record.
     skip_ops: ops never compared (the families' self-check op: ~0 by design, a harness check).
@@ -719,6 +766,7 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
 
     out = parallel_map(one, rows)
     df = pd.DataFrame(out, columns=COLUMNS + _HIDDEN)
+    df["cliff_finding"] = cliff_findings(df, cliff_copies)
     df, fam = finish_family(df, settings, level)
     if len(df):  # the verdicts without the regime's minority, and without the jobs that shared their CPU
         minority = [frozenset(str(j).split()) if f else frozenset() for f, j in zip(df["regimes"], df["regime_jobs"])]
