@@ -49,7 +49,7 @@ COLUMNS = [
     "note",
 ]
 # _job_logs: in _job_ids order (_ev's are sorted); _jobs: every job either side used
-_HIDDEN = ["_ev", "_job_ids", "_job_logs", "_drift_jobs_p", "_jobs"]
+_HIDDEN = ["_ev", "_job_ids", "_job_logs", "_copy_logs", "_drift_jobs_p", "_jobs"]  # _copy_logs: csign's pairs
 POWER = 0.8  # the power at which `mde` is stated
 WELCH_MIN_JOBS = 5  # separate design: per-op Welch from this many jobs a side, else the pooled test
 AA_STAGE = "aa"
@@ -373,7 +373,7 @@ def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: flo
     ev, design, ids, logs, how, res = pair_evidence(base, var, settings, test)
     row["design"] = design
     if design == "paired":
-        row.update(_job_ids=ids, _job_logs=logs)
+        row.update(_job_ids=ids, _job_logs=logs, _copy_logs=list(ev.copies) if ev.kind == "csign" else None)
     if how:
         notes.append(how)
     if math.isfinite(res):
