@@ -46,6 +46,18 @@ RESULTS_SCHEMA_VERSION = 7  # 2: compiler columns, design, chain and families in
 # copies), comparisons identical_code_how and cliff_finding, summary estimand, layout copies (copies per job
 # the measured layout variance asks for) and family units (comparisons sharing a cliff copy counted once)
 
+ESTIMAND = {
+    "laid_out": "the typical layout: with randomized layouts a speedup is the median, over process states (jobs) "
+                "and layouts (copies) together, of the ratio of one copy of the baseline to one copy of the variant "
+                "(copy l of both, timed in the same spins); it does not depend on how many copies a job times; its "
+                "interval is the clustered sign interval (method csign), jobs the clusters",
+    "fixed": "the median over jobs of the job ratio (method sign), the one layout the builds were linked in",
+    "not_estimated": "the expected cost over layouts (the geometric or arithmetic mean over all layouts): a cliff "
+                     "one layout in ten or fewer carries decides it, and J x L copies that drew none of it cannot "
+                     "bound it; cliffs are findings of their own (results/cliffs, cliff_finding), with their copies",
+}
+
+
 def study_context(directory: Path, study: dict) -> dict:
     """What the analysis needs to know beyond the raw data, from the study's own records: the chain
     (manifest, else the shipped one), the families of its schemes (their ops, labels and report
@@ -575,6 +587,9 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
                                       families=ctx["families"], isa=ctx["isa"])
     warnings += write_why_results(directory, results, groups_df, chain, cpt, ctx)
 
+    copies_rec = layout_mod.copies_record(main, (_layout_record(directory, laid) or {}).get("copies_per_job"))
+    if copies_rec.get("note"):
+        warnings.append(f"layouts: {copies_rec['note']}")
     jobs = data.jobs
     summary = {
         "isa": ctx["isa"],
@@ -586,8 +601,9 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         "seed": settings.seed,
         "settings": settings.to_dict(),
         "family": {**fam.to_dict(),
-                   "definition": "every comparison in comparisons.csv with a sampling interval (method sign or t); "
-                                 "excluded: n/a, exact, withheld-by-design and A/A rows"},
+                   "definition": "every comparison in comparisons.csv with a sampling interval (method sign, csign "
+                                 "or t); excluded: n/a, exact, withheld-by-design and A/A rows; comparisons that "
+                                 "share a cliff copy (cliff_finding) count as one unit"},
         "ci_level": fam.level,
         "methods": methods(settings, fam, ctx["design"]),
         "chain": ctx["chain"],
@@ -629,7 +645,8 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         "identical_code": identical,
         "coresidency": co_rec,
         "cliffs": cliff_rec,
-        "layout": _layout_record(directory, laid),
+        "layout": {**_layout_record(directory, laid), **({"copies": copies_rec} if copies_rec else {})},
+        "estimand": ESTIMAND,
         "ablations": [{"implementation": a.implementation, "groups": list(a.groups),
                        "cells": {v: sorted(c) for v, c in a.cells.items()}} for a in ablations],
         "jobs": {"judged": int(judged), "disturbed": int(len(disturbed)),

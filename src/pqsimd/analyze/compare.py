@@ -44,6 +44,7 @@ COLUMNS = [
     "cliffs_delta", "delta_ci_low", "delta_ci_high", "mwu_p", "regimes", "regime_p", "regime_dip_p", "regime_jobs",
     "drift", "drift_p", "drift_jobs", "deterministic", "n_base", "n_var", "jobs_base", "jobs_var", "median_base",
     "median_var", "resolution", "resolution_limited", "nonpositive_spins", "shared_cpu_jobs", "cliff_finding",
+    "copies", "copies_needed",
     *(f"without_{what}_{c}" for what in ("minority", "shared") for c in ("speedup", "ci_low", "ci_high", "ci_level",
                                                                           "verdict", "jobs")),
     "note",
@@ -275,6 +276,27 @@ def copy_log_ratios(base: Group, var: Group) -> list[np.ndarray] | None:
     return out
 
 
+def _copies_needed(base: Group, var: Group) -> float:
+    """layout.copies_needed of a laid-out pair whose builds have the same copies in every job, else nan."""
+    from .layout import copies_needed
+    from .pooled import copy_medians
+
+    if set(base.job_ids) != set(var.job_ids):
+        return math.nan
+    cb = copy_medians(np.log(base.values), base.job, np.asarray(base.layout))
+    cv = dict(zip(var.job_ids, copy_medians(np.log(var.values), var.job, np.asarray(var.layout))))
+    y, e = [], []
+    for jid, (mb, sb, _) in zip(base.job_ids, cb):
+        mv, sv, _ = cv[jid]
+        if mb.size != mv.size:
+            return math.nan
+        y.append(mb - mv)
+        e.append(sb + sv)
+    if len({x.size for x in y}) != 1:
+        return math.nan
+    return float(copies_needed(np.stack(y), np.stack(e))[2] or math.nan)
+
+
 def spin_log_ratios(base: Group, var: Group) -> tuple[np.ndarray, np.ndarray] | None:
     """Per-spin log ratios of the (job, spin) pairs both groups have, in job then spin order, with job
     codes in base's job order (for drift); None when no spin pairs."""
@@ -374,6 +396,9 @@ def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: flo
     row["design"] = design
     if design == "paired":
         row.update(_job_ids=ids, _job_logs=logs, _copy_logs=list(ev.copies) if ev.kind == "csign" else None)
+        if ev.kind == "csign":
+            row["copies"] = float(np.median([c.size for c in ev.copies]))
+            row["copies_needed"] = _copies_needed(base, var)
     if how:
         notes.append(how)
     if math.isfinite(res):

@@ -25,6 +25,62 @@ import math
 import numpy as np
 import pandas as pd
 
+COPIES_CAP = 16  # the most copies per job the study is asked for: each copy is relinked, gated and held open
+MAX_REPORTED = 1000  # copies_needed is written up to this (more: the layout alone sets the width)
+WIDTH_SLACK = 1.1  # enough copies: the interval within 10% of the width infinitely many copies per job would give
+
+
+def copies_needed(pairs, se2, slack: float = WIDTH_SLACK) -> tuple[float, float, int]:
+    """(layout variance, the rest of a job's variance, L): from the J jobs' copy pairs' log ratios
+    (pairs, J x L) and their sampling variances (se2: each pair's two copy medians' median_se², summed),
+    by the method of moments: within jobs, var(pairs) = layout + sampling error of one copy; between
+    jobs, var(job means) = job + (layout + sampling error of one copy) / L. A job spends its spins on its
+    copies, so the sampling error of a job's mean stays that of all its spins whatever L, and only the
+    layout's share of a job's variance, layout / L, falls with more copies: enough copies keep it below
+    (slack² - 1) x the rest (the job effect and the job's sampling error), the interval within `slack`
+    of the width of infinitely many copies. (nan, nan, 0) when it cannot be told (< 3 jobs, one copy)."""
+    y = np.asarray(pairs, dtype=np.float64)
+    e = np.asarray(se2, dtype=np.float64)
+    if y.ndim != 2 or y.shape[0] < 3 or y.shape[1] < 2:
+        return math.nan, math.nan, 0
+    n = y.shape[1]
+    noise = float(np.mean(e))  # sampling variance of one copy pair's log ratio
+    layout = max(0.0, float(np.mean(y.var(axis=1, ddof=1))) - noise)
+    rest = max(float(y.mean(axis=1).var(ddof=1)) - layout / n, noise / n, 1e-12)
+    need = layout / ((slack**2 - 1.0) * rest)
+    return layout, rest, max(1, min(MAX_REPORTED, int(math.ceil(need - 1e-9))))
+
+
+def copies_record(comparisons: pd.DataFrame, per_job: int | None) -> dict:
+    """How many copies per job the study's laid-out comparisons ask for (copies_needed), against what
+    it ran and the cap: the 90th percentile over its csign rows, capped; rows that need more than it
+    ran, more than the cap."""
+    rows = comparisons[(comparisons.get("method") == "csign")] if len(comparisons) and "method" in comparisons else \
+        comparisons.iloc[:0]
+    need = rows["copies_needed"].to_numpy(dtype=float) if "copies_needed" in rows else np.zeros(0)
+    need = need[np.isfinite(need) & (need > 0)]
+    if not need.size:
+        return {}
+    rec = int(min(COPIES_CAP, math.ceil(float(np.quantile(need, 0.9)))))
+    have = int(per_job or 0)
+    out = {"per_job": have, "recommended": rec, "cap": COPIES_CAP, "rows": int(need.size),
+           "median_needed": float(np.median(need)), "rows_short": int((need > have).sum()),
+           "rows_beyond_cap": int((need > COPIES_CAP).sum()),
+           "rule": (f"per comparison, the fewest copies per job L whose layout share of a job's variance (layout / L) "
+                    f"keeps its interval within {WIDTH_SLACK - 1:.0%} of the width infinitely many copies would give "
+                    f"(method of moments on the copy pairs: layout variance within jobs net of the copies' sampling "
+                    f"error, the rest between jobs; a job's spins are shared by its copies, so only the layout's "
+                    f"share falls with L); recommended: the 90th percentile over the comparisons, at most "
+                    f"{COPIES_CAP} (each copy is relinked, gated and held open by its job)")}
+    if rec > have:
+        out["note"] = (f"{out['rows_short']} of {out['rows']} laid-out comparisons would need more copies per job than "
+                       f"the study's {have}: run with --layouts {rec}")
+    if out["rows_beyond_cap"]:
+        out["note"] = (out.get("note", "") + ("; " if out.get("note") else "") +
+                       f"{out['rows_beyond_cap']} need more than the cap of {COPIES_CAP}: the study cannot afford "
+                       f"enough copies for them (their layout spread dwarfs the job-to-job spread); more jobs narrow them")
+    return out
+
 
 def layout_component(group) -> dict:
     nan = float("nan")
