@@ -16,10 +16,10 @@ evidence first gives a decision p-value, then the interval at the family's level
   log ratio of one copy pair over process states (jobs) and layouts (copies) together: it does not
   depend on how many copies a job times. Estimate: the median of the J x L copy-pair log ratios, each
   job weighing alike. Interval: the clustered sign interval (jobs are the clusters: copies of one
-  job share its process state): every theta whose job scores s_j = mean over the job's pairs of
-  sign(ratio - theta) have a mean that a one-sample t test on the J scores (J - 1 df) does not reject
-  at gamma, its p floored at 2^(1-J) (no test over J clusters is surer than every job agreeing). Its
-  level is the test's: 1 - gamma. The job value of a laid-out job (groups.Group.job_medians, every
+  job share its process state): every theta whose job scores S_j = the sum over the job's pairs of
+  sign(ratio - theta) an exact sign-flip test (each S_j as likely positive as negative; exact with
+  two copies per job) does not reject at gamma; its p is at least 2^(1-J) (no test over J clusters is
+  surer than every job agreeing). Its level is the test's: at least 1 - gamma (printed 1 - gamma). The job value of a laid-out job (groups.Group.job_medians, every
   consumer's) is the median of its copies' medians (the geometric mean of the middle two).
 - `t` (separate design: independent groups). Estimand: the ratio of geometric means of the job
   medians (difference of mean log job medians); interval: the job-level t interval of pooled.py
@@ -73,21 +73,48 @@ def _padded(clusters) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=65536)
+def _flip_tail(counts: tuple[int, ...], observed: int) -> float:
+    """P(|sum_j e_j |S_j|| >= observed) for independent fair signs e_j, where counts[m - 1] jobs have
+    |S_j| = m: the exact null distribution of the clustered sign statistic (a convolution of scaled
+    binomials)."""
+    dist = np.array([1.0])
+    for m, n in enumerate(counts, start=1):
+        if not n:
+            continue
+        b = stats.binom.pmf(np.arange(n + 1), n, 0.5)  # k of the n jobs positive: sum = m (2k - n)
+        step = np.zeros(2 * m * n + 1)
+        step[::2 * m] = b
+        dist = np.convolve(dist, step)
+    half = (dist.size - 1) // 2
+    values = np.abs(np.arange(dist.size) - half)
+    return float(min(1.0, dist[values >= observed - 1e-9].sum()))
+
+
 def clustered_p(clusters, thetas: np.ndarray) -> np.ndarray:
-    """The clustered sign test's two-sided p at each theta: the J job scores s_j = mean over the
-    job's values of sign(value - theta), a one-sample t test of their mean against 0 (J - 1 df),
-    floored at 2^(1-J); all scores 0: p = 1."""
+    """The clustered sign test's two-sided p at each theta. Per job S_j = the sum over its L values of
+    sign(value - theta); under theta = the median of a job's values (each job alike), each S_j is as
+    likely positive as negative, and the test is the exact sign-flip (randomization) test of sum_j S_j:
+    its null, sum_j e_j |S_j| with fair signs e_j, given the |S_j| (exact when a job's score is
+    symmetric about 0 under the null, as it is with two copies per job; jobs with S_j = 0 carry no
+    information, as in the sign test). Jobs of unequal sizes: S_j is rescaled to the largest size and
+    rounded."""
     x = _padded(clusters)
-    j = x.shape[0]
+    j, n = x.shape
+    sizes = np.sum(np.isfinite(x), axis=1)
     th = np.asarray(thetas, dtype=np.float64)
-    s = np.nanmean(np.sign(x[None, :, :] - th[:, None, None]), axis=2)  # (C, J)
-    m = s.mean(axis=1)
-    sd = s.std(axis=1, ddof=1) if j > 1 else np.zeros_like(m)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(sd > 0, m / (sd / math.sqrt(j)), np.where(m == 0, 0.0, np.inf))
-    p = 2.0 * stats.t.sf(np.abs(t), max(j - 1, 1)) if j > 1 else np.ones_like(m)
-    p = np.where(np.isfinite(t), p, 0.0)
-    return np.maximum(p, min(1.0, 2.0 ** (1 - j)))
+    with np.errstate(invalid="ignore"):
+        sg = np.sign(x[None, :, :] - th[:, None, None])
+    S = np.nansum(sg, axis=2)  # (C, J) integers in [-n, n]
+    if not np.all(sizes == n):
+        S = np.rint(S * (n / sizes)[None, :])
+    S = S.astype(np.int64)
+    out = np.empty(th.size)
+    for i in range(th.size):
+        mags = np.abs(S[i])
+        counts = tuple(int((mags == m).sum()) for m in range(1, n + 1))
+        out[i] = _flip_tail(counts, int(abs(S[i].sum())))
+    return out
 
 
 def _grid(clusters) -> tuple[np.ndarray, np.ndarray]:
