@@ -109,12 +109,11 @@ def clustered_p(clusters, thetas: np.ndarray) -> np.ndarray:
     if not np.all(sizes == n):
         S = np.rint(S * (n / sizes)[None, :])
     S = S.astype(np.int64)
-    out = np.empty(th.size)
-    for i in range(th.size):
-        mags = np.abs(S[i])
-        counts = tuple(int((mags == m).sum()) for m in range(1, n + 1))
-        out[i] = _flip_tail(counts, int(abs(S[i].sum())))
-    return out
+    mags = np.abs(S)
+    key = np.column_stack([(mags == m).sum(axis=1) for m in range(1, n + 1)] + [np.abs(S.sum(axis=1))])
+    uniq, inverse = np.unique(key, axis=0, return_inverse=True)
+    tails = np.array([_flip_tail(tuple(int(c) for c in row[:-1]), int(row[-1])) for row in uniq])
+    return tails[np.asarray(inverse).ravel()]
 
 
 def _grid(clusters) -> tuple[np.ndarray, np.ndarray]:
