@@ -122,7 +122,11 @@ def test_copies_needed_follows_the_layout_variance():
     _lay, _rest, n_quiet = copies_needed(quiet, np.full((J, L), 1e-6))
     noisy = job + rng.normal(0, 0.06, (J, L))
     lay, rest, n_noisy = copies_needed(noisy, np.full((J, L), 1e-6))
-    assert n_quiet == 1 and n_noisy > 20 and lay == pytest.approx(0.06 ** 2 * 2 / 2 * 1, rel=0.6)
+    assert n_quiet == 1 and n_noisy >= 4 and lay == pytest.approx(0.06 ** 2, rel=0.6)
+    # a rare cliff copy (one in twenty, 2x) does not set the layout's scale: the bulk does
+    cliff = quiet.copy()
+    cliff[::10, 0] += math.log(2.0)
+    assert copies_needed(cliff, np.full((J, L), 1e-6))[2] <= 2
     assert copies_needed(quiet[:2], np.zeros((2, L)))[2] == 0  # too few jobs to tell
 
 

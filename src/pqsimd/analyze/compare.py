@@ -503,7 +503,8 @@ def finish_family(df: pd.DataFrame, settings: Settings,
     fam = level or family_level(np.where(member, pdec, np.nan), settings.alpha, settings.adjust, units)
     out = df.copy()
     cols = {c: out[c].tolist() for c in ("speedup", "ci_low", "ci_high", "ci_level", "method", "verdict", "reason",
-                                         "mde", "resolution_limited", "note")} if len(out) else {}
+                                         "mde", "resolution_limited", "note", "copies", "copies_needed")
+            if c in out.columns} if len(out) else {}
     for i, ev in enumerate(evs):
         if not isinstance(ev, Evidence):
             continue
@@ -539,6 +540,9 @@ def finish_family(df: pd.DataFrame, settings: Settings,
                                                    f"this interval (widened ±{math.expm1(iv.res):.2%} for it); more "
                                                    "calls per sample narrow it") if x)
         cols["verdict"][i], cols["reason"][i] = v, why
+        if ev.kind == "csign" and "copies" in cols and iv.reachable and iv.hi - iv.lo < band:  # narrower than the band: enough copies
+            cols["copies_needed"][i] = min(float(cols["copies_needed"][i]), float(cols["copies"][i])) \
+                if math.isfinite(float(cols["copies_needed"][i])) else float(cols["copies"][i])
         mde, mnote = _mde(cols, ev, fam.gamma, settings.threshold)
         cols["mde"][i] = mde
         if mnote and v not in ("withheld",):
