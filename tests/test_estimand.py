@@ -252,3 +252,19 @@ def test_attribution_resamples_copy_pairs_of_a_laid_out_ablation():
     boot = shapley_bootstrap(jobs, ["x", "y"], 0.95, 200, np.random.default_rng(0))
     lo, hi = boot.shapley["x"]  # phi_x = (v(x) + v(xy) - v(y)) / 2 = 0.1
     assert lo < 0.1 < hi and hi - lo < 0.05
+
+
+def test_a_campaign_names_the_layout_design_of_each_member():
+    from types import SimpleNamespace
+
+    from pqsimd.analyze.campaign import Member, layout_design
+
+    def member(summary_layout, st, plan_settings):
+        study = SimpleNamespace(summary={"layout": summary_layout} if summary_layout else {},
+                                study={"study": st}, directory=".")
+        return Member("m", study, {"settings": plan_settings}, True)
+
+    assert layout_design(member({"mode": "random", "copies_per_job": 2}, {}, {})) == "random, 2 copies per job"
+    assert layout_design(member(None, {"layout": "random", "layouts": 8}, {})) == "random, 8 copies per job"
+    assert layout_design(member(None, {}, {})) == "fixed"  # a study from before layouts: the builds as linked
+    assert layout_design(member({"mode": "fixed"}, {"layout": "random"}, {})) == "fixed"
