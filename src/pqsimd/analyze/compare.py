@@ -522,7 +522,8 @@ def finish_family(df: pd.DataFrame, settings: Settings,
         if ev.kind == "refuse":
             why = ev.reason
         elif not iv.reachable:
-            why = (f"J = {ev.n}: the widest distribution-free interval, [min, max] of the job ratios, has "
+            what = "of every copy pair" if ev.kind == "csign" else "of the job ratios"
+            why = (f"J = {ev.n}: the widest distribution-free interval, [min, max] {what}, has "
                    f"{level_text(iv.level)} confidence, below the family's {level_text(fam.level)}; it takes {jobs_needed(settings.alpha)} "
                    f"or more jobs to reach {1 - settings.alpha:.0%} (more when few comparisons are clear)")
         else:
