@@ -144,7 +144,7 @@ def test_summary_and_no_nan_in_csv(full):
     _, res = full
     s = json.loads((res / "summary.json").read_text())
     assert s["n_boot"] == 400 and s["seed"] == 3 and s["alpha"] == 0.05 and s["threshold"] == 0.02
-    assert s["family"]["m"] == 30 and "definition" in s["family"] and s["schema_version"] == 6
+    assert s["family"]["m"] == 30 and "definition" in s["family"] and s["schema_version"] == 7
     assert s["counts"]["comparisons"] == 30
     for name in ("groups", "comparisons", "decomposition"):
         text = (res / f"{name}.csv").read_text().lower()

@@ -102,7 +102,7 @@ def test_layout_component_recovers_a_known_layout_sd():
     assert 0.025 < big["layout_sd"] < 0.09 and big["n_layouts"] == J * L
     none = layout_component(group(0.0))
     assert none["layout_sd"] < 0.01
-    # the job value is the geometric mean of the copies' medians (each copy weighs alike)
+    # the job value is the median of the copies' medians: with two copies their geometric mean (each copy alike)
     g = group(0.05)
     c0 = np.median(g.values[(g.job == 0) & (g.layout == 0)])
     c1 = np.median(g.values[(g.job == 0) & (g.layout == 1)])

@@ -25,7 +25,7 @@ from . import store
 from .studydir import StudyDir
 
 RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa", "jobs", "attribution")
-SCHEMA_VERSION = 6  # what this reader understands (analyze writes the same)
+SCHEMA_VERSION = 7  # what this reader understands (analyze writes the same)
 
 
 @dataclass
@@ -339,6 +339,14 @@ class Results:
         if ic.get("n"):
             text += (f"; identical code: {ic.get('verdicts', 0)} faster/slower verdict(s) in {ic['n']} comparisons "
                      f"(at most about {ic.get('expected_at_most', 0):g} expected)")
+            if ic.get("rows_to_test_level"):
+                text += (f", a check too small to test the level (no miss in {ic['n']} rows still allows a miss rate "
+                         f"up to {100 * float(ic.get('miss_rate_bound', 1)):.0f}%; it takes {ic['rows_to_test_level']})"
+                         if not ic.get("can_test_level") else "")
+        copies = lay.get("copies") or {}
+        if copies.get("recommended"):
+            text += (f"; copies per job the layout variance asks for: {copies['recommended']} (median comparison "
+                     f"{copies.get('median_needed', 0):g}, cap {copies.get('cap')})")
         return text
 
     def cliffs_note(self) -> str:
@@ -462,6 +470,13 @@ class Results:
         est = ("median over jobs of the job ratio (job median of the baseline / of the variant), with its "
                "distribution-free order-statistic interval" if self.design == Design.PAIRED else
                "ratio of the geometric means of the job medians, with the job-level t interval")
+        laid = (self.summary.get("layout") or {}).get("mode") == "random" and \
+            (self.summary.get("layout") or {}).get("copies_per_job", 1) > 1
+        if self.design == "paired" and laid and self.summary.get("estimand"):
+            est = ("the typical layout: the median over jobs and copies of the ratio of one laid-out copy of the "
+                   "baseline to one of the variant, with the clustered sign interval (jobs the clusters)")
+        if fam.get("units") is not None and fam.get("comparisons") is not None:
+            how += f"; {fam['comparisons']} comparisons as {fam['units']} units (those sharing a cliff copy count once)"
         return (f"speedup = {est}; every interval is printed at a confidence of at least {100 * fam['level']:.2f}% "
                 f"({how}); verdict: faster/slower when the interval lies beyond ±{100 * float(thr):.0f}%, same "
                 f"inside it, ~ otherwise, withheld when the design cannot reach that confidence; δ = Cliff's delta "

@@ -36,13 +36,28 @@ from ..studydir import StudyDir
 
 __all__ = ["analyze_study", "Settings"]
 
-RESULTS_SCHEMA_VERSION = 6  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
+RESULTS_SCHEMA_VERSION = 7  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
 # 3: job-level test columns, verdicts same/withheld, variance components; 4: one estimand and one
 # interval per comparison (speedup, ci_*, ci_level, method, p_decision), the family level, jobs table;
 # 5: every derived interval's level (decomposition factor_/share_*_ci_level, attribution *_ci_level);
 # 6: the job-state regime test (comparisons regime_p, regime_dip_p, regime_jobs, without_minority_*), jobs
 # that shared their CPU (jobs shared_cpu, cpu_waited_fraction; groups and comparisons shared_cpu_jobs;
-# comparisons without_shared_*; summary shared_cpu)
+# comparisons without_shared_*; summary shared_cpu); 7: the typical layout of a laid-out paired comparison
+# (method csign: the clustered sign interval over jobs x copies; a laid-out job's value the median of its
+# copies), comparisons identical_code_how and cliff_finding, summary estimand, layout copies (copies per job
+# the measured layout variance asks for) and family units (comparisons sharing a cliff copy counted once)
+
+ESTIMAND = {
+    "laid_out": "the typical layout: with randomized layouts a speedup is the median, over process states (jobs) "
+                "and layouts (copies) together, of the ratio of one copy of the baseline to one copy of the variant "
+                "(copy l of both, timed in the same spins); it does not depend on how many copies a job times; its "
+                "interval is the clustered sign interval (method csign), jobs the clusters",
+    "fixed": "the median over jobs of the job ratio (method sign), the one layout the builds were linked in",
+    "not_estimated": "the expected cost over layouts (the geometric or arithmetic mean over all layouts): a cliff "
+                     "one layout in ten or fewer carries decides it, and J x L copies that drew none of it cannot "
+                     "bound it; cliffs are findings of their own (results/cliffs, cliff_finding), with their copies",
+}
+
 
 def study_context(directory: Path, study: dict) -> dict:
     """What the analysis needs to know beyond the raw data, from the study's own records: the chain
@@ -304,16 +319,23 @@ def _split_alone(data) -> tuple[pd.DataFrame, pd.DataFrame]:
     return out, alone_jobs
 
 
-def _code_hashes(directory: Path) -> dict[tuple[str, str, str, str], str]:
-    """(variant, compiler, scheme, op) -> hash of the op's instructions, from the gate records."""
+def _code_hashes(directory: Path, key: str = "code") -> dict[tuple[str, str, str, str], str]:
+    """(variant, compiler, scheme, op) -> hash of the op's instructions, from the gate records (key
+    `code`; `code_commuted`: up to commuted operands, verify/codehash.py)."""
     out = {}
     sd = StudyDir(directory)
     for path in sorted(sd.gate_dir.glob("*.json")) if sd.gate_dir.is_dir() else []:
         g = sd.read_gate(path.stem) or {}
-        for scheme, ops in (g.get("code") or {}).items():
+        for scheme, ops in (g.get(key) or {}).items():
             for op, h in (ops or {}).items():
                 out[(g.get("variant"), g.get("compiler"), scheme, op)] = h
     return out
+
+
+def _instruction_counts(groups) -> dict[tuple[str, str, str, str], float]:
+    """(variant, compiler, scheme, op) -> exact instructions per call, where the study counted them."""
+    return {(g.variant, g.compiler, g.scheme, g.op): float(g.median) for g in groups.values()
+            if g.metric == "instructions" and g.deterministic}
 
 
 def _layout_record(directory: Path, laid: pd.DataFrame) -> dict:
@@ -441,18 +463,22 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     ablations = _ablations(directory)
     shared = shared_cpu_jobs(data.jobs)
     groups_df["shared_cpu_jobs"] = [len(shared.intersection(g.job_ids)) for g in groups.values()]
+    cliff_tables = _cliff_tables(directory, groups)  # comparisons that share a cliff copy: one finding
     comparisons, cwarn, fam, drift_rec = compare_all(
         groups, chain, variants, compilers, ops_order, settings, priors=priors, skip_ops=self_checks, aa=aa_pairs,
         ablation_cells=[(a.base, [v for v in a.cells if v != a.base]) for a in ablations if a.base],
         not_timed=_absent_ops(directory) | _not_timed(directory), skipped=_skipped(directory, ctx["families"]),
-        shared_jobs=shared)
+        shared_jobs=shared, cliff_copies=cliff_tables[0])
     warnings += cwarn
     if len(present) < 2:
         warnings.append(f"no comparisons: the study has data for one variant ({present[0]}); groups only")
     elif comparisons.empty:
         warnings.append("no comparisons: no pair of the study's variants forms a stage, cumulative or extra comparison")
     if len(comparisons):  # both builds run the same instructions for the op (the gate's code hashes)
-        comparisons["identical_code"] = layout_mod.identical_code(comparisons, _code_hashes(directory)).to_numpy()
+        how = layout_mod.identical_code_how(comparisons, _code_hashes(directory),
+                                            _code_hashes(directory, "code_commuted"), _instruction_counts(groups))
+        comparisons["identical_code"] = (how != "").to_numpy()
+        comparisons["identical_code_how"] = how.to_numpy()
     main = comparisons[comparisons["stage"] != AA_STAGE] if len(comparisons) else comparisons
     # (ablation rows are comparisons like any other: in the table and the family; attribution reads them)
     decomposition = decompose(main, chain, settings.threshold,
@@ -556,7 +582,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     _write_or_remove(crossimpl_mod.crossimpl_table(main, ctx["chain"]), results, "crossimpl")
     _write_or_remove(crossimpl_mod.counterparts_table(main, groups_df, ctx["families"], ctx["chain"]), results,
                      "counterparts")
-    cliff_rec = _write_cliffs(directory, results, groups, settings.threshold)
+    cliff_rec = _write_cliffs(directory, results, cliff_tables, settings.threshold)
     if cliff_rec.get("flagged"):
         top = cliff_rec["findings"][0]
         warnings.append(f"cliffs: {cliff_rec['flagged']} of {cliff_rec['groups']} groups have a laid-out copy far slower "
@@ -568,6 +594,9 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
                                       families=ctx["families"], isa=ctx["isa"], vlen=ctx.get("vlen"))
     warnings += write_why_results(directory, results, groups_df, chain, cpt, ctx)
 
+    copies_rec = layout_mod.copies_record(main, (_layout_record(directory, laid) or {}).get("copies_per_job"))
+    if copies_rec.get("note"):
+        warnings.append(f"layouts: {copies_rec['note']}")
     jobs = data.jobs
     summary = {
         "isa": ctx["isa"],
@@ -582,8 +611,9 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         "seed": settings.seed,
         "settings": settings.to_dict(),
         "family": {**fam.to_dict(),
-                   "definition": "every comparison in comparisons.csv with a sampling interval (method sign or t); "
-                                 "excluded: n/a, exact, withheld-by-design and A/A rows"},
+                   "definition": "every comparison in comparisons.csv with a sampling interval (method sign, csign "
+                                 "or t); excluded: n/a, exact, withheld-by-design and A/A rows; comparisons that "
+                                 "share a cliff copy (cliff_finding) count as one unit"},
         "ci_level": fam.level,
         "methods": methods(settings, fam, ctx["design"]),
         "chain": ctx["chain"],
@@ -625,7 +655,8 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         "identical_code": identical,
         "coresidency": co_rec,
         "cliffs": cliff_rec,
-        "layout": _layout_record(directory, laid),
+        "layout": {**_layout_record(directory, laid), **({"copies": copies_rec} if copies_rec else {})},
+        "estimand": ESTIMAND,
         "ablations": [{"implementation": a.implementation, "groups": list(a.groups),
                        "cells": {v: sorted(c) for v, c in a.cells.items()}} for a in ablations],
         "jobs": {"judged": int(judged), "disturbed": int(len(disturbed)),
@@ -667,8 +698,8 @@ def _alone_matched(directory: Path) -> bool:
     return st.get("layout") == "random" and st.get("alone_layouts") == "paired"
 
 
-def _write_cliffs(directory: Path, results: Path, groups: dict, threshold: float) -> dict:
-    """results/copies and results/cliffs (analyze/cliffs.py) of a laid-out study; nothing otherwise."""
+def _cliff_tables(directory: Path, groups: dict):
+    """(copies, cliffs, record) of analyze/cliffs.py for the study's laid-out groups."""
     from ..catalog import family_of
     from ..ids import build_id
     from . import cliffs as cliffs_mod
@@ -684,7 +715,14 @@ def _write_cliffs(directory: Path, results: Path, groups: dict, threshold: float
         except PqsimdError:
             return ""
 
-    copies, table, rec = cliffs_mod.cliff_tables(groups, layouts, build_of)
+    return cliffs_mod.cliff_tables(groups, layouts, build_of)
+
+
+def _write_cliffs(directory: Path, results: Path, tables, threshold: float) -> dict:
+    """results/copies and results/cliffs (analyze/cliffs.py) of a laid-out study; nothing otherwise."""
+    from . import cliffs as cliffs_mod
+
+    copies, table, rec = tables
     _write_or_remove(copies, results, "copies")
     _write_or_remove(table, results, "cliffs")
     retimed = cliffs_mod.retime_results(directory / "cliffs", threshold)  # `pqsimd cliffs DIR --retime`

@@ -19,7 +19,9 @@ Intervals, each with its level (`<number>_ci_level`):
   extremes at the box's corners); it covers whenever each of those does, so its level is at least
   1 - the sum of their miss probabilities (Bonferroni).
 - Shapley values and shares, paired design: a percentile bootstrap over jobs (every cell is timed in
-  the same jobs; a resample draws J jobs with replacement, takes each cell's median job log ratio,
+  the same jobs; a resample draws J jobs with replacement, takes each cell's median job log ratio (with
+  randomized layouts, the median of the resampled jobs' copy pairs: each cell's typical layout, as its
+  comparison's `csign` estimate),
   and recomputes every phi_i and share), at level 1 - alpha, widened to hold the estimate when it
   falls outside. The box over all 2^k - 1 cells would guarantee only 1 - (2^k - 1) x miss (about
   33% for 5 groups at J = 10) and is several times wider; the bootstrap's coverage at its stated
@@ -113,9 +115,14 @@ def shapley_bootstrap(job_logs: Mapping[Cell, np.ndarray], groups: Sequence[str]
     interval moves out by sum |w_S| res_S, and a share's ends are the quantiles of each resample's
     extremes of phi*_i / v*(all) over the box of those resolutions (n/a where v*(all) may be 0)."""
     cells = list(job_logs)
-    x = np.stack([np.asarray(job_logs[c], dtype=np.float64) for c in cells], axis=1)  # J x C
+    x = np.stack([np.asarray(job_logs[c], dtype=np.float64) for c in cells], axis=1)  # J x C (x L copy pairs)
     j = x.shape[0]
-    v = np.median(x[rng.integers(0, j, size=(n_boot, j))], axis=1)  # B x C
+    xb = x[rng.integers(0, j, size=(n_boot, j))]  # B x J x C (x L)
+    if xb.ndim == 4:  # laid out: v*(S) is the typical layout of the resampled jobs' copy pairs (csign)
+        xb = np.moveaxis(xb, 2, 1).reshape(n_boot, len(cells), -1)  # B x C x (J L)
+        v = np.median(xb, axis=2)
+    else:
+        v = np.median(xb, axis=1)  # B x C
     w = shapley_weights(list(groups))
     wm = np.array([[w[g].get(c, 0.0) for c in cells] for g in groups])  # G x C
     phi = v @ wm.T
@@ -246,10 +253,16 @@ def job_log_ratios(d: pd.DataFrame, cells: Mapping[str, Cell]) -> dict[Cell, np.
     if "_job_ids" not in d.columns:
         return None
     out, order = {}, None
-    for variant, ids, logs in zip(d["variant"], d["_job_ids"], d["_job_logs"]):
+    copies = d["_copy_logs"] if "_copy_logs" in d.columns else [None] * len(d)
+    sizes = {np.asarray(c[0]).size for c in copies if isinstance(c, list) and c} | \
+        {np.asarray(x).size for c in copies if isinstance(c, list) for x in c}
+    # laid out (every cell a csign row with L pairs per job): per cell a J x L array of copy pairs, so a
+    # resample's v*(S) is the cell's own estimand, the typical layout
+    laid = all(isinstance(c, list) for c in copies) and len(sizes) == 1
+    for variant, ids, logs, cl in zip(d["variant"], d["_job_ids"], d["_job_logs"], copies):
         if not isinstance(ids, list) or logs is None or len(ids) < MIN_BOOTSTRAP_JOBS:
             return None
-        by = dict(zip(ids, np.asarray(logs, dtype=np.float64)))
+        by = dict(zip(ids, [np.asarray(x, dtype=np.float64) for x in cl] if laid else np.asarray(logs, dtype=np.float64)))
         order = order or sorted(ids)
         if set(ids) != set(order):
             return None

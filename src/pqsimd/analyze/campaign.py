@@ -55,7 +55,7 @@ from ..results import Results, load_study, read_json
 OLDEST_RESULTS = 4  # results schema 4 has every column a campaign reads (5 added interval levels)
 from ..store import atomic_write_bytes
 from ..studydir import StudyDir
-from .interval import verdict_of
+from .interval import verdict_of, weighted_median
 from .multiplicity import family_level
 from .write import write_json, write_table
 
@@ -187,6 +187,23 @@ class Member:
     @property
     def isa(self) -> str:
         return str((self.study.manifest.get("isa") or {}).get("name") or self.study.summary.get("isa") or "")
+
+
+def _schema(m: Member) -> int:
+    v = m.study.summary.get("schema_version", 1)
+    return v if isinstance(v, int) else 1
+
+
+def layout_design(m: Member) -> str:
+    """How a member laid out its code: `fixed` (every job the builds as linked), or `random, N copies
+    per job` (results summary `layout`, else the plan's settings)."""
+    lay = m.study.summary.get("layout") or {}
+    st = {**(m.st or {}), **((m.plan.get("settings") or {}) if isinstance(m.plan, dict) else {})}
+    mode = lay.get("mode") or st.get("layout") or "fixed"
+    if mode != "random":
+        return "fixed"
+    n = lay.get("copies_per_job") or st.get("layouts")
+    return f"random, {n} copies per job" if n else "random"
 
 
 def read_member(label: str, directory: Path) -> Member:
@@ -380,9 +397,12 @@ class Evidence:
     ratios: pd.Series | None = None
     base: np.ndarray | None = None
     var: np.ndarray | None = None
+    copies: dict | None = None  # paired, laid out: per job its copy pairs' log ratios (the typical layout's)
 
     @property
     def estimate(self) -> float:
+        if self.design == "paired" and self.copies:
+            return weighted_median(list(self.copies.values()))
         if self.design == "paired":
             return float(np.median(self.ratios.to_numpy()))
         return float(np.mean(self.base) - np.mean(self.var))
@@ -392,10 +412,29 @@ class Evidence:
         return int(self.ratios.size) if self.design == "paired" else int(min(self.base.size, self.var.size))
 
 
-def job_medians(spins: pd.DataFrame) -> dict[tuple, pd.Series]:
+def job_medians(spins: pd.DataFrame, copy_value: str = "median") -> dict[tuple, pd.Series]:
     """(metric, scheme, op, variant, compiler) -> per job: the job's value as analyze takes it
     (groups.Group.job_medians): the median of its spin medians, or, where its spins come from more
-    than one laid-out copy and all are > 0, the geometric mean of its copies' medians (pooled.copy_medians)."""
+    than one laid-out copy and all are > 0, the median of its copies' medians (results schema 7; two
+    copies: their geometric mean), or with copy_value="mean" (a member analysed by an older pqsimd,
+    schema <= 6) the geometric mean of its copies' medians."""
+    out = {}
+    for k, (value, copies) in _job_values(spins).items():
+        if copies is not None:
+            per_job = copies.groupby(level="job", sort=False)
+            value = np.exp(per_job.median() if copy_value == "median" else per_job.mean())
+        out[k] = value
+    return out
+
+
+def copy_logs(spins: pd.DataFrame) -> dict[tuple, pd.Series]:
+    """(metric, scheme, op, variant, compiler) -> the log median of every laid-out copy, indexed by
+    (job, copy), for groups of more than one copy per job with every spin > 0 (what a `csign` row of
+    analyze was computed from)."""
+    return {k: c for k, (_v, c) in _job_values(spins).items() if c is not None}
+
+
+def _job_values(spins: pd.DataFrame) -> dict[tuple, tuple[pd.Series, pd.Series | None]]:
     cols = ["metric", "scheme", "op", "variant", "compiler"]
     s = spins[cols + ["job", "value"] + (["layout"] if "layout" in spins.columns else [])].copy()
     for c in cols + ["job"]:
@@ -403,17 +442,43 @@ def job_medians(spins: pd.DataFrame) -> dict[tuple, pd.Series]:
     out = {}
     for k, d in s.groupby(cols, sort=False):
         value = d.groupby("job", sort=False)["value"].median()
+        copies = None
         if "layout" in d.columns and d["layout"].notna().any() and d["layout"].max() >= 1 and (d["value"] > 0).all():
             logs = d.assign(value=np.log(d["value"]))  # each copy's median taken on the log scale, as analyze does
             copies = logs.groupby(["job", "layout"], sort=False)["value"].median()
-            value = np.exp(copies.groupby(level="job", sort=False).mean())
-        out[k] = value
+        out[k] = (value, copies)
     return out
 
 
-def evidence(jm: dict[tuple, pd.Series], key: tuple, compiler: str, design: str) -> Evidence | None:
-    """An arm's jobs for the comparison key (metric, scheme, op, baseline, variant)."""
+def copy_pairs(cb: pd.Series, cv: pd.Series) -> dict[str, np.ndarray]:
+    """Per job: the log ratios of its copy pairs as analyze pairs them (compare.copy_log_ratios: copy l
+    with copy l where both builds have the same copies, else every pair)."""
+    out = {}
+    vj = dict(tuple(cv.groupby(level="job", sort=False)))
+    for job, b in cb.groupby(level="job", sort=False):
+        if job not in vj:
+            continue
+        v = vj[job]
+        bi, vi = b.index.get_level_values("layout"), v.index.get_level_values("layout")
+        if sorted(bi) == sorted(vi):
+            out[job] = b.droplevel("job").sort_index().to_numpy() - v.droplevel("job").sort_index().to_numpy()
+        else:
+            out[job] = np.subtract.outer(b.to_numpy(), v.to_numpy()).ravel()
+    return out
+
+
+def evidence(jm: dict[tuple, pd.Series], key: tuple, compiler: str, design: str,
+             cl: dict[tuple, pd.Series] | None = None) -> Evidence | None:
+    """An arm's jobs for the comparison key (metric, scheme, op, baseline, variant); with cl (copy_logs,
+    for a row analyze computed as `csign`) the jobs' copy pairs, whose estimate is the typical layout."""
     metric, scheme, op, baseline, variant = key
+    if cl is not None and design == "paired":
+        cb, cv = cl.get((metric, scheme, op, baseline, compiler)), cl.get((metric, scheme, op, variant, compiler))
+        if cb is not None and cv is not None:
+            pairs = copy_pairs(cb, cv)
+            if pairs:
+                return Evidence("paired", ratios=pd.Series({j: float(np.median(x)) for j, x in pairs.items()}),
+                                copies=pairs)
     b, v = jm.get((metric, scheme, op, baseline, compiler)), jm.get((metric, scheme, op, variant, compiler))
     if b is None or v is None:
         return None
@@ -428,6 +493,13 @@ def evidence(jm: dict[tuple, pd.Series], key: tuple, compiler: str, design: str)
 
 def _boot_stat(ev: Evidence, draws: np.ndarray | None, rng: np.random.Generator, n_boot: int) -> np.ndarray:
     """The estimand on n_boot job resamples (draws: shared job indices, for arms of one study)."""
+    if ev.design == "paired" and ev.copies:  # jobs resampled, the typical layout of their copy pairs
+        cl = [ev.copies[j] for j in ev.ratios.index]
+        idx = draws if draws is not None else rng.integers(0, len(cl), size=(n_boot, len(cl)))
+        if len({c.size for c in cl}) == 1:
+            x = np.stack(cl)[idx]  # (B, J, L): every job weighs alike
+            return np.median(x.reshape(x.shape[0], -1), axis=1)
+        return np.array([weighted_median([cl[i] for i in row]) for row in idx])
     if ev.design == "paired":
         x = ev.ratios.to_numpy()
         idx = draws if draws is not None else rng.integers(0, x.size, size=(n_boot, x.size))
@@ -442,7 +514,8 @@ def ratio_bootstrap(ev: Evidence, ev_ref: Evidence, same_jobs: bool, rng: np.ran
     """Bootstrap distribution of log(speedup on the arm / speedup on the reference arm)."""
     if (same_jobs and ev.design == ev_ref.design == "paired"
             and set(ev.ratios.index) == set(ev_ref.ratios.index)):  # one study's arms timed in the same jobs
-        r = Evidence("paired", ratios=ev_ref.ratios[ev.ratios.index])
+        r = Evidence("paired", ratios=ev_ref.ratios[ev.ratios.index],
+                     copies={j: ev_ref.copies[j] for j in ev.ratios.index} if ev_ref.copies else None)
         draws = rng.integers(0, ev.ratios.size, size=(n_boot, ev.ratios.size))
         return _boot_stat(ev, draws, rng, n_boot) - _boot_stat(r, draws, rng, n_boot)
     return _boot_stat(ev, None, rng, n_boot) - _boot_stat(ev_ref, None, rng, n_boot)
@@ -516,7 +589,11 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
     rng = np.random.default_rng(seed)
 
     machines = pd.DataFrame([{"arm": a.name} | machine_row(a.member, a.compiler) for a in arms])
-    jms = {id(m): job_medians(m.study.spins()) for m in members}
+    jms, cls = {}, {}
+    for m in members:
+        sp = m.study.spins()
+        jms[id(m)] = job_medians(sp, "median" if _schema(m) >= 7 else "mean")
+        cls[id(m)] = copy_logs(sp)
     rows = {a.name: _rows(a, spec.subset).set_index(KEY) for a in arms}
     keys = [k for k in rows[arms[0].name].index if all(k in rows[a.name].index for a in arms)]
     dropped = {a.name: len(rows[a.name]) - len(keys) for a in arms}
@@ -535,8 +612,9 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
             rec["resolution"] = math.expm1(row_resolution(row))
             rec["verdict"], note = str(row["verdict"]), ""
             ev = None
-            if row["method"] in ("sign", "t"):
-                ev = evidence(jm, key, a.compiler, a.member.design)
+            if row["method"] in ("sign", "csign", "t"):
+                ev = evidence(jm, key, a.compiler, a.member.design,
+                              cls[id(a.member)] if row["method"] == "csign" else None)
                 if ev is None:
                     note = "no job medians in spins.parquet"
                 elif not math.isclose(math.exp(ev.estimate), rec["speedup"], rel_tol=1e-6):
@@ -591,10 +669,25 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
         ratios["ci_low"], ratios["ci_high"] = np.exp(lo), np.exp(hi)
         ratios["ci_level"], ratios["verdict"] = lvl, verdicts
         ratios["machine_effect"] = ratios["verdict"].isin(["larger", "smaller"])
+        # a ratio between arms of different layout designs is not a machine effect: the layout is a cause too
+        design_of = {a.name: layout_design(a.member) for a in arms}
+        ratios["layout_design"] = [f"{design_of[x]} vs {design_of[y]}" if design_of[x] != design_of[y] else design_of[x]
+                                   for x, y in zip(ratios["arm"], ratios["reference"])]
+        differs = np.array([design_of[x] != design_of[y] for x, y in zip(ratios["arm"], ratios["reference"])])
+        ratios["cause"] = np.where(ratios["machine_effect"] & differs, "machine or layout design",
+                                   np.where(ratios["machine_effect"], "machine", ""))
+        ratios["machine_effect"] = ratios["machine_effect"] & ~differs
     decomposition = pd.concat([_decomposition(a, spec.subset) for a in arms], ignore_index=True)
     ranking = rank_ops(ratios, band) if len(ratios) else pd.DataFrame()
     mechanism = mechanism_evidence(arms, ratios)
     machines_notes = same_microarchitecture(machines)
+    designs = {a.member.label: layout_design(a.member) for a in arms}
+    if len(set(designs.values())) > 1:
+        n = int((ratios["cause"] == "machine or layout design").sum()) if len(ratios) else 0
+        notes.append("layout designs differ (" + "; ".join(f"{k}: {v}" for k, v in designs.items()) + "): a fixed "
+                     "layout repeats one placement in every job, and another number of copies per job weighs the "
+                     f"layouts otherwise, so {n} ratio(s) between such arms are named `machine or layout design` "
+                     "(cause), not machine effects")
     summary = {
         "schema_version": CAMPAIGN_SCHEMA_VERSION, "kind": "campaign",
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -44,13 +44,14 @@ COLUMNS = [
     "speedup", "ci_low", "ci_high", "ci_level", "method", "p_decision", "verdict", "reason", "mde",
     "cliffs_delta", "delta_ci_low", "delta_ci_high", "mwu_p", "regimes", "regime_p", "regime_dip_p", "regime_jobs",
     "drift", "drift_p", "drift_jobs", "deterministic", "n_base", "n_var", "jobs_base", "jobs_var", "median_base",
-    "median_var", "resolution", "resolution_limited", "nonpositive_spins", "shared_cpu_jobs",
+    "median_var", "resolution", "resolution_limited", "nonpositive_spins", "shared_cpu_jobs", "cliff_finding",
+    "copies", "copies_needed",
     *(f"without_{what}_{c}" for what in ("minority", "shared") for c in ("speedup", "ci_low", "ci_high", "ci_level",
                                                                           "verdict", "jobs")),
     "note",
 ]
 # _job_logs: in _job_ids order (_ev's are sorted); _jobs: every job either side used
-_HIDDEN = ["_ev", "_job_ids", "_job_logs", "_drift_jobs_p", "_jobs"]
+_HIDDEN = ["_ev", "_job_ids", "_job_logs", "_copy_logs", "_drift_jobs_p", "_jobs"]  # _copy_logs: csign's pairs
 POWER = 0.8  # the power at which `mde` is stated
 WELCH_MIN_JOBS = 5  # separate design: per-op Welch from this many jobs a side, else the pooled test
 AA_STAGE = "aa"
@@ -256,6 +257,47 @@ def job_log_ratios(base: Group, var: Group) -> tuple[list[str], np.ndarray] | No
     return list(base.job_ids), base.summary.log_median - np.array([lv[j] for j in base.job_ids])
 
 
+def copy_log_ratios(base: Group, var: Group) -> list[np.ndarray] | None:
+    """Per job (base's job order), the log ratios of its laid-out copy pairs: copy l of the baseline
+    against copy l of the variant (timed in the same spins) where both have the same copies, else
+    every copy of one against every copy of the other; None unless both are laid out, paired."""
+    bl, vl = base.copy_logs(), var.copy_logs()
+    if bl is None or vl is None or set(base.job_ids) != set(var.job_ids):
+        return None
+    vpos = {j: i for i, j in enumerate(var.job_ids)}
+    bi, vi = base.copy_index(), var.copy_index()
+    out = []
+    for j, jid in enumerate(base.job_ids):
+        k = vpos[jid]
+        b, v = bl[j], vl[k]
+        if np.array_equal(bi[j], vi[k]):
+            out.append(b - v)
+        else:
+            out.append((b[:, None] - v[None, :]).ravel())
+    return out
+
+
+def _copies_needed(base: Group, var: Group) -> float:
+    """layout.copies_needed of a laid-out pair whose builds have the same copies in every job, else nan."""
+    from .layout import copies_needed
+    from .pooled import copy_medians
+
+    if set(base.job_ids) != set(var.job_ids):
+        return math.nan
+    cb = copy_medians(np.log(base.values), base.job, np.asarray(base.layout))
+    cv = dict(zip(var.job_ids, copy_medians(np.log(var.values), var.job, np.asarray(var.layout))))
+    y, e = [], []
+    for jid, (mb, sb, _) in zip(base.job_ids, cb):
+        mv, sv, _ = cv[jid]
+        if mb.size != mv.size:
+            return math.nan
+        y.append(mb - mv)
+        e.append(sb + sv)
+    if len({x.size for x in y}) != 1:
+        return math.nan
+    return float(copies_needed(np.stack(y), np.stack(e))[2] or math.nan)
+
+
 def spin_log_ratios(base: Group, var: Group) -> tuple[np.ndarray, np.ndarray] | None:
     """Per-spin log ratios of the (job, spin) pairs both groups have, in job then spin order, with job
     codes in base's job order (for drift); None when no spin pairs."""
@@ -313,7 +355,10 @@ def pair_evidence(base: Group, var: Group, settings: Settings, test: tuple[Evide
     jl = job_log_ratios(base, var)
     if jl is not None:
         ids, logs = jl
-        ev, design = Evidence.sign(logs), "paired"
+        cl = copy_log_ratios(base, var)
+        ev, design = (Evidence.csign(cl) if cl is not None else Evidence.sign(logs)), "paired"
+        if ev.kind == "csign":  # a job's log ratio: the median of its copy pairs' (two: their mean)
+            logs = np.array([float(np.median(c)) for c in cl])
     else:
         if test is None:  # not planned by separate_tests (a caller's own pair): the per-group test
             test = _evidence(job_test(base.summary, var.summary, alpha=settings.alpha, min_df=MIN_DF), 0)
@@ -351,7 +396,10 @@ def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: flo
     ev, design, ids, logs, how, res = pair_evidence(base, var, settings, test)
     row["design"] = design
     if design == "paired":
-        row.update(_job_ids=ids, _job_logs=logs)
+        row.update(_job_ids=ids, _job_logs=logs, _copy_logs=list(ev.copies) if ev.kind == "csign" else None)
+        if ev.kind == "csign":
+            row["copies"] = float(np.median([c.size for c in ev.copies]))
+            row["copies_needed"] = _copies_needed(base, var)
     if how:
         notes.append(how)
     if math.isfinite(res):
@@ -375,7 +423,7 @@ def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: flo
 def _mde(row: dict, ev: Evidence, gamma: float, threshold: float) -> tuple[float, str]:
     """The row's minimum detectable speedup (power POWER, a `faster` verdict at the family's level)."""
     try:
-        if ev.kind == "sign":
+        if ev.kind in ("sign", "csign"):
             x = ev.logs
             sigma = 1.4826 * float(np.median(np.abs(x - np.median(x))))
             out = mde_sign(ev.n, gamma, sigma, threshold, POWER)
@@ -386,13 +434,57 @@ def _mde(row: dict, ev: Evidence, gamma: float, threshold: float) -> tuple[float
     except ValueError:
         return math.nan, ""
     if not math.isfinite(out):
-        return math.nan, f"mde n/a: J = {ev.n} cannot reach the family's level" if ev.kind == "sign" else \
+        return math.nan, f"mde n/a: J = {ev.n} cannot reach the family's level" if ev.kind in ("sign", "csign") else \
             f"mde n/a: no speedup below e^50 reaches power {POWER:g}"
     return out, ""
 
 
+def cliff_findings(df: pd.DataFrame, cliff_copies: pd.DataFrame | None) -> list[str]:
+    """Per row, the finding its evidence shares with others: rows whose baseline or variant group
+    holds a laid-out copy flagged as a cliff (analyze/cliffs.py) and rows that share such a copy
+    (transitively: one cliff copy moves every op it is slow in, and the comparisons of both builds next
+    to it in the chain) form one finding, named by its worst copy; "" for rows without a cliff copy."""
+    out = [""] * len(df)
+    if cliff_copies is None or not len(cliff_copies) or not len(df) or "cliff" not in cliff_copies:
+        return out
+    cl = cliff_copies[cliff_copies["cliff"].astype(bool)]
+    if not len(cl):
+        return out
+    by_group: dict[tuple, list[tuple]] = {}
+    worst: dict[tuple, float] = {}
+    for r in cl.itertuples(index=False):
+        cid = (str(r.scheme), str(r.variant), str(r.compiler), str(r.job), int(r.copy))
+        by_group.setdefault((str(r.metric), str(r.scheme), str(r.op), str(r.variant), str(r.compiler)), []).append(cid)
+        worst[cid] = max(worst.get(cid, 0.0), float(r.norm))
+    parent: dict = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    row_ids = []
+    for r in df[["metric", "scheme", "op", "baseline", "baseline_compiler", "variant", "compiler"]].itertuples(index=False):
+        ids = by_group.get((r.metric, r.scheme, r.op, r.baseline, r.baseline_compiler), []) + \
+            by_group.get((r.metric, r.scheme, r.op, r.variant, r.compiler), [])
+        row_ids.append(ids)
+        for a in ids[1:]:
+            parent[find(a)] = find(ids[0])
+        for a in ids[:1]:
+            find(a)
+    members: dict = {}
+    for cid in worst:
+        members.setdefault(find(cid), []).append(cid)
+    label = {}
+    for root, cids in members.items():
+        top = max(cids, key=lambda c: worst[c])
+        more = f" (+{len(cids) - 1} more cop{'y' if len(cids) == 2 else 'ies'})" if len(cids) > 1 else ""
+        label[root] = f"{top[0]} {top[1]} ({top[2]}) job {top[3]} copy {top[4]}, {worst[top]:.2f}×{more}"
+    return [label[find(ids[0])] if ids else "" for ids in row_ids]
+
+
 def finish_family(df: pd.DataFrame, settings: Settings,
-                  level: FamilyLevel | None = None) -> tuple[pd.DataFrame, FamilyLevel]:
+                  level: FamilyLevel | None = None, units: list | None = None) -> tuple[pd.DataFrame, FamilyLevel]:
     """The family's level from its members' decision p-values, then every row's interval at that level,
     its verdict (read off the interval), MDE, and the BH-adjusted regime and drift flags.
 
@@ -404,13 +496,16 @@ def finish_family(df: pd.DataFrame, settings: Settings,
     stage = df["stage"].to_numpy(dtype=object) if len(df) else np.zeros(0, object)
     pdec = np.full(len(df), np.nan)
     for i, ev in enumerate(evs):
-        if isinstance(ev, Evidence) and ev.kind in ("sign", "t", "exact"):
+        if isinstance(ev, Evidence) and ev.kind in ("sign", "csign", "t", "exact"):
             pdec[i] = ev.decision_p(band)[0]
     member = np.array([isinstance(ev, Evidence) and ev.in_family for ev in evs], dtype=bool) & (stage != AA_STAGE)
-    fam = level or family_level(np.where(member, pdec, np.nan), settings.alpha, settings.adjust)
+    if units is None and "cliff_finding" in df.columns and len(df):  # comparisons sharing a cliff copy: one unit
+        units = [f if isinstance(f, str) and f else ("row", i) for i, f in enumerate(df["cliff_finding"])]
+    fam = level or family_level(np.where(member, pdec, np.nan), settings.alpha, settings.adjust, units)
     out = df.copy()
     cols = {c: out[c].tolist() for c in ("speedup", "ci_low", "ci_high", "ci_level", "method", "verdict", "reason",
-                                         "mde", "resolution_limited", "note")} if len(out) else {}
+                                         "mde", "resolution_limited", "note", "copies", "copies_needed")
+            if c in out.columns} if len(out) else {}
     for i, ev in enumerate(evs):
         if not isinstance(ev, Evidence):
             continue
@@ -428,7 +523,8 @@ def finish_family(df: pd.DataFrame, settings: Settings,
         if ev.kind == "refuse":
             why = ev.reason
         elif not iv.reachable:
-            why = (f"J = {ev.n}: the widest distribution-free interval, [min, max] of the job ratios, has "
+            what = "of every copy pair" if ev.kind == "csign" else "of the job ratios"
+            why = (f"J = {ev.n}: the widest distribution-free interval, [min, max] {what}, has "
                    f"{level_text(iv.level)} confidence, below the family's {level_text(fam.level)}; it takes {jobs_needed(settings.alpha)} "
                    f"or more jobs to reach {1 - settings.alpha:.0%} (more when few comparisons are clear)")
         else:
@@ -446,6 +542,9 @@ def finish_family(df: pd.DataFrame, settings: Settings,
                                                    f"this interval (widened ±{math.expm1(iv.res):.2%} for it); more "
                                                    "calls per sample narrow it") if x)
         cols["verdict"][i], cols["reason"][i] = v, why
+        if ev.kind == "csign" and "copies" in cols and iv.reachable and iv.hi - iv.lo < band:  # narrower than the band: enough copies
+            cols["copies_needed"][i] = min(float(cols["copies_needed"][i]), float(cols["copies"][i])) \
+                if math.isfinite(float(cols["copies_needed"][i])) else float(cols["copies"][i])
         mde, mnote = _mde(cols, ev, fam.gamma, settings.threshold)
         cols["mde"][i] = mde
         if mnote and v not in ("withheld",):
@@ -469,7 +568,8 @@ def _regimes(df: pd.DataFrame, settings: Settings) -> None:
     idx, rows, keys = [], [], []
     for i, (ev, ids, logs, r) in enumerate(zip(df["_ev"], df["_job_ids"], df["_job_logs"],
                                                 df.itertuples(index=False))):
-        if isinstance(ev, Evidence) and ev.kind == "sign" and r.design == "paired" and isinstance(ids, list):
+        if isinstance(ev, Evidence) and ev.kind in ("sign", "csign") and r.design == "paired" \
+                and isinstance(ids, list):
             idx.append(i)
             rows.append(regime_mod.Row((r.metric, r.scheme, frozenset(ids)), r.op, tuple(ids), np.asarray(logs),
                                        ev.res))
@@ -628,7 +728,8 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
                 aa: dict[str, str] | None = None, level: FamilyLevel | None = None,
                 ablation_cells: Sequence[tuple[str, list[str]]] = (),
                 not_timed: dict[tuple, str] | None = None,
-                skipped: dict[tuple, str] | None = None, shared_jobs: frozenset[str] | set[str] = frozenset()
+                skipped: dict[tuple, str] | None = None, shared_jobs: frozenset[str] | set[str] = frozenset(),
+                cliff_copies: pd.DataFrame | None = None
                 ) -> tuple[pd.DataFrame, list[str], FamilyLevel, dict]:
     """Every planned comparison's row, the family's level, verdicts, warnings and the drift record.
     skip_ops: ops never compared (the families' self-check op: ~0 by design, a harness check).
@@ -696,6 +797,7 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
 
     out = parallel_map(one, rows)
     df = pd.DataFrame(out, columns=COLUMNS + _HIDDEN)
+    df["cliff_finding"] = cliff_findings(df, cliff_copies)
     df, fam = finish_family(df, settings, level)
     if len(df):  # the verdicts without the regime's minority, and without the jobs that shared their CPU
         minority = [frozenset(str(j).split()) if f else frozenset() for f, j in zip(df["regimes"], df["regime_jobs"])]

@@ -16,6 +16,12 @@ the median of the jobs' total ratios. Both estimate the same speedup and agree w
 typical in every stage (on machine B within 0.1% for most ops, 1.5% at most); the note says when they
 differ by more than a quarter of the threshold. Shares are n/a when the total's interval reaches into
 the ±threshold band (log(total) ~ 0: shares unbounded).
+
+Stages whose comparisons share a cliff copy (compare.cliff_findings: a slow copy of the build between
+two stages moves both, in opposite directions) are one finding, not two pieces of evidence: the row's
+`cliff_finding` names it and its note says which stages it moves; the box interval never assumed the
+stages independent (its level is a Bonferroni bound), so it stays valid, and a share it moves is read
+as that copy's, not as the stages'.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ def columns(chain: Chain) -> list[str]:
     for stage, _, _ in chain.steps:
         cols += [f"factor_{stage}", f"factor_{stage}_ci_low", f"factor_{stage}_ci_high", f"factor_{stage}_ci_level",
                  f"share_{stage}", f"share_{stage}_ci_low", f"share_{stage}_ci_high", f"share_{stage}_ci_level"]
-    return cols + ["note"]
+    return cols + ["cliff_finding", "note"]
 
 
 def decompose(comparisons: pd.DataFrame, chain: Chain, threshold: float = 0.0,
@@ -61,7 +67,7 @@ def decompose(comparisons: pd.DataFrame, chain: Chain, threshold: float = 0.0,
     rows = []
     for metric, scheme, op, comp in keys:
         row = {x: math.nan for x in cols}
-        row.update(metric=metric, scheme=scheme, op=op, compiler=comp, note="")
+        row.update(metric=metric, scheme=scheme, op=op, compiler=comp, note="", cliff_finding="")
         steps = [(stage, by.get((metric, scheme, op, comp, b, v))) for stage, b, v in chain.steps]
         if not any(r is not None for _, r in steps):
             continue
@@ -116,6 +122,16 @@ def decompose(comparisons: pd.DataFrame, chain: Chain, threshold: float = 0.0,
                 if have_ci:
                     row[f"share_{stage}_ci_low"], row[f"share_{stage}_ci_high"] = share_range(lo, hi, k)
                     row[f"share_{stage}_ci_level"] = row["total_ci_level"]  # the same box: covers when all stages do
+        found: dict[str, list[str]] = {}
+        for stage, r in steps:
+            f = getattr(r, "cliff_finding", "")
+            if isinstance(f, str) and f:
+                found.setdefault(f, []).append(stage)
+        if found:
+            row["cliff_finding"] = "; ".join(found)
+            for f, stages in found.items():
+                notes.append(f"one cliff finding ({f}) moves {'stages ' + ', '.join(stages) if len(stages) > 1 else 'stage ' + stages[0]}"
+                             + (": one copy's effect, not independent evidence of the stages" if len(stages) > 1 else ""))
         row["note"] = "; ".join(notes)
         rows.append(row)
     return pd.DataFrame(rows, columns=cols)

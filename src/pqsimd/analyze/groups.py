@@ -54,6 +54,7 @@ class Group:
     job_counts: np.ndarray | None = None  # stage-1 draws shared by the median and δ bootstraps
     _median: float | None = None
     _summary: JobSummary | None = None
+    _copy_logs: list | None = None
 
     def __post_init__(self) -> None:
         self.sample = Sample.from_jobs(self.values, self.job)
@@ -66,8 +67,9 @@ class Group:
         # median > 0: only then is the group `positive`.
         self.nonpositive = int(np.count_nonzero(self.values <= 0))
         if self.laid_out and not self.nonpositive and self.values.size:
-            # a job's value is the geometric mean of its copies' medians: each layout weighs alike,
-            # however its spins fell (a median of the pooled spins would sit in the gap between copies)
+            # a job's value is the median of its copies' medians (two copies: their geometric mean): each
+            # layout weighs alike, however its spins fell (a median of the pooled spins would sit in the
+            # gap between copies)
             self.job_medians = np.exp(self.summary.log_median)
         else:
             self.job_medians = per_job_medians(self.values, self.job, len(self.job_ids))
@@ -86,10 +88,31 @@ class Group:
     def n_jobs(self) -> int:
         return len(self.job_ids)
 
+    def copy_logs(self) -> list[np.ndarray] | None:
+        """Per job (job order): its laid-out copies' log medians, by copy index; None unless laid out
+        and positive."""
+        if not (self.laid_out and not self.nonpositive and self.values.size):
+            return None
+        if self._copy_logs is None:
+            from .pooled import copy_medians
+            self._copy_logs = [m for m, _, _ in copy_medians(np.log(self.values), self.job, np.asarray(self.layout))]
+        return self._copy_logs
+
+    def copy_index(self) -> list[np.ndarray] | None:
+        """Per job: the copy index of each entry of copy_logs()."""
+        if not (self.laid_out and not self.nonpositive and self.values.size):
+            return None
+        lay = np.asarray(self.layout)
+        return [np.unique(lay[self.job == j]) for j in np.unique(self.job)]
+
     @property
     def median(self) -> float:
-        """The group's estimate: the median over jobs of the job medians (on the log scale, so with an
-        even number of jobs the geometric mean of the middle two), as the comparisons' estimand."""
+        """The group's estimate: the typical layout, the median of its copies' medians over jobs and
+        copies, each job weighing alike (on the log scale; a tie at half: the geometric mean of the two);
+        without layouts the median over jobs of the job medians; as the comparisons' estimand."""
+        if self._median is None and self.copy_logs() is not None:
+            from .interval import weighted_median
+            self._median = math.exp(weighted_median(self.copy_logs()))
         if self._median is None:
             jm = np.sort(self.job_medians)
             n = jm.size
@@ -377,6 +400,12 @@ def median_interval(group: Group, alpha: float) -> tuple[float, float, float]:
     moved out by the group's lattice step (no interval more certain than the clock)."""
     if group.deterministic:
         return group.median, group.median, 1.0
+    cl = group.copy_logs()
+    if cl is not None and order_rank(len(cl), alpha) > 0:  # laid out: the clustered sign interval
+        from .interval import clustered_interval
+        lo, hi = clustered_interval(cl, alpha)
+        r = group.resolution
+        return math.exp(lo) - r, math.exp(hi) + r, 1.0 - alpha
     jm = np.sort(group.job_medians)
     k = order_rank(jm.size, alpha)
     r = group.resolution

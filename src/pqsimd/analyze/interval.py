@@ -11,6 +11,16 @@ evidence first gives a decision p-value, then the interval at the family's level
   its confidence 1 - 2 P(Bin(J, 1/2) <= k - 1) holds whatever the distribution of job effects
   (skewed, a few disturbed jobs, ties). J jobs reach at most 1 - 2^(1-J) (93.75% at J = 5,
   99.8% at J = 10); a level J cannot reach is `unreachable` and the verdict is withheld.
+- `csign` (paired design with randomized layouts: every job timed L >= 2 laid-out copies of each
+  build, copy l of both builds in the same spins). Estimand: the **typical layout**, the median of the
+  log ratio of one copy pair over process states (jobs) and layouts (copies) together: it does not
+  depend on how many copies a job times. Estimate: the median of the J x L copy-pair log ratios, each
+  job weighing alike. Interval: the clustered sign interval (jobs are the clusters: copies of one
+  job share its process state): every theta whose job scores S_j = the sum over the job's pairs of
+  sign(ratio - theta) an exact sign-flip test (each S_j as likely positive as negative; exact with
+  two copies per job) does not reject at gamma; its p is at least 2^(1-J) (no test over J clusters is
+  surer than every job agreeing). Its level is the test's: at least 1 - gamma (printed 1 - gamma). The job value of a laid-out job (groups.Group.job_medians, every
+  consumer's) is the median of its copies' medians (the geometric mean of the middle two).
 - `t` (separate design: independent groups). Estimand: the ratio of geometric means of the job
   medians (difference of mean log job medians); interval: the job-level t interval of pooled.py
   (Welch, or the study-pooled test).
@@ -38,6 +48,103 @@ import numpy as np
 from scipy import stats
 
 VERDICTS = ("faster", "slower", "same", "~", "withheld", "n/a")
+SAMPLING = ("sign", "csign", "t")  # evidence with a sampling interval: members of the multiple-testing family
+
+
+def weighted_median(clusters) -> float:
+    """The median of the values of all clusters, each cluster weighing alike (each value 1 / its
+    cluster's size); where the cumulative weight is exactly half, the midpoint of the two values."""
+    vals = np.concatenate([np.asarray(c, dtype=np.float64) for c in clusters])
+    w = np.concatenate([np.full(len(c), 1.0 / len(c)) for c in clusters])
+    order = np.argsort(vals, kind="stable")
+    v, cw = vals[order], np.cumsum(w[order])
+    half = 0.5 * cw[-1]
+    i = int(np.searchsorted(cw, half - 1e-12 * cw[-1]))
+    if abs(cw[i] - half) <= 1e-9 * cw[-1] and i + 1 < v.size:
+        return 0.5 * (float(v[i]) + float(v[i + 1]))
+    return float(v[i])
+
+
+def _padded(clusters) -> np.ndarray:
+    n = max(len(c) for c in clusters)
+    out = np.full((len(clusters), n), np.nan)
+    for j, c in enumerate(clusters):
+        out[j, :len(c)] = c
+    return out
+
+
+@lru_cache(maxsize=65536)
+def _flip_tail(counts: tuple[int, ...], observed: int) -> float:
+    """P(|sum_j e_j |S_j|| >= observed) for independent fair signs e_j, where counts[m - 1] jobs have
+    |S_j| = m: the exact null distribution of the clustered sign statistic (a convolution of scaled
+    binomials)."""
+    dist = np.array([1.0])
+    for m, n in enumerate(counts, start=1):
+        if not n:
+            continue
+        b = stats.binom.pmf(np.arange(n + 1), n, 0.5)  # k of the n jobs positive: sum = m (2k - n)
+        step = np.zeros(2 * m * n + 1)
+        step[::2 * m] = b
+        dist = np.convolve(dist, step)
+    half = (dist.size - 1) // 2
+    values = np.abs(np.arange(dist.size) - half)
+    return float(min(1.0, dist[values >= observed - 1e-9].sum()))
+
+
+def clustered_p(clusters, thetas: np.ndarray) -> np.ndarray:
+    """The clustered sign test's two-sided p at each theta. Per job S_j = the sum over its L values of
+    sign(value - theta); under theta = the median of a job's values (each job alike), each S_j is as
+    likely positive as negative, and the test is the exact sign-flip (randomization) test of sum_j S_j:
+    its null, sum_j e_j |S_j| with fair signs e_j, given the |S_j| (exact when a job's score is
+    symmetric about 0 under the null, as it is with two copies per job; jobs with S_j = 0 carry no
+    information, as in the sign test). Jobs of unequal sizes: S_j is rescaled to the largest size and
+    rounded."""
+    x = _padded(clusters)
+    j, n = x.shape
+    sizes = np.sum(np.isfinite(x), axis=1)
+    th = np.asarray(thetas, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        sg = np.sign(x[None, :, :] - th[:, None, None])
+    S = np.nansum(sg, axis=2)  # (C, J) integers in [-n, n]
+    if not np.all(sizes == n):
+        S = np.rint(S * (n / sizes)[None, :])
+    S = S.astype(np.int64)
+    mags = np.abs(S)
+    key = np.column_stack([(mags == m).sum(axis=1) for m in range(1, n + 1)] + [np.abs(S.sum(axis=1))])
+    uniq, inverse = np.unique(key, axis=0, return_inverse=True)
+    tails = np.array([_flip_tail(tuple(int(c) for c in row[:-1]), int(row[-1])) for row in uniq])
+    return tails[np.asarray(inverse).ravel()]
+
+
+def _grid(clusters) -> tuple[np.ndarray, np.ndarray]:
+    """The values (sorted, distinct) and the points to test: each value and each gap's midpoint, and
+    one point beyond either end (the sign pattern is constant on every open gap)."""
+    v = np.unique(np.concatenate([np.asarray(c, dtype=np.float64) for c in clusters]))
+    span = max(float(v[-1] - v[0]), 1e-9)
+    mids = 0.5 * (v[1:] + v[:-1])
+    pts = np.sort(np.concatenate([v, mids, [v[0] - span, v[-1] + span]]))
+    return v, pts
+
+
+def clustered_interval(clusters, gamma: float) -> tuple[float, float]:
+    """{theta : clustered_p(theta) > gamma}, closed at the values its open gaps reach (log scale);
+    the point estimate's gap alone when nothing is accepted."""
+    v, pts = _grid(clusters)
+    ok = clustered_p(clusters, pts) > gamma
+    if not ok.any():
+        c = weighted_median(clusters)
+        return c, c
+    idx = np.flatnonzero(ok)
+
+    def close(i: int, side: int) -> float:
+        x = float(pts[i])
+        if x in v:  # a value: itself
+            return x
+        k = int(np.searchsorted(v, x))  # a gap (v[k-1], v[k]): its end on that side
+        if side < 0:
+            return float(v[k - 1]) if k >= 1 else -math.inf
+        return float(v[k]) if k < v.size else math.inf
+    return close(int(idx[0]), -1), close(int(idx[-1]), +1)
 
 
 @lru_cache(maxsize=4096)
@@ -115,8 +222,9 @@ class Interval:
 class Evidence:
     """What one comparison's estimate and interval come from (log scale)."""
 
-    kind: str  # sign | t | exact | refuse
-    logs: np.ndarray = field(default_factory=lambda: np.zeros(0))  # sign: the J job log ratios, sorted
+    kind: str  # sign | csign | t | exact | refuse
+    logs: np.ndarray = field(default_factory=lambda: np.zeros(0))  # sign, csign: the J job log ratios, sorted
+    copies: tuple = ()  # csign: per job, its copy pairs' log ratios (in job order)
     d: float = math.nan  # t: estimate
     se: float = math.nan
     df: float = math.nan
@@ -136,6 +244,17 @@ class Evidence:
         if x.size == 0 or not np.all(np.isfinite(x)):
             return cls("refuse", reason="no finite job ratios")
         return cls("sign", logs=x)
+
+    @classmethod
+    def csign(cls, copy_log_ratios) -> "Evidence":
+        """Paired jobs of laid-out copies: per job the log ratios of its copy pairs."""
+        cl = tuple(np.asarray(c, dtype=np.float64) for c in copy_log_ratios)
+        if not cl or any(c.size == 0 or not np.all(np.isfinite(c)) for c in cl):
+            return cls("refuse", reason="no finite copy ratios")
+        if all(c.size == 1 for c in cl):
+            return cls.sign([c[0] for c in cl])
+        jobs = np.sort(np.array([np.median(c) for c in cl]))
+        return cls("csign", logs=jobs, copies=cl, d=weighted_median(cl))
 
     @classmethod
     def t(cls, d: float, se: float, df: float) -> "Evidence":
@@ -162,8 +281,14 @@ class Evidence:
 
     @property
     def in_family(self) -> bool:
-        """Tested with a sampling interval (sign or t): one member of the multiple-testing family."""
-        return self.kind in ("sign", "t")
+        """Tested with a sampling interval (sign, csign or t): one member of the multiple-testing family."""
+        return self.kind in SAMPLING
+
+    def _csign_p(self, lo: float, hi: float) -> float:
+        """The largest clustered p over theta in [lo, hi] (the grid's points there and its ends)."""
+        _v, pts = _grid(self.copies)
+        th = np.concatenate([pts[(pts >= lo) & (pts <= hi)], [x for x in (lo, hi) if math.isfinite(x)]])
+        return float(clustered_p(self.copies, th).max()) if th.size else 0.0
 
     def decision_p(self, band: float) -> tuple[float, str]:
         """The smallest gamma at which this comparison's (1 - gamma) interval gives a verdict, and
@@ -187,6 +312,11 @@ class Evidence:
                     if p < out[0]:
                         out = (p, v)
             return out
+        if self.kind == "csign":  # the interval clears a band when every theta on its wrong side is rejected
+            ps = {"faster": self._csign_p(-math.inf, up), "slower": self._csign_p(-up, math.inf),
+                  "same": max(self._csign_p(-math.inf, -down), self._csign_p(down, math.inf)) if down > 0 else 1.0}
+            v = min(ps, key=ps.get)
+            return (float(ps[v]), v) if ps[v] < 1.0 else (1.0, "~")
         if self.kind == "t" and self.se > 0 and math.isfinite(self.se):
             d, se, df = self.d, self.se, self.df
             ps = {"faster": 2 * stats.t.sf((d - up) / se, df), "slower": 2 * stats.t.sf((-up - d) / se, df),
@@ -207,6 +337,14 @@ class Evidence:
                 return Interval(self.point, float(x[0]) - r, float(x[-1]) + r, order_level(j, 1), "sign",
                                 reachable=False, res=r)
             return Interval(self.point, float(x[k - 1]) - r, float(x[j - k]) + r, order_level(j, k), "sign", res=r)
+        if self.kind == "csign":
+            j, r = self.n, self.res
+            if order_rank(j, gamma) == 0:  # J too small: [min, max] of every copy pair, at least 1 - 2^(1-J)
+                allv = np.concatenate(self.copies)
+                return Interval(self.d, float(allv.min()) - r, float(allv.max()) + r, order_level(j, 1), "csign",
+                                reachable=False, res=r)
+            lo, hi = clustered_interval(self.copies, gamma)
+            return Interval(self.d, min(lo, self.d) - r, max(hi, self.d) + r, 1.0 - gamma, "csign", res=r)
         if self.kind == "t" and math.isfinite(self.se) and math.isfinite(self.df):
             h = float(stats.t.ppf(1.0 - gamma / 2.0, self.df)) * self.se + self.res
             return Interval(self.d, self.d - h, self.d + h, 1.0 - gamma, "t", res=self.res)

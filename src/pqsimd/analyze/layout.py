@@ -25,6 +25,73 @@ import math
 import numpy as np
 import pandas as pd
 
+COPIES_CAP = 16  # the most copies per job the study is asked for: each copy is relinked, gated and held open
+TRIM = 0.1  # copies_needed's variances are trimmed by this share on each side
+MAX_REPORTED = 1000  # copies_needed is written up to this (more: the layout alone sets the width)
+WIDTH_SLACK = 1.1  # enough copies: the interval within 10% of the width infinitely many copies per job would give
+
+
+def copies_needed(pairs, se2, slack: float = WIDTH_SLACK) -> tuple[float, float, int]:
+    """(layout variance, the rest of a job's variance, L): from the J jobs' copy pairs' log ratios
+    (pairs, J x L) and their sampling variances (se2: each pair's two copy medians' median_se², summed),
+    by the method of moments on 10%-trimmed variances (the median-based interval's width follows the
+    bulk, not a rare cliff's variance; cliffs are findings of their own): within jobs, the pairs' spread about their job's mean = layout +
+    sampling error of one copy; between jobs, the job means' = job + (layout + sampling error) / L. A job spends its spins on its
+    copies, so the sampling error of a job's mean stays that of all its spins whatever L, and only the
+    layout's share of a job's variance, layout / L, falls with more copies: enough copies keep it below
+    (slack² - 1) x the rest (the job effect and the job's sampling error), the interval within `slack`
+    of the width of infinitely many copies. (nan, nan, 0) when it cannot be told (< 3 jobs, one copy)."""
+    y = np.asarray(pairs, dtype=np.float64)
+    e = np.asarray(se2, dtype=np.float64)
+    if y.ndim != 2 or y.shape[0] < 3 or y.shape[1] < 2:
+        return math.nan, math.nan, 0
+    n = y.shape[1]
+    noise = float(np.median(e))  # sampling variance of one copy pair's log ratio
+
+    def trimmed_var(x: np.ndarray) -> float:  # 10% trimmed each side: a rare cliff copy does not set the scale
+        from scipy.stats import mstats, norm
+        if x.size <= 2:
+            return float(np.var(x, ddof=1))
+        z = float(norm.ppf(1 - TRIM))  # scaled to be the variance itself for normal data
+        consistency = 1.0 - 2.0 * z * float(norm.pdf(z)) / (1.0 - 2.0 * TRIM)
+        return float(mstats.trimmed_var(x, limits=(TRIM, TRIM), relative=True, ddof=1)) / consistency
+    within = trimmed_var((y - y.mean(axis=1, keepdims=True)).ravel()) * n / (n - 1.0)
+    layout = max(0.0, within - noise)
+    rest = max(trimmed_var(y.mean(axis=1)) - layout / n, noise / n, 1e-12)
+    need = layout / ((slack**2 - 1.0) * rest)
+    return layout, rest, max(1, min(MAX_REPORTED, int(math.ceil(need - 1e-9))))
+
+
+def copies_record(comparisons: pd.DataFrame, per_job: int | None) -> dict:
+    """How many copies per job the study's laid-out comparisons ask for (copies_needed), against what
+    it ran and the cap: the 90th percentile over its csign rows, capped; rows that need more than it
+    ran, more than the cap."""
+    rows = comparisons[(comparisons.get("method") == "csign")] if len(comparisons) and "method" in comparisons else \
+        comparisons.iloc[:0]
+    need = rows["copies_needed"].to_numpy(dtype=float) if "copies_needed" in rows else np.zeros(0)
+    need = need[np.isfinite(need) & (need > 0)]
+    if not need.size:
+        return {}
+    rec = int(min(COPIES_CAP, math.ceil(float(np.quantile(need, 0.9)))))
+    have = int(per_job or 0)
+    out = {"per_job": have, "recommended": rec, "cap": COPIES_CAP, "rows": int(need.size),
+           "median_needed": float(np.median(need)), "rows_short": int((need > have).sum()),
+           "rows_beyond_cap": int((need > COPIES_CAP).sum()),
+           "rule": (f"per comparison, the fewest copies per job L whose layout share of a job's variance (layout / L) "
+                    f"keeps its interval within {WIDTH_SLACK - 1:.0%} of the width infinitely many copies would give "
+                    f"(method of moments on the copy pairs: layout variance within jobs net of the copies' sampling "
+                    f"error, the rest between jobs; a job's spins are shared by its copies, so only the layout's "
+                    f"share falls with L); recommended: the 90th percentile over the comparisons, at most "
+                    f"{COPIES_CAP} (each copy is relinked, gated and held open by its job)")}
+    if rec > have:
+        out["note"] = (f"{out['rows_short']} of {out['rows']} laid-out comparisons would need more copies per job than "
+                       f"the study's {have}: run with --layouts {rec}")
+    if out["rows_beyond_cap"]:
+        out["note"] = (out.get("note", "") + ("; " if out.get("note") else "") +
+                       f"{out['rows_beyond_cap']} need more than the cap of {COPIES_CAP}: the study cannot afford "
+                       f"enough copies for them (their layout spread dwarfs the job-to-job spread); more jobs narrow them")
+    return out
+
 
 def layout_component(group) -> dict:
     nan = float("nan")
@@ -51,7 +118,7 @@ def layout_component(group) -> dict:
     return out
 
 
-def identical_code(comparisons: pd.DataFrame, code: dict[tuple[str, str, str, str], str]) -> pd.Series:
+def identical_code(comparisons: pd.DataFrame, code: dict[tuple[str, str, str, str], str]) -> pd.Series:  # (older callers)
     """Per comparison row: both builds run the same instructions for the op (code: (variant, compiler,
     scheme, op) -> hash of the op's normalized call tree, from the gate records)."""
     if not len(comparisons) or not code:
@@ -65,17 +132,63 @@ def identical_code(comparisons: pd.DataFrame, code: dict[tuple[str, str, str, st
     return comparisons.apply(same, axis=1).astype(bool)
 
 
+HOW = ("same instructions", "commuted operands", "equal instruction counts")
+
+
+def identical_code_how(comparisons: pd.DataFrame, code: dict, commuted: dict | None = None,
+                       counts: dict | None = None) -> pd.Series:
+    """Per comparison row, why both builds run the same code for the op, or "": `same instructions`
+    (the gate's hashes of the normalized call trees agree), `commuted operands` (they agree up to
+    commuted operands, verify/codehash.commuted), `equal instruction counts` (neither hash is
+    recorded, and the study's exact instruction counts per call agree: the same work, not proven the
+    same code). code, commuted: (variant, compiler, scheme, op) -> hash; counts: -> instructions."""
+    if not len(comparisons):
+        return pd.Series("", index=comparisons.index, dtype=object)
+    commuted, counts = commuted or {}, counts or {}
+
+    def how(r) -> str:
+        kb = (r["baseline"], r["baseline_compiler"], r["scheme"], r["op"])
+        kv = (r["variant"], r["compiler"], r["scheme"], r["op"])
+        a, b = code.get(kb), code.get(kv)
+        if a is not None and a == b:
+            return HOW[0]
+        ca, cb = commuted.get(kb), commuted.get(kv)
+        if ca is not None and ca == cb:
+            return HOW[1]
+        if a is None and b is None and kb in counts and counts.get(kb) == counts.get(kv):
+            return HOW[2]
+        return ""
+
+    return comparisons.apply(how, axis=1).astype(object)
+
+
+def zero_miss_bound(n: int, confidence: float = 0.95) -> float:
+    """The largest miss rate that n intervals without a miss still leave possible (one-sided, at
+    `confidence`): 1 - (1 - confidence)^(1/n); 1 with no rows."""
+    return 1.0 - (1.0 - confidence) ** (1.0 / n) if n else 1.0
+
+
 def identical_code_check(comparisons: pd.DataFrame, gamma: float) -> dict:
     """The calibration check: of n timed comparisons of identical code, how many got a faster/slower
     verdict, against what the family's level allows (each such verdict is a miss of its interval:
-    at most about gamma x n are expected)."""
+    at most about gamma x n are expected), and the check's size: how many rows by which rule, the
+    miss rate that n rows without a false verdict still allow, and how many rows it would take to
+    test the family's level (n with (1 - 0.95)^(1/n) <= gamma... i.e. zero misses in n rows ruling
+    out a miss rate above gamma at 95%)."""
     rows = comparisons[comparisons["identical_code"] & (comparisons["metric"] == "ticks")] \
         if "identical_code" in comparisons else comparisons.iloc[:0]
     wrong = rows[rows["verdict"].isin(["faster", "slower"])]
+    how = rows["identical_code_how"].value_counts().to_dict() if "identical_code_how" in rows else {}
+    n = int(len(rows))
+    need = int(np.ceil(np.log(0.05) / np.log(1.0 - gamma))) if 0 < gamma < 1 else 0
     return {
-        "n": int(len(rows)),
+        "n": n,
+        "by": {str(k): int(v) for k, v in how.items()},
         "verdicts": int(len(wrong)),
         "expected_at_most": round(float(gamma) * len(rows), 2),
+        "miss_rate_bound": round(zero_miss_bound(n), 4),
+        "rows_to_test_level": need,
+        "can_test_level": bool(n >= need and need > 0),
         "rows": [f"{r.scheme} {r.op} {r.baseline} → {r.variant} ({r.compiler}): {r.verdict} {r.speedup:.3f}×"
                  for r in wrong.itertuples()],
     }

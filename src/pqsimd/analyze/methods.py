@@ -43,12 +43,27 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
                     "self_check, tolerance +-1 tick)",
         "group": "a group's estimate (groups.median) is the median of its job medians (with an even number of jobs "
                  "the geometric mean of the middle two); median_ci_* the order-statistic interval of the job "
-                 f"medians at the widest level up to {1 - settings.alpha:.0%} its J reaches (median_ci_level)",
-        "speedup": "paired design (both builds in the same jobs): the median over jobs of the job ratio (job "
+                 f"medians at the widest level up to {1 - settings.alpha:.0%} its J reaches (median_ci_level). "
+                 "With randomized layouts the group's typical layout: the median of its copies' medians over jobs "
+                 "and copies (each job weighing alike), median_ci_* the clustered sign interval; a job's value is the "
+                 "median of its copies' medians (two copies: their geometric mean), read by every consumer",
+        "estimand": "with randomized layouts a speedup is the typical layout: the median, over process states "
+                    "(jobs) and layouts (copies) together, of the ratio of one copy of the baseline to one copy of "
+                    "the variant (method csign); it does not depend on the copies per job. Not the expected cost "
+                    "over layouts (a mean), which rare cliffs decide and J x L copies cannot bound: cliffs are "
+                    "reported as findings with their copies (results/cliffs, comparisons cliff_finding)",
+        "speedup": "paired design with randomized layouts: the median of the J x L copy pairs' log ratios (copy l "
+                   "of the baseline / copy l of the variant, timed in the same spins), each job weighing alike, "
+                   "method csign; paired design, one layout: the median over jobs of the job ratio (job "
                    "median of the baseline / job median of the variant), method sign; separate design: the ratio "
                    "of the geometric means of the two groups' job medians, method t; deterministic counts: the "
                    "exact ratio, method exact",
-        "ci": "paired (sign): the distribution-free order-statistic interval [x(k), x(J+1-k)] of the J job ratios, "
+        "ci": "paired, laid out (csign): the clustered sign interval, every theta whose jobs' sign scores (the "
+              "mean over a job's copy pairs of sign(log ratio - theta)) a one-sample t test over the J jobs (J - 1 "
+              "df; p at least 2^(1-J)) does not reject at the family's level, ci_level = that level (jobs are the "
+              "clusters: a job's copies share its process state; coverage measured by plasmode in "
+              "bench/bench_layout_coverage.py); below 6 jobs [min, max] of the copy pairs, withheld. "
+              "Paired, one layout (sign): the distribution-free order-statistic interval [x(k), x(J+1-k)] of the J job ratios, "
               "k the largest whose confidence 1 - 2 P(Bin(J, 1/2) <= k-1) is at least the family level; it holds "
               "for any distribution of job effects (skewed, a few disturbed jobs, ties); ci_level is that "
               "confidence. J jobs reach at most 1 - 2^(1-J) (93.75% at 5, 99.8% at 10): below the family level "
@@ -57,8 +72,10 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
               "have >= 5 jobs, else the test pooled over the ops of a job (limma-style moderated job-state and "
               "op-specific variances, Welch-Satterthwaite df); rows whose effective df < 4, with a group of < 2 "
               "jobs, or (2 jobs) mostly op-specific variance are withheld",
-        "family": f"the multiple-testing family: every comparison with a sampling interval (methods sign and t), "
-                  f"excluding n/a, exact, withheld-by-design and A/A rows; {adjust}",
+        "family": f"the multiple-testing family: every comparison with a sampling interval (methods sign, csign and "
+                  f"t), excluding n/a, exact, withheld-by-design and A/A rows; comparisons whose evidence shares a "
+                  f"cliff copy (cliff_finding) are one unit (its p the smallest member's times their number; "
+                  f"Benjamini-Bogomolov), so one slow copy is not counted as many findings; {adjust}",
         "p_decision": "the smallest miss probability gamma at which the comparison's (1 - gamma) interval gives a "
                       "verdict (two-sided sign test, or t test, of the interval hypothesis it would decide); the "
                       "family's intervals give a verdict exactly where p_decision <= gamma",

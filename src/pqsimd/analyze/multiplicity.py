@@ -13,6 +13,13 @@ baseline or a job can be negatively correlated, which PRDS does not cover.
 holds under any dependence: the Benjamini-Yekutieli step-up selects R, every interval is printed
 at 1 - R alpha / (m c(m)).
 `bonferroni`: level 1 - alpha / m (simultaneous: the chance of any interval missing <= alpha).
+
+Units (fcr and by). Comparisons whose evidence shares one laid-out copy that is a cliff (a copy slow in
+nine ops moves eighteen comparisons at once) are not independent findings: they form one **unit**. The
+family is then the m' units (Benjamini & Bogomolov 2014, selective inference on families): a unit's
+p-value is its members' smallest decision p times their number (Bonferroni within the unit, valid under
+any dependence), the step-up selects R' of the m' units, and every interval is printed at
+1 - max(R', 1) alpha / m'; the comparisons of one unit count once, however many they are.
 `none`: level 1 - alpha, no control over the family (each interval alone covers with 1 - alpha).
 """
 
@@ -33,6 +40,7 @@ class FamilyLevel:
     adjust: str
     alpha: float
     other: dict | None = None  # fcr and by: the other one's level and how many verdicts it would change
+    members: int | None = None  # comparisons in the family when units group some of them (m counts units)
 
     @property
     def level(self) -> float:
@@ -40,7 +48,8 @@ class FamilyLevel:
 
     def to_dict(self) -> dict:
         return {"adjust": self.adjust, "alpha": self.alpha, "m": self.m, "selected": self.selected,
-                "gamma": self.gamma, "level": self.level, **({"other": self.other} if self.other else {})}
+                "gamma": self.gamma, "level": self.level, **({"other": self.other} if self.other else {}),
+                **({"comparisons": self.members, "units": self.m} if self.members is not None else {})}
 
 
 def bh_count(p: np.ndarray, q: float) -> int:
@@ -76,12 +85,33 @@ def verdicts_changed(p: np.ndarray, gamma_a: float, gamma_b: float) -> int:
     return int(((p > lo) & (p <= hi)).sum())
 
 
-def family_level(decision_p: np.ndarray, alpha: float, adjust: str = "fcr") -> FamilyLevel:
+def unit_p(decision_p: np.ndarray, units) -> np.ndarray:
+    """One p-value per unit (members with the same unit key; NaN members are not in the family): the
+    smallest member's p times the unit's size, at most 1 (Bonferroni within the unit)."""
+    p = np.asarray(decision_p, dtype=np.float64)
+    by: dict = {}
+    for x, u in zip(p, units):
+        if np.isfinite(x):
+            by.setdefault(u, []).append(float(x))
+    return np.array([min(1.0, min(v) * len(v)) for v in by.values()], dtype=np.float64)
+
+
+def family_level(decision_p: np.ndarray, alpha: float, adjust: str = "fcr", units=None) -> FamilyLevel:
     """The family's printed level from its members' decision p-values (NaN: not in the family). With
-    fcr or by, `other` holds the other one's level, selection and how many verdicts would change."""
+    fcr or by, `other` holds the other one's level, selection and how many verdicts would change.
+    units: one hashable key per member (None: each its own unit); with fcr or by the members sharing
+    a key count as one unit of the family (unit_p)."""
     if adjust not in ADJUSTMENTS:
         raise ValueError(f"adjust must be one of {ADJUSTMENTS}")
     p = np.asarray(decision_p, dtype=np.float64)
+    members = None
+    if units is not None and adjust in ("fcr", "by"):
+        n_members = int(np.isfinite(p).sum())
+        grouped = unit_p(p, units)
+        if grouped.size < n_members:
+            members = n_members
+            fam = family_level(grouped, alpha, adjust)
+            return FamilyLevel(fam.gamma, fam.m, fam.selected, adjust, float(alpha), fam.other, members)
     p = p[np.isfinite(p)]
     gamma, selected = _gamma_selected(p, alpha, adjust)
     other = None

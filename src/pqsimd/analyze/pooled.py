@@ -58,8 +58,8 @@ class JobSummary:
 
 def job_summary(values: np.ndarray, job: np.ndarray | None = None, layout: np.ndarray | None = None) -> JobSummary:
     """Summaries of one group. ``values``: spin medians (> 0), either (J, S) or flat with ``job`` labels.
-    With ``layout`` (the laid-out copy of each spin), a job's log median is the mean over its copies
-    of each copy's log median, and its sampling variance that of the mean."""
+    With ``layout`` (the laid-out copy of each spin), a job's log median is the median over its copies
+    of each copy's log median (with two copies their mean), and its sampling variance that of the mean."""
     if layout is not None and job is not None:
         return _laid_out_summary(np.asarray(values, dtype=np.float64), np.asarray(job), np.asarray(layout))
     v = np.asarray(values, dtype=np.float64)
@@ -105,7 +105,8 @@ def _laid_out_summary(v: np.ndarray, job: np.ndarray, layout: np.ndarray) -> Job
     if not v.size or not np.all(np.isfinite(v)) or v.min() <= 0:
         raise ValueError("spin medians must be finite and > 0 (ratios and logs need positive values)")
     per_job = copy_medians(np.log(v), job, layout)
-    return JobSummary(np.array([m.mean() for m, _, _ in per_job]),
+    # a job's value: the median of its copies' log medians (two copies: their mean, the geometric mean)
+    return JobSummary(np.array([float(np.median(m)) for m, _, _ in per_job]),
                       np.array([float(se2.sum()) / m.size**2 for m, se2, _ in per_job]),
                       np.array([n for _, _, n in per_job]), bool(np.ptp(v) == 0))
 

@@ -7,6 +7,13 @@ keep only the symbol objdump names. Two builds whose op hashes are equal run the
 (the converse need not hold: an anonymous constant read through a different nearest symbol makes
 identical code look different, never the other way round). analyze/layout.py uses it as a
 calibration check: a timed comparison of identical code must not get a faster/slower verdict.
+
+A second hash (`commuted=True`) is the same up to commuted operands: the two operands of `test`
+(an AND), of a `cmp` whose flags only an equality test reads (the next instruction is je/jne,
+sete/setne or cmove/cmovne: ZF is symmetric), and the two register sources of a three-operand
+VEX/EVEX instruction whose operation commutes (vpadd*, vpmul*, vpand/vpor/vpxor, vpcmpeq*,
+vpmin*/vpmax*, vadd/vmul/vmin/vmax p[sd]). gcc's refnv and ref builds of ML-KEM's invntt differ only
+in the operand order of one `cmp` before `jne`: the same instructions, counted as identical here.
 """
 
 from __future__ import annotations
@@ -53,8 +60,49 @@ def _normalize(insn: str) -> tuple[str, list[int]]:
     return " ".join(text.split()), targets
 
 
-def op_hashes(funcs: dict[int, tuple[str, list[str]]], offsets: dict[str, int]) -> dict[str, str]:
-    """op -> sha256 of the normalized instructions of its call tree (offsets: op -> its function)."""
+EQUALITY_READERS = re.compile(r"^(je|jne|jz|jnz|sete|setne|setz|setnz|cmove|cmovne|cmovz|cmovnz)[a-z]?\b")
+COMMUTING_VEX = re.compile(r"^(vpadd[bwdq]|vpadds[bw]|vpaddus[bw]|vpmull[wdq]|vpmulh[u]?w|vpmulhrsw|vpmul[u]?dq|vpand|"
+                           r"vpor|vpxor|vpandq|vpandd|vporq|vpord|vpxorq|vpxord|vpcmpeq[bwdq]|vpmin[su][bwdq]|"
+                           r"vpmax[su][bwdq]|vadd[ps][sd]|vmul[ps][sd]|vmin[ps][sd]|vmax[ps][sd]|vandp[sd]|vorp[sd]|"
+                           r"vxorp[sd]|vpavg[bw])$")
+REGISTER = re.compile(r"^%[a-z0-9]+$")
+
+
+def _operands(text: str) -> tuple[str, list[str]]:
+    """Mnemonic and operands (commas inside parentheses kept)."""
+    head, _, rest = text.partition(" ")
+    ops, depth, cur = [], 0, ""
+    for ch in rest:
+        if ch == "," and depth == 0:
+            ops.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        cur += ch
+    if cur.strip():
+        ops.append(cur.strip())
+    return head, ops
+
+
+def commuted(lines: list[str]) -> list[str]:
+    """The instructions with commuting operands in one order (see the module's docstring)."""
+    out = []
+    for i, t in enumerate(lines):
+        head, ops = _operands(t)
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if len(ops) == 2 and (head.startswith("test") or (head.startswith("cmp") and EQUALITY_READERS.match(nxt))):
+            ops = sorted(ops)
+        elif len(ops) == 3 and COMMUTING_VEX.match(head) and all(REGISTER.match(o) for o in ops[:2]):
+            ops = sorted(ops[:2]) + ops[2:]
+        out.append(f"{head} {','.join(ops)}" if ops else head)
+    return out
+
+
+def op_hashes(funcs: dict[int, tuple[str, list[str]]], offsets: dict[str, int],
+              commute: bool = False) -> dict[str, str]:
+    """op -> sha256 of the normalized instructions of its call tree (offsets: op -> its function);
+    commute: up to commuted operands (commuted())."""
     norm: dict[int, tuple[str, list[str], list[int]]] = {}
     for addr, (name, insns) in funcs.items():
         lines, calls = [], []
@@ -63,6 +111,8 @@ def op_hashes(funcs: dict[int, tuple[str, list[str]]], offsets: dict[str, int]) 
             lines.append(t)
             if t.split(" ", 1)[0].split(".", 1)[0] in BRANCHES or t.startswith(("call", "jmp")):
                 calls += [a for a in tg if a in funcs and a != addr]
+        if commute:
+            lines = commuted(lines)
         norm[addr] = (re.sub(r"\.(constprop|isra|part|cold)\.\d+", "", name), lines, calls)
     out = {}
     for op, start in offsets.items():
@@ -85,9 +135,10 @@ def op_hashes(funcs: dict[int, tuple[str, list[str]]], offsets: dict[str, int]) 
 
 
 def build_hashes(driver: Path, build, schemes: list[str], launcher: list[str] | tuple = (),
-                 objdump: list[str] | None = None) -> dict[str, dict[str, str]]:
+                 objdump: list[str] | None = None, commute: bool = False) -> dict[str, dict[str, str]]:
     """scheme -> op -> hash for one build (pqsimd.build.Build), cached beside it (its binary never
-    changes under its cache folder); {} when the library cannot be read."""
+    changes under its cache folder); {} when the library cannot be read. commute: the hashes up to
+    commuted operands (cached under `commuted:<scheme>`)."""
     import json
 
     from ..errors import PqsimdError
@@ -98,18 +149,19 @@ def build_hashes(driver: Path, build, schemes: list[str], launcher: list[str] | 
         have = json.loads(cache.read_text())
     except (OSError, ValueError):
         have = {}
-    want = [s for s in schemes if s in build.schemes and s not in have]
+    tag = "commuted:" if commute else ""
+    want = [s for s in schemes if s in build.schemes and tag + s not in have]
     if want:
         try:
             funcs = disassemble(build.library, objdump)
             for s in want:
-                have[s] = op_hashes(funcs, op_offsets(driver, build.library, s, launcher))
+                have[tag + s] = op_hashes(funcs, op_offsets(driver, build.library, s, launcher), commute)
         except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError, PqsimdError):
-            return {s: have[s] for s in schemes if s in have}  # no hashes: no check, never a failed study
+            return {s: have[tag + s] for s in schemes if tag + s in have}  # no hashes: no check, never a failed study
         try:
             tmp = cache.with_name(f".code.json.{id(have)}")
             tmp.write_text(json.dumps(have))
             tmp.replace(cache)
         except OSError:
             pass
-    return {s: have[s] for s in schemes if s in have}
+    return {s: have[tag + s] for s in schemes if tag + s in have}
