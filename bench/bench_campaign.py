@@ -33,7 +33,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pqsimd.analyze.campaign import (Evidence, decision_p, job_medians, percentile_interval,  # noqa: E402
+from pqsimd.analyze.campaign import (ArmJobs, decision_p, job_medians, percentile_interval,  # noqa: E402
                                      ratio_bootstrap)
 from pqsimd.analyze.interval import verdict_of  # noqa: E402
 from pqsimd.analyze.multiplicity import family_level  # noqa: E402
@@ -62,8 +62,8 @@ def job_ratio_sets(study: Path) -> list[np.ndarray]:
 
 
 def one_ratio(a: np.ndarray, b: np.ndarray, rng, n_boot: int) -> tuple[float, np.ndarray]:
-    ea = Evidence("paired", ratios=pd.Series(a))
-    eb = Evidence("paired", ratios=pd.Series(b))
+    ea = ArmJobs("paired", ratios=pd.Series(a))
+    eb = ArmJobs("paired", ratios=pd.Series(b))
     return ea.estimate - eb.estimate, ratio_bootstrap(ea, eb, False, rng, n_boot)
 
 

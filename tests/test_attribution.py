@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pqsimd.analyze.attribution import Ablation, Cell, attribute, attribution_table, check, linear_range, \
+from pqsimd.analyze.attribution import AblationDesign, Cell, attribute, attribution_table, check, linear_range, \
     ratio_range, shapley_bootstrap, shapley_weights
 
 GROUPS = ("ntt", "keccak", "rej")
@@ -130,7 +130,7 @@ def test_without_the_factorial_only_loo_and_aoi():
 
 def test_table_from_comparisons_and_exact_counts():
     """Instruction counts are exact: zero-width intervals, shares exact and summing to 1."""
-    ab = Ablation("impl", GROUPS, {f"c{i}": c for i, c in enumerate([Cell(), *cells()])})
+    ab = AblationDesign("impl", GROUPS, {f"c{i}": c for i, c in enumerate([Cell(), *cells()])})
     rows = []
     for var, c in ab.cells.items():
         if not c:

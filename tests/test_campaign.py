@@ -154,11 +154,11 @@ def test_two_compilers_on_one_machine_are_two_columns(tmp_path):
 def test_arms_of_one_study_resample_their_shared_jobs_together():
     """Two compilers timed in the same jobs: the ratio's bootstrap draws the same jobs for both, so
     an arm against an identical copy of itself has no spread at all; independent draws would."""
-    from pqsimd.analyze.campaign import Evidence, ratio_bootstrap
+    from pqsimd.analyze.campaign import ArmJobs, ratio_bootstrap
 
     jobs = pd.Series(np.random.default_rng(1).normal(0.5, 0.05, 10), index=[f"paired.x.{i}" for i in range(10)])
-    ev = Evidence("paired", ratios=jobs)
-    twin = Evidence("paired", ratios=jobs.iloc[::-1])  # the same jobs, listed in another order
+    ev = ArmJobs("paired", ratios=jobs)
+    twin = ArmJobs("paired", ratios=jobs.iloc[::-1])  # the same jobs, listed in another order
     rng = np.random.default_rng(0)
     assert np.all(ratio_bootstrap(ev, twin, True, rng, 500) == 0.0)
     assert np.std(ratio_bootstrap(ev, twin, False, rng, 500)) > 0.005

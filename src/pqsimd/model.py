@@ -60,6 +60,18 @@ class SharedCpu(StrEnum):
     KEEP = "keep"  # kept, marked; the verdicts are shown with and without such jobs
 
 
+# The results/ a study's analysis writes (analyze) and results.py reads: one version, here.
+RESULTS_SCHEMA_VERSION = 7  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
+# 3: job-level test columns, verdicts same/withheld, variance components; 4: one estimand and one
+# interval per comparison (speedup, ci_*, ci_level, method, p_decision), the family level, jobs table;
+# 5: every derived interval's level (decomposition factor_/share_*_ci_level, attribution *_ci_level);
+# 6: the job-state regime test (comparisons regime_p, regime_dip_p, regime_jobs, without_minority_*), jobs
+# that shared their CPU (jobs shared_cpu, cpu_waited_fraction; groups and comparisons shared_cpu_jobs;
+# comparisons without_shared_*; summary shared_cpu); 7: the typical layout of a laid-out paired comparison
+# (method csign: the clustered sign interval over jobs x copies; a laid-out job's value the median of its
+# copies), comparisons identical_code_how and cliff_finding, summary estimand, layout copies (copies per job
+# the measured layout variance asks for) and family units (comparisons sharing a cliff copy counted once)
+
 DEFAULT_DESIGN = Design.PAIRED
 RECORDED_DESIGN = Design.SEPARATE  # what a record without a design was (schema 1: one process per build)
 DEFAULT_LAYOUT = LayoutMode.RANDOM

@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .model import RECORDED_DESIGN, Chain, Design, LayoutMode
+from .model import RECORDED_DESIGN, RESULTS_SCHEMA_VERSION, Chain, Design, LayoutMode
 from .errors import PqsimdError, command
 from . import metrics as metrics_mod
 from . import store
 from .studydir import StudyDir
 
 RESULT_TABLES = ("groups", "comparisons", "decomposition", "aa", "jobs", "attribution")
-SCHEMA_VERSION = 7  # what this reader understands (analyze writes the same)
+SCHEMA_VERSION = RESULTS_SCHEMA_VERSION  # what this reader understands (model.py: analyze writes the same)
 
 
 @dataclass
@@ -470,9 +470,9 @@ class Results:
         est = ("median over jobs of the job ratio (job median of the baseline / of the variant), with its "
                "distribution-free order-statistic interval" if self.design == Design.PAIRED else
                "ratio of the geometric means of the job medians, with the job-level t interval")
-        laid = (self.summary.get("layout") or {}).get("mode") == "random" and \
+        laid = (self.summary.get("layout") or {}).get("mode") == LayoutMode.RANDOM and \
             (self.summary.get("layout") or {}).get("copies_per_job", 1) > 1
-        if self.design == "paired" and laid and self.summary.get("estimand"):
+        if self.design == Design.PAIRED and laid and self.summary.get("estimand"):
             est = ("the typical layout: the median over jobs and copies of the ratio of one laid-out copy of the "
                    "baseline to one of the variant, with the clustered sign interval (jobs the clusters)")
         if fam.get("units") is not None and fam.get("comparisons") is not None:

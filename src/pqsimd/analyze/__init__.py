@@ -17,7 +17,7 @@ from . import bottleneck, claims, mechanism, mix, sim
 from . import attribution as attribution_mod
 from . import jobs as jobs_mod
 from .calibration import aa_record
-from ..model import Chain
+from ..model import RECORDED_DESIGN, RESULTS_SCHEMA_VERSION, UNRECORDED_LAYOUT, AloneLayouts, Chain, Design, JobKind, LayoutMode
 from .compare import AA_STAGE, compare_all, draw_jobs, public, study_blocks, study_priors, without_record
 from .compare import COLUMNS as COMPARISON_COLUMNS
 from .decompose import decompose
@@ -36,16 +36,6 @@ from ..studydir import StudyDir
 
 __all__ = ["analyze_study", "Settings"]
 
-RESULTS_SCHEMA_VERSION = 7  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
-# 3: job-level test columns, verdicts same/withheld, variance components; 4: one estimand and one
-# interval per comparison (speedup, ci_*, ci_level, method, p_decision), the family level, jobs table;
-# 5: every derived interval's level (decomposition factor_/share_*_ci_level, attribution *_ci_level);
-# 6: the job-state regime test (comparisons regime_p, regime_dip_p, regime_jobs, without_minority_*), jobs
-# that shared their CPU (jobs shared_cpu, cpu_waited_fraction; groups and comparisons shared_cpu_jobs;
-# comparisons without_shared_*; summary shared_cpu); 7: the typical layout of a laid-out paired comparison
-# (method csign: the clustered sign interval over jobs x copies; a laid-out job's value the median of its
-# copies), comparisons identical_code_how and cliff_finding, summary estimand, layout copies (copies per job
-# the measured layout variance asks for) and family units (comparisons sharing a cliff copy counted once)
 
 ESTIMAND = {
     "laid_out": "the typical layout: with randomized layouts a speedup is the median, over process states (jobs) "
@@ -85,7 +75,7 @@ def study_context(directory: Path, study: dict) -> dict:
     cc = [cc] if isinstance(cc, str) else cc
     from_toml = [c.split("=", 1)[0] if "=" in c else Path(c).name for c in cc if isinstance(c, str)]
     return {"chain": chain, "families": families, "compilers": plan.get("compilers") or from_toml,
-            "design": plan.get("design") or st.get("design") or "separate", "isa": study_isa(manifest, st),
+            "design": plan.get("design") or st.get("design") or RECORDED_DESIGN, "isa": study_isa(manifest, st),
             "vlen": (manifest.get("isa") or {}).get("vlen", st.get("vlen"))}
 
 
@@ -130,7 +120,7 @@ def warmup_record(directory: Path, design: str) -> dict:
                      for op, o in (s.get("ops") or {}).items() if isinstance(o, dict) and o.get("nowarm")})
     return {"design": design, "warmup_spins": st.get("warmup"), "nowarm_ops": nowarm,
             "warmup_spins_sized": [min(spins), max(spins)] if spins else None,
-            "warmup_ns": st.get("warmup_ns", 0) if design == "paired" else 0}
+            "warmup_ns": st.get("warmup_ns", 0) if design == Design.PAIRED else 0}
 
 
 SELF_CHECK_TOLERANCE_TICKS = 1.0  # the engine's acceptance for the empty op: 0 +- 1 tick per call
@@ -256,7 +246,7 @@ def _ablations(directory: Path) -> list[attribution_mod.Ablation]:
     out = []
     for a in (read_json_file(StudyDir(directory).manifest_json).get("ablations") or []):
         try:
-            out.append(attribution_mod.Ablation(str(a["implementation"]), tuple(a["groups"]),
+            out.append(attribution_mod.AblationDesign(str(a["implementation"]), tuple(a["groups"]),
                                                 {str(v): attribution_mod.Cell(c) for v, c in a["cells"].items()}))
         except (KeyError, TypeError, AttributeError):
             continue
@@ -278,7 +268,7 @@ def _job_diagnostics(groups: dict, comparisons: pd.DataFrame, threshold: float, 
     comparisons, separate jobs on their times across their block's ops."""
     band = math.log1p(threshold)
     rows: list[dict] = []
-    live = comparisons[(comparisons["design"] == "paired") & (comparisons["stage"] != AA_STAGE)
+    live = comparisons[(comparisons["design"] == Design.PAIRED) & (comparisons["stage"] != AA_STAGE)
                        & ~comparisons["op"].isin(self_checks)] if len(comparisons) else comparisons
     time_dev: dict[tuple[str, str], dict[str, list[float]]] = {}
     for (metric, scheme, op, _v, _c), g in groups.items():
@@ -304,7 +294,7 @@ def _job_diagnostics(groups: dict, comparisons: pd.DataFrame, threshold: float, 
 def _split_alone(data) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Take the alone jobs (design "alone", run/plan.py) out of the study's spins and jobs; return their
     spins and jobs (their calibration: the resolution of the alone groups)."""
-    alone = set(data.jobs.loc[data.jobs["design"] == "alone", "job"]) if len(data.jobs) else set()
+    alone = set(data.jobs.loc[data.jobs["design"] == JobKind.ALONE, "job"]) if len(data.jobs) else set()
     if not alone:
         return data.spins.iloc[:0], data.jobs.iloc[:0]
     mask = data.spins["job"].astype(str).isin(alone).to_numpy()
@@ -345,14 +335,14 @@ def _layout_record(directory: Path, laid: pd.DataFrame) -> dict:
     except PqsimdError:  # a study without a job plan (results mailed in): its layout is not known
         plan = {}
     st = plan.get("settings") or {}
-    mode = st.get("layout", "fixed")
-    rec = {"mode": mode, "copies_per_job": int(st.get("layouts", 1) or 1) if mode == "random" else 1,
+    mode = st.get("layout", UNRECORDED_LAYOUT)
+    rec = {"mode": mode, "copies_per_job": int(st.get("layouts", 1) or 1) if mode == LayoutMode.RANDOM else 1,
            "groups_with_layouts": int(len(laid))}
     sd_ = laid["layout_sd"].dropna() if len(laid) else pd.Series(dtype=float)
     if len(sd_):
         rec.update(median_layout_sd=float(sd_.median()), max_layout_sd=float(sd_.max()),
                    groups_above_1pct=int((sd_ > 0.01).sum()))
-    if mode != "random":
+    if mode != LayoutMode.RANDOM:
         rec["note"] = ("layout fixed: every job loaded the builds as linked, so verdicts are conditional on that one "
                        "layout (a difference of where the code sits is not covered by the intervals)")
     return rec
@@ -695,7 +685,7 @@ def _alone_matched(directory: Path) -> bool:
         st = (StudyDir(directory).read_plan() or {}).get("settings") or {}
     except PqsimdError:
         return False
-    return st.get("layout") == "random" and st.get("alone_layouts") == "paired"
+    return st.get("layout") == LayoutMode.RANDOM and st.get("alone_layouts") == Design.PAIRED
 
 
 def _cliff_tables(directory: Path, groups: dict):

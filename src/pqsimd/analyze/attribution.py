@@ -46,6 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..model import Design
+
 Cell = frozenset  # the groups switched to native code
 
 NUMBERS = ("shapley", "share", "leave_one_out", "add_one_in", "total", "interaction")
@@ -152,7 +154,7 @@ def _holding(point: float, lo: float, hi: float) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
-class Ablation:
+class AblationDesign:
     """The design of one implementation's ablation (from the study): its groups and which variant
     holds which cell."""
 
@@ -270,7 +272,7 @@ def job_log_ratios(d: pd.DataFrame, cells: Mapping[str, Cell]) -> dict[Cell, np.
     return out
 
 
-def attribution_table(comparisons: pd.DataFrame, ablations: Sequence[Ablation], threshold: float,
+def attribution_table(comparisons: pd.DataFrame, ablations: Sequence[AblationDesign], threshold: float,
                       level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """results/attribution: per ablation, (metric, scheme, op, compiler) and group. The v(S) are the
     comparisons all-C cell -> cell S (same compiler); log-scale numbers are written as factors
@@ -297,7 +299,7 @@ def attribution_table(comparisons: pd.DataFrame, ablations: Sequence[Ablation], 
                     res[ab.cells[r.variant]] = math.log1p(rr) if math.isfinite(rr) and rr > 0 else 0.0
             design = str(d["design"].iloc[0])
             jobs = job_log_ratios(d[d["variant"].isin([x for x, c in ab.cells.items() if c in v])], ab.cells) \
-                if design == "paired" and ab.factorial and len(v) == 2 ** len(ab.groups) - 1 else None
+                if design == Design.PAIRED and ab.factorial and len(v) == 2 ** len(ab.groups) - 1 else None
             boot = shapley_bootstrap(jobs, ab.groups, level, n_boot, rng_for(seed, "attribution", metric, scheme, op,
                                                                              comp), res) if jobs else None
             for row in attribute(v, ab.groups, threshold, boot):

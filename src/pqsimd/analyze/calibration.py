@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..model import Chain
+from ..model import Chain, Design
 from .compare import AA_STAGE, compare_all, draw_jobs, public
 from .groups import attach_resolution, build_groups
 from .multiplicity import FamilyLevel
@@ -80,7 +80,7 @@ def aa_record(comparisons: pd.DataFrame, aa_pairs: dict[str, str], spins: pd.Dat
         summary["kind"] = "duplicate build"
         summary["pairs"] = aa_pairs
         return table, summary
-    if design == "paired":
+    if design == Design.PAIRED:
         return pd.DataFrame(), {"ran": False, "kind": "duplicate build",
                                 "note": "A/A check not run: a paired study checks its verdicts against a duplicate "
                                         "build; add one with --aa VARIANT (or [study] aa = [\"VARIANT\"])"}

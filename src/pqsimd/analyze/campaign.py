@@ -50,6 +50,7 @@ import pandas as pd
 
 from .. import microarch
 from ..errors import PqsimdError, command, os_problem
+from ..model import UNRECORDED_LAYOUT, Design, LayoutMode
 from ..results import Results, load_study, read_json
 
 OLDEST_RESULTS = 4  # results schema 4 has every column a campaign reads (5 added interval levels)
@@ -199,11 +200,11 @@ def layout_design(m: Member) -> str:
     per job` (results summary `layout`, else the plan's settings)."""
     lay = m.study.summary.get("layout") or {}
     st = {**(m.st or {}), **((m.plan.get("settings") or {}) if isinstance(m.plan, dict) else {})}
-    mode = lay.get("mode") or st.get("layout") or "fixed"
-    if mode != "random":
-        return "fixed"
+    mode = lay.get("mode") or st.get("layout") or UNRECORDED_LAYOUT
+    if mode != LayoutMode.RANDOM:
+        return str(LayoutMode.FIXED)
     n = lay.get("copies_per_job") or st.get("layouts")
-    return f"random, {n} copies per job" if n else "random"
+    return f"{LayoutMode.RANDOM}, {n} copies per job" if n else str(LayoutMode.RANDOM)
 
 
 def read_member(label: str, directory: Path) -> Member:
@@ -389,7 +390,7 @@ def same_microarchitecture(machines: pd.DataFrame) -> list[str]:
 # -- job-level evidence ---------------------------------------------------------------------------------
 
 @dataclass
-class Evidence:
+class ArmJobs:
     """One arm's jobs for one comparison (log scale): paired: the job log ratios (by job id);
     separate: the log job medians of the baseline and of the variant."""
 
@@ -401,15 +402,15 @@ class Evidence:
 
     @property
     def estimate(self) -> float:
-        if self.design == "paired" and self.copies:
+        if self.design == Design.PAIRED and self.copies:
             return weighted_median(list(self.copies.values()))
-        if self.design == "paired":
+        if self.design == Design.PAIRED:
             return float(np.median(self.ratios.to_numpy()))
         return float(np.mean(self.base) - np.mean(self.var))
 
     @property
     def n_jobs(self) -> int:
-        return int(self.ratios.size) if self.design == "paired" else int(min(self.base.size, self.var.size))
+        return int(self.ratios.size) if self.design == Design.PAIRED else int(min(self.base.size, self.var.size))
 
 
 def job_medians(spins: pd.DataFrame, copy_value: str = "median") -> dict[tuple, pd.Series]:
@@ -468,39 +469,39 @@ def copy_pairs(cb: pd.Series, cv: pd.Series) -> dict[str, np.ndarray]:
 
 
 def evidence(jm: dict[tuple, pd.Series], key: tuple, compiler: str, design: str,
-             cl: dict[tuple, pd.Series] | None = None) -> Evidence | None:
+             cl: dict[tuple, pd.Series] | None = None) -> ArmJobs | None:
     """An arm's jobs for the comparison key (metric, scheme, op, baseline, variant); with cl (copy_logs,
     for a row analyze computed as `csign`) the jobs' copy pairs, whose estimate is the typical layout."""
     metric, scheme, op, baseline, variant = key
-    if cl is not None and design == "paired":
+    if cl is not None and design == Design.PAIRED:
         cb, cv = cl.get((metric, scheme, op, baseline, compiler)), cl.get((metric, scheme, op, variant, compiler))
         if cb is not None and cv is not None:
             pairs = copy_pairs(cb, cv)
             if pairs:
-                return Evidence("paired", ratios=pd.Series({j: float(np.median(x)) for j, x in pairs.items()}),
+                return ArmJobs(Design.PAIRED, ratios=pd.Series({j: float(np.median(x)) for j, x in pairs.items()}),
                                 copies=pairs)
     b, v = jm.get((metric, scheme, op, baseline, compiler)), jm.get((metric, scheme, op, variant, compiler))
     if b is None or v is None:
         return None
     b, v = b[b > 0], v[v > 0]
-    if design == "paired":
+    if design == Design.PAIRED:
         r = (np.log(b) - np.log(v)).dropna()
-        return Evidence("paired", ratios=r) if len(r) else None
+        return ArmJobs(Design.PAIRED, ratios=r) if len(r) else None
     if len(b) and len(v):
-        return Evidence("separate", base=np.log(b.to_numpy()), var=np.log(v.to_numpy()))
+        return ArmJobs(Design.SEPARATE, base=np.log(b.to_numpy()), var=np.log(v.to_numpy()))
     return None
 
 
-def _boot_stat(ev: Evidence, draws: np.ndarray | None, rng: np.random.Generator, n_boot: int) -> np.ndarray:
+def _boot_stat(ev: ArmJobs, draws: np.ndarray | None, rng: np.random.Generator, n_boot: int) -> np.ndarray:
     """The estimand on n_boot job resamples (draws: shared job indices, for arms of one study)."""
-    if ev.design == "paired" and ev.copies:  # jobs resampled, the typical layout of their copy pairs
+    if ev.design == Design.PAIRED and ev.copies:  # jobs resampled, the typical layout of their copy pairs
         cl = [ev.copies[j] for j in ev.ratios.index]
         idx = draws if draws is not None else rng.integers(0, len(cl), size=(n_boot, len(cl)))
         if len({c.size for c in cl}) == 1:
             x = np.stack(cl)[idx]  # (B, J, L): every job weighs alike
             return np.median(x.reshape(x.shape[0], -1), axis=1)
         return np.array([weighted_median([cl[i] for i in row]) for row in idx])
-    if ev.design == "paired":
+    if ev.design == Design.PAIRED:
         x = ev.ratios.to_numpy()
         idx = draws if draws is not None else rng.integers(0, x.size, size=(n_boot, x.size))
         return np.median(x[idx], axis=1)
@@ -509,12 +510,12 @@ def _boot_stat(ev: Evidence, draws: np.ndarray | None, rng: np.random.Generator,
     return b - v
 
 
-def ratio_bootstrap(ev: Evidence, ev_ref: Evidence, same_jobs: bool, rng: np.random.Generator,
+def ratio_bootstrap(ev: ArmJobs, ev_ref: ArmJobs, same_jobs: bool, rng: np.random.Generator,
                     n_boot: int) -> np.ndarray:
     """Bootstrap distribution of log(speedup on the arm / speedup on the reference arm)."""
-    if (same_jobs and ev.design == ev_ref.design == "paired"
+    if (same_jobs and ev.design == ev_ref.design == Design.PAIRED
             and set(ev.ratios.index) == set(ev_ref.ratios.index)):  # one study's arms timed in the same jobs
-        r = Evidence("paired", ratios=ev_ref.ratios[ev.ratios.index],
+        r = ArmJobs(Design.PAIRED, ratios=ev_ref.ratios[ev.ratios.index],
                      copies={j: ev_ref.copies[j] for j in ev.ratios.index} if ev_ref.copies else None)
         draws = rng.integers(0, ev.ratios.size, size=(n_boot, ev.ratios.size))
         return _boot_stat(ev, draws, rng, n_boot) - _boot_stat(r, draws, rng, n_boot)

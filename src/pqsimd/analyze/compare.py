@@ -27,7 +27,7 @@ import pandas as pd
 
 from . import bootstrap as bs
 from . import drift as drift_mod
-from ..model import Chain
+from ..model import Chain, Design
 from ..results import level_text
 from .effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
 from .groups import EXACT_METRICS, Group, GroupKey, without_jobs
@@ -356,14 +356,14 @@ def pair_evidence(base: Group, var: Group, settings: Settings, test: tuple[Evide
     if jl is not None:
         ids, logs = jl
         cl = copy_log_ratios(base, var)
-        ev, design = (Evidence.csign(cl) if cl is not None else Evidence.sign(logs)), "paired"
+        ev, design = (Evidence.csign(cl) if cl is not None else Evidence.sign(logs)), Design.PAIRED
         if ev.kind == "csign":  # a job's log ratio: the median of its copy pairs' (two: their mean)
             logs = np.array([float(np.median(c)) for c in cl])
     else:
         if test is None:  # not planned by separate_tests (a caller's own pair): the per-group test
             test = _evidence(job_test(base.summary, var.summary, alpha=settings.alpha, min_df=MIN_DF), 0)
         ev, method = test
-        design = "separate"
+        design = Design.SEPARATE
         how = method if ev.kind == "exact" else ""
     res = resolution_halfwidth(base.resolution_rel, var.resolution_rel)
     if math.isinf(res):
@@ -395,7 +395,7 @@ def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: flo
         return row
     ev, design, ids, logs, how, res = pair_evidence(base, var, settings, test)
     row["design"] = design
-    if design == "paired":
+    if design == Design.PAIRED:
         row.update(_job_ids=ids, _job_logs=logs, _copy_logs=list(ev.copies) if ev.kind == "csign" else None)
         if ev.kind == "csign":
             row["copies"] = float(np.median([c.size for c in ev.copies]))
@@ -407,7 +407,7 @@ def compare_pair(base: Group, var: Group, stage: str, settings: Settings, u: flo
     if row["nonpositive_spins"]:
         notes.append(f"{row['nonpositive_spins']} spin median(s) <= 0 kept (they rank low; no upward bias)")
     row["_ev"] = ev
-    dp, drifting, per_job = _drift(base, var, row["design"] == "paired", band)
+    dp, drifting, per_job = _drift(base, var, row["design"] == Design.PAIRED, band)
     row.update(drift_p=dp, _drift_jobs_p=(drifting, per_job))
     if base.job_counts is not None and var.job_counts is not None:
         bal = pair_balance(base.sample, var.sample, base.job, var.job, base.values, var.values)
@@ -568,7 +568,7 @@ def _regimes(df: pd.DataFrame, settings: Settings) -> None:
     idx, rows, keys = [], [], []
     for i, (ev, ids, logs, r) in enumerate(zip(df["_ev"], df["_job_ids"], df["_job_logs"],
                                                 df.itertuples(index=False))):
-        if isinstance(ev, Evidence) and ev.kind in ("sign", "csign") and r.design == "paired" \
+        if isinstance(ev, Evidence) and ev.kind in ("sign", "csign") and r.design == Design.PAIRED \
                 and isinstance(ids, list):
             idx.append(i)
             rows.append(regime_mod.Row((r.metric, r.scheme, frozenset(ids)), r.op, tuple(ids), np.asarray(logs),
@@ -620,7 +620,7 @@ def recompute_without(df: pd.DataFrame, drops: Sequence[frozenset[str]], groups:
     todo: dict[tuple, list[int]] = {}
     for i, (ev, jobs, drop, design, metric, scheme) in enumerate(zip(
             df["_ev"], df["_jobs"], drops, df["design"], df["metric"], df["scheme"])):
-        if drop and isinstance(ev, Evidence) and design in ("paired", "separate") and drop.intersection(jobs):
+        if drop and isinstance(ev, Evidence) and design in (Design.PAIRED, Design.SEPARATE) and drop.intersection(jobs):
             todo.setdefault((metric, scheme, frozenset(drop)), []).append(i)
     for (metric, scheme, drop), rows in todo.items():
         cut: dict[GroupKey, Group | None] = {}
@@ -630,7 +630,7 @@ def recompute_without(df: pd.DataFrame, drops: Sequence[frozenset[str]], groups:
                 cut[key] = without_jobs(groups[key], drop) if key in groups else None
             return cut[key]
         tests = {}
-        if any(df["design"].iat[i] == "separate" for i in rows):  # the test pools the ops of a block
+        if any(df["design"].iat[i] == Design.SEPARATE for i in rows):  # the test pools the ops of a block
             for k in groups:
                 if k[:2] == (metric, scheme):
                     without(k)
@@ -649,7 +649,7 @@ def recompute_without(df: pd.DataFrame, drops: Sequence[frozenset[str]], groups:
             iv, verdict = read_verdict(ev, gamma, band)
             out[i] = {"speedup": math.exp(iv.point), "ci_low": math.exp(iv.lo) if math.isfinite(iv.lo) else math.nan,
                       "ci_high": math.exp(iv.hi) if math.isfinite(iv.hi) else math.nan, "ci_level": iv.level,
-                      "verdict": verdict, "jobs": ev.n if design == "paired" else gb.n_jobs + gv.n_jobs}
+                      "verdict": verdict, "jobs": ev.n if design == Design.PAIRED else gb.n_jobs + gv.n_jobs}
     return out
 
 
@@ -805,7 +805,7 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
         shared = frozenset(shared_jobs)
         if shared:
             df["shared_cpu_jobs"] = [len(shared.intersection(j)) for j in df["_jobs"]]
-            if priors is None and (df["design"] == "separate").any():
+            if priors is None and (df["design"] == Design.SEPARATE).any():
                 priors = study_priors(groups)
             _put_without(df, "shared", recompute_without(df, [shared] * len(df), groups, settings, fam.gamma, priors))
     warnings += family_warnings(df, fam)

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from ..errors import PqsimdError
 from ..ids import build_id
+from ..model import RECORDED_DESIGN
 from .lattice import lattice_step
 from ..run import cpuclaim
 from .settings import parallel_map, read_study_toml
@@ -264,7 +265,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
                     "scheme": str(meta.get("scheme", scheme)),
                     "hostname": str(meta.get("hostname") or "unknown"),
                     "cpu_model": str(meta.get("cpu_model") or "unknown"),
-                    "design": str(meta.get("design") or (meta.get("settings") or {}).get("design") or "separate"),
+                    "design": str(meta.get("design") or (meta.get("settings") or {}).get("design") or RECORDED_DESIGN),
                     "metric_kind": str(meta.get("metric") or "ticks"),
                     "settings": json.dumps(meta.get("settings"), sort_keys=True) if meta.get("settings") else "",
                     "has_metadata": bool(meta),

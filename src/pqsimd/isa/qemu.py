@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from ..errors import PqsimdError
+from ..errors import CountError, PqsimdError
 from . import Isa
 
 TIMEOUT_S = 600
@@ -34,10 +34,6 @@ _HARNESS = Path(str(resources.files("pqsimd").joinpath("harness")))
 PLUGIN_SOURCE = _HARNESS / "qemu" / "count.c"
 MARKER_HEADER = _HARNESS / "driver" / "count_marker.h"  # the markers' assembly (their words: data/isas.toml)
 FETCH_HEADER = _HARNESS / "qemu" / "fetch-header.sh"
-
-
-class CountError(Exception):
-    """A counting run that gave no usable count (the message says why)."""
 
 
 def marker_words(isa: Isa) -> tuple[int, int]:

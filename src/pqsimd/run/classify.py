@@ -138,14 +138,14 @@ def width_of(operands: str, c: Config | None = None) -> int:
 
 
 @dataclass(frozen=True)
-class Kind:
+class InsnKind:
     cls: str
     width: int
     lane_crossing: bool
 
 
 @lru_cache(maxsize=1 << 16)
-def classify(mnemonic: str, operands: str, isa: str | None = None) -> Kind:
+def classify(mnemonic: str, operands: str, isa: str | None = None) -> InsnKind:
     """The class, vector width and lane crossing of one instruction (the ISA's mix TOML)."""
     c = config(isa)
     width = width_of(operands, c)
@@ -156,20 +156,20 @@ def classify(mnemonic: str, operands: str, isa: str | None = None) -> Kind:
         if pattern is None or not pattern.match(mnemonic):
             continue
         if ops and _is_mem(ops[0]):
-            return Kind("store", width, crossing)
+            return InsnKind("store", width, crossing)
         if any(_is_mem(o) for o in ops[1:]):
-            return Kind("load", width, crossing)
+            return InsnKind("load", width, crossing)
         if reg_class is None:  # movd/movq: a general register on one side is an insert/extract
             vec = [bool(_VREG.fullmatch(o)) for o in ops]
             reg_class = c.vector_register_class if ops and all(vec) else c.gpr_vector_class
-        return Kind(reg_class, width, crossing)
+        return InsnKind(reg_class, width, crossing)
     for r in c.rules:
         if r.match.search(mnemonic) and (r.operands is None or r.operands.search(operands)):
-            return Kind(r.lane_crossing_class if (crossing and r.lane_crossing_class) else r.cls, width, crossing)
-    return Kind("other", width, crossing)
+            return InsnKind(r.lane_crossing_class if (crossing and r.lane_crossing_class) else r.cls, width, crossing)
+    return InsnKind("other", width, crossing)
 
 
-UNKNOWN = Kind("unknown", 0, False)
+UNKNOWN = InsnKind("unknown", 0, False)
 
 
 def mix_file(isa: str | None) -> str:

@@ -85,7 +85,7 @@ def check_mca_cpus(cpus: list[str], isa=None) -> None:
 
 
 @dataclass
-class Block:
+class BasicBlock:
     located: list[Located]
 
     @property
@@ -100,11 +100,11 @@ class Block:
 _CONTROL = ("branch", "call_ret")
 
 
-def basic_blocks(located: list[Located], dis: Disassemblies, isa: str | None = None) -> list[Block]:
+def basic_blocks(located: list[Located], dis: Disassemblies, isa: str | None = None) -> list[BasicBlock]:
     """Runs of consecutive instructions (in the object's disassembly order) with equal positive net
     counts, each ending at a branch, call or return."""
     excluded = set(config(isa).mca.get("exclude_classes", ["string", "unknown"]))
-    blocks: list[Block] = []
+    blocks: list[BasicBlock] = []
     cur: list[Located] = []
     prev_idx = None
     for x in sorted((x for x in located if x.count > 0 and x.insn is not None), key=lambda x: (x.obj, x.addr)):
@@ -112,7 +112,7 @@ def basic_blocks(located: list[Located], dis: Disassemblies, isa: str | None = N
         idx = d.index(x.addr) if d else None
         if x.kind.cls in excluded:  # not modelled: ends the block, counts as not covered
             if cur:
-                blocks.append(Block(cur))
+                blocks.append(BasicBlock(cur))
                 cur = []
             prev_idx = None
             continue
@@ -120,16 +120,16 @@ def basic_blocks(located: list[Located], dis: Disassemblies, isa: str | None = N
             p = cur[-1]
             if (p.obj != x.obj or idx is None or prev_idx is None or idx != prev_idx + 1 or p.count != x.count
                     or p.kind.cls in _CONTROL):
-                blocks.append(Block(cur))
+                blocks.append(BasicBlock(cur))
                 cur = []
         cur.append(x)
         prev_idx = idx
     if cur:
-        blocks.append(Block(cur))
+        blocks.append(BasicBlock(cur))
     return blocks
 
 
-def hot_blocks(blocks: list[Block], coverage: float, total: int | None = None) -> tuple[list[Block], float]:
+def hot_blocks(blocks: list[BasicBlock], coverage: float, total: int | None = None) -> tuple[list[BasicBlock], float]:
     """The heaviest blocks until they cover `coverage` of the executed instructions (`total`,
     default: the blocks' own); (blocks, covered share)."""
     total = sum(b.weight for b in blocks) if total is None else total
@@ -160,7 +160,7 @@ def mca_line(insn: Insn, label: str, isa: str | None = None) -> str:
     return text
 
 
-def mca_source(blocks: list[Block], isa: str | None = None) -> tuple[str, list[int]]:
+def mca_source(blocks: list[BasicBlock], isa: str | None = None) -> tuple[str, list[int]]:
     """The llvm-mca input: one region per block; returns (text, line number of each instruction)."""
     lines = [".intel_syntax noprefix" if config(isa).syntax == "intel" else "// pqsimd hot blocks"]
     where = []
@@ -224,7 +224,7 @@ class McaError(Exception):
     pass
 
 
-def run_mca(path: str, cpu: str, blocks: list[Block], workdir: Path | None = None,
+def run_mca(path: str, cpu: str, blocks: list[BasicBlock], workdir: Path | None = None,
             isa: str | None = None) -> tuple[list[dict], int, list[str]]:
     """llvm-mca over the blocks (one region each): (regions, lines it could not parse and that were
     replaced by nop, command)."""

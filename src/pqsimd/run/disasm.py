@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import store
-from .classify import UNKNOWN, Config, Kind, classify
+from .classify import UNKNOWN, Config, InsnKind, classify
 
 _LINE = re.compile(r"^\s*([0-9a-f]+):\t(.*)$")
 _SYM = re.compile(r"^([0-9a-f]+) <(.+)>:$")
@@ -114,7 +114,7 @@ class Located:
     addr: int
     count: int
     insn: Insn | None
-    kind: Kind
+    kind: InsnKind
 
 
 class Disassemblies:

@@ -203,7 +203,7 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
             return _run_once(sd, job_id, progress, build_on_node, study, notify, len(shared), choice)
         except BuildDied as e:
             exclude(sd, e, job_id, notify)
-        except SharedCpu as e:
+        except CpuWasShared as e:
             shared.append(e.share)
             worst = max(shared, key=lambda x: x.waited_fraction)
             if len(shared) >= cpuclaim.ATTEMPTS:
@@ -217,7 +217,7 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
                        f"({e.share.waited()})")
 
 
-class SharedCpu(Exception):
+class CpuWasShared(Exception):
     """The job's driver waited for its CPU too long: its samples are not kept (cpuclaim)."""
 
     def __init__(self, cpu: int, share: cpuclaim.Share):
@@ -337,7 +337,7 @@ def _time(sd: StudyDir, job_id: str, job: dict, plan: dict, study: study_mod.Stu
             raise PqsimdError(f"job {job_id}: driver failed ({files.named(why)}); log: {log}")
         if share is not None and share.shared:
             if study.shared_cpu != "keep":
-                raise SharedCpu(cpu, share)
+                raise CpuWasShared(cpu, share)
             if notify:
                 notify(f"job {job_id}: kept although CPU {cpu} was shared with another program ({share.waited()}): "
                        f"marked in jobs.csv (--shared-cpu keep)")

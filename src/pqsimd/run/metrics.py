@@ -41,7 +41,7 @@ class Job:
 
 
 @dataclass
-class Context:
+class RunContext:
     """What a runner gets besides the study: the plan, the builds that passed, their installed binaries."""
 
     plan: dict
@@ -56,7 +56,7 @@ def pending(sd: StudyDir, jobs: list[Job]) -> list[Job]:
     return [j for j in jobs if not sd.finished(j.id, j.binaries)]
 
 
-def per_build_jobs(sd: StudyDir, study, ctx: Context, metric: str) -> list[Job]:
+def per_build_jobs(sd: StudyDir, study, ctx: RunContext, metric: str) -> list[Job]:
     """Jobs of a per-(build, scheme) metric: <variant>.<compiler>.<scheme>.<metric>."""
     out = []
     for b in ctx.passing:
@@ -70,7 +70,7 @@ def per_build_jobs(sd: StudyDir, study, ctx: Context, metric: str) -> list[Job]:
 def execute_all(sd: StudyDir, study, plan: dict, passing: list[Build], binaries: dict[str, str], executor: str,
                 slurm_options: dict, console: Console) -> bool:
     """Every runner the study's metrics need, each once, per-build metrics first (timing last)."""
-    ctx = Context(plan, passing, binaries, executor, slurm_options, console)
+    ctx = RunContext(plan, passing, binaries, executor, slurm_options, console)
     chosen = [REGISTRY[m] for m in REGISTRY if m in study.metrics]
     runners = list(dict.fromkeys(m.runner for m in sorted(chosen, key=lambda m: not m.per_build)))
     ok = True

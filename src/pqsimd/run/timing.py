@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..studydir import StudyDir
-from .metrics import Context, Job, pending
+from .metrics import RunContext, Job, pending
 
 
 def timing_jobs(sd: StudyDir, study, plan: dict, executor: str) -> list[Job]:
@@ -17,7 +17,7 @@ def timing_jobs(sd: StudyDir, study, plan: dict, executor: str) -> list[Job]:
     return out
 
 
-def run(sd: StudyDir, study, ctx: Context) -> bool:
+def run(sd: StudyDir, study, ctx: RunContext) -> bool:
     plan, console = ctx.plan, ctx.console
     jobs = timing_jobs(sd, study, plan, ctx.executor)
     todo = pending(sd, jobs)
