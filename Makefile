@@ -18,7 +18,7 @@ study: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	tools/test-deps.sh
-	PQSIMD_REQUIRE_SLURM=1 PQSIMD_REQUIRE_CHROMIUM=1 $(VENV)/bin/python -m pytest -q -ra
+	PQSIMD_REQUIRE_TOOLS=1 PQSIMD_REQUIRE_SLURM=1 PQSIMD_REQUIRE_CHROMIUM=1 $(VENV)/bin/python -m pytest -q -ra
 
 test-fast: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -m "not study" -n 2

@@ -219,3 +219,14 @@ def pytest_collection_modifyitems(config, items):
             funcs += [d.func for d in defs]
         if any(f is not None and _runs_a_study(f) for f in funcs):
             item.add_marker(_eng_pytest.mark.study)
+
+
+# -- tools a test needs ---------------------------------------------------------------------------------
+# `make test` (CI) installs every tool the suite uses and sets PQSIMD_REQUIRE_TOOLS=1: there a missing
+# tool is a failure. Elsewhere (make test-fast on a developer's machine) the tests that need it skip,
+# each with the reason, and the rest still run.
+
+def require_tool(reason: str) -> None:
+    if _share_os.environ.get("PQSIMD_REQUIRE_TOOLS"):
+        _eng_pytest.fail(f"PQSIMD_REQUIRE_TOOLS is set but {reason}", pytrace=False)
+    _eng_pytest.skip(reason, allow_module_level=True)

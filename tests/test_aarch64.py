@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import require_tool
+
 from pqsimd import catalog, isa
 from pqsimd.errors import PqsimdError
 from pqsimd.isa import qemu
@@ -24,8 +26,7 @@ A64 = isa.get("aarch64")
 CROSS_GCC = f"{A64.gnu_triple}-gcc"
 
 if not (shutil.which(A64.qemu) and shutil.which(CROSS_GCC)):  # make test installs them: a failure, not a skip
-    pytest.fail(f"{A64.qemu} or {CROSS_GCC} is not installed (make test installs them as root: tools/test-deps.sh)",
-                pytrace=False)
+    require_tool(f"{A64.qemu} or {CROSS_GCC} is not installed (make test installs them as root: tools/test-deps.sh)")
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,8 @@ import subprocess
 
 import pytest
 
+from conftest import require_tool
+
 from pqsimd import catalog
 from pqsimd.build import build_driver, build_variant, cache_root, clean_stale_builds, find_compiler
 from pqsimd.catalog import Variant
@@ -69,7 +71,7 @@ def test_flag_spellings_per_compiler_family_are_data(tree, private_cache, mlkem)
     with pytest.raises(PqsimdError, match="no spelling"):
         catalog.translate_flags(("-O2", "@no-such"), "gcc", "v")
     if shutil.which("clang") is None:
-        pytest.fail("clang is not installed (make test installs it as root; see the README)")
+        require_tool("clang is not installed (make test installs it as root; see the README)")
     b = build_variant(tree, mlkem, refnv, "clang")
     assert b.flags == ["-O3", "-fno-vectorize", "-fno-slp-vectorize"] and b.compiler.family == "clang"
     from pqsimd import verify

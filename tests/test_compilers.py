@@ -15,11 +15,11 @@ NEEDED = ("gcc-11", "clang-16")
 
 @pytest.fixture(scope="module")
 def matrix(tmp_path_factory, ):
-    from conftest import run_cli
+    from conftest import require_tool, run_cli
 
     for cc in NEEDED:
         if shutil.which(cc) is None:
-            pytest.fail(f"{cc} is not installed (make test installs it as root: tools/test-deps.sh)")
+            require_tool(f"{cc} is not installed (make test installs it as root: tools/test-deps.sh)")
     d = tmp_path_factory.mktemp("cc") / "m"
     r = run_cli("run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--variants", "refnv,ref,ref-avx2,avx2",
                 "--ops", "ntt,invntt,poly_frommsg,empty", "--cc", "gcc," + ",".join(NEEDED), "--jobs", "2",

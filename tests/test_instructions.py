@@ -12,10 +12,10 @@ from pqsimd.run import callgrind
 from pqsimd.run import instructions as ins
 from pqsimd.studydir import StudyDir
 
-from conftest import run_cli
+from conftest import require_tool, run_cli
 
 if callgrind.valgrind_path() is None:  # make test installs it; a missing valgrind is a failure, not a skip
-    pytest.fail("valgrind is not installed (make test installs it as root: tools/test-deps.sh)", pytrace=False)
+    require_tool("valgrind is not installed (make test installs it as root: tools/test-deps.sh)")
 
 QUICK = ["--preset", "quick", "--schemes", "ml-kem-512", "--ops", "ntt,empty", "--metric", "instructions"]
 

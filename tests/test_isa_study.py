@@ -19,7 +19,7 @@ from pqsimd import catalog, isa
 from pqsimd.isa import qemu
 from pqsimd.run import instructions as ins
 
-from conftest import one_line_error, run_cli
+from conftest import require_tool, one_line_error, run_cli
 
 A64 = isa.get("aarch64")
 SCHEME = "ml-kem-512"
@@ -28,7 +28,7 @@ CHAIN = catalog.chain(A64.name)
 HAND = CHAIN.steps[-1]  # ref -> the NEON variant
 
 if not (shutil.which(A64.qemu) and shutil.which(f"{A64.gnu_triple}-gcc")):  # make test installs them
-    pytest.fail(f"{A64.qemu} or the cross gcc is not installed (tools/test-deps.sh)", pytrace=False)
+    require_tool(f"{A64.qemu} or the cross gcc is not installed (tools/test-deps.sh)")
 
 
 @pytest.fixture(scope="module")

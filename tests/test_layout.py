@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from conftest import require_tool, run_cli
 
 pytestmark = pytest.mark.skipif(
     __import__("pqsimd.layout", fromlist=["linker"]).linker() is None, reason="no lld (apt-get install lld-16)")
@@ -362,7 +362,7 @@ def test_a_variants_own_link_flags_are_named_where_they_change_the_layout(tmp_pa
     from pqsimd.studydir import StudyDir
 
     if shutil.which("clang-16") is None:
-        pytest.fail("clang-16 is not installed (make test installs it as root: tools/test-deps.sh)")
+        require_tool("clang-16 is not installed (make test installs it as root: tools/test-deps.sh)")
     env = {**os.environ, "PQSIMD_FAMILY_PATH": str(Path(__file__).parent / "fixtures" / "families"),
            "PQSIMD_CACHE": str(tmp_path / "cache"), "PQSIMD_IDLE_WAIT": "0"}
     d = tmp_path / "s"

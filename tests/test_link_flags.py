@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import require_tool
+
 from pqsimd import build, catalog
 from pqsimd.build import build_variant
 from pqsimd.catalog import Variant
@@ -56,7 +58,7 @@ CLANGS = ("clang", "clang-16")
 def _require(*compilers):
     for cc in compilers:
         if shutil.which(cc) is None:
-            pytest.fail(f"{cc} is not installed (make test installs it as root: tools/test-deps.sh)")
+            require_tool(f"{cc} is not installed (make test installs it as root: tools/test-deps.sh)")
 
 
 def test_lto_builds_gate_and_time_with_gcc_and_clang(tmp_path, cli):

@@ -20,12 +20,12 @@ from pqsimd import machine, store
 from pqsimd.run import callgrind, classify, costmodel, disasm, mix
 from pqsimd.studydir import StudyDir
 
-from conftest import run_cli
+from conftest import require_tool, run_cli
 
 if callgrind.valgrind_path() is None:
-    pytest.fail("valgrind is not installed (make test installs it as root: tools/test-deps.sh)", pytrace=False)
+    require_tool("valgrind is not installed (make test installs it as root: tools/test-deps.sh)")
 if costmodel.mca_path() is None:
-    pytest.fail("llvm-mca is not installed (make test installs llvm-16: apt-get install llvm-16)", pytrace=False)
+    require_tool("llvm-mca is not installed (make test installs llvm-16: apt-get install llvm-16)")
 
 FIXTURES = Path(__file__).parent / "fixtures" / "families"
 CPUS = ["znver1", "znver2", "znver3", "znver4", "skylake"]

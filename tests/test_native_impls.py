@@ -248,10 +248,10 @@ def test_an_unknown_group_is_one_line_at_the_build(tree, driver, mlkem, cli, tmp
 
 @pytest.fixture(scope="module")
 def mechanism_study(native, tmp_path_factory):
-    from conftest import run_cli
+    from conftest import require_tool, run_cli
 
     if callgrind.valgrind_path() is None:
-        pytest.fail("valgrind is not installed (make test installs it as root: tools/test-deps.sh)", pytrace=False)
+        require_tool("valgrind is not installed (make test installs it as root: tools/test-deps.sh)")
     d = tmp_path_factory.mktemp("native-mix") / "s"
     r = run_cli("run", d, "--preset", "quick", "--schemes", f"{KEM},{SIGN}", "--variants",
                 "mlkem-native-c,mlkem-native,mldsa-native", "--ops", "ntt,keypair_derand,sign_derand,empty",

@@ -9,6 +9,8 @@ import shutil
 import pandas as pd
 import pytest
 
+from conftest import require_tool
+
 from pqsimd import catalog
 from pqsimd.errors import PqsimdError
 from pqsimd.report import fmt, write_report
@@ -232,7 +234,7 @@ def test_tables_and_macros_compile_with_pdflatex(study, tmp_path):
     import subprocess
 
     if not shutil.which("pdflatex"):
-        pytest.fail("pdflatex not installed (make test installs texlive-latex-base texlive-latex-recommended as root)")
+        require_tool("pdflatex not installed (make test installs texlive-latex-base texlive-latex-recommended as root)")
     p = KEM.views["macro_prefix"]
     for f in (study / "report" / "ml-kem").glob("*.tex"):
         shutil.copy(f, tmp_path / f.name)

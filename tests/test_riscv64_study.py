@@ -27,7 +27,7 @@ from pqsimd import isa
 from pqsimd.isa import qemu
 from pqsimd.run import instructions as ins
 
-from conftest import one_line_error, run_cli
+from conftest import require_tool, one_line_error, run_cli
 
 RV = isa.get("riscv64")
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -37,7 +37,7 @@ SCHEME = "rvv-kernels"
 VLENS = (128, 256, 512)
 
 if not (shutil.which(RV.qemu) and shutil.which(f"{RV.gnu_triple}-gcc") and shutil.which("clang-19")):
-    pytest.fail(f"{RV.qemu}, the riscv64 cross gcc or clang-19 is not installed (tools/test-deps.sh)", pytrace=False)
+    require_tool(f"{RV.qemu}, the riscv64 cross gcc or clang-19 is not installed (tools/test-deps.sh)")
 
 
 def model() -> tuple[int, int]:

@@ -19,10 +19,10 @@ from pqsimd.run import callgrind, sim
 from pqsimd.run.backends import Callgrind
 from pqsimd.studydir import StudyDir
 
-from conftest import one_line_error, run_cli
+from conftest import require_tool, one_line_error, run_cli
 
 if callgrind.valgrind_path() is None:
-    pytest.fail("valgrind is not installed (make test installs it as root: tools/test-deps.sh)", pytrace=False)
+    require_tool("valgrind is not installed (make test installs it as root: tools/test-deps.sh)")
 
 FIXTURES = Path(__file__).parent / "fixtures" / "families"
 ENV = {**os.environ, "PQSIMD_FAMILY_PATH": str(FIXTURES)}
@@ -288,8 +288,7 @@ def limits_aarch64(tmp_path_factory):
     from pqsimd import isa
 
     if not (shutil.which(isa.get("aarch64").qemu) and shutil.which("aarch64-linux-gnu-gcc")):
-        pytest.fail("qemu-user or gcc-aarch64-linux-gnu is not installed (make test installs them: tools/test-deps.sh)",
-                    pytrace=False)
+        require_tool("qemu-user or gcc-aarch64-linux-gnu is not installed (make test installs them: tools/test-deps.sh)")
     d = tmp_path_factory.mktemp("limits-a64") / "s"
     r = run_cli("run", d, "--isa", "aarch64", "--preset", "quick", "--schemes", SCHEME, "--variants", "ref",
                 "--metric", "instructions,sim", "--sim-cpu", "neoverse-n1", env=ENV)

@@ -169,7 +169,8 @@ def run(directory: Path, **opts) -> None:
         opts["source"] = str(opts["source"])
     opts["sources"] = [x for item in opts["sources"] for x in (_csv(item) or [])] or None
     vlens = _vlens(opts.pop("vlen"))
-    from .run.vlens import is_vlen_set, run_vlens
+    from .studydir import is_vlen_set
+    from .studysets import run_vlens
 
     vlen_set = is_vlen_set(directory) or (vlens is not None and len(vlens) > 1)
     if vlens is not None and len(vlens) == 1 and not vlen_set:
@@ -181,7 +182,7 @@ def run(directory: Path, **opts) -> None:
     if machines:
         if executor != "slurm":
             raise PqsimdError("--machines runs on a SLURM cluster: add --executor slurm")
-        from .run.machines import run_machines
+        from .studysets import run_machines
 
         ok = run_machines(directory, machines, opts, slurm, time_jobs=not no_run)
         if not ok:
@@ -255,7 +256,8 @@ def doctor() -> None:
 def analyze(directory: Path, n_boot: int | None, seed: int | None, adjust: str | None) -> None:
     """Statistics of a study into DIRECTORY/results/."""
     from .analyze import analyze_study
-    from .run.vlens import analyse_set, is_vlen_set
+    from .studydir import is_vlen_set
+    from .studysets import analyse_set
 
     if is_vlen_set(directory):  # every length's study, then the vector-length view
         click.echo(f"results written to {analyse_set(directory)}")
@@ -273,12 +275,12 @@ def analyze(directory: Path, n_boot: int | None, seed: int | None, adjust: str |
 def report(directory: Path, reference: str | None, beside: Path | None) -> None:
     """Figures, tables and index.html into DIRECTORY/report/."""
     from .report import write_report
-    from .run.vlens import is_vlen_set
+    from .studydir import is_vlen_set
 
     if is_vlen_set(directory):
-        from .report.vlen import write_vlen_report
+        from .studysets import report_set
 
-        out = write_vlen_report(directory)
+        out = report_set(directory)
         click.echo(f"report written to {out}/ — open {out / 'index.html'}")
         return
 
@@ -296,7 +298,7 @@ def report(directory: Path, reference: str | None, beside: Path | None) -> None:
 def show(directory: Path, metric: str | None, stage: str | None, compiler: str | None, beside: Path | None) -> None:
     """The results of a study (or of a campaign) as a terminal table, grouped by family."""
     from .analyze.campaign import is_campaign
-    from .run.vlens import is_vlen_set
+    from .studydir import is_vlen_set
 
     if is_vlen_set(directory):
         from .report.vlen import show_vlen

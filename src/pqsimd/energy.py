@@ -192,7 +192,7 @@ def _driver_run(driver: Path, library: Path, scheme: str, op: str, spins: int, r
     """One driver process timing one op (separate design); (calibration, [(batch, raw ticks)])."""
     import json
 
-    from .run import child
+    from .run import child  # late, upward: the RAPL probe runs the driver as every child is run
     from .run.spec import escape
 
     spec = "\n".join(["design separate", f"scheme {scheme}", f"variant {escape(library)}",

@@ -65,7 +65,7 @@ class Image:
     """One copy's symbols and disassembly, read once."""
 
     def __init__(self, library: Path):
-        from .verify.codehash import disassemble
+        from .verify.codehash import disassemble  # late, upward: one disassembler for the code hash and placements
 
         self.library = Path(library)
         self.syms = symbols(self.library)
@@ -88,7 +88,7 @@ class Image:
     def call_tree(self, start: int) -> list[Sym]:
         """The op's function, the functions it reaches by direct calls and jumps, and the data objects
         they address RIP-relatively: each once, the op's function first."""
-        from .verify.codehash import _normalize
+        from .verify.codehash import _normalize  # late, upward: the same normalized instructions as the code hash
 
         if start not in self.funcs:
             raise PqsimdError(f"{self.library.name}: no function starts at offset {start:#x}")

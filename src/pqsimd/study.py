@@ -403,7 +403,7 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     _check_names("metric", merged.get("metrics", ["ticks"]), metrics_mod.names(), where)
     metrics_mod.check_isa(merged.get("metrics", ["ticks"]), target)
     if merged.get("mca_cpus"):
-        from .run.costmodel import check_mca_cpus
+        from .run.costmodel import check_mca_cpus  # late: only a study that names cost-model CPUs pays for llvm-mca's list
 
         if "mix" not in merged.get("metrics", ["ticks"]):
             raise PqsimdError("--mca-cpu names CPU models for the cost model of --metric mix; add mix to --metric")
@@ -423,7 +423,7 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
         if "\n" in c or "\0" in c:
             raise PqsimdError("--cc contains a newline or NUL")
 
-    from .analyze.settings import resolve as analysis_settings
+    from .analyze.settings import resolve as analysis_settings  # late, upward: [analysis] is checked when the study is written, by its owner
 
     analysis_settings(sd.path, stored)  # a misspelled or invalid [analysis] key: one line, before any timing
     study = Study(**{k: v for k, v in merged.items() if k in KEYS}, variant_defs=variant_defs,
@@ -476,7 +476,7 @@ def _add_duplicates(merged: dict[str, Any], variant_defs: dict[str, Variant], wh
 
 def check_against_plan(sd: StudyDir, study: Study) -> None:
     """Once a plan exists (fixed by the first run), no measurement setting may change."""
-    from .run.plan import PLAN_VERSION
+    from .run.plan import PLAN_VERSION  # late, upward: the plan's version is the plan's
 
     plan = sd.read_plan()
     if plan is None or plan.get("version") != PLAN_VERSION:

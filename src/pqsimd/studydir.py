@@ -24,6 +24,7 @@ import json
 import os
 import socket
 import sys
+import tomllib
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -357,3 +358,43 @@ def _read_holder(fd: int) -> str:
         return f"pid {info.get('pid')} on {info.get('host')}, `{info.get('command')}` since {info.get('since')}"
     except (OSError, ValueError):
         return "another process"
+
+
+# -- studies made of studies: a vector-length set (DIR/vlens.toml, DIR/vlen/<N>/) and a machine set
+# (DIR/machines/<name>/, DIR/campaign/); pqsimd/studysets.py runs them
+
+VLEN_DIR = "vlen"
+SET_FILE = "vlens.toml"
+
+
+def is_vlen_set(directory: Path) -> bool:
+    return (Path(directory) / SET_FILE).is_file()
+
+
+def read_vlen_set(directory: Path) -> list[int]:
+    """The vector lengths of a vector-length set, as DIR/vlens.toml names them."""
+    path = Path(directory) / SET_FILE
+    try:
+        doc = tomllib.loads(path.read_text())
+        vlens = doc["vlens"]
+        if not isinstance(vlens, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in vlens):
+            raise ValueError("vlens is not a list of numbers")
+    except (OSError, ValueError, KeyError, tomllib.TOMLDecodeError) as e:
+        raise PqsimdError(f"{path} does not name the vector lengths ({e}); restore it (vlens = [128, 256, 512]) "
+                          f"or use a new directory") from None
+    return vlens
+
+
+def vlen_sub_studies(directory: Path, vlens: list[int] | None = None) -> list[tuple[int, Path]]:
+    vlens = vlens if vlens is not None else read_vlen_set(directory)
+    return [(v, Path(directory) / VLEN_DIR / str(v)) for v in vlens]
+
+
+MACHINES_DIR = "machines"
+CAMPAIGN_DIR = "campaign"
+
+
+def machine_studies(directory: Path, names: list[str]) -> list[Path]:
+    if len(set(names)) != len(names) or len(names) < 2:
+        raise PqsimdError(f"--machines {','.join(names)}: give two or more different partitions")
+    return [Path(directory) / MACHINES_DIR / ids.check_id("machine", n, "--machines") for n in names]

@@ -1,4 +1,4 @@
-"""The vector-length view of a vector-length set (run/vlens.py: one sub-study per length in
+"""The vector-length view of a vector-length set (pqsimd/studysets.py: one sub-study per length in
 DIR/vlen/<N>/, each analysed): per (parameter set, op) and chain stage, the exact instruction ratio
 baseline → variant at every vector length, and the same ratio against the ISA's default length.
 
@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..errors import PqsimdError, command
 from ..model import Chain, Step
+from ..studydir import vlen_sub_studies
 from ..results import read_summary, read_table
 from ..studydir import StudyDir
 from .write import write_json, write_table
@@ -53,9 +54,7 @@ def _verdict(ratio: float, threshold: float) -> str:
 
 def vlen_tables(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     from .. import isa as isa_mod
-    from ..run.vlens import sub_studies
-
-    subs = sub_studies(directory)
+    subs = vlen_sub_studies(directory)
     per: dict[int, dict] = {}
     chain = None
     chain_dict = None

@@ -1,4 +1,4 @@
-"""The vector-length view of a vector-length set (run/vlens.py): the scaling figure (per op, the hand
+"""The vector-length view of a vector-length set (pqsimd/studysets.py): the scaling figure (per op, the hand
 stage's exact instruction ratio against the vector length), a table of every stage's ratio at every
 length, sentences that read them, and DIR/report/index.html linking each length's own report. It reads
 DIR/results/vlen*, which analyze/vlen.py wrote; nothing is computed here but the wording. `pqsimd show
@@ -195,17 +195,9 @@ def write_vlen_report(directory: Path) -> Path:
     from . import write_report
     from .files import write_text
     from .tables import render, write_table
-    from ..analyze.vlen import write_vlen_results
 
     directory = Path(directory)
-    if not StudyDir(directory).results("vlen.json").exists():
-        from ..run.vlens import analyse_set
-
-        analyse_set(directory)
     t, c, info = load(directory)
-    if t.empty:
-        write_vlen_results(directory)
-        t, c, info = load(directory)
     outdir = StudyDir(directory).report_dir
     outdir.mkdir(parents=True, exist_ok=True)
     subs = {}

@@ -72,7 +72,7 @@ def prepare(sd: StudyDir, study, jobs: list[dict], console=None) -> None:
     (its objects in the build cache) is the one the manifest recorded."""
     if not randomized(study) or not jobs:
         return
-    from ..verify import layouts as gate
+    from ..verify import layouts as gate  # late: copies are made at run time, gated by verify (which runs builds through run/child)
 
     linker = layout.linker_record(layout.require_linker())
     n = copies_per_job(study)

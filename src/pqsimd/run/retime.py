@@ -137,7 +137,7 @@ def targets(directory: Path, select: dict[str, str] | None = None, limit: int | 
     from ..catalog import family_of
     from ..ids import build_id
     from ..results import read_table
-    from ..analyze.cliffs import SIZE
+    from ..analyze.cliffs import SIZE  # late, upward: a re-timing is run and judged in one command; the rule is analyze's
 
     sd = StudyDir(directory)
     cl = read_table(directory, "cliffs", strict=False)
@@ -427,7 +427,7 @@ class Search:
 
     def __init__(self, runner: Runner, target: Target, w_path: Path, t_path: Path, work: Path, sizes: OpSizes,
                  threshold: float, cliff: float, k: int = K_SEARCH):
-        from ..analyze import cliffs as stats
+        from ..analyze import cliffs as stats  # late, upward: the search decides each step with analyze's rule
 
         self.runner, self.target, self.t_path, self.work, self.sizes, self.k = runner, target, t_path, work, sizes, k
         self.threshold, self.stats = threshold, stats
@@ -594,7 +594,7 @@ class Search:
 
 def retime_target(sd: StudyDir, study, target: Target, processes: int, search: bool, simulate_events: bool,
                   notify: Callable[[str], None]) -> Path:
-    from ..analyze import cliffs as stats
+    from ..analyze import cliffs as stats  # late, upward: the re-timings' intervals are analyze's
 
     out_dir = cliffs_dir(sd) / target.tag
     work = Path(tempfile.mkdtemp(prefix="work-", dir=cliffs_dir(sd)))
@@ -661,7 +661,7 @@ def _pads_dict(p: layout.Padding) -> dict:
 
 
 def study_threshold(sd: StudyDir) -> float:
-    from ..analyze.settings import read_study_toml, resolve
+    from ..analyze.settings import read_study_toml, resolve  # late, upward: the study's threshold as analyze resolves it
 
     return float(resolve(sd.path, read_study_toml(sd.path)).threshold)
 
