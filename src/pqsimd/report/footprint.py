@@ -111,7 +111,7 @@ def show(study: Results, con) -> None:
         header, body = rows(study, df, e2e)
         if not body:
             continue
-        t = RichTable(title=title, caption=caption, caption_justify="left", title_justify="left", header_style="bold",
+        t = RichTable(title=title, caption=Text(caption), caption_justify="left", title_justify="left", header_style="bold",
                       box=None, pad_edge=False)
         for col in header:
             t.add_column(col, no_wrap=True)
