@@ -2,8 +2,8 @@
 stack and in code size (`--metric stack`, `--metric size`: exact, run/stack.py), and the same for the
 end-to-end ops of every family (the portfolio, `[views.portfolio] end_to_end`).
 
-Pairs: the chain's hand-SIMD step (e.g. ref → avx2) and each of the chain's implementations (its C
-build → its SIMD build, e.g. mlkem-native-c → mlkem-native) whose builds the study has; and, where the
+Pairs: the chain's hand-SIMD step (C → hand SIMD) and each of the chain's implementations (its C
+build → its SIMD build, an implementation's portable C → its native backend) whose builds the study has; and, where the
 study has the reference's C build but not an implementation's own C, that implementation's SIMD build
 against the reference C (named as such in `base`). The time speedup is the ticks comparison's own
 estimate and interval (read, never estimated again; n/a without timing); the stack and size changes are
@@ -52,7 +52,7 @@ def _pct(r: float) -> str:
 
 
 def sentence(pair: str, base: str, variant: str, op: str, time: float, stack: float, size: float) -> str:
-    """'avx2 makes decaps 6.1× faster for +3% stack and +14% code' (the parts that are known)."""
+    """'<variant> makes <op> 6.1× faster than <base> for +3% stack and +14% code' (the parts that are known)."""
     costs = [f"{_pct(x)} {w}" for x, w in ((stack, "stack"), (size, "code")) if math.isfinite(x)]
     if math.isfinite(time):
         speed = f"{time:.1f}× faster" if time >= 1 else f"{1 / time:.1f}× slower"
