@@ -206,7 +206,7 @@ def test_deterministic_instruction_counts(tmp_path):
     s = json.loads((d / "results" / "summary.json").read_text())
     assert s["deterministic"]["comparisons"] == 1 and s["family"]["m"] == 1  # only the ticks row
     assert s["deterministic"]["treatment"].startswith(
-        "a group is deterministic iff its metric is an exact metric (instructions) and all its spin medians are identical")
+        "a group is deterministic iff its metric is an exact metric (instructions, stack, size) and all its spin medians are identical")
     row = (d / "results" / "comparisons.csv").read_text().splitlines()
     assert any(",instructions," not in r for r in row) and "n/a" in "".join(row)
 

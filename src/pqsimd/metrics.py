@@ -9,6 +9,10 @@ run/metrics.py executes them), by analyze and by the report (which are exact cou
     energy            RAPL energy per call, one job per (build, scheme)
     sim               simulated cache misses and branch mispredictions per call (callgrind's
                       cache and branch model), one job per (build, scheme, cache geometry)
+    stack             peak stack bytes of one call (a painted private stack), one job per (build,
+                      scheme); natively or under the ISA's emulator
+    size              code + read-only data bytes of the op's call tree (nm, objdump), one job per
+                      (build, scheme)
 
 A metric owns its unit: `unit_of(metric, isa)` (the ISA's tick unit for times, data/isas.toml), which
 analyze writes into summary.json `units` and the report reads back (results.Results.unit).
@@ -44,6 +48,8 @@ REGISTRY: dict[str, Metric] = {m.name: m for m in (
     Metric("mix", "instructions", "instruction mix", "mix", timed=False, exact=True, per_build=True, grouped=False),
     Metric("sim", "events", "simulated cache and branch events", "sim", timed=False, exact=True, per_build=True,
            grouped=False),
+    Metric("stack", "bytes", "peak stack", "stack", timed=False, exact=True, per_build=True),
+    Metric("size", "bytes", "code size", "stack", timed=False, exact=True, per_build=True),
 )}
 
 

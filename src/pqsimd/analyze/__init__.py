@@ -15,6 +15,7 @@ import pandas as pd
 from ..errors import PqsimdError
 from . import bottleneck, claims, mechanism, mix, sim
 from . import attribution as attribution_mod
+from . import footprint as footprint_mod
 from . import jobs as jobs_mod
 from .calibration import aa_record
 from ..model import RECORDED_DESIGN, RESULTS_SCHEMA_VERSION, UNRECORDED_LAYOUT, AloneLayouts, Chain, Design, JobKind, LayoutMode
@@ -570,6 +571,8 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     write_table(aa_table if len(aa_table) else pd.DataFrame(columns=COMPARISON_COLUMNS), results, "aa")
     write_table(co_table, results, "coresidency")
     _write_or_remove(crossimpl_mod.crossimpl_table(main, ctx["chain"]), results, "crossimpl")
+    _write_or_remove(footprint_mod.footprint_table(main, groups_df, ctx["families"], ctx["chain"], self_checks), results,
+                     "footprint")
     _write_or_remove(crossimpl_mod.counterparts_table(main, groups_df, ctx["families"], ctx["chain"]), results,
                      "counterparts")
     cliff_rec = _write_cliffs(directory, results, cliff_tables, settings.threshold)

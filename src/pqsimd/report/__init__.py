@@ -82,6 +82,8 @@ def write_report(directory, reference: str | None = None, beside: Path | None = 
     # ops ranked by how much the code's layout moved them
     lay_figs, lay_tabs = _optional("layout sensitivity", "layout", "layout_parts", ([], []), study, outdir, notes)
     lay_tabs = [t for t, _ in lay_tabs]
+    # what SIMD costs besides time: stack and code size beside the speedup
+    lay_tabs += _optional("stack and code size", "footprint", "parts", [], study, outdir, notes)
     html.write_html(study, outdir, figs, tabs, notes, reference=reference,
                     extra_figures=p2_figs + mix_figs + lay_figs, extra_tables=p2_tabs + mix_tabs + lay_tabs, findings=findings, attribution=attr, portfolio=port,
                     cross_isa=cross, cross_impl=cimpl)

@@ -168,4 +168,7 @@ def build_macros(study: Results) -> MacroSet:
                 if len(v) and label.isalpha():
                     ms.add(macro_name(prefix, "Speedup", label, "Min"), fmt.num(v.min()), f"{metric} min {h.base}->{h.variant} {label}")
                     ms.add(macro_name(prefix, "Speedup", label, "Max"), fmt.num(v.max()), f"{metric} max {h.base}->{h.variant} {label}")
+    from . import footprint
+
+    footprint.macros(study, ms)  # stack and code size of the SIMD build against C (results/footprint)
     return ms

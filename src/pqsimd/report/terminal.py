@@ -169,6 +169,9 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     from . import crossimpl
 
     crossimpl.show(study, con)  # whose speedup is it (results/crossimpl, results/counterparts)
+    from . import footprint
+
+    footprint.show(study, con)  # what SIMD costs besides time (results/footprint)
     if beside is not None:
         from .crossisa import load, sentences
 

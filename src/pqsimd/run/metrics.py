@@ -8,6 +8,8 @@ runner, and this module runs the ones a study asks for.
     energy            RAPL energy per call, one job per (build, scheme)
     sim               simulated cache misses and branch mispredictions per call (callgrind's
                       cache and branch model), one job per (build, scheme, cache geometry)
+    stack, size       peak stack bytes (painted private stack) and code + rodata bytes of the call
+                      tree, one job per (build, scheme) each (run/stack.py)
 
 A metric's `runner` is the module of run/ whose `run(sd, study, ctx)` measures it (metrics that
 share a runner run together, once). Counting metrics have a backend chosen by the study's ISA

@@ -12,6 +12,7 @@
  *   driver smoke LIB SCHEME                 every op once: "op ns" per op (the gate's op check)
  *   driver count LIB SCHEME OP CALLS        OP CALLS times inside pqsimd_measure (callgrind)
  *   driver where LIB SCHEME                 per op: "op offset" of its function in LIB (a layout's record)
+ *   driver stack LIB SCHEME [OP...]         per op: "op bytes_a5 bytes_5a", its peak stack (stack.h)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -29,6 +30,7 @@
 #include "perf.h"
 #include "runner.h"
 #include "spec.h"
+#include "stack.h"
 #include "timer.h"
 
 static int die(const char *msg, const char *arg) {
@@ -404,9 +406,45 @@ static int cmd_where(int argc, char **argv) {
     return 0;
 }
 
+/* The peak stack of each op (all, or those named): setup, a warm call on the driver's own stack, then
+ * one call on the private stack painted 0xA5 and one painted 0x5A (stack.c). */
+static int cmd_stack(int argc, char **argv) {
+    pqsimd_loaded v;
+    const pqsimd_scheme *s;
+    if (open_scheme(argc, argv, 4, "usage: stack LIB SCHEME [OP...]", &v, &s)) {
+        return 2;
+    }
+    pqsimd_guard_at(0, argv[2], "(op table)");
+    if (check_table(argv[2], s)) {
+        return 2;
+    }
+    for (int k = 0; k < (argc > 4 ? argc - 4 : s->n_ops); k++) {
+        const pqsimd_op *op = argc > 4 ? pqsimd_find_op(s, argv[4 + k]) : &s->ops[k];
+        if (!op) {
+            return die("unknown op ", argv[4 + k]);
+        }
+        pqsimd_guard_at(0, argv[2], op->name);
+        if (op->setup) {
+            op->setup();
+        }
+        op->call(); /* warm: lazy binding and first-call effects stay outside the painted call */
+        long a = pqsimd_stack_peak(op, 0xA5), b = pqsimd_stack_peak(op, 0x5A);
+        if (a == -1 || b == -1) {
+            return die("cannot map a private stack for op ", op->name);
+        }
+        if (a == -2 || b == -2) {
+            fprintf(stderr, "driver: op %s wrote its whole private stack (%zu bytes)\n", op->name, PQSIMD_STACK_BYTES);
+            return 2;
+        }
+        printf("%s\t%ld\t%ld\n", op->name, a, b);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        return die("usage: driver list|calibrate|step|run|probe|gate|smoke|count|where ...", NULL);
+        return die("usage: driver list|calibrate|step|run|probe|gate|smoke|count|where|stack ...", NULL);
     }
     const char *cmd = argv[1];
     pqsimd_guard_install();
@@ -437,6 +475,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "where") == 0) {
         return cmd_where(argc, argv);
+    }
+    if (strcmp(cmd, "stack") == 0) {
+        return cmd_stack(argc, argv);
     }
     return die("unknown command ", cmd);
 }
