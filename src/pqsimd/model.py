@@ -72,6 +72,16 @@ RESULTS_SCHEMA_VERSION = 7  # 2: compiler columns, design, chain and families in
 # copies), comparisons identical_code_how and cliff_finding, summary estimand, layout copies (copies per job
 # the measured layout variance asks for) and family units (comparisons sharing a cliff copy counted once)
 
+# What each results schema added: results of an older pqsimd (from OLDEST_READABLE_RESULTS) are read as
+# they are, and the report says which of these they lack rather than show them empty without a word.
+OLDEST_READABLE_RESULTS = 4  # one estimand and interval per comparison: what show, report and campaigns need
+RESULTS_SCHEMA_ADDED = {
+    5: "the level of every derived interval",
+    6: "the job-state regime test and the verdicts without jobs that shared their CPU",
+    7: "the typical layout as the estimand of laid-out comparisons (csign), identical code up to commuted "
+       "operands and cliff findings",
+}
+
 DEFAULT_DESIGN = Design.PAIRED
 RECORDED_DESIGN = Design.SEPARATE  # what a record without a design was (schema 1: one process per build)
 DEFAULT_LAYOUT = LayoutMode.RANDOM

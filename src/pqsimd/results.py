@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .model import RECORDED_DESIGN, RESULTS_SCHEMA_VERSION, Chain, Design, LayoutMode
+from .model import OLDEST_READABLE_RESULTS, RECORDED_DESIGN, RESULTS_SCHEMA_ADDED, RESULTS_SCHEMA_VERSION, Chain, Design, LayoutMode
 from .errors import PqsimdError, command
 from . import metrics as metrics_mod
 from . import store
@@ -734,6 +734,17 @@ def read_summary_checked(results: Path, directory: Path, oldest: int) -> dict:
     return summary
 
 
+def older_results_note(summary: dict) -> str | None:
+    """One line for results of an older schema (OLDEST_READABLE_RESULTS onward): what they lack, and how to
+    bring them up to date (analysing again, which needs the study's raw/)."""
+    version = summary.get("schema_version", 1)
+    missing = [what for v, what in sorted(RESULTS_SCHEMA_ADDED.items()) if v > version]
+    if not missing:
+        return None
+    return (f"analysed by an older pqsimd (results schema {version}): shown as analysed then, without "
+            f"{'; '.join(missing)}; `pqsimd analyze` on the study with its raw/ brings them up to date")
+
+
 def check_study_dir(directory: Path) -> Path:
     directory = Path(directory)
     if not directory.is_dir():
@@ -750,8 +761,11 @@ def load_study(directory: Path, oldest: int | None = None) -> Results:
     results = sd.results_dir
     if not results.is_dir() or not any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv")):
         raise PqsimdError(f"no results in {results}; run {command('analyze', directory)} first")
-    summary = read_summary_checked(results, directory, oldest or SCHEMA_VERSION)
+    summary = read_summary_checked(results, directory, oldest or OLDEST_READABLE_RESULTS)
     tables = {name: _read_table(results, name) for name in RESULT_TABLES}
+    older = older_results_note(summary)
+    if older:
+        summary["warnings"] = [older, *(summary.get("warnings") or [])]
     stale = stale_jobs(directory, summary)
     if stale:  # said first, in show's notes and the report's warnings
         summary["warnings"] = [f"stale: {stale} job{'s' if stale != 1 else ''} since these results were computed "

@@ -50,10 +50,9 @@ import pandas as pd
 
 from .. import microarch
 from ..errors import PqsimdError, command, os_problem
-from ..model import UNRECORDED_LAYOUT, Design, LayoutMode
+from ..model import OLDEST_READABLE_RESULTS, UNRECORDED_LAYOUT, Design, LayoutMode
 from ..results import Results, load_study, read_json
 
-OLDEST_RESULTS = 4  # results schema 4 has every column a campaign reads (5 added interval levels)
 from ..store import atomic_write_bytes
 from ..studydir import StudyDir
 from .interval import verdict_of, weighted_median
@@ -213,7 +212,7 @@ def read_member(label: str, directory: Path) -> Member:
         if not path.is_file():
             raise PqsimdError(f"{directory} has no {need}; a campaign needs each study's results/, manifest.json, "
                               f"plan.json and study.toml")
-    study = load_study(directory, oldest=OLDEST_RESULTS)  # summary.json present and of a schema read here
+    study = load_study(directory, oldest=OLDEST_READABLE_RESULTS)  # summary.json present and of a schema read here
     if not sd.results("spins.parquet").exists():
         raise PqsimdError(f"{directory} has no results/spins.parquet; copy the study's whole results/ again, or re-run "
                           f"{command('analyze', directory)} where its raw/ is")

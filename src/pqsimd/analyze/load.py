@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import PqsimdError
+from ..errors import PqsimdError, command
 from ..ids import build_id
 from ..model import RECORDED_DESIGN
 from .lattice import lattice_step
@@ -240,7 +240,10 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     files = [f for f in files if not f.name.endswith(MIX_FILE_SUFFIX)  # --metric mix: analyze/mix.py
              and not is_sim_file(f.name)]  # --metric sim: analyze/sim.py
     if not files:
-        raise PqsimdError(f"no raw data in {raw} (no *.parquet); run `pqsimd run {directory}` first")
+        if StudyDir(directory).results("summary.json").is_file():  # results mailed in without raw/: read, not redone
+            raise PqsimdError(f"no raw data in {raw}, so {directory} cannot be analysed again; its results are read as "
+                              f"they were analysed: {command('show', directory)}, {command('report', directory)}")
+        raise PqsimdError(f"no raw data in {raw} (no *.parquet); run {command('run', directory)} first")
     parts, job_rows, warnings, calibrations = [], [], [], []
     dropped_bad = 0
     read = parallel_map(lambda f: _read_one(f, directory), files)
