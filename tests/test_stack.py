@@ -38,6 +38,21 @@ FUNCTIONS = {"stack_4096": ["pqsimd_fixture_stack_4096"],
              "table_sum": ["pqsimd_fixture_table_sum", "pqsimd_fixture_table_helper"],
              "empty": ["op_empty"]}
 TABLE_BYTES = 64 * 4  # stackfix_ops.c's static const uint32_t table[64]
+# gcc's frame sizes (.su) of the fixture's functions, from the fixture's C and the ABI, not from the metric:
+#   x86-64  the frame counts the caller's 8-byte return address; stack_4096 is a leaf, so gcc puts the
+#           bottom of its array in the 128-byte red zone below the stack pointer (unreserved, not in the
+#           frame): 120 bytes of it, as the 16-aligned array ends 8 bytes under the return address (rsp is
+#           8 mod 16 on entry); stack_call calls, so it reserves its 1024 bytes + 8 to keep the call
+#           16-aligned
+#   aarch64 no return address on the stack, no red zone; a non-leaf saves x29 and x30 (16 bytes)
+FRAMES = {
+    "x86_64": {"pqsimd_fixture_stack_4096": ARRAY + 8 + 8 - 120, "pqsimd_fixture_stack_call": 1024 + 8 + 8},
+    "aarch64": {"pqsimd_fixture_stack_4096": ARRAY, "pqsimd_fixture_stack_call": 1024 + 16},
+}
+BOUND = {  # the static bound per op: the worst path's frames - the op's return address + the red zone
+    "x86_64": {"stack_4096": (ARRAY + 8 + 8 - 120) - 8 + 128, "stack_call": (1040 + ARRAY + 8 + 8 - 120) - 8 + 128},
+    "aarch64": {"stack_4096": ARRAY, "stack_call": 1040 + ARRAY},
+}
 
 
 def _study(d: Path, *extra: str) -> Path:
@@ -83,6 +98,57 @@ def _check(d: Path, isa_name: str, nm: str) -> None:
     want["table_sum"] += TABLE_BYTES
     assert dict(zip(df.op, df.per_call)) == want
     assert rec["parts"]["table_sum"]["rodata"] == TABLE_BYTES and rec["parts"]["stack_call"]["functions"] == 2
+
+
+def _su(d: Path) -> dict[str, int]:
+    """function -> static frame bytes, read from the side directory's .su files (gcc's own words)."""
+    out = {}
+    for su in (StudyDir(d).stack_usage_dir("ref.gcc.stackfix")).glob("*.su"):
+        for line in su.read_text().splitlines():
+            where, n, kind = line.split("\t")
+            assert kind == "static", line
+            out[where.rsplit(":", 1)[-1]] = int(n)
+    return out
+
+
+def _check_static(d: Path, isa_name: str) -> None:
+    df, rec = _raw(d, "stack")
+    painted = dict(zip(df.op, df.per_call))
+    su = _su(d)
+    assert {f: su[f] for f in FRAMES[isa_name]} == FRAMES[isa_name]
+    abi = isa.get(isa_name).stack
+    for op, st in rec["static"].items():
+        assert st["available"] and st["upper_bound"] and not st["unseen"], (op, st)
+        assert st["bytes"] >= painted[op], (op, st["bytes"], painted[op])  # a bound above what was painted
+        assert st["frames"] == sum(su[f] for f, _ in st["path"]) == sum(n for _, n in st["path"])
+        assert st["bytes"] == st["frames"] - abi["return_address"] + abi["red_zone"]
+        assert st["minus_painted"] == st["bytes"] - painted[op]
+    assert [f for f, _ in rec["static"]["stack_call"]["path"]] == FUNCTIONS["stack_call"]
+    assert [f for f, _ in rec["static"]["table_sum"]["path"]] == FUNCTIONS["table_sum"]
+    # the bound is the frames as the C and the ABI give them: x86-64 stack_4096 = its frame - the op's return
+    # address + the whole red zone, of which the array leaves 8 bytes unwritten; aarch64 has nothing unwritten
+    assert {op: rec["static"][op]["bytes"] for op in BOUND[isa_name]} == BOUND[isa_name]
+
+
+def _check_build_untouched(d: Path) -> None:
+    """The side compile wrote only under DIR/stack-usage: the build's cache folder holds no .su or .ci, and
+    the installed library is the bytes the gate passed."""
+    sd = StudyDir(d)
+    man = json.loads((d / "manifest.json").read_text())
+    folder = Path(man["builds"]["ref.gcc.stackfix"]["link"][man["builds"]["ref.gcc.stackfix"]["link"].index("-o") + 1]).parent
+    assert folder.is_dir() and not list(folder.glob("*.su")) and not list(folder.glob("*.ci"))
+    assert store.sha256_file(sd.variant_path("ref.gcc.stackfix")) == sd.read_gate("ref.gcc.stackfix")["binary_sha256"]
+    assert json.loads((sd.stack_usage_dir("ref.gcc.stackfix") / "done.json").read_text())["ci"]
+
+
+def test_the_static_bound_is_above_the_painted_peak_with_the_fixtures_frames(native):
+    _check_static(native, isa.host().name)
+    _check_build_untouched(native)
+
+
+def test_the_static_bound_under_qemu_aarch64(a64):
+    _check_static(a64, "aarch64")
+    _check_build_untouched(a64)
 
 
 def test_the_fixture_stack_and_size_are_exact_natively(native):

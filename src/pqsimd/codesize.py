@@ -181,6 +181,16 @@ class Image:
         return Size(code=sum(n for k, _, n in members if k == "code"), rodata=sum(s.size for s in ro.values()),
                     functions=len(seen), objects=len(ro), unsized=len(unsized), indirect=indirect, external=sorted(external), members=members)
 
+    def callees(self, start: int) -> set[str]:
+        """Names of the functions the function at `start` calls or jumps to directly (a PLT stub by the
+        function's own name)."""
+        out = set()
+        for _, _, text in self.funcs[start].insns if start in self.funcs else ():
+            if BRANCH.match(text) and not INDIRECT.match(text):
+                out |= {self.funcs[t].name.split("@", 1)[0] for t in (int(x, 16) for x, _ in TARGET.findall(text))
+                        if t in self.funcs and t != start}
+        return out
+
     def _in_code(self, addr: int) -> bool:
         i = bisect.bisect_right(self.starts, addr) - 1
         if i < 0:

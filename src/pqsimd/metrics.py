@@ -9,6 +9,7 @@ run/metrics.py executes them), by analyze and by the report (which are exact cou
     energy            RAPL energy per call, one job per (build, scheme)
     sim               simulated cache misses and branch mispredictions per call (callgrind's
                       cache and branch model), one job per (build, scheme, cache geometry)
+    (stack and size are costs: their C -> SIMD ratio is told as a change in bytes, never as a speedup)
     stack             peak stack bytes of one call (a painted private stack), one job per (build,
                       scheme); natively or under the ISA's emulator
     size              code + read-only data bytes of the op's call tree (nm, objdump), one job per
@@ -36,6 +37,8 @@ class Metric:
     exact: bool  # a count: the same binary gives the same number (analysis compares exactly)
     per_build: bool  # one job per (build, scheme), id <variant>.<compiler>.<scheme>.<name>
     grouped: bool = True  # its raw rows carry its name and become analyze's groups (mix, counters, energy: own names)
+    cost: bool = False  # a cost in bytes, not a time: SIMD / C is a change of bytes (fewer is better), never a
+    #                     speedup; per op, not per call (report/fmt.bytes_change says it)
 
 
 # The ticks unit is the ISA's (data/isas.toml tick_unit: TSC ticks on x86-64, timer ticks on aarch64):
@@ -48,8 +51,8 @@ REGISTRY: dict[str, Metric] = {m.name: m for m in (
     Metric("mix", "instructions", "instruction mix", "mix", timed=False, exact=True, per_build=True, grouped=False),
     Metric("sim", "events", "simulated cache and branch events", "sim", timed=False, exact=True, per_build=True,
            grouped=False),
-    Metric("stack", "bytes", "peak stack", "stack", timed=False, exact=True, per_build=True),
-    Metric("size", "bytes", "code size", "stack", timed=False, exact=True, per_build=True),
+    Metric("stack", "bytes", "peak stack", "stack", timed=False, exact=True, per_build=True, cost=True),
+    Metric("size", "bytes", "code size", "stack", timed=False, exact=True, per_build=True, cost=True),
 )}
 
 
@@ -80,6 +83,11 @@ def names() -> list[str]:
 
 def get(name: str) -> Metric:
     return REGISTRY[name]
+
+
+def is_cost(name: str | None) -> bool:
+    """A metric whose ratio is a change in bytes (stack, size), never a speedup."""
+    return bool(name) and name in REGISTRY and REGISTRY[name].cost
 
 
 def exact_names() -> tuple[str, ...]:

@@ -115,8 +115,14 @@ class Results:
         return counting_tool(self.manifest or {})
 
     @property
+    def speed_metrics(self) -> list[str]:
+        """The study's metrics whose ratio is a speedup (not a cost in bytes: metrics.is_cost)."""
+        return [m for m in self.metrics if not metrics_mod.is_cost(m)]
+
+    @property
     def primary_metric(self) -> str:
-        ms = self.metrics
+        """The first speed metric (ticks first); a study of costs alone (stack, size) has its first cost."""
+        ms = self.speed_metrics or self.metrics
         return ms[0] if ms else "ticks"
 
     @cached_property

@@ -123,6 +123,11 @@ class StudyDir:
                               f"nothing was timed with it: run {command('run', self.path)} to reinstall it")
         return path
 
+    def stack_usage_dir(self, build_id: str) -> Path:
+        """DIR/stack-usage/<build>/: the build's units compiled again with -fstack-usage
+        -fcallgraph-info=su (stackbound.py), beside the timed build, never in it."""
+        return self.path / "stack-usage" / build_id
+
     def gate_path(self, build_id: str) -> Path:
         return self.gate_dir / f"{build_id}.json"
 

@@ -50,6 +50,7 @@ class Isa:
     vlen: int | None = None  # the vector length its emulator runs at (0: no vector extension); None: no [vector]
     cc: tuple[str, ...] = ()  # a study's compilers when --cc is not given (empty: the default, gcc)
     cpu_template: str = ""  # qemu_cpu as data/isas.toml writes it ({vlen} in it)
+    stack: dict | None = None  # the ABI's red zone and return address in a frame ([stack]: stackbound.py)
 
     def at(self, vlen: int | None) -> "Isa":
         """This ISA at vector length `vlen` (None: its default): qemu_cpu with the length filled in,

@@ -135,7 +135,7 @@ def attribution_parts(study: Results, outdir: Path) -> tuple[list, list, dict[st
     out.mkdir(parents=True, exist_ok=True)
     figs, tabs, found = [], [], {}
     for fam in study.families:
-        for metric in [m for m in study.metrics if m in set(att["metric"])]:
+        for metric in [m for m in study.speed_metrics if m in set(att["metric"])]:
             rows = att[att["scheme"].isin(fam.schemes) & (att["metric"] == metric)]
             if rows.empty:
                 continue

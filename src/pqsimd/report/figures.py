@@ -451,7 +451,8 @@ def make_figures(study: Results, outdir: Path, notes: list[str] | None = None) -
     """Draw every figure of every family into outdir/<family>/; skipped ones carry their reason."""
     notes = notes if notes is not None else []
     results = []
-    metrics = study.metrics or [study.primary_metric]
+    # speedup figures: a cost in bytes (stack, size) is in the footprint tables, not drawn as a speedup
+    metrics = study.speed_metrics if study.metrics else [study.primary_metric]
     with plt.rc_context(RC):
         for fam in study.chain_families:
             for metric in metrics:

@@ -96,3 +96,22 @@ def quantity(v) -> str:
     if abs(v) >= 100:
         return f"{v:,.0f}"
     return num(v)
+
+
+COST_VERDICT = {"faster": "fewer bytes", "slower": "more bytes", "same": "same bytes"}
+
+
+def bytes_change(speedup) -> str:
+    """A cost metric's comparison (analyze's speedup = base / variant bytes) as what it is: the variant's
+    bytes against the base's, '2.49× the bytes (+149%)', '0.6× the bytes (−40%)'; never faster/slower."""
+    if is_missing(speedup) or not float(speedup) > 0:
+        return NA
+    r = 1 / float(speedup)
+    if r == 1:
+        return "1× the bytes (same)"
+    return f"{times(r)} the bytes ({(r - 1) * 100:+.0f}%)".replace("-", "−")
+
+
+def cost_verdict(verdict) -> str:
+    """faster/slower/same of a cost metric's comparison, in bytes."""
+    return COST_VERDICT.get(str(verdict), str(verdict))

@@ -66,6 +66,8 @@ def ordering_check(study: Results, fam: FamilyView, metric: str) -> list[str]:
 def headlines(study: Results, fam: FamilyView) -> list[str]:
     metric = study.primary_metric
     h = study.chain.hand
+    if metric not in study.speed_metrics:  # a study of stack and size alone: no speedup to headline
+        return []
     df = _hand(study, fam, metric)
     out = []
     if h is not None and not df.empty and df["speedup"].notna().any():

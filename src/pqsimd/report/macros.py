@@ -137,7 +137,7 @@ def build_macros(study: Results) -> MacroSet:
             ms.add(name + "Level", fmt.level(r.share_ci_level).rstrip("%"), desc + ", the interval's level %")
     for fam in study.families:
         fp = fam.macro_prefix
-        for metric in study.metrics:
+        for metric in study.speed_metrics:  # stack and size: footprint.macros, as % changes
             prefix = fp + ("" if metric == study.primary_metric else camel(metric))
             comp = study.comparisons[(study.comparisons["metric"] == metric) & study.comparisons["scheme"].isin(fam.schemes)]
             # the chain's first step is also a cumulative one: keep one row per pair

@@ -145,6 +145,8 @@ def portfolio_parts(study: Results, outdir: Path) -> tuple[list, list]:
     from .figures import FigureResult
     from .tables import write_table
 
+    if study.primary_metric not in study.speed_metrics:  # the hand-SIMD factor is a speedup, not bytes
+        return [], []
     df = rows(study)
     if df.empty or study.chain.hand is None:
         return [], []

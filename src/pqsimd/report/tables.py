@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Design
+from .. import metrics as metrics_mod
 from . import files, fmt, style
 from ..results import FamilyView, Levels, Results, interval
 
@@ -30,7 +31,7 @@ _TEX = {
     "×": r"\ensuremath{\times}", "→": r"\ensuremath{\to}", "δ": r"\ensuremath{\delta}",
     "η": r"\ensuremath{\eta}", "α": r"\ensuremath{\alpha}", "†": r"\ensuremath{^\dagger}",
     "≈": r"\ensuremath{\approx}", "▼": r"\ensuremath{\downarrow}", "±": r"\ensuremath{\pm}",
-    "≥": r"\ensuremath{\geq}", "⊘": r"\ensuremath{\oslash}", "≤": r"\ensuremath{\leq}", "<": r"\ensuremath{<}", ">": r"\ensuremath{>}",
+    "−": r"\ensuremath{-}", "≥": r"\ensuremath{\geq}", "⊘": r"\ensuremath{\oslash}", "≤": r"\ensuremath{\leq}", "<": r"\ensuremath{<}", ">": r"\ensuremath{>}",
 }
 
 
@@ -100,10 +101,15 @@ def _ci_pair(row: dict) -> tuple[float, float, bool]:
     return lo, hi, str(row.get("verdict")) != "withheld"
 
 
-def speedup_cell(row: dict | None, with_ci: bool = True, verdict: bool = False, levels: Levels | None = None) -> Cell:
-    """A speedup with its interval (and the interval's own level when the table's levels differ)."""
+def speedup_cell(row: dict | None, with_ci: bool = True, verdict: bool = False, levels: Levels | None = None,
+                 metric: str | None = None) -> Cell:
+    """A speedup with its interval (and the interval's own level when the table's levels differ); of a cost
+    metric (stack, size: exact bytes), the variant's bytes against the baseline's instead."""
     if row is None or fmt.is_missing(row.get("speedup")):
         return Cell(fmt.NA)
+    if metrics_mod.is_cost(metric):
+        text = fmt.bytes_change(row["speedup"])
+        return Cell(text, tex(text).replace("×", r"$\times$"))
     s = row["speedup"]
     lo, hi, reliable = _ci_pair(row)
     mark = "" if reliable else UNRELIABLE
@@ -183,7 +189,7 @@ def table1_hand_simd(study: Results, fam: FamilyView, metric: str, reference: st
         for sc in schemes:
             row = study.lookup(metric, sc, op, h.base, h.variant)
             seen.append(row)
-            cells.append(speedup_cell(row, levels=lv))
+            cells.append(speedup_cell(row, levels=lv, metric=metric))
             lo, hi, _ = _ci_pair(row) if row else (np.nan, np.nan, True)
             sp = row.get("speedup") if row else np.nan
             rec.update({f"{sc}_speedup": sp, f"{sc}_ci_low": lo, f"{sc}_ci_high": hi,
@@ -216,7 +222,13 @@ def table1_hand_simd(study: Results, fam: FamilyView, metric: str, reference: st
                + _design(study))
     if paper is not None:
         caption += f" paper: {about or 'the published table'}; ratio = ours / paper."
-    return Table(name="table1_hand_simd", title=f"{fam.title}: Table 1, {h.label} speedup ({h.base} → {h.variant})",
+    what = "speedup"
+    if metrics_mod.is_cost(metric):  # exact bytes: a change, not a speedup, and no interval to speak of
+        what = f"{style.metric_title(metric)} change"
+        caption = (f"{fam.title}: {h.label} ({h.base} → {h.variant}), {style.metric_title(metric)}: the {h.variant} "
+                   f"build's bytes against the {h.base} build's (× and %; exact, one measurement per build).")
+        notes = []
+    return Table(name="table1_hand_simd", title=f"{fam.title}: Table 1, {h.label} {what} ({h.base} → {h.variant})",
                  caption=caption, header=header, groups=groups if paper is not None else [], rows=rows,
                  notes=notes, data=pd.DataFrame(data), align="l" + "c" * (per * len(schemes)))
 
@@ -262,7 +274,7 @@ def table_full(study: Results, fam: FamilyView, metric: str) -> Table:
             for key, _, base, var in cols:
                 row = study.lookup(metric, scheme, op, base, var)
                 seen.append(row)
-                cells.append(speedup_cell(row, verdict=True, levels=lv))
+                cells.append(speedup_cell(row, verdict=True, levels=lv, metric=metric))
                 lo, hi, _ = _ci_pair(row) if row else (np.nan, np.nan, True)
                 rec.update({f"{key}_speedup": row.get("speedup") if row else np.nan, f"{key}_ci_low": lo,
                             f"{key}_ci_high": hi, f"{key}_ci_level": row.get("ci_level") if row else np.nan,
@@ -277,6 +289,11 @@ def table_full(study: Results, fam: FamilyView, metric: str) -> Table:
                + ", ".join(f"{c[1]} = {c[2]}→{c[3]}" for c in cols)
                + f"; median ratio with {_ci_name(study, got)}. {base_var} median in {study.unit(metric)} "
                f"per call." + _design(study))
+    if metrics_mod.is_cost(metric):
+        caption = (f"{fam.title}: every operation and comparison ({style.metric_title(metric)}): "
+                   + ", ".join(f"{c[1]} = {c[2]}→{c[3]}" for c in cols)
+                   + f"; each the later build's bytes against the earlier's (× and %; exact). {base_var} in bytes.")
+        notes = []
     return Table(name="table_full", title=f"{fam.title}: all operations, all stages", caption=caption, header=header,
                  rows=rows, notes=notes, data=pd.DataFrame(data), align="lr" + "c" * len(cols))
 
@@ -426,9 +443,11 @@ def make_tables(study: Results, outdir: Path, reference: str | None = None) -> l
             suffix = "" if metric == study.primary_metric else f"_{metric}"
             # a published reference is a time (cycle) result: put it beside our time numbers only
             ref = reference if metric == "ticks" else None
-            tables = [table1_hand_simd(study, fam, metric, ref), table_full(study, fam, metric),
-                      table_decomposition(study, fam, metric)]
-            tc = table_compilers(study, fam, metric)
+            cost = metrics_mod.is_cost(metric)  # bytes: no speedup decomposition, no compiler speedups
+            tables = [table1_hand_simd(study, fam, metric, ref), table_full(study, fam, metric)]
+            if not cost:
+                tables.append(table_decomposition(study, fam, metric))
+            tc = None if cost else table_compilers(study, fam, metric)
             if tc is not None:
                 tables.append(tc)
             for t in tables:

@@ -160,7 +160,7 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
                         first_row = False
                     if i < len(ops) - 1 and not stage:
                         body.append(None)
-                con.print(_show_table(title, unit, body, study, notes))
+                con.print(_show_table(title, unit, body, study, notes, metric))
                 con.print()
     _without(study, con)
     _attribution(study, metric, compiler or study.primary_compiler, con)
@@ -189,9 +189,15 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     return study
 
 
-def _show_table(title: str, unit: str, body: list, study: Results, notes: _Footnotes) -> Table:
+def _show_table(title: str, unit: str, body: list, study: Results, notes: _Footnotes, metric: str | None = None) -> Table:
     """One parameter set's table of `show`: every interval with the level analyze computed for it, in
-    the header when the table's intervals share one, else after each interval."""
+    the header when the table's intervals share one, else after each interval. A cost metric (stack,
+    size: metrics.is_cost) is exact bytes per op: its column says the variant's bytes against the
+    baseline's (× and %) and its verdict more/fewer bytes, never a speedup."""
+    from .. import metrics as metrics_mod
+
+    if metrics_mod.is_cost(metric):
+        return _cost_table(title, unit, body)
     rows = [b for b in body if b is not None]
     med_lv = Levels.of(g.get("median_ci_level") for _, _, g, _ in rows if g)
     sp_lv = Levels.of(r.get("ci_level") for _, _, _, r in rows if r and not fmt.is_missing(r.get("speedup")))
@@ -228,6 +234,25 @@ def _show_table(title: str, unit: str, body: list, study: Results, notes: _Footn
                              "ci_level; verdict withheld)")
         t.add_row(name, var_text, med, row.get("baseline", "") or "", sp if sp == fmt.NA else f"{sp} {ci}",
                   fmt.delta(row.get("cliffs_delta")), _verdict(row.get("verdict")))
+    return t
+
+
+def _cost_table(title: str, unit: str, body: list) -> Table:
+    t = Table(title=title, title_justify="left", header_style="bold", box=None, pad_edge=False)
+    for col, just in (("op", "left"), ("variant", "left"), (unit, "right"), ("vs", "left"), ("bytes vs baseline", "right"),
+                      ("verdict", "left")):
+        t.add_column(col, justify=just, no_wrap=True)
+    for b in body:
+        if b is None:
+            t.add_row()
+            continue
+        name, var_text, g, row = b
+        med = fmt.quantity(g.get("median")) if g else fmt.NA
+        if not row:
+            t.add_row(name, var_text, med, "", "", "")
+            continue
+        t.add_row(name, var_text, med, row.get("baseline", "") or "", fmt.bytes_change(row.get("speedup")),
+                  Text(fmt.cost_verdict(row.get("verdict", fmt.NA))))
     return t
 
 

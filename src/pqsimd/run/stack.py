@@ -10,7 +10,11 @@ stack  `driver stack LIB SCHEME OP...` (harness/driver/stack.c): per op its setu
        itself cancel), so the self-check reads exactly 0 and a function that writes an N-byte local
        array (N a multiple of 16) reads N (tests/fixtures/families/stackfix). Natively on x86-64, under
        the ISA's qemu-user elsewhere (the emulated stack is the guest's: exact as natively). A lower
-       bound: bytes reserved and never written are not seen.
+       bound: bytes reserved and never written are not seen. Beside it, where the build's compiler can
+       give it (gcc), the static bound (stackbound.py): the build's units compiled again with
+       -fstack-usage -fcallgraph-info=su into DIR/stack-usage/<build>/ (the timed build untouched, its
+       code compared), the worst call path's frames from the op's function, and what the bound cannot
+       see named (functions without a frame size, indirect calls, recursion, dynamic frames).
 size   codesize.py: the bytes of the op's call tree (functions by nm -S, assembly routines by their
        instructions) plus the read-only data objects it addresses, each once; per_call = code + rodata.
        Static (nm, objdump of the gated library; the op's entry from driver `where`): a laid-out copy
@@ -18,21 +22,24 @@ size   codesize.py: the bytes of the op's call tree (functions by nm -S, assembl
 
 Raw files DIR/raw/<variant>.<compiler>.<scheme>.{stack,size}.parquet: one row per op, spin 0, batch 1,
 raw = the stack's peak bytes (size: code + rodata), per_call as above. The job records hold both paints,
-the self-check's bytes, the size's parts (code, rodata, functions, objects, unsized constants, indirect
+the self-check's bytes, the static bound per op (`static`: bytes, the worst path, what it cannot see,
+minus_painted; or why there is none), the size's parts (code, rodata, functions, objects, unsized constants, indirect
 calls) and the seconds the job took.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import codesize, isa as isa_mod, machine, store
+from .. import codesize, isa as isa_mod, machine, stackbound, store
 from ..errors import PqsimdError, tagged
 from ..layout import op_offsets
 from ..studydir import StudyDir
@@ -87,6 +94,59 @@ def _record(sd: StudyDir, job, metric: str, started: str, seconds: float, isa, *
             "started": started, "finished": datetime.now(timezone.utc).isoformat(), **extra}
 
 
+_side_locks: dict[str, threading.Lock] = {}
+_side_guard = threading.Lock()
+
+
+def _side_graph(sd: StudyDir, build, isa) -> stackbound.Graph:
+    """The build's call graph with gcc's frame sizes, its units compiled once per study into
+    DIR/stack-usage/<build>/ (a second parameter set of the build reads them); Unavailable says why not."""
+    with _side_guard:
+        lock = _side_locks.setdefault(build.id, threading.Lock())
+    with lock:
+        side = sd.stack_usage_dir(build.id)
+        done = side / "done.json"
+        sha = store.sha256_file(sd.variant_path(build.id))
+        rec = json.loads(done.read_text()) if done.is_file() else {}
+        if rec.get("sha256") != sha:
+            try:
+                stackbound.check_compiler(build.compiler.family, build.flags)
+                cis = stackbound.side_compile(build.commands, build.directory, side, isa.objdump(), jobs=_workers())
+                rec = {"sha256": sha, "ci": [str(c.relative_to(side)) for c in cis]}
+            except stackbound.Unavailable as e:
+                rec = {"sha256": sha, "unavailable": str(e)}
+            side.mkdir(parents=True, exist_ok=True)
+            store.atomic_write_text(done, json.dumps(rec, indent=1))
+        if "unavailable" in rec:
+            raise stackbound.Unavailable(rec["unavailable"])
+        return stackbound.Graph([side / c for c in rec["ci"]])
+
+
+def static_bounds(sd: StudyDir, build, scheme: str, ops: list[str], painted: dict[str, int], isa) -> dict:
+    """op -> the static bound's record beside the painted bytes (or {available: false, why})."""
+    try:
+        graph = _side_graph(sd, build, isa)
+    except stackbound.Unavailable as e:
+        return {op: stackbound.unavailable_note(e) for op in ops}
+    lib = sd.gated_library(build.id)
+    offsets = op_offsets(sd.gated_driver(), lib, scheme, isa.launcher())
+    img = codesize.Image(lib, isa.objdump())
+    abi = isa.stack or {}
+    defined = {f.name for f in img.funcs.values() if "@" not in f.name}
+    out = {}
+    for op in ops:
+        try:
+            if op not in offsets or offsets[op] not in img.funcs:
+                raise stackbound.Unavailable(f"driver where gives no function for {op}")
+            name = img.funcs[offsets[op]].name
+            entry = stackbound.pick_entry(graph, name, img.callees(offsets[op]))
+            b = graph.worst(entry, abi.get("red_zone", 0), abi.get("return_address", 0), defined)
+            out[op] = {"available": True, **b.to_dict(painted.get(op))}
+        except stackbound.Unavailable as e:
+            out[op] = stackbound.unavailable_note(e)
+    return out
+
+
 def stack_job(sd: StudyDir, study, job, isa) -> Path:
     b, scheme = job.info["build"], job.info["scheme"]
     started, t0 = datetime.now(timezone.utc).isoformat(), time.monotonic()
@@ -97,11 +157,15 @@ def stack_job(sd: StudyDir, study, job, isa) -> Path:
     peak = {op: max(v) for op, v in got.items()}
     empty = peak[cal[0]] if cal else 0
     table = _table(b, scheme, job.id, STACK, {op: (peak[op], peak[op] - empty) for op in ops})
+    static = static_bounds(sd, b, scheme, ops, {op: peak[op] - empty for op in ops}, isa)
     rec = _record(sd, job, STACK, started, time.monotonic() - t0, isa,
                   method="painted private stack (makecontext), 0xA5 and 0x5A, after a warm call; bytes written below "
                          "the op's return address: peak - the self-check op's peak",
                   calibration={"op": cal[0] if cal else None, "bytes": empty, "unit": "bytes"},
-                  paints={op: list(v) for op, v in got.items()}, command=[str(sd.driver_path), "stack", str(lib), scheme])
+                  paints={op: list(v) for op, v in got.items()}, static=static,
+                  static_method="gcc -fstack-usage -fcallgraph-info=su on the build's units (DIR/stack-usage/<build>/): "
+                                "the worst path's frames - the op's return address + the ABI's red zone",
+                  command=[str(sd.driver_path), "stack", str(lib), scheme])
     return sd.write_raw(job.id, table, rec)
 
 
