@@ -37,8 +37,12 @@ def env(tmp_path):
 
 
 def _hog(cpu: int) -> subprocess.Popen:
-    """A busy process on `cpu` alone: what another study's driver is to ours."""
-    return subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])
+    """A busy process on `cpu` alone: what another study's driver is to ours. In a session of its own,
+    as another user's program is: with the kernel's autogroup scheduling, a busy process in the test's
+    own session shares that session's weight with everything the suite runs beside it, and was then
+    too weak to delay the driver enough to be seen (the full suite with a busy program beside it)."""
+    return subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"],
+                            start_new_session=True)
 
 
 def _records(d: Path) -> list[dict]:
@@ -379,3 +383,29 @@ def test_a_driver_pqsimd_cannot_raise_is_named_not_blamed_on_another_program(mon
     monkeypatch.setattr(resource, "getrlimit", lambda *a: (0, 0))
     note = cpuclaim.priority_note()
     assert note and "nice 19" in note and "without nice" in note
+
+
+def test_the_shared_cpu_variable_wins_over_the_stored_setting_like_the_flag(tmp_path, monkeypatch):
+    """PQSIMD_SHARED_CPU is the flag's spelling in the environment: on a study whose study.toml says
+    discard, it is what the next run uses (it was silently overridden by the stored value)."""
+    from pqsimd import study as study_mod
+
+    d = tmp_path / "s"
+    monkeypatch.setenv("PQSIMD_SHARED_CPU", "discard")
+    s = study_mod.resolve(d, {"schemes": ["ml-kem-512"]})
+    study_mod.save(d, s)
+    assert study_mod.resolve(d, {}).shared_cpu == "discard"
+    monkeypatch.setenv("PQSIMD_SHARED_CPU", "keep")
+    assert study_mod.resolve(d, {}).shared_cpu == "keep"
+    monkeypatch.delenv("PQSIMD_SHARED_CPU")
+    assert study_mod.resolve(d, {}).shared_cpu == "discard"  # what study.toml holds
+
+
+@pytest.mark.parametrize("value", ["abc", "inf", "-1", "nan"])
+def test_an_idle_wait_that_is_not_seconds_is_one_line(value, monkeypatch):
+    monkeypatch.setenv("PQSIMD_IDLE_WAIT", value)
+    with pytest.raises(PqsimdError) as e:
+        cpuclaim.idle_wait_seconds()
+    assert "PQSIMD_IDLE_WAIT" in str(e.value) and "\n" not in str(e.value)
+    monkeypatch.setenv("PQSIMD_IDLE_WAIT", "2.5")
+    assert cpuclaim.idle_wait_seconds() == 2.5

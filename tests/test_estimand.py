@@ -268,3 +268,37 @@ def test_a_campaign_names_the_layout_design_of_each_member():
     assert layout_design(member(None, {"layout": "random", "layouts": 8}, {})) == "random, 8 copies per job"
     assert layout_design(member(None, {}, {})) == "fixed"  # a study from before layouts: the builds as linked
     assert layout_design(member({"mode": "fixed"}, {"layout": "random"}, {})) == "fixed"
+
+
+@pytest.mark.parametrize("design, layout, expected", [
+    ("paired", {"mode": "random", "copies_per_job": 2}, "laid_out"),
+    ("paired", {"mode": "random", "copies_per_job": 1}, "one_copy"),
+    ("paired", {"mode": "fixed", "copies_per_job": 1}, "fixed"),
+    ("paired", None, "fixed"),
+    ("separate", {"mode": "random", "copies_per_job": 2}, "separate"),
+])
+def test_the_methods_state_the_estimand_this_study_has(design, layout, expected):
+    """The report's estimand row is the study's own: a fixed layout or one copy per job is not
+    described as the typical layout of a clustered sign interval (it was, whatever the study)."""
+    from pqsimd.analyze.methods import ESTIMAND, estimand_of, methods
+    from pqsimd.analyze.settings import Settings
+
+    key = estimand_of(design, layout)
+    assert key == expected
+    text = methods(Settings(), None, design, key)["estimand"]
+    assert text.startswith(ESTIMAND[key])
+    assert ("csign" in text.split(". Not estimated")[0]) == (key == "laid_out")
+
+
+def test_an_analysed_fixed_layout_study_says_its_estimand(tmp_path):
+    import json
+
+    from pqsimd.analyze import analyze_study
+    from synthetic import make_synthetic_study
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",),
+                             jobs=4, spins=10, reps=3, medians={"ref": 1000, "avx2": 40}, seed=5, design="paired")
+    analyze_study(d)
+    summary = json.loads((d / "results" / "summary.json").read_text())
+    assert summary["estimand"]["applies"] == "fixed"
+    assert summary["methods"]["estimand"].startswith("the median over jobs of the job ratio")

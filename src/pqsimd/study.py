@@ -326,9 +326,10 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     merged: dict[str, Any] = {
         "schemes": list(fam.schemes),
         "variants": [v for v, d in variant_defs.items() if d.default and d.builds_for(target.name)],
-        **({"shared_cpu": os.environ["PQSIMD_SHARED_CPU"]} if os.environ.get("PQSIMD_SHARED_CPU") else {}),
         **preset,
         **stored_study,
+        # like --shared-cpu (a policy, not a measurement setting): it wins over what study.toml stored
+        **({"shared_cpu": os.environ["PQSIMD_SHARED_CPU"]} if os.environ.get("PQSIMD_SHARED_CPU") else {}),
     }
     merged["preset"] = preset_name
     merged["isa"] = target.name

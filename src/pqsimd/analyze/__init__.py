@@ -22,7 +22,7 @@ from ..model import RECORDED_DESIGN, RESULTS_SCHEMA_VERSION, UNRECORDED_LAYOUT, 
 from .compare import AA_STAGE, compare_all, draw_jobs, public, study_blocks, study_priors, without_record
 from .compare import COLUMNS as COMPARISON_COLUMNS
 from .decompose import decompose
-from .methods import methods
+from .methods import ESTIMAND, estimand_of, methods
 from .groups import (EXACT_METRICS, MIN_CLOCK_STEPS, attach_resolution, build_groups, describe, flag_carryover,
                      short_samples)
 from .load import drop_failed_builds, load_spins, not_timed_variants
@@ -36,18 +36,6 @@ from .. import metrics as metrics_mod
 from ..studydir import StudyDir
 
 __all__ = ["analyze_study", "Settings"]
-
-
-ESTIMAND = {
-    "laid_out": "the typical layout: with randomized layouts a speedup is the median, over process states (jobs) "
-                "and layouts (copies) together, of the ratio of one copy of the baseline to one copy of the variant "
-                "(copy l of both, timed in the same spins); it does not depend on how many copies a job times; its "
-                "interval is the clustered sign interval (method csign), jobs the clusters",
-    "fixed": "the median over jobs of the job ratio (method sign), the one layout the builds were linked in",
-    "not_estimated": "the expected cost over layouts (the geometric or arithmetic mean over all layouts): a cliff "
-                     "one layout in ten or fewer carries decides it, and J x L copies that drew none of it cannot "
-                     "bound it; cliffs are findings of their own (results/cliffs, cliff_finding), with their copies",
-}
 
 
 def study_context(directory: Path, study: dict) -> dict:
@@ -591,6 +579,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     if copies_rec.get("note"):
         warnings.append(f"layouts: {copies_rec['note']}")
     jobs = data.jobs
+    estimand = estimand_of(ctx["design"], _layout_record(directory, laid))
     summary = {
         "isa": ctx["isa"],
         # every metric's unit per call as this study prints it (the ISA's tick unit for times)
@@ -608,7 +597,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
                                  "or t); excluded: n/a, exact, withheld-by-design and A/A rows; comparisons that "
                                  "share a cliff copy (cliff_finding) count as one unit"},
         "ci_level": fam.level,
-        "methods": methods(settings, fam, ctx["design"]),
+        "methods": methods(settings, fam, ctx["design"], estimand),
         "chain": ctx["chain"],
         "families": ctx["families"],
         "design": ctx["design"],
@@ -649,7 +638,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
         "coresidency": co_rec,
         "cliffs": cliff_rec,
         "layout": {**_layout_record(directory, laid), **({"copies": copies_rec} if copies_rec else {})},
-        "estimand": ESTIMAND,
+        "estimand": {"applies": estimand, **ESTIMAND},
         "ablations": [{"implementation": a.implementation, "groups": list(a.groups),
                        "cells": {v: sorted(c) for v, c in a.cells.items()}} for a in ablations],
         "jobs": {"judged": int(judged), "disturbed": int(len(disturbed)),

@@ -4,12 +4,39 @@ so what a reader sees is what the code did."""
 
 from __future__ import annotations
 
+from ..model import Design, LayoutMode
 from ..results import level_text
 from .multiplicity import FamilyLevel
 from .settings import Settings
 
 
-def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[str, str]:
+ESTIMAND = {
+    "laid_out": "the typical layout: with randomized layouts a speedup is the median, over process states (jobs) "
+                "and layouts (copies) together, of the ratio of one copy of the baseline to one copy of the variant "
+                "(copy l of both, timed in the same spins); it does not depend on how many copies a job times; its "
+                "interval is the clustered sign interval (method csign), jobs the clusters",
+    "fixed": "the median over jobs of the job ratio (method sign), the one layout the builds were linked in",
+    "one_copy": "the median over jobs of the job ratio (method sign); with randomized layouts and one copy per job "
+                "each job is its own process state and its own layout, so it is the typical job and layout together",
+    "separate": "the ratio of the geometric means of the baseline's and the variant's job medians (method t), "
+                "every build timed alone in its own jobs",
+    "not_estimated": "the expected cost over layouts (the geometric or arithmetic mean over all layouts): a cliff "
+                     "one layout in ten or fewer carries decides it, and J x L copies that drew none of it cannot "
+                     "bound it; cliffs are findings of their own (results/cliffs, cliff_finding), with their copies",
+}
+
+
+def estimand_of(design: str, layout: dict | None) -> str:
+    """Which of ESTIMAND a study's speedups are: its design and how it laid out its code."""
+    if design != Design.PAIRED:
+        return "separate"
+    layout = layout or {}
+    if layout.get("mode") != LayoutMode.RANDOM:
+        return "fixed"
+    return "laid_out" if int(layout.get("copies_per_job") or 1) > 1 else "one_copy"
+
+
+def methods(settings: Settings, fam: FamilyLevel | None, design: str, estimand: str = "fixed") -> dict[str, str]:
     thr = f"±{settings.threshold:.0%}"
     level = level_text(fam.level) if fam else f"{1 - settings.alpha:.0%}"
     adjust = {
@@ -47,11 +74,7 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str) -> dict[st
                  "With randomized layouts the group's typical layout: the median of its copies' medians over jobs "
                  "and copies (each job weighing alike), median_ci_* the clustered sign interval; a job's value is the "
                  "median of its copies' medians (two copies: their geometric mean), read by every consumer",
-        "estimand": "with randomized layouts a speedup is the typical layout: the median, over process states "
-                    "(jobs) and layouts (copies) together, of the ratio of one copy of the baseline to one copy of "
-                    "the variant (method csign); it does not depend on the copies per job. Not the expected cost "
-                    "over layouts (a mean), which rare cliffs decide and J x L copies cannot bound: cliffs are "
-                    "reported as findings with their copies (results/cliffs, comparisons cliff_finding)",
+        "estimand": f"{ESTIMAND[estimand]}. Not estimated: {ESTIMAND['not_estimated']}",
         "speedup": "paired design with randomized layouts: the median of the J x L copy pairs' log ratios (copy l "
                    "of the baseline / copy l of the variant, timed in the same spins), each job weighing alike, "
                    "method csign; paired design, one layout: the median over jobs of the job ratio (job "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import math
 import os
 import stat
 import time
@@ -247,10 +248,19 @@ def room_for(allowed: set[int], window: float = WINDOW_S) -> list[int]:
 
 
 def idle_wait_seconds() -> float:
-    try:
-        return max(float(os.environ.get("PQSIMD_IDLE_WAIT", IDLE_WAIT_S)), 0.0)
-    except ValueError:
+    """PQSIMD_IDLE_WAIT: seconds a job waits for an idle CPU (default IDLE_WAIT_S); one line for a
+    value that is not a finite number of seconds ≥ 0."""
+    raw = os.environ.get("PQSIMD_IDLE_WAIT")
+    if raw is None or not raw.strip():
         return IDLE_WAIT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise PqsimdError(f"PQSIMD_IDLE_WAIT={raw!r} is not a number of seconds >= 0 (e.g. 0 to time at once, "
+                          f"{IDLE_WAIT_S:g} the default); set it to one or unset it")
+    return value
 
 
 def wait_for_idle(allowed: set[int], fixed: int | None, seconds: float | None = None,
