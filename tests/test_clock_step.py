@@ -146,3 +146,26 @@ def test_analyze_keeps_the_calibration_where_the_samples_agree(tmp_path):
     assert not [w for w in summary["warnings"] if w.startswith("clock step:")]
     assert summary["clock"]["steps"]["calibration_disagrees"] == 0
     assert summary["clock"]["clocks"] == {"tsc step 2 ticks": 3}
+
+
+def test_a_reading_from_a_clock_that_went_backwards_ends_at_once(driver, tmp_path):
+    """A difference near 2^64 (a clock that went backwards, wrapped) is no step's multiple: the
+    search skips it instead of trying its divisors for hours (i * i overflowed: it never ended)."""
+    rng = np.random.default_rng(7)
+    r = synthetic_host(26, rng)
+    wrapped = np.array([26 * ((2**64 - 1) // 26)] * 30000, dtype=np.uint64)  # the most frequent, on the lattice
+    r["fenced_deltas"] = np.concatenate([wrapped, r["fenced_deltas"].astype(np.uint64)])
+    out = replay(driver, tmp_path, r)  # within replay's 60 s limit
+    assert out["step"] == 26
+
+
+@pytest.mark.parametrize("word", ["-5", "12abc", "1e3"])
+def test_a_reading_that_is_not_a_non_negative_integer_is_one_line(driver, tmp_path, word):
+    paths = []
+    for name in FILES:
+        p = tmp_path / f"{name}.txt"
+        p.write_text(f"26\n52\n{word}\n")
+        paths.append(str(p))
+    r = subprocess.run([str(driver.path), "step", *paths], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "not a list of non-negative integers" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

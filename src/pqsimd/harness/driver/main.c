@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <sched.h>
 #include <stdint.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,9 +118,18 @@ static uint64_t *read_readings(const char *path, int *n) {
     }
     int cap = 1024;
     uint64_t *a = malloc(sizeof *a * (size_t)cap);
-    unsigned long long v;
+    char word[32];
+    int bad_word = 0;
     *n = 0;
-    while (a && fscanf(f, "%llu", &v) == 1) {
+    while (a && fscanf(f, "%31s", word) == 1) {
+        /* digits only: fscanf's %llu would take "-5" as 2^64 - 5 */
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(word, &end, 10);
+        if (word[0] < '0' || word[0] > '9' || *end || errno) {
+            bad_word = 1;
+            break;
+        }
         if (*n == cap) {
             uint64_t *b = realloc(a, sizeof *a * (size_t)(cap *= 2));
             if (!b) {
@@ -131,7 +141,7 @@ static uint64_t *read_readings(const char *path, int *n) {
         }
         a[(*n)++] = v;
     }
-    int bad = !a || !feof(f);
+    int bad = !a || bad_word || !feof(f);
     fclose(f);
     if (bad) {
         fprintf(stderr, "driver: %s: not a list of non-negative integers\n", path);

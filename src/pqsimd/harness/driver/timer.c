@@ -72,6 +72,9 @@ static int beyond_chance(uint64_t g, uint64_t k) {
     return odds >= PQSIMD_LATTICE_CHANCE;
 }
 
+/* A difference of two readings above this is not a step's multiple but a clock that jumped. */
+#define PQSIMD_LATTICE_MAX_READING ((uint64_t)1 << 40)
+
 uint64_t pqsimd_lattice(const uint64_t *a, int na, const uint64_t *b, int nb, int need_evidence) {
     /* Every reading on the lattice is a multiple of its step, and off-lattice readings are rare, so
      * the step divides at least one of the most frequent values: only their divisors are candidates. */
@@ -82,7 +85,10 @@ uint64_t pqsimd_lattice(const uint64_t *a, int na, const uint64_t *b, int nb, in
     for (int t = 0; t < 2; t++) {
         for (int k = 0; k < top[t].n; k++) {
             uint64_t v = top[t].value[k];
-            for (uint64_t i = 1; i * i <= v; i++) {
+            if (v > PQSIMD_LATTICE_MAX_READING) {
+                continue; /* a clock that went backwards wraps to ~2^64: no step, and its divisors take hours */
+            }
+            for (uint64_t i = 1; i <= v / i; i++) { /* i * i would overflow */
                 if (v % i) {
                     continue;
                 }
