@@ -2,6 +2,7 @@
 #include "guard.h"
 
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -9,6 +10,14 @@
 static volatile sig_atomic_t where_variant = -1;
 static const char *volatile where_path = "";
 static const char *volatile where_op = "(start)";
+static uintptr_t volatile guard_lo, guard_hi; /* a guard page whose fault has a name of its own */
+static const char *volatile guard_note = "";
+
+void pqsimd_guard_page(const void *lo, size_t bytes, const char *note) {
+    guard_note = note ? note : "";
+    guard_lo = (uintptr_t)lo;
+    guard_hi = (uintptr_t)lo + bytes;
+}
 
 void pqsimd_guard_at(int variant, const char *path, const char *op) {
     where_path = path ? path : "";
@@ -36,7 +45,8 @@ static const char *name_of(int sig) {
     }
 }
 
-static void on_signal(int sig) {
+static void on_signal(int sig, siginfo_t *info, void *context) {
+    (void)context;
     char buf[4096], num[16];
     size_t n = 0;
     int v = where_variant, k = 0;
@@ -60,6 +70,10 @@ static void on_signal(int sig) {
     }
     n = put(buf, n, sizeof buf, " op ");
     n = put(buf, n, sizeof buf, where_op);
+    uintptr_t at = info && (sig == SIGSEGV || sig == SIGBUS) ? (uintptr_t)info->si_addr : 0;
+    if (at && at >= guard_lo && at < guard_hi) {
+        n = put(buf, n, sizeof buf, guard_note);
+    }
     buf[n++] = '\n';
     ssize_t ignored = write(2, buf, n);
     (void)ignored;
@@ -73,8 +87,8 @@ void pqsimd_guard_install(void) {
     sigaltstack(&ss, NULL);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_RESETHAND | SA_ONSTACK | SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     const int signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT};
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {

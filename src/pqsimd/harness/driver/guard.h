@@ -9,7 +9,11 @@
 #ifndef PQSIMD_GUARD_H
 #define PQSIMD_GUARD_H
 
+#include <stddef.h>
+
 void pqsimd_guard_install(void);
+/* A fault inside [lo, lo + bytes) adds `note` to the crash line (a private stack's guard page). */
+void pqsimd_guard_page(const void *lo, size_t bytes, const char *note);
 /* variant: index in the job (-1: none), path: its shared object, op: what runs now */
 void pqsimd_guard_at(int variant, const char *path, const char *op);
 
