@@ -73,6 +73,10 @@ def test_a_typo_in_a_machine_set_leaves_nothing_behind(tmp_path):
     one_line_error(run_cli("run", d, "--executor", "slurm", "--machines", "a,b", "--schemes", "bogus", "--no-run"),
                    "unknown scheme 'bogus'")
     assert not d.exists()
+    # refused inside the first sub-study's run (after the marker was written): the set is forgotten too
+    one_line_error(run_cli("run", d, "--executor", "slurm", "--machines", "a,b", "--cc", "gcc-99", "--no-run"),
+                   "gcc-99")
+    assert not d.exists()
 
 
 def test_analyze_show_and_report_of_a_machine_set_read_its_campaign(tmp_path):
