@@ -401,7 +401,8 @@ def vlen_set(directory: Path) -> tuple[list[int], str]:
                           f"{_RESTORE_VLENS}")
     name = doc.get("isa")
     if not isinstance(name, str) or name not in isa_mod.names():
-        raise PqsimdError(f"{path} does not name the set's ISA ({f'isa = {name!r}' if 'isa' in doc else 'no isa'}; known: {', '.join(isa_mod.names())}); "
+        given = f"isa = {name!r}" if "isa" in doc else "no isa"
+        raise PqsimdError(f"{path} does not name the set's ISA ({given}; known: {', '.join(isa_mod.names())}); "
                           f"{_RESTORE_VLENS}")
     target = isa_mod.get(name)
     if target.vector is None:
