@@ -141,7 +141,8 @@ def cli() -> None:
 @click.option("--vlen", type=str, default=None,
               help="vector length(s) in bits of an ISA that has one (riscv64: 128-1024, default 256; 0: no vector "
                    "unit); a comma list runs the study once per length in DIR/vlen/<N> and compares them")
-@click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True)
+@click.option("--executor", type=click.Choice(["local", "slurm"]), default=None,
+              help="local (default) or slurm (a machine set: slurm)")
 @click.option("--partition", type=str, default=None, help="slurm: partition")
 @click.option("--nodelist", type=str, default=None, help="slurm: node(s) to run on")
 @click.option("--exclusive", is_flag=True, default=False, help="slurm: whole node per task")
@@ -169,31 +170,60 @@ def run(directory: Path, **opts) -> None:
         opts["source"] = str(opts["source"])
     opts["sources"] = [x for item in opts["sources"] for x in (_csv(item) or [])] or None
     vlens = _vlens(opts.pop("vlen"))
-    from .studydir import is_vlen_set
-    from .studysets import run_vlens
+    from .studydir import MACHINES_DIR, VLEN_DIR, is_machine_set, is_vlen_set
+    from .studysets import run_machines, run_vlens
 
     vlen_set = is_vlen_set(directory) or (vlens is not None and len(vlens) > 1)
     if vlens is not None and len(vlens) == 1 and not vlen_set:
         opts["vlen"] = vlens[0]
     slurm = {k: opts.pop(k) for k in ("partition", "nodelist", "exclusive", "time_limit", "account", "sbatch_args")}
-    executor = opts.pop("executor")
+    executor = opts.pop("executor")  # None: local, or the set's own (a machine set runs on SLURM)
     no_run = opts.pop("no_run")
     machines = _csv(opts.pop("machines"))
-    if machines:
-        if executor != "slurm":
-            raise PqsimdError("--machines runs on a SLURM cluster: add --executor slurm")
-        from .studysets import run_machines
-
+    if machines or is_machine_set(directory):  # the study once per partition (a set continues with its own)
+        if vlens is not None and len(vlens) > 1:
+            raise PqsimdError(f"--vlen {','.join(map(str, vlens))} with a machine set: each machine's study has one "
+                              f"length; give one --vlen N, or run the lengths in a directory of their own "
+                              f"(--vlen without --machines)")
+        if executor != "slurm" and (machines or executor is not None):
+            raise PqsimdError("--machines runs on a SLURM cluster: add --executor slurm" if machines else
+                              f"{directory} is a machine set, run on a SLURM cluster: drop --executor {executor}")
         ok = run_machines(directory, machines, opts, slurm, time_jobs=not no_run)
         if not ok:
             sys.exit(1)
         return
+    executor = executor or "local"
+    if not vlen_set and not (directory / "study.toml").exists():
+        _refuse_beside_set_parts(directory, MACHINES_DIR, VLEN_DIR)
     if vlen_set:  # the study once per vector length (a set continues with its own lengths)
         ok = run_vlens(directory, vlens, opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
     else:
         ok = run_study(directory, overrides=opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
     if not ok:
         sys.exit(1)
+
+
+def _refuse_beside_set_parts(directory: Path, machines_dir: str, vlen_dir: str) -> None:
+    """A plain study is never made beside a set's sub-studies (a set whose marker file is missing)."""
+    import tomllib
+
+    from .errors import command
+
+    for sub, marker in ((machines_dir, "machines.toml"), (vlen_dir, "vlens.toml")):
+        d = directory / sub
+        names = sorted((p.name for p in d.iterdir() if p.is_dir()), key=lambda n: (len(n), n)) if d.is_dir() else []
+        if not names:
+            continue
+        if sub == machines_dir:
+            how = command("run", directory, "--executor", "slurm", "--machines", ",".join(names))
+        else:
+            try:
+                isa = tomllib.loads((d / names[0] / "study.toml").read_text())["study"]["isa"]
+            except (OSError, ValueError, KeyError, TypeError):
+                isa = "ISA"
+            how = command("run", directory, "--isa", isa, "--vlen", ",".join(names))
+        raise PqsimdError(f"{directory} holds {sub}/ but no {marker}, so a study made here would sit beside its "
+                          f"sub-studies; continue the set with {how} or use a new directory")
 
 
 @cli.command("list")
@@ -256,11 +286,14 @@ def doctor() -> None:
 def analyze(directory: Path, n_boot: int | None, seed: int | None, adjust: str | None) -> None:
     """Statistics of a study into DIRECTORY/results/."""
     from .analyze import analyze_study
-    from .studydir import is_vlen_set
-    from .studysets import analyse_set
+    from .studydir import is_machine_set, is_vlen_set
+    from .studysets import analyse_machines, analyse_set
 
     if is_vlen_set(directory):  # every length's study, then the vector-length view
         click.echo(f"results written to {analyse_set(directory)}")
+        return
+    if is_machine_set(directory):  # every partition's study, then their campaign again
+        click.echo(f"campaign results written to {analyse_machines(directory)}")
         return
 
     out = analyze_study(directory, n_boot=n_boot, seed=seed, adjust=adjust)
@@ -275,12 +308,12 @@ def analyze(directory: Path, n_boot: int | None, seed: int | None, adjust: str |
 def report(directory: Path, reference: str | None, beside: Path | None) -> None:
     """Figures, tables and index.html into DIRECTORY/report/."""
     from .report import write_report
-    from .studydir import is_vlen_set
+    from .studydir import is_machine_set, is_vlen_set
 
-    if is_vlen_set(directory):
-        from .studysets import report_set
+    if is_vlen_set(directory) or is_machine_set(directory):
+        from .studysets import report_machines, report_set
 
-        out = report_set(directory)
+        out = report_set(directory) if is_vlen_set(directory) else report_machines(directory)
         click.echo(f"report written to {out}/ — open {out / 'index.html'}")
         return
 
@@ -298,12 +331,23 @@ def report(directory: Path, reference: str | None, beside: Path | None) -> None:
 def show(directory: Path, metric: str | None, stage: str | None, compiler: str | None, beside: Path | None) -> None:
     """The results of a study (or of a campaign) as a terminal table, grouped by family."""
     from .analyze.campaign import is_campaign
-    from .studydir import is_vlen_set
+    from .studydir import is_machine_set, is_vlen_set
 
     if is_vlen_set(directory):
         from .report.vlen import show_vlen
+        from .results import read_json
+        from .studydir import StudyDir
+        from .studysets import show_set_missing
 
+        if not read_json(StudyDir(directory).results("vlen.json")):
+            show_set_missing(directory)
         show_vlen(directory)
+        return
+    if is_machine_set(directory):
+        from .report.campaign import show_campaign
+        from .studysets import machine_campaign
+
+        show_campaign(machine_campaign(directory), stage=stage)
         return
     if is_campaign(directory):
         from .report.campaign import show_campaign

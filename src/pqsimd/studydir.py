@@ -366,28 +366,60 @@ def _read_holder(fd: int) -> str:
 
 
 # -- studies made of studies: a vector-length set (DIR/vlens.toml, DIR/vlen/<N>/) and a machine set
-# (DIR/machines/<name>/, DIR/campaign/); pqsimd/studysets.py runs them
+# (DIR/machines.toml, DIR/machines/<name>/, DIR/campaign/); pqsimd/studysets.py runs them
 
 VLEN_DIR = "vlen"
 SET_FILE = "vlens.toml"
+_RESTORE_VLENS = 'restore it (vlens = [128, 256, 512], isa = "riscv64") or use a new directory'
 
 
 def is_vlen_set(directory: Path) -> bool:
     return (Path(directory) / SET_FILE).is_file()
 
 
-def read_vlen_set(directory: Path) -> list[int]:
-    """The vector lengths of a vector-length set, as DIR/vlens.toml names them."""
-    path = Path(directory) / SET_FILE
+def _set_doc(path: Path, example: str) -> dict[str, Any]:
     try:
         doc = tomllib.loads(path.read_text())
-        vlens = doc["vlens"]
-        if not isinstance(vlens, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in vlens):
-            raise ValueError("vlens is not a list of numbers")
-    except (OSError, ValueError, KeyError, tomllib.TOMLDecodeError) as e:
-        raise PqsimdError(f"{path} does not name the vector lengths ({e}); restore it (vlens = [128, 256, 512]) "
-                          f"or use a new directory") from None
-    return vlens
+    except (OSError, ValueError, tomllib.TOMLDecodeError) as e:
+        raise PqsimdError(f"{path} cannot be read ({e}); {example}") from None
+    return doc
+
+
+def vlen_set(directory: Path) -> tuple[list[int], str]:
+    """The vector lengths and the ISA of a vector-length set, as DIR/vlens.toml names them, each
+    checked (a hand-edited file is refused in one line naming it, never read as something else)."""
+    from . import isa as isa_mod  # late: only a vector-length set asks for the ISA's limits
+
+    path = Path(directory) / SET_FILE
+    doc = _set_doc(path, _RESTORE_VLENS)
+    vlens = doc.get("vlens")
+    if not isinstance(vlens, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in vlens):
+        raise PqsimdError(f"{path} does not name the vector lengths (vlens = {vlens!r} is not a list of numbers); "
+                          f"{_RESTORE_VLENS}")
+    if len(vlens) < 2 or len(set(vlens)) != len(vlens):
+        raise PqsimdError(f"{path} names the vector lengths {vlens!r}; a set needs two or more different lengths: "
+                          f"{_RESTORE_VLENS}")
+    name = doc.get("isa")
+    if not isinstance(name, str) or name not in isa_mod.names():
+        given = f"isa = {name!r}" if "isa" in doc else "no isa"
+        raise PqsimdError(f"{path} does not name the set's ISA ({given}; known: {', '.join(isa_mod.names())}); "
+                          f"{_RESTORE_VLENS}")
+    target = isa_mod.get(name)
+    if target.vector is None:
+        raise PqsimdError(f"{path} names isa = {name!r}, which has no vector length; {_RESTORE_VLENS}")
+    for v in vlens:
+        try:
+            target.at(v)
+        except PqsimdError:
+            vec = target.vector
+            raise PqsimdError(f"{path} names the vector length {v}, which {name} has not (a power of two from "
+                              f"{vec['min']} to {vec['max']} bits, or 0); {_RESTORE_VLENS}") from None
+    return vlens, name
+
+
+def read_vlen_set(directory: Path) -> list[int]:
+    """The vector lengths of a vector-length set, as DIR/vlens.toml names them."""
+    return vlen_set(directory)[0]
 
 
 def vlen_sub_studies(directory: Path, vlens: list[int] | None = None) -> list[tuple[int, Path]]:
@@ -396,10 +428,34 @@ def vlen_sub_studies(directory: Path, vlens: list[int] | None = None) -> list[tu
 
 
 MACHINES_DIR = "machines"
+MACHINE_SET_FILE = "machines.toml"
 CAMPAIGN_DIR = "campaign"
+_RESTORE_MACHINES = 'restore it (partitions = ["a", "b"], the names in machines/) or use a new directory'
 
 
-def machine_studies(directory: Path, names: list[str]) -> list[Path]:
+def is_machine_set(directory: Path) -> bool:
+    return (Path(directory) / MACHINE_SET_FILE).is_file()
+
+
+def read_machine_set(directory: Path) -> list[str]:
+    """The partitions (machine types) of a machine set, as DIR/machines.toml names them."""
+    path = Path(directory) / MACHINE_SET_FILE
+    names = _set_doc(path, _RESTORE_MACHINES).get("partitions")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or len(names) < 2 \
+            or len(set(names)) != len(names):
+        raise PqsimdError(f"{path} does not name two or more different partitions (partitions = {names!r}); "
+                          f"{_RESTORE_MACHINES}")
+    for n in names:
+        try:
+            ids.check_id("machine", n, str(path))
+        except PqsimdError:
+            raise PqsimdError(f"{path} names the partition {n!r}, which is no directory name; {_RESTORE_MACHINES}") \
+                from None
+    return names
+
+
+def machine_studies(directory: Path, names: list[str] | None = None) -> list[Path]:
+    names = names if names is not None else read_machine_set(directory)
     if len(set(names)) != len(names) or len(names) < 2:
         raise PqsimdError(f"--machines {','.join(names)}: give two or more different partitions")
     return [Path(directory) / MACHINES_DIR / ids.check_id("machine", n, "--machines") for n in names]

@@ -8,75 +8,148 @@ length gets a sub-study, DIR/vlen/<N>/, with `vlen = N` (its own gate at that le
 verdict is cached per emulated CPU; its own count jobs, each recording the length), run as any study
 is; then each is analysed and DIR/results/ gets the vector-length view (analyze/vlen.py: every
 exact comparison at each length, against the ISA's default length), DIR/report/ its figure and
-tables (report/vlen.py). DIR/vlens.toml names the lengths: `pqsimd run DIR` again continues every
-sub-study, `pqsimd analyze|report|show DIR` read them.
+tables (report/vlen.py). DIR/vlens.toml names the lengths and the ISA: `pqsimd run DIR` again continues
+every sub-study, `pqsimd analyze|report|show DIR` read them.
 
 `pqsimd run DIR --executor slurm --machines A,B`: the same plan once per machine type of a
 cluster, then a campaign of them. Each machine type (a SLURM partition) gets its own sub-study,
 DIR/machines/<name>/, run as any SLURM study is (its own plan, sizing, gate records and jobs; the
 jobs run on that partition's nodes, each with its own calibration), then analysed; DIR/campaign/ is
-the campaign of the sub-studies (analyze/campaign.py, report/campaign.py). Running the command again
-continues every sub-study and makes the campaign anew.
+the campaign of the sub-studies (analyze/campaign.py, report/campaign.py). DIR/machines.toml names the
+partitions: `pqsimd run DIR` again continues every sub-study and makes the campaign anew, `pqsimd
+analyze DIR` analyses each sub-study and makes the campaign again, `pqsimd report|show DIR` read the
+campaign.
+
+Either set is written only once its options passed the checks a plain study's do (study.py, for
+every sub-study), so a typo leaves nothing behind; a set made with --no-run (or not finished) sends
+analyze, report and show back to `pqsimd run DIR`, never to a sub-study's own run.
 """
 
 from __future__ import annotations
 
-import tomllib
+import shutil
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
 from . import isa as isa_mod
+from . import study as study_mod
 from .analyze import analyze_study
-from .analyze.campaign import run_campaign
+from .analyze.campaign import is_campaign, run_campaign
 from .analyze.vlen import write_vlen_results
 from .errors import PqsimdError, command
 from .pipeline import run_study
 from .report.campaign import write_campaign_report
 from .report.vlen import write_vlen_report
-from .studydir import (CAMPAIGN_DIR, SET_FILE, StudyDir, is_vlen_set, machine_studies, read_vlen_set,
-                       vlen_sub_studies)
+from .studydir import (CAMPAIGN_DIR, MACHINE_SET_FILE, MACHINES_DIR, SET_FILE, VLEN_DIR, StudyDir, is_machine_set,
+                       is_vlen_set, machine_studies, read_machine_set, vlen_set, vlen_sub_studies)
+
+
+def _csv(items: list) -> str:
+    return ",".join(map(str, items))
+
+
+def _check_options(subs: list[tuple[Path, dict[str, Any]]]) -> None:
+    """Each sub-study's options checked as a plain study's are (study.resolve writes nothing), before
+    the set writes anything: a typo is refused in one line and leaves no half-made set."""
+    for sub, overrides in subs:
+        study_mod.resolve(StudyDir(sub), overrides)
+
+
+def _write_marker(directory: Path, name: str, text: str) -> bool:
+    """Write DIR/<name>; True when the set is new (nothing of it existed)."""
+    fresh = not (directory / name).exists()
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_text(text)
+    return fresh
+
+
+def _forget_set(directory: Path, marker: str, subdir: str, made_dir: bool) -> None:
+    """A new set refused before any sub-study was written leaves nothing: its marker, its empty
+    sub-directory, and DIR itself if this run made it and it is empty (never anything else)."""
+    sub = directory / subdir
+    if sub.is_dir() and any((p / "study.toml").exists() for p in sub.iterdir()):
+        return
+    try:
+        (directory / marker).unlink(missing_ok=True)
+        if sub.is_dir() and not any(sub.rglob("*")):
+            shutil.rmtree(sub)
+        if made_dir and not any(directory.iterdir()):
+            directory.rmdir()
+    except OSError:
+        pass
+
+
+def _refuse_beside_a_study(directory: Path, what: str) -> None:
+    if (directory / "study.toml").exists():
+        raise PqsimdError(f"{directory} is a study of its own; run the {what} in a new directory")
 
 
 def run_vlens(directory: Path, vlens: list[int] | None, overrides: dict[str, Any], executor: str = "local",
               slurm_options: dict | None = None, time_jobs: bool = True) -> bool:
     directory = Path(directory)
-    if vlens is None:
-        vlens = read_vlen_set(directory)
-    elif is_vlen_set(directory) and read_vlen_set(directory) != vlens:
-        raise PqsimdError(f"{directory} holds the vector lengths {','.join(map(str, read_vlen_set(directory)))}, not "
-                          f"{','.join(map(str, vlens))}; continue it with {command('run', directory)} or use a new "
-                          f"directory")
-    if len(vlens) < 2:
-        raise PqsimdError(f"--vlen {','.join(map(str, vlens))}: a vector-length set needs two or more lengths "
-                          f"(one length is a study's own setting: --vlen N)")
-    if not is_vlen_set(directory) and (directory / "study.toml").exists():
-        raise PqsimdError(f"{directory} is a study of one vector length; run the lengths in a new directory")
-    stored = tomllib.loads((directory / SET_FILE).read_text()).get("isa") if is_vlen_set(directory) else None
-    name = overrides.get("isa") or stored or isa_mod.host().name
-    if stored and name != stored:
-        raise PqsimdError(f"{directory} is a vector-length set of {stored}, not {name}; use a new directory")
+    if is_vlen_set(directory):
+        stored, stored_isa = vlen_set(directory)
+        if vlens is not None and sorted(vlens) != sorted(stored):
+            raise PqsimdError(f"{directory} holds the vector lengths {_csv(stored)}, not {_csv(vlens)}; continue it "
+                              f"with {command('run', directory)} or use a new directory")
+        vlens = stored  # the same lengths in another order are the same set
+        name = overrides.get("isa") or stored_isa
+        if name != stored_isa:
+            raise PqsimdError(f"{directory} is a vector-length set of {stored_isa}, not {name}; use a new directory")
+    else:
+        if vlens is None or len(vlens) < 2:
+            raise PqsimdError(f"--vlen {_csv(vlens or [])}: a vector-length set needs two or more lengths "
+                              f"(one length is a study's own setting: --vlen N)")
+        _refuse_beside_a_study(directory, "lengths")
+        if is_machine_set(directory):
+            raise PqsimdError(f"{directory} is a machine set; run the lengths in a new directory")
+        vlens = sorted(vlens)
+        name = overrides.get("isa") or isa_mod.host().name
     target = isa_mod.get(name)
     for v in vlens:
         target.at(v)  # one line for an ISA without a vector length, or a length its emulator lacks
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / SET_FILE).write_text("# pqsimd vector-length set: one sub-study per length in vlen/<N>/\n"
-                                      + tomli_w.dumps({"vlens": vlens, "isa": target.name}))
+    subs = vlen_sub_studies(directory, vlens)
+    _check_options([(sub, overrides | {"vlen": v}) for v, sub in subs])
+    made_dir = not directory.exists()
+    fresh = _write_marker(directory, SET_FILE, "# pqsimd vector-length set: one sub-study per length in vlen/<N>/\n"
+                          + tomli_w.dumps({"vlens": vlens, "isa": target.name}))
     ok = True
-    for v, sub in vlen_sub_studies(directory, vlens):
-        ok = run_study(sub, overrides | {"vlen": v}, executor=executor, slurm_options=slurm_options,
-                       time_jobs=time_jobs) and ok
+    try:
+        for v, sub in subs:
+            ok = run_study(sub, overrides | {"vlen": v}, executor=executor, slurm_options=slurm_options,
+                           time_jobs=time_jobs) and ok
+    except PqsimdError:
+        if fresh:
+            _forget_set(directory, SET_FILE, VLEN_DIR, made_dir)
+        raise
     if not time_jobs:
         return ok
     report_set(directory)
     return ok
 
 
+def _require_measured(directory: Path, subs: list[Path]) -> None:
+    """A set whose sub-studies were built but not measured (--no-run, or stopped) is continued by
+    running the set, never a sub-study on its own."""
+    for sub in subs:
+        sd = StudyDir(sub)
+        if not sd.has_data() and not sd.results("summary.json").is_file():
+            raise PqsimdError(f"{sub} has no measurements yet (the set was made with --no-run, or not finished); "
+                              f"run {command('run', directory)} first")
+
+
+def _analyse_subs(directory: Path, subs: list[Path]) -> None:
+    _require_measured(directory, subs)
+    for sub in subs:
+        if StudyDir(sub).has_data():  # results mailed in without raw/ are read as they were analysed
+            analyze_study(sub)
+
+
 def analyse_set(directory: Path) -> Path:
     """Every sub-study analysed, then the vector-length view of them into DIR/results/."""
-    for _v, sub in vlen_sub_studies(directory):
-        analyze_study(sub)
+    _analyse_subs(directory, [sub for _v, sub in vlen_sub_studies(directory)])
     return write_vlen_results(directory)
 
 
@@ -87,19 +160,71 @@ def report_set(directory: Path) -> Path:
     return write_vlen_report(directory)
 
 
-def run_machines(directory: Path, names: list[str], overrides: dict[str, Any], slurm_options: dict[str, Any],
+def show_set_missing(directory: Path) -> None:
+    """`pqsimd show` of a vector-length set without its view: what to run, in one line."""
+    _require_measured(directory, [sub for _v, sub in vlen_sub_studies(directory)])
+    raise PqsimdError(f"{directory} has no vector-length results; run {command('analyze', directory)}")
+
+
+def run_machines(directory: Path, names: list[str] | None, overrides: dict[str, Any], slurm_options: dict[str, Any],
                  time_jobs: bool = True) -> bool:
+    directory = Path(directory)
     if slurm_options.get("partition") or slurm_options.get("nodelist"):
         raise PqsimdError("--machines names the partitions itself; drop --partition/--nodelist")
+    if is_machine_set(directory):
+        stored = read_machine_set(directory)
+        if names is not None and sorted(names) != sorted(stored):
+            raise PqsimdError(f"{directory} holds the partitions {_csv(stored)}, not {_csv(names)}; continue it with "
+                              f"{command('run', directory)} or use a new directory")
+        names = stored  # the same partitions in another order are the same set (the first stays the reference)
+    else:
+        if names is None:
+            raise PqsimdError(f"{directory} is no machine set; give the partitions: --machines A,B")
+        _refuse_beside_a_study(directory, "machines")
+        if is_vlen_set(directory):
+            raise PqsimdError(f"{directory} is a vector-length set; run the machines in a new directory")
     subs = machine_studies(directory, names)
+    _check_options([(sub, overrides) for sub in subs])
+    made_dir = not directory.exists()
+    fresh = _write_marker(directory, MACHINE_SET_FILE,
+                          "# pqsimd machine set: one sub-study per partition in machines/<name>/, their campaign "
+                          "in campaign/\n" + tomli_w.dumps({"partitions": names}))
     ok = True
-    for name, sub in zip(names, subs):
-        ok = run_study(sub, overrides, executor="slurm", slurm_options=slurm_options | {"partition": name},
-                       time_jobs=time_jobs) and ok
+    try:
+        for name, sub in zip(names, subs):
+            ok = run_study(sub, overrides, executor="slurm", slurm_options=slurm_options | {"partition": name},
+                           time_jobs=time_jobs) and ok
+    except PqsimdError:
+        if fresh:
+            _forget_set(directory, MACHINE_SET_FILE, MACHINES_DIR, made_dir)
+        raise
     if not time_jobs:
         return ok
-    for sub in subs:
-        analyze_study(sub)
-    run_campaign(Path(directory) / CAMPAIGN_DIR, subs, {}, labels=list(names))
-    write_campaign_report(Path(directory) / CAMPAIGN_DIR)
+    report_machines(directory, again=True)
     return ok
+
+
+def analyse_machines(directory: Path) -> Path:
+    """Every partition's sub-study analysed, then their campaign made again into DIR/campaign/."""
+    directory = Path(directory)
+    names = read_machine_set(directory)
+    subs = machine_studies(directory, names)
+    _analyse_subs(directory, subs)
+    return run_campaign(directory / CAMPAIGN_DIR, subs, {}, labels=list(names))
+
+
+def report_machines(directory: Path, again: bool = False) -> Path:
+    """DIR/campaign/report/ of a machine set, its campaign made first where it is missing (or again)."""
+    campaign = Path(directory) / CAMPAIGN_DIR
+    if again or not is_campaign(campaign):
+        analyse_machines(directory)
+    return write_campaign_report(campaign)
+
+
+def machine_campaign(directory: Path) -> Path:
+    """The campaign `pqsimd show` prints for a machine set; one line saying what to run when there is none."""
+    campaign = Path(directory) / CAMPAIGN_DIR
+    if not is_campaign(campaign):
+        _require_measured(directory, machine_studies(directory))
+        raise PqsimdError(f"{directory} has no campaign yet; run {command('analyze', directory)}")
+    return campaign
