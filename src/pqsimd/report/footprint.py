@@ -82,7 +82,7 @@ def parts(study: Results, outdir: Path) -> list:
 
 def macros(study: Results, ms) -> None:
     """\\<Prefix>StackRatio<Op><Set> and ...CodeRatio...: the SIMD build's stack and code against C, % change."""
-    from .macros import camel, macro_name
+    from .texnames import camel, macro_name
 
     df = load(study)
     if df is None or df.empty:
