@@ -40,8 +40,6 @@ from .analyze.campaign import is_campaign, run_campaign
 from .analyze.vlen import write_vlen_results
 from .errors import PqsimdError, command
 from .pipeline import run_study
-from .report.campaign import write_campaign_report
-from .report.vlen import write_vlen_report
 from .studydir import (CAMPAIGN_DIR, MACHINE_SET_FILE, MACHINES_DIR, SET_FILE, VLEN_DIR, StudyDir, is_machine_set,
                        is_vlen_set, machine_studies, read_machine_set, vlen_set, vlen_sub_studies)
 
@@ -157,6 +155,8 @@ def report_set(directory: Path) -> Path:
     """DIR/report/ of a vector-length set, its view analysed first where DIR/results/ lacks it."""
     if not StudyDir(directory).results("vlen.json").exists():
         analyse_set(directory)
+    from .report.vlen import write_vlen_report  # late: matplotlib only when a report is written
+
     return write_vlen_report(directory)
 
 
@@ -218,6 +218,8 @@ def report_machines(directory: Path, again: bool = False) -> Path:
     campaign = Path(directory) / CAMPAIGN_DIR
     if again or not is_campaign(campaign):
         analyse_machines(directory)
+    from .report.campaign import write_campaign_report  # late: matplotlib only when a report is written
+
     return write_campaign_report(campaign)
 
 
