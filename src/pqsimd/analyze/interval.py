@@ -234,7 +234,7 @@ class Evidence:
 
     def at_resolution(self, res: float) -> "Evidence":
         """The same evidence, its interval widened and its band tests moved by `res` (log scale)."""
-        if self.kind not in ("sign", "t", "exact") or not res > 0:
+        if self.kind not in ("sign", "csign", "t", "exact") or not res > 0:
             return self  # (a deterministic count is never given a res: compare.py returns before)
         return replace(self, res=float(res))
 
