@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy import stats
 
-from pqsimd.analyze import drift as drift_mod
+from pqsimd.stats import drift as drift_mod
 from pqsimd.analyze import jobs as jobs_mod
 from pqsimd.analyze.decompose import decompose, share_range
-from pqsimd.analyze.interval import Evidence, jobs_needed, order_level, order_rank, verdict_of
-from pqsimd.analyze.multiplicity import bh_count, family_level
-from pqsimd.analyze.power import mde_sign
-from pqsimd.analyze.regime import regime_test
+from pqsimd.stats.interval import Evidence, jobs_needed, order_level, order_rank, verdict_of
+from pqsimd.stats.multiplicity import bh_count, family_level
+from pqsimd.stats.power import mde_sign
+from pqsimd.stats.regime import regime_test
 from pqsimd.model import Chain
 
 BAND = math.log1p(0.02)

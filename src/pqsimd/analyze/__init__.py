@@ -26,7 +26,7 @@ from .methods import ESTIMAND, estimand_of, methods
 from .groups import (EXACT_METRICS, MIN_CLOCK_STEPS, attach_resolution, build_groups, describe, flag_carryover,
                      short_samples)
 from .load import drop_failed_builds, load_spins, not_timed_variants
-from .settings import Settings, read_study_toml, resolve
+from ..analysis_settings import Settings, read_study_toml, resolve
 from . import coresidency as coresidency_mod
 from . import crossimpl as crossimpl_mod
 from . import layout as layout_mod
