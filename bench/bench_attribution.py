@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mdtable import md  # noqa: E402
 from pqsimd.analyze.attribution import Cell, box_level, linear_range, ratio_range, shapley_bootstrap, \
     shapley_weights  # noqa: E402
-from pqsimd.analyze.interval import Evidence  # noqa: E402
+from pqsimd.stats.interval import Evidence  # noqa: E402
 
 LEVEL = 0.95
 FACTORS = (4.0, 2.0, 1.2, 1.1, 1.05)

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pqsimd.analyze.campaign import (ArmJobs, decision_p, job_medians, percentile_interval,  # noqa: E402
                                      ratio_bootstrap)
-from pqsimd.analyze.interval import verdict_of  # noqa: E402
-from pqsimd.analyze.multiplicity import family_level  # noqa: E402
+from pqsimd.stats.interval import verdict_of  # noqa: E402
+from pqsimd.stats.multiplicity import family_level  # noqa: E402
 from mdtable import md  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "studies"

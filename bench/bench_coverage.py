@@ -40,7 +40,7 @@ import pandas as pd
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from pqsimd.analyze.interval import order_level, order_rank, resolution_halfwidth  # noqa: E402
+from pqsimd.stats.interval import order_level, order_rank, resolution_halfwidth  # noqa: E402
 from mdtable import md  # noqa: E402
 
 SIZES = (3, 5, 10)

@@ -34,14 +34,14 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mdtable import md  # noqa: E402
-from pqsimd.analyze import drift as drift_mod  # noqa: E402
+from pqsimd.stats import drift as drift_mod  # noqa: E402
 from pqsimd.analyze import jobs as jobs_mod  # noqa: E402
 from pqsimd.analyze.groups import Group, carryover, position0  # noqa: E402
-from pqsimd.analyze.interval import Evidence, verdict_of  # noqa: E402
-from pqsimd.analyze.significance import holm  # noqa: E402
-from pqsimd.analyze.multiplicity import family_level  # noqa: E402
-from pqsimd.analyze.regime import regime_test  # noqa: E402
-from pqsimd.analyze.significance import bh  # noqa: E402
+from pqsimd.stats.interval import Evidence, verdict_of  # noqa: E402
+from pqsimd.stats.significance import holm  # noqa: E402
+from pqsimd.stats.multiplicity import family_level  # noqa: E402
+from pqsimd.stats.regime import regime_test  # noqa: E402
+from pqsimd.stats.significance import bh  # noqa: E402
 
 BAND = math.log1p(0.02)
 J, N_CMP, N_SCHEMES = 10, 105, 3

@@ -1,7 +1,7 @@
 """Coverage of a laid-out paired comparison's interval over jobs x layouts (issue 33), by a two-level
 plasmode on real laid-out studies: before (the job value, the geometric mean of its copies, and the
 order-statistic interval of the J job ratios) and after (the typical layout: the clustered sign
-interval over the J x L copy pairs, analyze/interval.py `csign`).
+interval over the J x L copy pairs, stats/interval.py `csign`).
 
     .venv/bin/python bench/bench_layout_coverage.py [--zen5 COPIES.csv] [--study DIR ...]
         [--jobs 10,20,40] [--copies 2] [--reps 200] [--gamma 0.05] [--seed 1]
@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from pqsimd.analyze.interval import Evidence, order_level, order_rank  # noqa: E402
+from pqsimd.stats.interval import Evidence, order_level, order_rank  # noqa: E402
 from mdtable import md  # noqa: E402
 
 CHAIN = (("refo0", "refnv"), ("refnv", "ref"), ("ref", "avx2"), ("refo0", "ref"), ("refo0", "avx2"))

@@ -1,4 +1,4 @@
-"""False alarms and power of the regime check (analyze/regime.py: the job-state test pooled over a
+"""False alarms and power of the regime check (stats/regime.py: the job-state test pooled over a
 parameter set's ops, and the dip test), by simulation and on real studies.
 
     .venv/bin/python bench/bench_regimes.py [--studies 100] [--seed 1] [--part nulls|power|real ...] [STUDY ...]
@@ -44,9 +44,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mdtable import md  # noqa: E402
 from pqsimd.analyze.groups import build_groups  # noqa: E402
-from pqsimd.analyze.interval import resolution_halfwidth  # noqa: E402
-from pqsimd.analyze import regime  # noqa: E402
-from pqsimd.analyze.regime import Row, check  # noqa: E402
+from pqsimd.stats.interval import resolution_halfwidth  # noqa: E402
+from pqsimd.stats import regime  # noqa: E402
+from pqsimd.stats.regime import Row, check  # noqa: E402
 
 BAND = math.log1p(0.02)
 ALPHA = 0.05

@@ -20,7 +20,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from pqsimd.analyze.layout import identical_code_how, zero_miss_bound  # noqa: E402
 from pqsimd.layout import op_offsets  # noqa: E402
-from pqsimd.verify.codehash import disassemble, op_hashes  # noqa: E402
+from pqsimd.disassembly import disassemble  # noqa: E402
+from pqsimd.verify.codehash import op_hashes  # noqa: E402
 from mdtable import md  # noqa: E402
 
 

@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from pqsimd import caches, layout, placement, store
-from pqsimd.analyze.cliffs import flag, retime_interval
+from pqsimd.analyze.cliffs import flag
+from pqsimd.stats.cliffs import retime_interval
 from pqsimd.run.backends import Callgrind
 from pqsimd.run.retime import OpSizes, spec_text, spin_medians
 from pqsimd.run.sim import measure

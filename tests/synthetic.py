@@ -112,7 +112,7 @@ def make_synthetic_study(
     spin_ids = np.arange(-warmup, spins, dtype=np.int32)
     def job_rows(job: str, j: int, variant: str, compiler: str, scheme: str, job_shift: float,
                  states: dict, cols: dict, pos, extra=None) -> None:
-        # every reading of this job's clock is a multiple of its step (analyze/lattice.py checks it)
+        # every reading of this job's clock is a multiple of its step (stats/lattice.py checks it)
         step = int(_per_job(granularity, variants[0] if design == "paired" else variant, scheme, j))
         null = step * round(overhead / step)
         for m in metrics:

@@ -1,4 +1,4 @@
-"""The separate design's statistics of `pqsimd analyze` (analyze/pooled.py, moderation.py, power.py)
+"""The separate design's statistics of `pqsimd analyze` (stats/pooled.py, moderation.py, power.py)
 against scipy, statsmodels, limma reference values and brute force; simulations of its CI coverage
 and A/A false verdicts at the level of job medians (fast, vectorised); and analyze_study end to end on
 small synthetic studies (J = 2, zero variance, the paired design with machine states). The paired
@@ -28,11 +28,11 @@ from scipy import optimize, stats
 from synthetic import make_synthetic_study
 
 from pqsimd.analyze import analyze_study
-from pqsimd.analyze import moderation as md
-from pqsimd.analyze import pooled as pl
-from pqsimd.analyze.interval import Evidence, verdict_of
-from pqsimd.analyze.multiplicity import family_level
-from pqsimd.analyze.power import mde, mde_se, variance_components
+from pqsimd.stats import moderation as md
+from pqsimd.stats import pooled as pl
+from pqsimd.stats.interval import Evidence, verdict_of
+from pqsimd.stats.multiplicity import family_level
+from pqsimd.stats.power import mde, mde_se, variance_components
 
 ALPHA, THR = 0.05, 0.02
 
@@ -661,7 +661,7 @@ def test_zero_variance_groups_get_exact_verdicts_end_to_end(tmp_path):
     c, s = results(d)
     c = c.set_index("op")
     assert c.loc["ntt", "method"] == c.loc["invntt", "method"] == "exact"
-    from pqsimd.analyze.interval import resolution_halfwidth, verdict_of
+    from pqsimd.stats.interval import resolution_halfwidth, verdict_of
 
     h_ntt, h_inv = resolution_halfwidth(1 / 72, 1 / 36), resolution_halfwidth(1 / 72, 1 / 72)
     assert c.loc["ntt", "verdict"] == "faster" and c.loc["ntt", "speedup"] == 2.0

@@ -21,7 +21,7 @@ import pytest
 from pqsimd import microarch
 from pqsimd.analyze import analyze_study
 from pqsimd.analyze.campaign import decision_p, percentile_interval, run_campaign
-from pqsimd.analyze.interval import verdict_of
+from pqsimd.stats.interval import verdict_of
 from pqsimd.errors import PqsimdError
 from synthetic import make_synthetic_study
 

@@ -71,7 +71,7 @@ def test_too_few_copies_or_one_per_job_is_said_not_flagged_silently():
 
 
 def test_the_retiming_interval_and_its_verdicts():
-    from pqsimd.analyze.cliffs import belongs, retime_interval, retime_verdict, search_state
+    from pqsimd.stats.cliffs import belongs, retime_interval, retime_verdict, search_state
 
     r, lo, hi = retime_interval(np.log([1.50, 1.46, 1.48, 1.47, 1.49]))
     assert lo < r < hi and 1.44 < lo and hi < 1.52

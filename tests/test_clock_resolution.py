@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from pqsimd.analyze import analyze_study
-from pqsimd.analyze.interval import Evidence, resolution_halfwidth, verdict_of
+from pqsimd.stats.interval import Evidence, resolution_halfwidth, verdict_of
 from pqsimd.report import fmt
 
 from conftest import PQSIMD

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from pqsimd.analyze import analyze_study
-from pqsimd.analyze.lattice import lattice_step
+from pqsimd.stats.lattice import lattice_step
 
 from synthetic import make_synthetic_study
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pqsimd.analyze.interval import (Evidence, clustered_interval, clustered_p, read_verdict, verdict_of,
+from pqsimd.stats.interval import (Evidence, clustered_interval, clustered_p, read_verdict, verdict_of,
                                      weighted_median)
 
 
@@ -99,7 +99,7 @@ def test_group_job_value_is_the_median_of_its_copies_and_the_group_its_typical_c
 
 def test_a_laid_out_paired_pair_is_csign_and_its_job_ratios_are_the_median_pairs():
     from pqsimd.analyze.compare import copy_log_ratios, pair_evidence
-    from pqsimd.analyze.settings import Settings
+    from pqsimd.analysis_settings import Settings
 
     rng = np.random.default_rng(2)
     base = _group([[200 * math.exp(rng.normal(0, 0.01)) for _ in range(2)] for _ in range(8)], "b")
@@ -131,7 +131,7 @@ def test_copies_needed_follows_the_layout_variance():
 
 
 def test_units_count_comparisons_sharing_a_cliff_copy_once():
-    from pqsimd.analyze.multiplicity import family_level, unit_p
+    from pqsimd.stats.multiplicity import family_level, unit_p
 
     p = np.array([0.001, 0.002, 0.003, 0.5, 0.01])
     assert unit_p(p, ["a", "a", "a", 1, 2]).tolist() == pytest.approx([0.003 * 1, 0.5, 0.01][:0] + [0.003, 0.5, 0.01])
@@ -281,7 +281,7 @@ def test_the_methods_state_the_estimand_this_study_has(design, layout, expected)
     """The report's estimand row is the study's own: a fixed layout or one copy per job is not
     described as the typical layout of a clustered sign interval (it was, whatever the study)."""
     from pqsimd.analyze.methods import ESTIMAND, estimand_of, methods
-    from pqsimd.analyze.settings import Settings
+    from pqsimd.analysis_settings import Settings
 
     key = estimand_of(design, layout)
     assert key == expected
@@ -307,7 +307,7 @@ def test_an_analysed_fixed_layout_study_says_its_estimand(tmp_path):
 def test_the_typical_layouts_interval_is_never_narrower_than_the_clock():
     """csign evidence is widened by the clock's resolution like every timed interval (at_resolution
     dropped it: on a 26-tick host 44 of 315 laid-out intervals were narrower than the clock)."""
-    from pqsimd.analyze.interval import Evidence
+    from pqsimd.stats.interval import Evidence
 
     rng = np.random.default_rng(3)
     ev = Evidence.csign([rng.normal(0.5, 1e-4, 2) for _ in range(10)])

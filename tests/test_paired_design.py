@@ -70,7 +70,7 @@ def test_a_two_state_machine_moves_the_separate_speedup_not_the_paired_one(tmp_p
 def _widening(results_dir, scheme, op, base, var) -> float:
     """The log half-width analyze adds for the clock's lattice (issue 27): from the groups' own
     resolution and median, by interval.resolution_halfwidth (tested against brute force elsewhere)."""
-    from pqsimd.analyze.interval import resolution_halfwidth
+    from pqsimd.stats.interval import resolution_halfwidth
 
     g = pd.read_parquet(results_dir / "groups.parquet").set_index(["scheme", "op", "variant"])
     rel = [float(g.loc[(scheme, op, v), "resolution"] / g.loc[(scheme, op, v), "median"]) for v in (base, var)]

@@ -1,4 +1,4 @@
-"""The regime check (analyze/regime.py) on a real study's job medians and on unimodal data of the same
+"""The regime check (stats/regime.py) on a real study's job medians and on unimodal data of the same
 size, its exact job-state p-value, and every comparison recomputed without a set of jobs.
 
 tests/fixtures/emr_job_medians.csv holds every job's median per (parameter set, op, variant) of the
@@ -18,8 +18,8 @@ import pytest
 
 from pqsimd.analyze.compare import compare_all
 from pqsimd.analyze.groups import Group, without_jobs
-from pqsimd.analyze.regime import Row, check, state_p, together
-from pqsimd.analyze.settings import Settings
+from pqsimd.stats.regime import Row, check, state_p, together
+from pqsimd.analysis_settings import Settings
 from pqsimd.model import Chain
 
 FIXTURE = Path(__file__).parent / "fixtures" / "emr_job_medians.csv"

@@ -1,8 +1,9 @@
-"""The published numbers' statistics against independent oracles: the order-statistic interval
-(scipy's binomial, brute force, simulation), the decision p-value's consistency with the verdict read
-off the interval, the family level (statsmodels' Benjamini-Hochberg), the decomposition's box
-intervals (a brute-force grid), the sign rule's MDE (simulation), and the diagnostics' false alarms
-and power on small simulations (the full tables are bench/bench_coverage.py and bench_diagnostics.py)."""
+"""The published numbers' statistics against independent oracles: the order-statistic interval's
+coverage (simulation), the decision p-value's consistency with the verdict read off the interval, the
+decomposition's box intervals (a brute-force grid), the sign rule's MDE (simulation), and the
+diagnostics' false alarms and power on small simulations (the full tables are bench/bench_coverage.py
+and bench_diagnostics.py). The order-statistic rank, the family level, drift and the dip test have
+their own files: tests/test_stats_*.py."""
 
 from __future__ import annotations
 
@@ -15,30 +16,13 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy import stats
 
-from pqsimd.analyze import drift as drift_mod
 from pqsimd.analyze import jobs as jobs_mod
 from pqsimd.analyze.decompose import decompose, share_range
-from pqsimd.analyze.interval import Evidence, jobs_needed, order_level, order_rank, verdict_of
-from pqsimd.analyze.multiplicity import bh_count, family_level
-from pqsimd.analyze.power import mde_sign
-from pqsimd.analyze.regime import regime_test
+from pqsimd.stats.interval import Evidence, order_level, order_rank, verdict_of
+from pqsimd.stats.power import mde_sign
 from pqsimd.model import Chain
 
 BAND = math.log1p(0.02)
-
-
-def test_order_rank_and_level_match_the_binomial():
-    """k is the largest with 2 P(Bin(J, 1/2) <= k-1) <= gamma (scipy's binomial as the oracle)."""
-    for j in range(1, 40):
-        for gamma in (0.2, 0.05, 0.01, 0.002):
-            k = order_rank(j, gamma)
-            ok = [kk for kk in range(1, (j + 1) // 2 + 1) if 2 * stats.binom.cdf(kk - 1, j, 0.5) <= gamma]
-            assert k == (max(ok) if ok else 0), (j, gamma)
-            if k:
-                assert order_level(j, k) == pytest.approx(1 - 2 * stats.binom.cdf(k - 1, j, 0.5))
-                assert order_level(j, k) >= 1 - gamma - 1e-12
-    assert order_level(5, 1) == 1 - 2 / 32 and order_level(10, 2) == pytest.approx(1 - 22 / 1024)
-    assert [jobs_needed(g) for g in (0.05, 0.0625, 0.01)] == [6, 5, 8]
 
 
 @pytest.mark.parametrize("dist", ["lognormal", "contaminated", "t3", "quantized"])
@@ -105,45 +89,6 @@ def test_t_decision_p_matches_the_interval_and_statsmodels_tost():
         assert (verdict_of(iv.lo, iv.hi, BAND) != "~") == (p <= 0.05)
 
 
-def test_family_level_is_the_bh_count_of_statsmodels():
-    from statsmodels.stats.multitest import multipletests
-
-    rng = np.random.default_rng(5)
-    for _ in range(30):
-        p = np.concatenate([rng.uniform(0, 1, rng.integers(1, 50)), rng.uniform(0, 0.002, rng.integers(0, 40))])
-        r = int(multipletests(p, alpha=0.05, method="fdr_bh")[0].sum())
-        assert bh_count(p, 0.05) == r
-        fam = family_level(np.r_[p, np.nan], 0.05)
-        assert fam.m == p.size and fam.selected == r and fam.gamma == pytest.approx(max(r, 1) * 0.05 / p.size)
-    assert family_level(np.array([0.01, 0.2]), 0.05, "bonferroni").gamma == 0.025
-    assert family_level(np.array([0.01, 0.2]), 0.05, "none").gamma == 0.05
-
-
-def test_by_is_statsmodels_benjamini_yekutieli_and_counts_the_verdicts_it_changes():
-    """`by`: R is statsmodels' fdr_by rejections, the level 1 - R alpha / (m c(m)); each of fcr and by
-    records the other's level and how many rows get a verdict at one level and not at the other,
-    counted here from the intervals themselves (sign intervals of simulated job ratios)."""
-    from statsmodels.stats.multitest import multipletests
-
-    rng = np.random.default_rng(11)
-    evs = [Evidence.sign(rng.normal(mu, 0.01, 12)) for mu in rng.choice([0.0, 0.02, 0.03, 0.05, 0.3], 60)]
-    p = np.array([ev.decision_p(BAND)[0] for ev in evs])
-    r_by = int(multipletests(p, alpha=0.05, method="fdr_by")[0].sum())
-    c = sum(1 / i for i in range(1, p.size + 1))
-    by, bh = family_level(p, 0.05, "by"), family_level(p, 0.05, "fcr")
-    assert by.selected == r_by and by.gamma == pytest.approx(max(r_by, 1) * 0.05 / (p.size * c))
-    assert by.gamma < bh.gamma and bh.other["adjust"] == "by" and by.other["adjust"] == "fcr"
-    assert bh.other["gamma"] == pytest.approx(by.gamma) and by.other["gamma"] == pytest.approx(bh.gamma)
-
-    def verdicts(gamma):
-        return [verdict_of(iv.lo, iv.hi, BAND) if iv.reachable else "withheld"
-                for iv in (ev.interval(gamma) for ev in evs)]
-
-    changed = sum(a != b for a, b in zip(verdicts(bh.gamma), verdicts(by.gamma)))
-    assert changed > 0 and bh.other["verdicts_changed"] == by.other["verdicts_changed"] == changed
-    assert "other" not in family_level(p, 0.05, "bonferroni").to_dict()
-
-
 def test_share_range_is_the_extremes_over_the_box():
     rng = np.random.default_rng(7)
     for _ in range(200):
@@ -189,41 +134,6 @@ def test_mde_sign_has_the_power_it_claims(J, sigma):
     hit = (np.sort(x, axis=1)[:, k - 1] > BAND).mean()
     assert hit == pytest.approx(0.8, abs=0.015)
     assert math.isinf(mde_sign(5, 0.05, sigma, 0.02))
-
-
-def test_block_trend_is_linregress_of_block_medians_and_tolerates_ar1():
-    rng = np.random.default_rng(9)
-    y = rng.normal(0, 1, 200)
-    p, change = drift_mod.block_trend(y)
-    med = [np.median(b) for b in np.array_split(y, 8)]
-    fit = stats.linregress(np.arange(8), med)
-    assert p == pytest.approx(fit.pvalue) and change == pytest.approx(fit.slope * 7)
-    assert np.isnan(drift_mod.block_trend(y[:15])[0])
-    # AR(1) spins with phi = 0.4 and no drift: the block test stays near its level (a spin-level test
-    # that assumes independence does not)
-    def ar1(n, phi):
-        e = rng.normal(0, 1, n)
-        out = np.empty(n)
-        out[0] = e[0]
-        for i in range(1, n):
-            out[i] = phi * out[i - 1] + e[i]
-        return out
-    ps = np.array([drift_mod.block_trend(ar1(200, 0.4))[0] for _ in range(1500)])
-    assert (ps < 0.05).mean() < 0.08
-    drifting = np.array([drift_mod.block_trend(ar1(200, 0.4) * 0.01 + np.linspace(0, 0.05, 200))[0] for _ in range(200)])
-    assert (drifting < 0.05).mean() > 0.9
-
-
-def test_regime_test_null_and_power():
-    rng = np.random.default_rng(11)
-    null = [regime_test(rng.lognormal(0, 0.05, 10) - 1, BAND, rng).p for _ in range(300)]
-    assert np.mean(np.array(null) < 0.05) <= 0.05
-    two = [regime_test(np.r_[rng.normal(0, 0.003, 5), rng.normal(0.3, 0.003, 5)], BAND, rng) for _ in range(100)]
-    assert np.mean([r.p < 0.05 for r in two]) > 0.8
-    assert all(r.n_low == 5 and r.n_high == 5 and r.gap > 0.25 for r in two)
-    tied = [regime_test(np.where(rng.random(10) < 0.7, 0.0, rng.normal(0, 0.002, 10)), BAND, rng).p for _ in range(200)]
-    assert np.mean(np.array(tied) < 0.05) <= 0.05  # quantized single-state ratios are not two regimes
-    assert math.isnan(regime_test(np.zeros(5), BAND, rng).p)
 
 
 def test_disturbed_jobs_are_named_once_and_quiet_ones_are_not():

@@ -410,7 +410,7 @@ def campaign(out: Path, studies: tuple[Path, ...], labels: str | None, n_boot: i
     from .analyze.campaign import DEFAULT_BOOT, DEFAULT_SEED, run_campaign
     from .report.campaign import write_campaign_report
 
-    from .analyze.settings import MAX_BOOT, MAX_SEED
+    from .analysis_settings import MAX_BOOT, MAX_SEED
 
     if n_boot is not None and not 100 <= n_boot <= MAX_BOOT:
         raise PqsimdError(f"--bootstrap must be from 100 to {MAX_BOOT:,} resamples, got {n_boot}")

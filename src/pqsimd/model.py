@@ -47,7 +47,7 @@ class AloneSets(StrEnum):
 
 
 class Multiplicity(StrEnum):
-    """The family level every interval is printed at (analyze/multiplicity.py)."""
+    """The family level every interval is printed at (stats/multiplicity.py)."""
     FCR = "fcr"  # Benjamini-Hochberg false coverage-statement rate
     BY = "by"  # Benjamini-Yekutieli, valid under any dependence
     BONFERRONI = "bonferroni"

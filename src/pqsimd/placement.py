@@ -22,6 +22,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from .disassembly import disassemble, normalize
 from .errors import PqsimdError
 
 KINDS = {"t": "code", "r": "rodata", "d": "data", "b": "bss"}
@@ -65,8 +66,6 @@ class Image:
     """One copy's symbols and disassembly, read once."""
 
     def __init__(self, library: Path):
-        from .verify.codehash import disassemble  # late, upward: one disassembler for the code hash and placements
-
         self.library = Path(library)
         self.syms = symbols(self.library)
         try:
@@ -88,8 +87,6 @@ class Image:
     def call_tree(self, start: int) -> list[Sym]:
         """The op's function, the functions it reaches by direct calls and jumps, and the data objects
         they address RIP-relatively: each once, the op's function first."""
-        from .verify.codehash import _normalize  # late, upward: the same normalized instructions as the code hash
-
         if start not in self.funcs:
             raise PqsimdError(f"{self.library.name}: no function starts at offset {start:#x}")
         seen, todo, data = [], [start], {}
@@ -101,7 +98,7 @@ class Image:
             name = self.funcs[a][0]
             anonymous: dict[int, int] = {}
             for insn in self.funcs[a][1]:
-                text, targets = _normalize(insn)
+                text, targets = normalize(insn)
                 if text.startswith(("call", "jmp", "j")):
                     todo += [t for t in targets if t in self.funcs and t != a]
                 m = RIP_REF.search(insn)

@@ -19,6 +19,7 @@ import tomli_w
 
 from . import catalog
 from . import metrics as metrics_mod
+from .analysis_settings import resolve as analysis_settings
 from .model import (DEFAULT_ALONE_LAYOUTS, DEFAULT_DESIGN, DEFAULT_LAYOUT, DEFAULT_SHARED_CPU, UNRECORDED_ALONE_LAYOUTS,
                     UNRECORDED_LAYOUT, AloneLayouts, AloneSets, Design, LayoutMode, choices)
 from .model import SharedCpu as SharedCpuPolicy
@@ -423,8 +424,6 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     for c in merged["cc"]:
         if "\n" in c or "\0" in c:
             raise PqsimdError("--cc contains a newline or NUL")
-
-    from .analyze.settings import resolve as analysis_settings  # late, upward: [analysis] is checked when the study is written, by its owner
 
     analysis_settings(sd.path, stored)  # a misspelled or invalid [analysis] key: one line, before any timing
     study = Study(**{k: v for k, v in merged.items() if k in KEYS}, variant_defs=variant_defs,

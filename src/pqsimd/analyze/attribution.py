@@ -277,7 +277,7 @@ def attribution_table(comparisons: pd.DataFrame, ablations: Sequence[AblationDes
     """results/attribution: per ablation, (metric, scheme, op, compiler) and group. The v(S) are the
     comparisons all-C cell -> cell S (same compiler); log-scale numbers are written as factors
     (exp), shares as fractions. level, n_boot, seed: the Shapley bootstrap's (paired design)."""
-    from .bootstrap import rng_for
+    from ..stats.bootstrap import rng_for
 
     rows = []
     if not len(comparisons):

@@ -19,9 +19,9 @@ import pandas as pd
 from ..model import Chain, Design
 from .compare import AA_STAGE, compare_all, draw_jobs, public
 from .groups import attach_resolution, build_groups
-from .multiplicity import FamilyLevel
-from .pooled import Priors
-from .settings import Settings
+from ..stats.multiplicity import FamilyLevel
+from ..stats.pooled import Priors
+from ..analysis_settings import Settings
 
 KEYS = ["metric", "scheme", "op", "compiler"]
 

@@ -55,8 +55,8 @@ from ..results import Results, load_study, read_json
 
 from ..store import atomic_write_bytes
 from ..studydir import StudyDir
-from .interval import verdict_of, weighted_median
-from .multiplicity import family_level
+from ..stats.interval import verdict_of, weighted_median
+from ..stats.multiplicity import family_level
 from .write import write_json, write_table
 
 CAMPAIGN_SCHEMA_VERSION = 2  # 2: members whose spins.parquet disagrees with their comparisons are refused

@@ -5,7 +5,7 @@ With randomized layouts (run/layouts.py) every timing job times its own copies o
 spins. Most copies spread a little (the layout's ordinary effect, the job's state, the medians'
 sampling error); a **cliff** is a copy far beyond that spread, e.g. 2 of 20 copies of one hand-written
 op at 1.6× on a Zen 5 host (BENCHMARKS.md). What a job value and a comparison's interval make of such a copy is
-analyze/interval.py's business, not this module's: here each copy is shown, and cliffs are flagged,
+stats/interval.py's business, not this module's: here each copy is shown, and cliffs are flagged,
 re-timed and placed.
 
 **The copy table** (`results/copies`): per copy its job, index, seed, stack offset, the op's offset,
@@ -23,8 +23,9 @@ deviation, and `cliff`.
      copy medians (floored at FLOOR_SD: copies stuck on one clock step have MAD 0);
 and the group has at least MIN_COPIES copies. Slow only: a copy faster than the rest is shown in the
 table, never flagged. A group is flagged when it has a cliff copy. SIZE, Z and MIN_COPIES are the
-rule's; its false-flag rate on A/A copies (every copy the same bytes and stack offset) and its power
-on the Zen 5 copies are measured in bench/bench_cliffs.py (BENCHMARKS.md, "Cliffs").
+rule's (stats/cliffs.py, with the re-timing's interval and verdicts); its false-flag rate on A/A
+copies (every copy the same bytes and stack offset) and its power on the Zen 5 copies are measured in
+bench/bench_cliffs.py (BENCHMARKS.md, "Cliffs").
 
 **Re-timing** (`retime_table`, the `pqsimd cliffs DIR --retime` data in DIR/cliffs/): per flagged group
 the worst copy W and a typical copy T relinked from their records and timed interleaved in fresh
@@ -44,12 +45,8 @@ import math
 import numpy as np
 import pandas as pd
 
-SIZE = 0.10  # a cliff is at least 10% slower than the group's typical copy and than its job's others
-Z = 5.0  # and at least 5 robust SDs of the group's copies beyond their median
-MIN_COPIES = 8
-FLOOR_SD = 0.005  # log scale: the robust SD is never taken below 0.5%
-LEVEL = 0.95  # the re-timing's interval
-RETIME_PROCESSES = 5
+from ..stats.cliffs import (FLOOR_SD, LEVEL, MIN_COPIES, SIZE, Z, belongs, process_log_ratios, retime_interval,
+                            retime_verdict)
 
 COPY_COLUMNS = ["metric", "scheme", "op", "variant", "compiler", "job", "job_index", "copy", "seed", "stack",
                 "op_offset", "sha256", "n_spins", "median", "norm", "within_job", "robust_z", "cliff"]
@@ -203,67 +200,6 @@ RETIME_COLUMNS = ["metric", "scheme", "op", "variant", "compiler", "test", "wors
                   "ratio", "ci_low", "ci_high", "ci_level", "study_ratio", "verdict", "per_process", "note"]
 
 
-def retime_interval(log_ratios: np.ndarray, res: float = 0.0, level: float = LEVEL) -> tuple[float, float, float]:
-    """(ratio, low, high) of K processes' log ratios W/T: the t interval (df K - 1) of their mean,
-    each end moved out by `res` (log scale); nan with fewer than 2 processes."""
-    from scipy import stats
-
-    x = np.asarray(log_ratios, dtype=float)
-    x = x[np.isfinite(x)]
-    if x.size < 2:
-        return (math.exp(x.mean()) if x.size else math.nan), math.nan, math.nan
-    m, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
-    h = float(stats.t.ppf(0.5 + level / 2, x.size - 1)) * se + res
-    return math.exp(m), math.exp(m - h), math.exp(m + h)
-
-
-def retime_verdict(lo: float, hi: float, threshold: float) -> str:
-    """confirmed: W is slower than T beyond the threshold; refuted: within ±threshold; ~ otherwise."""
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return "~"
-    band = math.log1p(threshold)
-    if math.log(lo) > band:
-        return "confirmed"
-    if -band < math.log(lo) and math.log(hi) < band:
-        return "refuted"
-    return "~"
-
-
-def search_state(lo: float, hi: float, threshold: float, cliff: float) -> str:
-    """A search probe (a hybrid layout timed against T): 'on' when it is slower than T beyond the
-    threshold, 'off' when even its interval's upper end stays below half the cliff (on the log scale:
-    sqrt(cliff), the alone test's W/T), '?' otherwise."""
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return "?"
-    if lo > 1 + threshold:
-        return "on"
-    if hi < max(math.sqrt(cliff), 1 + threshold) if np.isfinite(cliff) else hi < 1 + threshold:
-        return "off"
-    return "?"
-
-
-def belongs(alone: str, context: str | None) -> str:
-    """Where a re-timed cliff lives, from the two tests' verdicts."""
-    if alone == "confirmed":
-        return "copy"
-    if context == "confirmed":
-        return "context"
-    if alone == "refuted" and context in (None, "refuted"):
-        return "not reproduced"
-    return "undecided"
-
-
-def process_ratios(spins: pd.DataFrame, worst: int, typical: int) -> np.ndarray:
-    """Per re-timing process: log of (median of W's spin medians / median of T's). `spins`: columns
-    process, entry (the driver's variant index), spin, value (a spin median per call)."""
-    out = []
-    for _, g in spins.groupby("process", sort=True):
-        w, t = g.loc[g["entry"] == worst, "value"], g.loc[g["entry"] == typical, "value"]
-        mw, mt = float(np.median(w)) if len(w) else math.nan, float(np.median(t)) if len(t) else math.nan
-        out.append(math.log(mw / mt) if mw > 0 and mt > 0 else math.nan)
-    return np.array(out)
-
-
 # --- the re-timings' results (DIR/cliffs/<group>/, run/retime.py) ------------------------------------------
 
 PLACEMENT_COLUMNS = ["metric", "scheme", "op", "variant", "compiler", "object", "kind", "size", "addr_worst",
@@ -301,7 +237,7 @@ def retime_results(folder, threshold: float, level: float = LEVEL) -> dict[str, 
             if not len(s):
                 continue
             s = s[s["role"].isin(["worst", ref_role])]
-            lr = process_ratios(s.assign(entry=np.where(s["role"] == "worst", 0, 1)), 0, 1)
+            lr = process_log_ratios(s["process"], s["role"] == "worst", s["value"])
             ratio, lo, hi = retime_interval(lr, level=level)
             v = retime_verdict(lo, hi, threshold)
             verdicts[test] = v

@@ -25,20 +25,21 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import bootstrap as bs
-from . import drift as drift_mod
+from ..stats import bootstrap as bs
+from ..stats import drift as drift_mod
 from ..metrics import is_cost
 from ..model import Chain, Design
 from ..results import level_text
-from .effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
+from ..stats.effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
 from .groups import EXACT_METRICS, Group, GroupKey, without_jobs
-from .interval import Evidence, jobs_needed, read_verdict, resolution_halfwidth
-from .multiplicity import FamilyLevel, family_level
-from .pooled import MIN_DF, Block, JobTests, Priors, block_stats, fit_priors, job_test, pooled_test
-from .power import mde_se, mde_sign
-from . import regime as regime_mod
-from .settings import Settings, parallel_map
-from .significance import bh, mwu_less_many
+from ..stats.interval import Evidence, jobs_needed, read_verdict, resolution_halfwidth
+from ..stats.multiplicity import FamilyLevel, family_level
+from ..stats.pooled import MIN_DF, Block, JobTests, Priors, block_stats, fit_priors, job_test, pooled_test
+from ..stats.power import mde_se, mde_sign
+from ..stats import regime as regime_mod
+from ..analysis_settings import Settings
+from .parallel import parallel_map
+from ..stats.significance import bh, mwu_less_many
 
 COLUMNS = [
     "metric", "scheme", "op", "baseline", "baseline_compiler", "variant", "compiler", "stage", "design",
@@ -281,7 +282,7 @@ def copy_log_ratios(base: Group, var: Group) -> list[np.ndarray] | None:
 def _copies_needed(base: Group, var: Group) -> float:
     """layout.copies_needed of a laid-out pair whose builds have the same copies in every job, else nan."""
     from .layout import copies_needed
-    from .pooled import copy_medians
+    from ..stats.pooled import copy_medians
 
     if set(base.job_ids) != set(var.job_ids):
         return math.nan

@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 import pandas as pd
-from .interval import Evidence, resolution_halfwidth
+from ..stats.interval import Evidence, resolution_halfwidth
 
 COLUMNS = ["metric", "scheme", "op", "variant", "compiler", "n_paired", "n_alone", "ratio", "ci_low", "ci_high",
            "ci_level", "df", "resolution", "flagged", "note"]
@@ -139,7 +139,7 @@ def matched_intervals(diffs: list[np.ndarray], gamma: float | None, res: list[fl
     median; each end moved out by the row's clock resolution. Heavy tails widen it as they should
     instead of breaking a t interval. gamma None: the family's level as the comparisons' (fcr: each
     row's decision p, Benjamini-Hochberg at alpha selects R of m, every interval at 1 - max(R, 1) alpha / m)."""
-    from .multiplicity import family_level
+    from ..stats.multiplicity import family_level
 
     pooled = _pooled(diffs)
     out = []

@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PqsimdError, command
-from .interval import Evidence, resolution_halfwidth, verdict_of
-from .multiplicity import family_level
-from .pooled import MIN_DF, job_test
-from .settings import read_study_toml, resolve
+from ..stats.interval import Evidence, resolution_halfwidth, verdict_of
+from ..stats.multiplicity import family_level
+from ..stats.pooled import MIN_DF, job_test
+from ..analysis_settings import read_study_toml, resolve
 from ..results import load_study, read_table
 
 KEYS = ["metric", "scheme", "op", "variant", "compiler"]

@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .bootstrap import Sample
-from .interval import order_level, order_rank
+from ..stats.bootstrap import Sample
+from ..stats.interval import order_level, order_rank
 from .layout import layout_component
-from .pooled import JobSummary, job_summary
-from .significance import holm
-from .power import icc1, variance_components
+from ..stats.pooled import JobSummary, job_summary
+from ..stats.significance import holm
+from ..stats.power import icc1, variance_components
 from .. import metrics as metrics_registry
 from ..run.sizing import MIN_CLOCK_STEPS
 
@@ -94,7 +94,7 @@ class Group:
         if not (self.laid_out and not self.nonpositive and self.values.size):
             return None
         if self._copy_logs is None:
-            from .pooled import copy_medians
+            from ..stats.pooled import copy_medians
             self._copy_logs = [m for m, _, _ in copy_medians(np.log(self.values), self.job, np.asarray(self.layout))]
         return self._copy_logs
 
@@ -111,7 +111,7 @@ class Group:
         copies, each job weighing alike (on the log scale; a tie at half: the geometric mean of the two);
         without layouts the median over jobs of the job medians; as the comparisons' estimand."""
         if self._median is None and self.copy_logs() is not None:
-            from .interval import weighted_median
+            from ..stats.interval import weighted_median
             self._median = math.exp(weighted_median(self.copy_logs()))
         if self._median is None:
             jm = np.sort(self.job_medians)
@@ -402,7 +402,7 @@ def median_interval(group: Group, alpha: float) -> tuple[float, float, float]:
         return group.median, group.median, 1.0
     cl = group.copy_logs()
     if cl is not None and order_rank(len(cl), alpha) > 0:  # laid out: the clustered sign interval
-        from .interval import clustered_interval
+        from ..stats.interval import clustered_interval
         lo, hi = clustered_interval(cl, alpha)
         r = group.resolution
         return math.exp(lo) - r, math.exp(hi) + r, 1.0 - alpha

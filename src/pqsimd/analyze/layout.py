@@ -102,7 +102,7 @@ def layout_component(group) -> dict:
     out["n_layouts"] = int(len({(int(j), int(c)) for j, c in zip(group.job, lay) if c >= 0}))
     if not group.laid_out:
         return out
-    from .pooled import copy_medians
+    from ..stats.pooled import copy_medians
 
     excess, job_values = [], []
     for meds, se2, _ in copy_medians(group.log_values, group.job, lay):

@@ -20,9 +20,10 @@ import pyarrow.parquet as pq
 from ..errors import PqsimdError, command
 from ..ids import build_id
 from ..model import RECORDED_DESIGN
-from .lattice import lattice_step
+from ..stats.lattice import lattice_step
 from ..run import cpuclaim
-from .settings import parallel_map, read_study_toml
+from ..analysis_settings import read_study_toml
+from .parallel import parallel_map
 from .mix import MIX_FILE_SUFFIX
 from .sim import is_sim_file
 from ..studydir import StudyDir

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ..model import Design, LayoutMode
 from ..results import level_text
-from .multiplicity import FamilyLevel
-from .settings import Settings
+from ..stats.multiplicity import FamilyLevel
+from ..analysis_settings import Settings
 
 
 ESTIMAND = {

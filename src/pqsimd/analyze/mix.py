@@ -37,6 +37,7 @@ from ..run import classify
 from ..run import mix as run_mix
 from ..studydir import StudyDir
 from ..metrics import unit_of
+from .context import with_isa
 
 MIX_FILE_SUFFIX = ".mix.parquet"
 TIME_METRIC = "ticks"
@@ -301,8 +302,6 @@ def write_mix_results(directory: Path, results: Path | None = None, **kwargs) ->
     results = results or StudyDir(directory).results_dir
     tables = mix_results(directory, **kwargs)
     if kwargs.get("isa"):
-        from . import with_isa
-
         tables = {name: with_isa(t, kwargs["isa"], kwargs.get("vlen")) for name, t in tables.items()}
     if all(t.empty for t in tables.values()):
         for name in TABLES:

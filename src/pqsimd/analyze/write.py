@@ -25,6 +25,15 @@ def write_table(df: pd.DataFrame, results: Path, name: str) -> None:
     atomic_write_bytes(results / f"{name}.parquet", buf.getvalue())
 
 
+def write_or_remove(table: pd.DataFrame, results: Path, name: str) -> None:
+    """name.csv and name.parquet when the table has rows; an empty table leaves no file of that name."""
+    if len(table):
+        write_table(table, results, name)
+    else:
+        for ext in ("csv", "parquet"):
+            (results / f"{name}.{ext}").unlink(missing_ok=True)
+
+
 @contextmanager
 def staged_results(results: Path) -> Iterator[Path]:
     """A fresh folder beside results/ to write into; when the block ends without an error it replaces

@@ -55,7 +55,7 @@ def plugin_header() -> Path:
 
 def plugin(cc: str = "cc") -> Path:
     """The plugin shared object (cached by a hash of its source, the header and the compiler)."""
-    from ..build import cache_root
+    from ..build import cache_root  # late, upward: the plugin is cached beside the builds (build.py owns that folder)
 
     header = plugin_header()
     compiler = shutil.which(cc)

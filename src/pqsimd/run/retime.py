@@ -46,7 +46,9 @@ import numpy as np
 import pandas as pd
 
 from .. import layout, placement, store
+from ..analysis_settings import read_study_toml, resolve
 from ..errors import PqsimdError, command
+from ..stats.cliffs import SIZE, process_log_ratios, retime_interval, retime_verdict, search_state
 from ..studydir import StudyDir
 from . import child, cpuclaim
 from .spec import escape
@@ -137,7 +139,6 @@ def targets(directory: Path, select: dict[str, str] | None = None, limit: int | 
     from ..catalog import family_of
     from ..ids import build_id
     from ..results import read_table
-    from ..analyze.cliffs import SIZE  # late, upward: a re-timing is run and judged in one command; the rule is analyze's
 
     sd = StudyDir(directory)
     cl = read_table(directory, "cliffs", strict=False)
@@ -427,10 +428,8 @@ class Search:
 
     def __init__(self, runner: Runner, target: Target, w_path: Path, t_path: Path, work: Path, sizes: OpSizes,
                  threshold: float, cliff: float, k: int = K_SEARCH):
-        from ..analyze import cliffs as stats  # late, upward: the search decides each step with analyze's rule
-
         self.runner, self.target, self.t_path, self.work, self.sizes, self.k = runner, target, t_path, work, sizes, k
-        self.threshold, self.stats = threshold, stats
+        self.threshold = threshold
         self.pw, self.pt = layout.Padding.of(target.worst.seed), layout.Padding.of(target.typical.seed)
         self.W = Hybrid(_pads(self.pw), target.worst.stack)
         self.cliff = cliff  # W / T as the alone test measured it
@@ -461,9 +460,9 @@ class Search:
         sm = alone_spins(self.runner, self.target, self._path(h), self.t_path, self.sizes, self.k, f"search:{label}",
                          w_stack=h.stack)
         self.spins.append(sm)
-        lr = self.stats.process_ratios(sm.assign(entry=np.where(sm["role"] == "worst", 0, 1)), 0, 1)
-        ratio, lo, hi = self.stats.retime_interval(lr)
-        state = self.stats.search_state(lo, hi, self.threshold, self.cliff)
+        lr = process_log_ratios(sm["process"], sm["role"] == "worst", sm["value"])
+        ratio, lo, hi = retime_interval(lr)
+        state = search_state(lo, hi, self.threshold, self.cliff)
         moved = self._moved(h)
         self.probes.append({"step": len(self.probes), "label": label, "differs_from_worst": self._diff(h) or "none",
                             "stack": h.stack, "ratio": ratio, "ci_low": lo, "ci_high": hi, "state": state,
@@ -594,8 +593,6 @@ class Search:
 
 def retime_target(sd: StudyDir, study, target: Target, processes: int, search: bool, simulate_events: bool,
                   notify: Callable[[str], None]) -> Path:
-    from ..analyze import cliffs as stats  # late, upward: the re-timings' intervals are analyze's
-
     out_dir = cliffs_dir(sd) / target.tag
     work = Path(tempfile.mkdtemp(prefix="work-", dir=cliffs_dir(sd)))
     records = _records(sd)
@@ -626,9 +623,9 @@ def retime_target(sd: StudyDir, study, target: Target, processes: int, search: b
             sim_df, sim_info = simulate(sd, study, target, w, t)
             sim_df.to_parquet(out_dir / "sim.parquet")
         alone = spins[0]
-        lr = stats.process_ratios(alone.assign(entry=np.where(alone["role"] == "worst", 0, 1)), 0, 1)
-        cliff, lo, hi = stats.retime_interval(lr)
-        verdict = stats.retime_verdict(lo, hi, study_threshold(sd))
+        lr = process_log_ratios(alone["process"], alone["role"] == "worst", alone["value"])
+        cliff, lo, hi = retime_interval(lr)
+        verdict = retime_verdict(lo, hi, study_threshold(sd))
         search_rec: dict = {"ran": False, "why": f"the alone test did not confirm the cliff ({verdict})"}
         if search and verdict == "confirmed":
             s = Search(runner, target, w, t, work, sizes, study_threshold(sd), cliff)
@@ -661,8 +658,6 @@ def _pads_dict(p: layout.Padding) -> dict:
 
 
 def study_threshold(sd: StudyDir) -> float:
-    from ..analyze.settings import read_study_toml, resolve  # late, upward: the study's threshold as analyze resolves it
-
     return float(resolve(sd.path, read_study_toml(sd.path)).threshold)
 
 

@@ -23,41 +23,9 @@ import re
 import subprocess
 from pathlib import Path
 
-HEADER = re.compile(r"^([0-9a-f]+) <(.+)>:$")
-INSN = re.compile(r"^\s*([0-9a-f]+):\s*(.*)$")
-TARGET = re.compile(r"\b([0-9a-f]+) <([^>]+)>")
-RIPREL = re.compile(r"-?0x[0-9a-f]+\(%rip\)")
-COMMENT_ADDR = re.compile(r"#\s*[0-9a-f]+\s*(<[^>]+>)")
+from ..disassembly import disassemble, normalize
+
 BRANCHES = ("call", "jmp", "bl", "b")
-
-
-def disassemble(library: Path, objdump: list[str] | None = None) -> dict[int, tuple[str, list[str]]]:
-    """address -> (name, normalized instructions) of every function in the library's code."""
-    proc = subprocess.run([*(objdump or ["objdump"]), "-d", "--no-show-raw-insn", str(library)],
-                          capture_output=True, text=True, timeout=300)
-    if proc.returncode:
-        raise RuntimeError((proc.stderr.strip().splitlines() or ["objdump failed"])[-1])
-    funcs: dict[int, tuple[str, list[str]]] = {}
-    cur: list[str] | None = None
-    for line in proc.stdout.splitlines():
-        m = HEADER.match(line)
-        if m:
-            cur = []
-            funcs[int(m.group(1), 16)] = (m.group(2), cur)
-            continue
-        m = INSN.match(line)
-        if m and cur is not None:
-            cur.append(m.group(2))
-    return funcs
-
-
-def _normalize(insn: str) -> tuple[str, list[int]]:
-    """The instruction without addresses, and the addresses it branches or calls to."""
-    targets = [int(a, 16) for a, _ in TARGET.findall(insn)]
-    text = COMMENT_ADDR.sub(r"\1", insn)
-    text = TARGET.sub(r"<\2>", text)
-    text = RIPREL.sub("(%rip)", text)
-    return " ".join(text.split()), targets
 
 
 EQUALITY_READERS = re.compile(r"^(je|jne|jz|jnz|sete|setne|setz|setnz|cmove|cmovne|cmovz|cmovnz)[a-z]?\b")
@@ -107,7 +75,7 @@ def op_hashes(funcs: dict[int, tuple[str, list[str]]], offsets: dict[str, int],
     for addr, (name, insns) in funcs.items():
         lines, calls = [], []
         for i in insns:
-            t, tg = _normalize(i)
+            t, tg = normalize(i)
             lines.append(t)
             if t.split(" ", 1)[0].split(".", 1)[0] in BRANCHES or t.startswith(("call", "jmp")):
                 calls += [a for a in tg if a in funcs and a != addr]

@@ -52,7 +52,7 @@ typedef struct {
     uint64_t count[PQSIMD_TOP_DELTAS];
 } pqsimd_deltas;
 
-/* The lattice rule, shared with analyze/lattice.py (the same rule applied to a job's own samples):
+/* The lattice rule, shared with stats/lattice.py (the same rule applied to a job's own samples):
  * a step g holds when at most 1 in PQSIMD_LATTICE_OFF_PER nonzero readings is not a multiple of it
  * (a read straddling a counter update in a VM must not turn a step of 26 into 1), and when the k
  * distinct readings on it could not all be multiples of g by chance: g^(k-1) >= PQSIMD_LATTICE_CHANCE

@@ -1,4 +1,4 @@
-"""The hand-written statistics of `pqsimd analyze` against brute force and scipy, on small data."""
+"""stats/effect.py, significance.py, bootstrap.py and power.icc1 against brute force and scipy, on small data."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pqsimd.analyze import bootstrap as bs
-from pqsimd.analyze.effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
-from pqsimd.analyze.groups import icc1
-from pqsimd.analyze.significance import bh, holm, mwu_less, mwu_less_many
+from pqsimd.stats import bootstrap as bs
+from pqsimd.stats.effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
+from pqsimd.stats.power import icc1
+from pqsimd.stats.significance import bh, holm, mwu_less, mwu_less_many
 
 
 def delta_double_loop(variant, base):

@@ -1,15 +1,17 @@
-"""Analysis settings: defaults ← DIR/study.toml `[analysis]` ← command line."""
+"""Analysis settings: defaults ← DIR/study.toml `[analysis]` ← command line.
+
+A record of the study like study.py's: checked when the study is written (study.py), read by analyze/
+and by a re-timing (run/retime.py: the study's threshold)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import PqsimdError
-from ..studydir import StudyDir
-from .multiplicity import ADJUSTMENTS
+from .errors import PqsimdError
+from .stats.multiplicity import ADJUSTMENTS
+from .studydir import StudyDir
 
 DEFAULT_SEED = 20240
 
@@ -22,7 +24,7 @@ class Settings:
     threshold: float = 0.02  # a speedup must clear ±2% (on the log scale) to be a verdict
     extra_baseline: str = ""  # "": the chain's own (data/variants.toml [chain] extra_baseline)
     pool_cpu_models: bool = False
-    adjust: str = "fcr"  # the family level of the printed intervals: fcr | by | bonferroni | none (multiplicity.py)
+    adjust: str = "fcr"  # the family level of the printed intervals: fcr | by | bonferroni | none (stats/multiplicity.py)
     aa_variants: tuple[str, ...] | None = None  # A/A calibration: these variants against themselves
     # (None: the chain's hand-stage baseline)
 
@@ -79,27 +81,3 @@ def resolve(directory: Path, study: dict[str, Any], **overrides: Any) -> Setting
             kind, ok, why = RULES[k]
             values[k] = _check(k, v, kind, ok, why, label)
     return Settings(**values)
-
-
-def threads() -> int:
-    """Worker threads for reading and resampling: PQSIMD_THREADS, else min(2, CPUs available)."""
-    env = os.environ.get("PQSIMD_THREADS", "")
-    if env.isdigit() and int(env) >= 1:
-        return int(env)
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    return max(1, min(2, n))
-
-
-def parallel_map(fn, items) -> list:
-    """map over a small thread pool (numpy and pyarrow release the GIL); plain map with one thread."""
-    items = list(items)
-    n = threads()
-    if n == 1 or len(items) < 2:
-        return [fn(x) for x in items]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=n) as pool:
-        return list(pool.map(fn, items))
