@@ -301,6 +301,9 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     cli = {k: v for k, v in overrides.items() if v is not None}
     if "metric" in cli:
         cli["metrics"] = cli.pop("metric")
+        if plan is not None and isinstance(stored_study.get("metrics"), list):
+            # a study grows: --metric M on a study that measured something adds M (what is measured stays)
+            cli["metrics"] = [*stored_study["metrics"], *(m for m in cli["metrics"] if m not in stored_study["metrics"])]
     _check_types({k: v for k, v in cli.items() if k in KEYS}, "command line")
 
     preset_name = cli.get("preset") or stored_study.get("preset") or "standard"
@@ -487,6 +490,8 @@ def check_against_plan(sd: StudyDir, study: Study) -> None:
         raise PqsimdError(f"{sd.plan_json} has no `settings` (they fix what every job measures); restore the file, "
                           f"or use a new directory")
     now = study.measurement_settings()
+    if "metrics" in before:
+        now["metrics"] = _grown_metrics(sd, plan, before["metrics"], now["metrics"])
     for k in now:
         if k in before and before[k] != now[k]:
             raise PqsimdError(
@@ -499,6 +504,25 @@ def check_against_plan(sd: StudyDir, study: Study) -> None:
             f"{sd.path} already planned {plan['jobs_per_group']} jobs per group; more are fine "
             f"(--jobs N > {plan['jobs_per_group']}), fewer would orphan measured jobs"
         )
+
+
+def _grown_metrics(sd: StudyDir, plan: dict, before: list[str], now: list[str]) -> list[str]:
+    """The metrics to check against the plan's after a study grew to `now`. Metrics with jobs of their
+    own (one per build: instructions, mix, sim, stack, size, energy) are added freely, since no timed
+    sample changes; a metric that rides in the timing jobs (ticks, counters) only while none of them is
+    measured (run/plan.update_plan then writes the plan's settings anew). Growth gives the plan's own
+    list (nothing it fixes changed); a metric dropped gives `now`, which check_against_plan names."""
+    if any(m not in now for m in before):
+        return now
+    riding = [m for m in now if m not in before and m in metrics_mod.REGISTRY and not metrics_mod.get(m).per_build]
+    measured = [j["id"] for j in plan.get("jobs", []) if isinstance(j, dict) and sd.raw_path(j["id"]).exists()]
+    if riding and measured:
+        own = ", ".join(m.name for m in metrics_mod.REGISTRY.values() if m.per_build)
+        raise PqsimdError(
+            f"{sd.path}: --metric {','.join(riding)} is measured inside the timing jobs, and {len(measured)} of them "
+            f"were measured without it; use a new directory for it (metrics with jobs of their own can be added "
+            f"to this study: {own})")
+    return before
 
 
 def _short(v: Any) -> str:

@@ -76,9 +76,14 @@ class EventPair:
 
 
 def measure(backend, geometry: caches.Geometry, driver: Path, library: Path, scheme: str, op: str) -> EventPair:
-    e1 = backend.events(driver, library, scheme, op, N1, geometry)
-    e2 = backend.events(driver, library, scheme, op, N2, geometry)
-    return EventPair(e1, e2)
+    return measure_many(backend, geometry, driver, library, scheme, [op])[op]
+
+
+def measure_many(backend, geometry: caches.Geometry, driver: Path, library: Path, scheme: str,
+                 ops: list[str]) -> dict[str, EventPair]:
+    """Every op's EventPair from one backend batch (callgrind: one process)."""
+    got = backend.events_batch(driver, library, scheme, [(op, n) for op in ops for n in (N1, N2)], geometry)
+    return {op: EventPair(got[2 * k], got[2 * k + 1]) for k, op in enumerate(ops)}
 
 
 def per_call(pairs: dict[str, list[EventPair]], op: str, self_check: str | None) -> dict[str, Fraction]:
@@ -156,7 +161,7 @@ def execute(sd: StudyDir, study, geometry: caches.Geometry, jobs: list, todo: li
     console.print(f"sim {geometry.text()} ({version}): {len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")
     ok = ins.run_per_op(sd, study, todo, console, info, metric=f"{METRIC} ({geometry.name})",
                         label=f"{backend.name} sim runs", repeats=REPEATS,
-                        measure=lambda d, lib, s, op: measure(backend, geometry, d, lib, s, op),
+                        measure=lambda d, lib, s, ops: measure_many(backend, geometry, d, lib, s, ops),
                         write=lambda j, res, started: _write_job(sd, study, j, res, started, version, backend, geometry))
     if info["failed"]:
         info["status"] = "partial"
