@@ -48,7 +48,24 @@ def test_a_metric_added_to_a_measured_study_keeps_what_was_measured(timed, cli):
     r = cli("analyze", timed)
     assert r.returncode == 0, r.stderr
     summary = json.loads((sd.results_dir / "summary.json").read_text())
-    assert {"ticks", "instructions"} <= set(summary["units"])
+    assert {"ticks", "instructions"} <= set(summary["units"]) and (sd.results_dir / "mix.csv").is_file()
+
+
+def test_the_report_of_a_grown_study_shows_what_was_added(timed, cli):
+    sd = StudyDir(timed)
+    r = cli("analyze", timed, "--bootstrap", "300")
+    assert r.returncode == 0, r.stderr
+    assert not (sd.results_dir / "mix.csv").exists()
+    r = cli("run", timed, "--metric", "mix")
+    assert r.returncode == 0, r.stderr
+    r = cli("report", timed)
+    assert r.returncode == 0, r.stderr
+    assert "2 raw files (avx2.gcc.ml-kem-512.mix.parquet, ...) are newer than results/: analysing again first" in r.stderr
+    summary = json.loads((sd.results_dir / "summary.json").read_text())
+    assert (sd.results_dir / "mix.csv").is_file() and summary["settings"]["n_boot"] == 300  # the last analysis's settings
+    assert "instruction mix by class" in (sd.report_dir / "index.html").read_text().lower()
+    r = cli("report", timed)  # results now as new as the measurements: not analysed again
+    assert r.returncode == 0 and "analysing again" not in r.stderr
 
 
 def _study_metrics(sd):
@@ -84,3 +101,29 @@ def test_dropping_a_measured_metric_is_refused(timed, cli):
     sd.study_toml.write_text(text.replace('metrics = [\n    "ticks",\n]', 'metrics = [\n    "instructions",\n]'))
     assert sd.study_toml.read_text() != text, "the test's edit must change the stored metrics"
     one_line_error(cli("run", timed), "planned with metrics=['ticks']", "new directory")
+
+
+def test_the_presets_counts_are_left_out_where_valgrind_is_missing(tmp_path, cli):
+    """The standard preset counts instructions and the mix; a machine without a working valgrind
+    gets a timed study and one line per left-out metric naming the command that adds it later. A
+    metric named on the command line is kept (its runner then fails, saying what is missing)."""
+    import os
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "valgrind").write_text("#!/bin/sh\nexit 1\n")  # found on PATH, but no version: not usable
+    (fake / "valgrind").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    small = ["--schemes", "ml-kem-512", "--variants", "ref", "--ops", "empty", "--layout", "fixed", "--no-run"]
+    r = cli("run", tmp_path / "p", "--preset", "standard", *small, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stderr.splitlines() if "not counted" in l]
+    assert len(lines) == 2 and "--metric instructions (the preset's)" in lines[0] and "--metric mix" in lines[1]
+    assert f"pqsimd run {tmp_path / 'p'} --metric mix" in lines[1]
+    assert _study_metrics(StudyDir(tmp_path / "p")) == ["ticks"]
+    r = cli("run", tmp_path / "n", "--preset", "standard", *small, "--metric", "ticks,instructions", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "not counted" not in r.stderr and _study_metrics(StudyDir(tmp_path / "n")) == ["ticks", "instructions"]
+    r = cli("run", tmp_path / "w", "--preset", "standard", *small)  # valgrind as installed: the preset's counts stay
+    assert r.returncode == 0, r.stderr
+    assert "not counted" not in r.stderr and _study_metrics(StudyDir(tmp_path / "w")) == ["ticks", "instructions", "mix"]

@@ -115,6 +115,7 @@ class Study:
     vlen: int | None = None  # the ISA's vector length (None: an ISA without one)
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
+    metrics_from_preset: bool = False  # a new study's metrics are its preset's: one whose tool is missing is left out
 
     # --- what the study holds ---------------------------------------------------------------
     def variant(self, vid: str) -> Variant:
@@ -338,8 +339,10 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     merged["isa"] = target.name
     if "cc" not in cli and "cc" not in stored_study and target.cc:
         merged["cc"] = list(target.cc)  # e.g. riscv64: clang-19 (RVV intrinsics)
-    if "metrics" not in cli and "metrics" not in stored_study and not target.native:
-        merged["metrics"] = ["instructions", "mix"]  # under an emulator nothing is timed: what it can count
+    from_preset = "metrics" not in cli and "metrics" not in stored_study
+    if from_preset and not target.native:  # under an emulator nothing is timed: what it can count
+        merged["metrics"] = [m for m in merged.get("metrics", []) if m in metrics_mod.REGISTRY
+                             and not metrics_mod.get(m).timed] or ["instructions", "mix"]
     given = cli.pop("vlen", merged.get("vlen"))
     if target.vector is not None or given is not None:
         if given is not None and (isinstance(given, bool) or not isinstance(given, int)):
@@ -431,7 +434,7 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
 
     analysis_settings(sd.path, stored)  # a misspelled or invalid [analysis] key: one line, before any timing
     study = Study(**{k: v for k, v in merged.items() if k in KEYS}, variant_defs=variant_defs,
-                  analysis=dict(stored.get("analysis", {})))
+                  analysis=dict(stored.get("analysis", {})), metrics_from_preset=from_preset)
     study.variant_defs = {v: variant_defs[v] for v in study.variants}
     check_against_plan(sd, study)
     return study
