@@ -17,7 +17,8 @@ address): executions}, {address: instruction text} or None: take objdump's)] for
 metric (run/sim.py; `simulates`: which models the backend has, cache and/or branch); `command(...)`
 for the job record. Callgrind serves a batch in one process (`driver count LIB SCHEME OP N OP N ...`,
 a dump after each pqsimd_measure): valgrind's start-up, most of a small op's cost, is paid once per
-batch. The plugin runs once per request (its single forms count, profile, events).
+batch (counts do not depend on what ran before in the process; simulated misses do, so run/sim.py
+sends one request per batch). The plugin runs once per request (its single forms count, profile, events).
 """
 
 from __future__ import annotations

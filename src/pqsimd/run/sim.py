@@ -81,9 +81,13 @@ def measure(backend, geometry: caches.Geometry, driver: Path, library: Path, sch
 
 def measure_many(backend, geometry: caches.Geometry, driver: Path, library: Path, scheme: str,
                  ops: list[str]) -> dict[str, EventPair]:
-    """Every op's EventPair from one backend batch (callgrind: one process)."""
-    got = backend.events_batch(driver, library, scheme, [(op, n) for op in ops for n in (N1, N2)], geometry)
-    return {op: EventPair(got[2 * k], got[2 * k + 1]) for k, op in enumerate(ops)}
+    """Every op's EventPair, each run in a process of its own: unlike instruction counts, simulated
+    misses depend on what ran before in the process (the simulated caches and predictors carry
+    over), so every run starts as every other does: a fresh process, the op's setup, a warm call."""
+    def alone(op: str, calls: int) -> dict[str, int]:
+        return backend.events_batch(driver, library, scheme, [(op, calls)], geometry)[0]
+
+    return {op: EventPair(alone(op, N1), alone(op, N2)) for op in ops}
 
 
 def per_call(pairs: dict[str, list[EventPair]], op: str, self_check: str | None) -> dict[str, Fraction]:
