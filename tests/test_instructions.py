@@ -4,10 +4,13 @@ import math
 import json
 from fractions import Fraction
 
+import subprocess
+
 import pyarrow.parquet as pq
 import pytest
 
 from pqsimd import machine, store
+from pqsimd.errors import CountError
 from pqsimd.run import callgrind
 from pqsimd.run import instructions as ins
 from pqsimd.studydir import StudyDir
@@ -82,6 +85,41 @@ def test_toggled_count_of_one_op_is_stable_and_empty_is_the_loop(study):
     # nothing of process start-up or the op's setup (which would be >> 1e5)
     assert 0 < e.exact <= 8 and e.ir2 < 1000
     assert ins.per_call(e, e.exact) == 0
+
+
+def test_one_process_for_many_ops_counts_what_one_process_per_op_counts(study):
+    """The batch (one callgrind process, a dump after each pqsimd_measure) against the oracle of one
+    process per op and run: the same Ir, exactly, for ops with and without setup."""
+    sd = StudyDir(study)
+    lib = sd.variant_path("ref.gcc.ml-kem")
+    ops = ["empty", "ntt", "kem_decaps", "poly_tomsg", "indcpa_keypair"]
+    batch = ins.measure_pairs(sd.driver_path, lib, "ml-kem-512", ops)
+    for op in ops:
+        alone = (callgrind.count_instructions_batch(sd.driver_path, lib, "ml-kem-512", [(op, n, None)])[0][0]
+                 for n in (ins.N1, ins.N2))
+        assert (batch[op].ir1, batch[op].ir2) == tuple(alone), op
+    assert batch["kem_decaps"].raw > batch["ntt"].raw > batch["empty"].raw > 0
+
+
+def test_a_batch_that_stops_names_the_op_it_stopped_at(study):
+    sd = StudyDir(study)
+    lib = sd.variant_path("ref.gcc.ml-kem")
+    with pytest.raises(CountError, match=r"^no_such_op: callgrind run failed \(driver: unknown op no_such_op\)"):
+        callgrind.count_instructions_batch(sd.driver_path, lib, "ml-kem-512",
+                                           [("ntt", 2, None), ("no_such_op", 2, None), ("ntt", 10, None)])
+    r = subprocess.run([str(sd.driver_path), "count", str(lib), "ml-kem-512", "ntt", "2", "ntt"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "usage: count LIB SCHEME OP CALLS [OP CALLS]..." in r.stderr
+    r = subprocess.run([str(sd.driver_path), "count", str(lib), "ml-kem-512", "ntt", "-3"], capture_output=True, text=True)
+    assert r.returncode == 2 and "CALLS must be a count of calls, got -3" in r.stderr
+
+
+def test_batches_split_a_job_into_contiguous_parts():
+    ops = [f"op{k}" for k in range(7)]
+    for parts in (1, 2, 3, 7, 20):
+        got = ins.chunks(ops, parts)
+        assert [op for part in got for op in part] == ops and all(got)
+        assert len(got) == min(parts, len(ops)) and max(map(len, got)) - min(map(len, got)) <= 1
 
 
 def test_parsers():

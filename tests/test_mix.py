@@ -411,6 +411,35 @@ def test_hot_blocks_cover_the_share_asked_for():
     assert len(hot) == 2 and cov == pytest.approx(305 / 307)
 
 
+def test_a_block_simulated_before_is_not_simulated_again_and_reads_the_same(monkeypatch):
+    """llvm-mca simulates each region alone: the per-block memo gives what one llvm-mca run over all
+    the blocks gives (the oracle: _run_mca), runs llvm-mca only for blocks it has not seen, and
+    counts an unparsable line (a nop in its place) in the block that holds it."""
+    def block(*texts):
+        located = []
+        for t in texts:
+            m, _, ops = t.partition(" ")
+            located.append(disasm.Located("o", len(located), 10, disasm.Insn(m, ops, t, "f"), classify.classify(m, ops)))
+        return costmodel.BasicBlock(located)
+
+    path = costmodel.mca_path()
+    a = block("imul rax, rbx", "add rax, rcx", "imul rax, rax")
+    b = block("vpaddw ymm0, ymm1, ymm2", "vpmullw ymm3, ymm0, ymm0")
+    bad = block("add rax, 1", "notaninstruction rax")
+    oracle, replaced, _ = costmodel._run_mca(path, "znver4", [a, b, bad])
+    monkeypatch.setattr(costmodel, "_REGIONS", {})
+    calls = []
+    real = costmodel._run_mca
+    monkeypatch.setattr(costmodel, "_run_mca", lambda *x, **k: calls.append(len(x[2])) or real(*x, **k))
+    got, n, _ = costmodel.run_mca(path, "znver4", [b, a])
+    assert got == [oracle[1], oracle[0]] and n == 0 and calls == [2]
+    got, n, _ = costmodel.run_mca(path, "znver4", [a, bad, b, a])  # only `bad` is new
+    assert got == [oracle[0], oracle[2], oracle[1], oracle[0]] and calls == [2, 1]
+    assert replaced == [0, 0, 1] and n == 1
+    got, _, _ = costmodel.run_mca(path, "znver1", [a])  # another CPU model is another simulation
+    assert calls == [2, 1, 1] and got[0]["cycles"] is not None
+
+
 def test_an_unknown_mca_cpu_is_refused_in_one_line(tmp_path):
     r = run_cli("run", tmp_path / "s", "--metric", "mix", "--mca-cpu", "znver99", "--no-run")
     assert r.returncode == 2 and "znver99" in r.stderr and "Traceback" not in r.stderr

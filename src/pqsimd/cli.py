@@ -317,8 +317,34 @@ def report(directory: Path, reference: str | None, beside: Path | None) -> None:
         click.echo(f"report written to {out}/ — open {out / 'index.html'}")
         return
 
+    _analyse_again_if_older(directory)
     out = write_report(directory, reference=reference, beside=beside)
     click.echo(f"report written to {out}/ — open {out / 'index.html'}")
+
+
+def _analyse_again_if_older(directory: Path) -> None:
+    """Results older than some of the study's measurements (a metric added to it since, more jobs):
+    analysed again with the settings the last analysis used, so the report shows everything measured."""
+    import json
+
+    from .analyze import analyze_study
+    from .studydir import StudyDir
+
+    sd = StudyDir(directory)
+    summary = sd.results("summary.json")
+    if not summary.is_file():
+        return
+    when = summary.stat().st_mtime
+    newer = [p for p in sd.raw_files() if p.stat().st_mtime > when]
+    if not newer:
+        return
+    try:
+        settings = json.loads(summary.read_text()).get("settings") or {}
+    except (OSError, ValueError):
+        settings = {}
+    click.echo(f"{len(newer)} raw file{'s' if len(newer) > 1 else ''} ({newer[0].name}{', ...' if len(newer) > 1 else ''}) "
+               f"{'are' if len(newer) > 1 else 'is'} newer than results/: analysing again first", err=True)
+    analyze_study(directory, n_boot=settings.get("n_boot"), seed=settings.get("seed"), adjust=settings.get("adjust"))
 
 
 @cli.command()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,26 @@ def run_study(directory: Path, overrides: dict[str, Any], executor: str = "local
             raise
 
 
+def _without_missing_tools(sd: StudyDir, study: study_mod.Study) -> None:
+    """A new study's preset metrics whose tool this machine lacks (valgrind for the counts) are left
+    out, each with one line saying how to add them later; metrics asked for by name are not: their
+    runner says what is missing and the run fails."""
+    from .run.backends import for_study
+
+    backend = None
+    for m in list(study.metrics):
+        if metrics_mod.get(m).runner not in COUNTING_RUNNERS:
+            continue
+        backend = backend or for_study(study)
+        if backend.version() is None:
+            study.metrics.remove(m)
+            console.print(tagged("not counted", "yellow", f"--metric {m} (the preset's): {backend.missing}; then "
+                                 f"add it to the study with {command('run', sd.path, '--metric', m)}"), soft_wrap=True)
+
+
+COUNTING_RUNNERS = ("instructions", "mix", "sim")  # the runners of run/ that need the ISA's counting backend
+
+
 def _forget_refused(sd: StudyDir) -> None:
     """A new study refused before anything was measured leaves no directory: what this run wrote
     (the directory did not exist before it, and it held the lock since) is removed by name, and the
@@ -131,6 +152,8 @@ def _forget_refused(sd: StudyDir) -> None:
 
 def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_options: dict[str, Any],
                 time_jobs: bool) -> bool:
+    started = time.monotonic()
+    seconds: dict[str, float] = {}
     study = study_mod.resolve(sd, overrides)
     compilers, missing = resolve_compilers(study)
     for line in missing:
@@ -143,15 +166,20 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         submit.check_tools()
     elif time_jobs:  # one run at a time per study, also while its SLURM tasks still run
         submit.refuse_while_in_flight(sd.path)
+    if study.metrics_from_preset:
+        _without_missing_tools(sd, study)
     study_mod.save(sd, study)
     ok = not missing
 
+    lap = time.monotonic()
     tree = sources.locate(Path(study.source) if study.source else None, study.sources)
     console.print(f"sources: {tree.crate or 'user tree'} {tree.version or ''} at {tree.root}"
                   + "".join(f"; {c.name} {c.version}" for c in tree.crates if c.name != tree.crate)
                   + "".join(f"; {c.name} checkout {c.describe or '(not git)'} at {c.root} (content {c.sha256[:12]})"
                             for c in tree.checkouts), markup=False)
     target = isa_mod.of_study(study)
+    seconds["sources"] = time.monotonic() - lap
+    lap = time.monotonic()
     driver = build_driver(target)
     console.print(f"driver: built once with {driver.compiler.command} ({driver.compiler.version})"
                   + ("" if target.native else f"; {target.name} code runs under {' '.join(target.launcher())}"),
@@ -209,6 +237,8 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
 
     from . import verify
 
+    seconds["build"] = time.monotonic() - lap
+    lap = time.monotonic()
     for bid, g in verify.gate(tree, driver, builds, study.schemes).items():
         gate_results[bid] = g.to_dict()
         b = next(x for x in builds if x.id == bid)
@@ -232,6 +262,7 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
             gate_results[b.id]["code_commuted"] = codehash.build_hashes(
                 driver.path, b, gate_results[b.id]["passed_schemes"], driver.launcher(), target.objdump(), commute=True)
     passing = [b for b in builds if gate_results[b.id]["passed_schemes"]]
+    seconds["verify"] = time.monotonic() - lap
     driver_sha = _install(sd, driver.path, sd.driver_path, None, driver.sha256 or store.sha256_file(driver.path))
     sd.update_manifest({"driver": {**driver.to_dict(), "sha256": driver_sha}})  # what every launch checks
     binaries = {b.id: _install(sd, b.library, sd.variant_path(b.id), b.id, b.sha256) for b in passing}
@@ -270,7 +301,9 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
     if study.budget is not None and time_jobs and metrics_mod.plan_jobs_needed(study.metrics):
         from .run import sizing as sizing_mod
 
+        lap = time.monotonic()
         sizing = sizing_mod.ensure_sizing(sd, study, plan, console=console)
+        seconds["sizing"] = time.monotonic() - lap
 
     sd.update_manifest({
         "tool": {"name": "pqsimd", "version": __version__, "git_commit": _git_commit()},
@@ -313,12 +346,22 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         return ok
     from .run import metrics as run_metrics
 
-    ok = run_metrics.execute_all(sd, study, plan, passing, binaries, executor, slurm_options, console) and ok
+    ok = run_metrics.execute_all(sd, study, plan, passing, binaries, executor, slurm_options, console, seconds) and ok
     ok = ok and not sd.exclusions()
     record_jobs(sd)
+    _record_stages(sd, seconds, time.monotonic() - started)
     sd.update_manifest({"excluded": sd.exclusions()})
     console.print(f"study: {sd.path}", markup=False)
     return ok
+
+
+def _record_stages(sd: StudyDir, seconds: dict[str, float], total: float) -> None:
+    """Where this run's wall time went, stage by stage (the runners by name: timing, instructions,
+    mix, ...): printed in one line and kept in the manifest's `runs`, one entry per run."""
+    parts = {k: round(v, 1) for k, v in seconds.items() if v >= 0.05}
+    console.print(f"wall time {total:.0f} s: " + ", ".join(f"{k} {v:g} s" for k, v in parts.items()), markup=False)
+    entry = {"finished": datetime.now(timezone.utc).isoformat(), "seconds": round(total, 1), "stages": parts}
+    sd.update_manifest(lambda m: m.setdefault("runs", []).append(entry))
 
 
 def record_jobs(sd: StudyDir) -> None:

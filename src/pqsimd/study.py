@@ -116,6 +116,7 @@ class Study:
     vlen: int | None = None  # the ISA's vector length (None: an ISA without one)
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
+    metrics_from_preset: bool = False  # a new study's metrics are its preset's: one whose tool is missing is left out
 
     # --- what the study holds ---------------------------------------------------------------
     def variant(self, vid: str) -> Variant:
@@ -302,6 +303,9 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     cli = {k: v for k, v in overrides.items() if v is not None}
     if "metric" in cli:
         cli["metrics"] = cli.pop("metric")
+        if plan is not None and isinstance(stored_study.get("metrics"), list):
+            # a study grows: --metric M on a study that measured something adds M (what is measured stays)
+            cli["metrics"] = [*stored_study["metrics"], *(m for m in cli["metrics"] if m not in stored_study["metrics"])]
     _check_types({k: v for k, v in cli.items() if k in KEYS}, "command line")
 
     preset_name = cli.get("preset") or stored_study.get("preset") or "standard"
@@ -336,8 +340,10 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     merged["isa"] = target.name
     if "cc" not in cli and "cc" not in stored_study and target.cc:
         merged["cc"] = list(target.cc)  # e.g. riscv64: clang-19 (RVV intrinsics)
-    if "metrics" not in cli and "metrics" not in stored_study and not target.native:
-        merged["metrics"] = ["instructions", "mix"]  # under an emulator nothing is timed: what it can count
+    from_preset = "metrics" not in cli and "metrics" not in stored_study
+    if from_preset and not target.native:  # under an emulator nothing is timed: what it can count
+        merged["metrics"] = [m for m in merged.get("metrics", []) if m in metrics_mod.REGISTRY
+                             and not metrics_mod.get(m).timed] or ["instructions", "mix"]
     given = cli.pop("vlen", merged.get("vlen"))
     if target.vector is not None or given is not None:
         if given is not None and (isinstance(given, bool) or not isinstance(given, int)):
@@ -427,7 +433,7 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
 
     analysis_settings(sd.path, stored)  # a misspelled or invalid [analysis] key: one line, before any timing
     study = Study(**{k: v for k, v in merged.items() if k in KEYS}, variant_defs=variant_defs,
-                  analysis=dict(stored.get("analysis", {})))
+                  analysis=dict(stored.get("analysis", {})), metrics_from_preset=from_preset)
     study.variant_defs = {v: variant_defs[v] for v in study.variants}
     check_against_plan(sd, study)
     return study
@@ -486,6 +492,8 @@ def check_against_plan(sd: StudyDir, study: Study) -> None:
         raise PqsimdError(f"{sd.plan_json} has no `settings` (they fix what every job measures); restore the file, "
                           f"or use a new directory")
     now = study.measurement_settings()
+    if "metrics" in before:
+        now["metrics"] = _grown_metrics(sd, plan, before["metrics"], now["metrics"])
     for k in now:
         if k in before and before[k] != now[k]:
             raise PqsimdError(
@@ -498,6 +506,25 @@ def check_against_plan(sd: StudyDir, study: Study) -> None:
             f"{sd.path} already planned {plan['jobs_per_group']} jobs per group; more are fine "
             f"(--jobs N > {plan['jobs_per_group']}), fewer would orphan measured jobs"
         )
+
+
+def _grown_metrics(sd: StudyDir, plan: dict, before: list[str], now: list[str]) -> list[str]:
+    """The metrics to check against the plan's after a study grew to `now`. Metrics with jobs of their
+    own (one per build: instructions, mix, sim, stack, size, energy) are added freely, since no timed
+    sample changes; a metric that rides in the timing jobs (ticks, counters) only while none of them is
+    measured (run/plan.update_plan then writes the plan's settings anew). Growth gives the plan's own
+    list (nothing it fixes changed); a metric dropped gives `now`, which check_against_plan names."""
+    if any(m not in now for m in before):
+        return now
+    riding = [m for m in now if m not in before and m in metrics_mod.REGISTRY and not metrics_mod.get(m).per_build]
+    measured = [j["id"] for j in plan.get("jobs", []) if isinstance(j, dict) and sd.raw_path(j["id"]).exists()]
+    if riding and measured:
+        own = ", ".join(m.name for m in metrics_mod.REGISTRY.values() if m.per_build)
+        raise PqsimdError(
+            f"{sd.path}: --metric {','.join(riding)} is measured inside the timing jobs, and {len(measured)} of them "
+            f"were measured without it; use a new directory for it (metrics with jobs of their own can be added "
+            f"to this study: {own})")
+    return before
 
 
 def _short(v: Any) -> str:

@@ -62,9 +62,9 @@ class _Data:
         self.bottleneck = _read(results, "bottleneck")
         self.sim = _read(results, "sim")
         if self.mix.empty and self.bottleneck.empty:
-            raise PqsimdError(f"{results} holds no instruction mix; measure it with "
-                              f"{command('run', self.directory, '--metric', 'mix')} (with ticks,instructions for "
-                              f"time beside it), then {command('analyze', self.directory)}")
+            raise PqsimdError(f"{results} holds no instruction mix; add it to the study with "
+                              f"{command('run', self.directory, '--metric', 'mix')}, then "
+                              f"{command('analyze', self.directory)}")
         self.ops = _read(results, "mix_ops")
         self.mca = _read(results, "mca")
         self.mcm = _read(results, "mca_mnemonics")

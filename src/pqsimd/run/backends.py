@@ -1,5 +1,5 @@
 """How instructions are counted: the backends of the counting metrics (instructions, mix), chosen
-by the study's ISA (data/isas.toml `counting`). Both run `driver count LIB SCHEME OP N` and count
+by the study's ISA (data/isas.toml `counting`). Both run `driver count LIB SCHEME OP N ...` and count
 only inside pqsimd_measure, so the instructions metric's arithmetic ((N2 - N1) difference minus the
 self-check op's) and the mix's per-instruction subtraction are the same for both.
 
@@ -9,12 +9,16 @@ self-check op's) and the mix's per-instruction subtraction are the same for both
                    marker instructions around the measure loop; per (address, disassembly) with
                    hist=on, the disassembly QEMU itself prints
 
-A backend: `version()` (None: not installed, `missing` says what to install), `count(driver, lib,
-scheme, op, calls, counter)` -> (instructions, calls of the counter function or None),
-`profile(...)` -> ({(object, address): executions}, {address: instruction text} or None: take
-objdump's) for the mix, `events(driver, lib, scheme, op, calls, options)` -> {event: count} for the
-simulated-events metric (run/sim.py; `simulates`: which models the backend has, cache and/or branch),
-`command(...)` for the job record.
+A backend: `version()` (None: not installed, `missing` says what to install), and for a list of
+requests [(op, calls)], in order: `count_batch(driver, lib, scheme, [(op, calls, counter)])` ->
+[(instructions, calls of the counter function or None)], `profile_batch(...)` -> [({(object,
+address): executions}, {address: instruction text} or None: take objdump's)] for the mix,
+`events_batch(driver, lib, scheme, requests, geometry)` -> [{event: count}] for the simulated-events
+metric (run/sim.py; `simulates`: which models the backend has, cache and/or branch); `command(...)`
+for the job record. Callgrind serves a batch in one process (`driver count LIB SCHEME OP N OP N ...`,
+a dump after each pqsimd_measure): valgrind's start-up, most of a small op's cost, is paid once per
+batch (counts do not depend on what ran before in the process; simulated misses do, so run/sim.py
+sends one request per batch). The plugin runs once per request (its single forms count, profile, events).
 """
 
 from __future__ import annotations
@@ -34,6 +38,21 @@ N1 = 2  # calls in the short run (the warm call happens before either)
 N2 = 10  # calls in the long run: batch = N2 - N1
 
 
+class _OnePerRun:
+    """The batch forms of count, profile and events from the single ones, one backend run per request
+    (callgrind has batch forms of its own: one process serves them all). requests: [(op, calls)] (count:
+    [(op, calls, counter)]); results in request order."""
+
+    def count_batch(self, driver: Path, library: Path, scheme: str, requests) -> list:
+        return [self.count(driver, library, scheme, op, calls, counter) for op, calls, counter in requests]
+
+    def profile_batch(self, driver: Path, library: Path, scheme: str, requests) -> list:
+        return [self.profile(driver, library, scheme, op, calls) for op, calls in requests]
+
+    def events_batch(self, driver: Path, library: Path, scheme: str, requests, geometry) -> list:
+        return [self.events(driver, library, scheme, op, calls, geometry) for op, calls in requests]
+
+
 class Callgrind:
     name = "callgrind"
     missing = "valgrind not found on PATH (install it: apt-get install valgrind)"
@@ -44,29 +63,34 @@ class Callgrind:
     def version(self) -> str | None:
         return callgrind.valgrind_version()
 
-    def count(self, driver: Path, library: Path, scheme: str, op: str, calls: int, counter: str | None = None):
-        return callgrind.count_instructions(driver, library, scheme, op, calls, counter=counter)
-
-    def profile(self, driver: Path, library: Path, scheme: str, op: str, calls: int):
-        return callgrind.profile_run(driver, library, scheme, op, calls), None  # disassembly: objdump of each object
-
     simulates = ("cache", "branch")
     SIM_OPTIONS = ("--cache-sim=yes", "--branch-sim=yes")
 
     def sim_options(self, geometry) -> tuple[str, ...]:
         return (*self.SIM_OPTIONS, *geometry.valgrind_args())
 
-    def events(self, driver: Path, library: Path, scheme: str, op: str, calls: int, geometry):
-        """Every event callgrind collected inside pqsimd_measure under its cache and branch
-        simulation with this geometry: {"Ir": n, "D1mr": n, "Bcm": n, ...}, callgrind's names."""
-        return callgrind.run_callgrind(driver, library, scheme, op, calls, extra=self.sim_options(geometry),
-                                 read=callgrind.parse_callgrind_events)
+    # Several requests, one process (the driver's count command takes them all): valgrind starts once
+    # per (build, set) instead of once per op and run, which was most of the cost of counting.
+    def count_batch(self, driver: Path, library: Path, scheme: str, requests) -> list:
+        return callgrind.count_instructions_batch(driver, library, scheme, requests)
+
+    def profile_batch(self, driver: Path, library: Path, scheme: str, requests) -> list:
+        got = callgrind.run_callgrind_batch(driver, library, scheme, requests, extra=callgrind.PROFILE_ARGS,
+                                            read=callgrind.parse_profile)
+        return [(p, None) for p in got]  # disassembly: objdump of each object
+
+    def events_batch(self, driver: Path, library: Path, scheme: str, requests, geometry) -> list:
+        """Every event callgrind collected inside pqsimd_measure under its cache and branch simulation
+        with this geometry, per request: {"Ir": n, "D1mr": n, "Bcm": n, ...}, callgrind's names."""
+        return callgrind.run_callgrind_batch(driver, library, scheme, requests, extra=self.sim_options(geometry),
+                                             read=callgrind.parse_callgrind_events)
 
     def command(self, driver: Path, library: Path, scheme: str, extra: tuple[str, ...] = ()) -> list[str]:
-        return callgrind.callgrind_command(driver, library, scheme, "<op>", 0, Path("<out>"), extra)[:-1] + ["<N1|N2>"]
+        return callgrind.callgrind_batch_command(driver, library, scheme, [("<op>", "<N1>"), ("<op>", "<N2>")],
+                                                 Path("<out>"), extra) + ["... (every op of a batch, one process)"]
 
 
-class QemuPlugin:
+class QemuPlugin(_OnePerRun):
     """Exact guest instruction counts under qemu-user; the plugin cannot see function calls inside
     a variant, so the family's call counters are not counted (None)."""
 

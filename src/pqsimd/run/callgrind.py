@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+from typing import Sequence
 
 from ..errors import CountError
 from . import child
@@ -40,11 +41,15 @@ def valgrind_version() -> str | None:
     return out.stdout.strip() or None
 
 
-def callgrind_command(driver: Path, library: Path, scheme: str, op: str, calls: int, out_file: Path,
-                      extra: tuple[str, ...] = ()) -> list[str]:
+def callgrind_batch_command(driver: Path, library: Path, scheme: str, requests: Sequence[tuple[str, int]],
+                            out_file: Path, extra: tuple[str, ...] = ()) -> list[str]:
+    """One callgrind process for every (op, calls) request in order: it dumps after each
+    pqsimd_measure (out_file.1, .2, ...: each holds one request's region, since a dump zeroes the
+    counts)."""
     return [
-        valgrind_path() or "valgrind", "--tool=callgrind", "--toggle-collect=pqsimd_measure", *extra,
-        f"--callgrind-out-file={out_file}", str(driver), "count", str(library), scheme, op, str(calls),
+        valgrind_path() or "valgrind", "--tool=callgrind", "--toggle-collect=pqsimd_measure",
+        "--dump-after=pqsimd_measure", *extra, f"--callgrind-out-file={out_file}", str(driver), "count", str(library),
+        scheme, *(x for op, calls in requests for x in (op, str(calls))),
     ]
 
 
@@ -82,28 +87,39 @@ def unhandled_instruction(valgrind_stderr: str) -> str | None:
     return None
 
 
-def run_callgrind(driver: Path, library: Path, scheme: str, op: str, calls: int, workdir: Path | None = None,
-                  extra: tuple[str, ...] = (), read=None):
-    """One callgrind run of `calls` calls of op inside pqsimd_measure; returns read(out file text)
-    (default: the Ir total)."""
+def run_callgrind_batch(driver: Path, library: Path, scheme: str, requests: Sequence[tuple[str, int]],
+                        workdir: Path | None = None, extra: tuple[str, ...] = (), read=None) -> list:
+    """Every (op, calls) request in one callgrind process, in order: [read(text of its region)].
+    Valgrind's start-up and translation (most of a small op's run) are paid once, not per request;
+    the counts are the same as one process per request (each region is one pqsimd_measure, after
+    the op's own setup and warm call). An op that crashes or cannot be decoded is named."""
     read = read or parse_callgrind_totals
+    ops = [op for op, _ in requests]
     with tempfile.TemporaryDirectory(prefix="pqsimd-cg-", dir=workdir) as tmp:
         out_file = Path(tmp) / "callgrind.out"
-        cmd = callgrind_command(driver, library, scheme, op, calls, out_file, extra)
+        cmd = callgrind_batch_command(driver, library, scheme, requests, out_file, extra)
         try:
-            proc = child.run(cmd, timeout=TIMEOUT_S)
+            proc = child.run(cmd, timeout=TIMEOUT_S * len(requests))
         except child.TimedOut:
-            raise CountError(f"{op}: callgrind did not finish in {TIMEOUT_S} s") from None
+            raise CountError(f"{_named(ops)}: callgrind did not finish in {TIMEOUT_S * len(requests)} s") from None
+        dumps = [Path(f"{out_file}.{k}") for k in range(1, len(requests) + 1)]
+        done = sum(1 for d in dumps if d.exists())
+        at = ops[min(done, len(ops) - 1)]  # the request running when the process stopped
         unsupported = unhandled_instruction(proc.stderr)
         if unsupported:
-            raise CountError(f"{op}: {unsupported}", unsupported=unsupported)
-        if proc.returncode != 0 or not out_file.exists():
-            tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
-            raise CountError(f"{op}: callgrind run failed ({tail})")
+            raise CountError(f"{at}: {unsupported}", unsupported=unsupported)
+        if proc.returncode != 0 or done < len(requests):
+            # the program's own last line (valgrind's lines, "==pid== ...", come after it)
+            own = [l for l in proc.stderr.strip().splitlines() if l.strip() and not l.startswith("==")]
+            raise CountError(f"{at}: callgrind run failed ({(own or [f'exit code {proc.returncode}'])[-1]})")
         try:
-            return read(out_file.read_text())
+            return [read(d.read_text()) for d in dumps]
         except (OSError, ValueError) as e:
-            raise CountError(f"{op}: unreadable callgrind output ({e})") from None
+            raise CountError(f"{_named(ops)}: unreadable callgrind output ({e})") from None
+
+
+def _named(ops: list[str]) -> str:
+    return ops[0] if len(ops) == 1 else f"{ops[0]} ... {ops[-1]} ({len(ops)} runs)"
 
 
 def parse_calls_to(text: str, suffix: str) -> int | None:
@@ -133,13 +149,16 @@ def parse_calls_to(text: str, suffix: str) -> int | None:
     return total if seen else None
 
 
-def count_instructions(driver: Path, library: Path, scheme: str, op: str, calls: int, workdir: Path | None = None,
-                       counter: str | None = None) -> tuple[int, int | None]:
-    """(Ir, calls of the counter function) inside pqsimd_measure for `calls` calls of op (one run)."""
-    if counter is None:
-        return run_callgrind(driver, library, scheme, op, calls, workdir), None
-    return run_callgrind(driver, library, scheme, op, calls, workdir,
-                         read=lambda t: (parse_callgrind_totals(t), parse_calls_to(t, counter)))
+def count_instructions_batch(driver: Path, library: Path, scheme: str, requests: Sequence[tuple[str, int, str | None]],
+                             workdir: Path | None = None) -> list[tuple[int, int | None]]:
+    """count_instructions of every (op, calls, counter) request, in one callgrind process."""
+    texts = run_callgrind_batch(driver, library, scheme, [(op, calls) for op, calls, _ in requests], workdir,
+                                read=lambda t: t)
+    try:
+        return [(parse_callgrind_totals(t), parse_calls_to(t, counter) if counter else None)
+                for t, (_, _, counter) in zip(texts, requests)]
+    except ValueError as e:
+        raise CountError(f"{requests[0][0]} ...: unreadable callgrind output ({e})") from None
 
 
 Profile = dict[tuple[str, int], int]  # (object, address) -> Ir (self cost)
@@ -187,7 +206,3 @@ def parse_profile(text: str) -> Profile:
     if total is not None and got != total:
         raise ValueError(f"self costs sum to {got}, callgrind's total is {total}")
     return dict(counts)
-
-
-def profile_run(driver: Path, library: Path, scheme: str, op: str, calls: int) -> Profile:
-    return run_callgrind(driver, library, scheme, op, calls, extra=PROFILE_ARGS, read=parse_profile)

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
@@ -224,13 +225,43 @@ class McaError(Exception):
     pass
 
 
+# llvm-mca's answer per (llvm-mca, CPU, ISA, block text), for this process: a region is simulated on
+# its own, and the same blocks recur in many ops and sets (Keccak's in every op that hashes; a
+# polynomial kernel's in every parameter set), so each is simulated once per run of pqsimd.
+_REGIONS: dict[tuple[str, str, str | None, str], tuple[dict, int]] = {}
+_REGIONS_LOCK = threading.Lock()
+
+
 def run_mca(path: str, cpu: str, blocks: list[BasicBlock], workdir: Path | None = None,
             isa: str | None = None) -> tuple[list[dict], int, list[str]]:
     """llvm-mca over the blocks (one region each): (regions, lines it could not parse and that were
-    replaced by nop, command)."""
+    replaced by nop, command). Blocks simulated before in this process are not simulated again."""
+    keys = [(path, cpu, isa, mca_source([b], isa)[0]) for b in blocks]
+    with _REGIONS_LOCK:
+        new = list(dict.fromkeys(k for k in keys if k not in _REGIONS))
+    cmd = mca_command(path, cpu, "<blocks.s>", isa)
+    if new:
+        fresh = [blocks[keys.index(k)] for k in new]
+        regions, replaced, cmd = _run_mca(path, cpu, fresh, workdir, isa)
+        with _REGIONS_LOCK:
+            for k, r, n in zip(new, regions, replaced):
+                _REGIONS[k] = (r, n)
+    got = [_REGIONS[k] for k in keys]
+    return [r for r, _ in got], sum(n for _, n in got), cmd
+
+
+def _run_mca(path: str, cpu: str, blocks: list[BasicBlock], workdir: Path | None = None,
+             isa: str | None = None) -> tuple[list[dict], list[int], list[str]]:
+    """llvm-mca over the blocks, one region each: (regions, lines replaced by nop per block, command)."""
     source, where = mca_source(blocks, isa)
     lines = source.split("\n")
-    replaced = 0
+    block_of = {}  # line number -> index of its block
+    k = 0
+    for i, b in enumerate(blocks):
+        for _ in b.located:
+            block_of[where[k]] = i
+            k += 1
+    replaced = [0] * len(blocks)
     with tempfile.TemporaryDirectory(prefix="pqsimd-mca-", dir=workdir) as tmp:
         f = Path(tmp) / "blocks.s"
         for _attempt in range(4):
@@ -252,7 +283,7 @@ def run_mca(path: str, cpu: str, blocks: list[BasicBlock], workdir: Path | None 
                 raise McaError(f"llvm-mca failed ({tail or f'exit code {proc.returncode}'})")
             for ln in bad:  # an instruction its parser does not take: a nop in its place, counted
                 lines[ln - 1] = "nop"
-                replaced += 1
+                replaced[block_of[ln]] += 1
         raise McaError("llvm-mca kept failing to parse the blocks")
 
 

@@ -45,7 +45,6 @@ from .. import study as study_mod
 from ..errors import CountError, tagged
 from ..studydir import StudyDir
 from .backends import N1, N2, Callgrind, emulation, for_study
-from .callgrind import count_instructions
 from .metrics import pending, per_build_jobs
 
 METRIC = "instructions"
@@ -96,12 +95,17 @@ def call_counter(scheme: str, op: str) -> str | None:
 
 def measure_pair(driver: Path, library: Path, scheme: str, op: str, n1: int = N1, n2: int = N2, backend=None) -> Pair:
     """Both runs of one repeat, with the study's counting backend (run/backends.py; default callgrind)."""
-    count = backend.count if backend is not None else (
-        lambda d, lib, s, o, n, counter: count_instructions(d, lib, s, o, n, counter=counter))
-    counter = call_counter(scheme, op)
-    ir1, c1 = count(driver, library, scheme, op, n1, counter)
-    ir2, c2 = count(driver, library, scheme, op, n2, counter)
-    return Pair(ir1, ir2, n1, n2, c1, c2)
+    return measure_pairs(driver, library, scheme, [op], n1, n2, backend)[op]
+
+
+def measure_pairs(driver: Path, library: Path, scheme: str, ops: list[str], n1: int = N1, n2: int = N2,
+                  backend=None) -> dict[str, Pair]:
+    """One repeat of every op, as one backend batch (callgrind: one process): {op: Pair}."""
+    backend = backend or Callgrind()
+    requests = [(op, n, call_counter(scheme, op)) for op in ops for n in (n1, n2)]
+    got = backend.count_batch(driver, library, scheme, requests)
+    return {op: Pair(got[2 * k][0], got[2 * k + 1][0], n1, n2, got[2 * k][1], got[2 * k + 1][1])
+            for k, op in enumerate(ops)}
 
 
 def per_call(pair: Pair, call_overhead: Fraction) -> Fraction:
@@ -147,25 +151,38 @@ def _workers() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
+def chunks(ops: list[str], parts: int) -> list[list[str]]:
+    """ops in `parts` contiguous runs of about equal length (none empty)."""
+    parts = max(1, min(parts, len(ops)))
+    size, extra = divmod(len(ops), parts)
+    out, at = [], 0
+    for k in range(parts):
+        n = size + (1 if k < extra else 0)
+        out.append(ops[at:at + n])
+        at += n
+    return out
+
+
 def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *, metric: str, label: str,
                repeats: int, measure, write) -> bool:
-    """The callgrind runs of every job's ops (the family's self-check op first), `repeats` each, on all
-    allowed CPUs: the one runner of the instructions and mix metrics. measure(driver, library, scheme,
-    op) -> result; a build valgrind cannot run is skipped (info["skipped"]), a failed run or write fails
-    its job (info["failed"]); when a job's last run ends, write(job, {op: [results]}, started) stores it
-    and returns its path. Ctrl-C drops the queued runs (finished jobs are on disk; a rerun continues).
-    False if a job failed."""
+    """The counting runs of every job's ops (the family's self-check op first), `repeats` each, on all
+    allowed CPUs: the one runner of the instructions, mix and sim metrics. measure(driver, library,
+    scheme, ops) -> {op: result}: one backend batch (callgrind: one process for all of them); a job's
+    ops are split into as many batches as keep every CPU busy. A build the backend cannot run is
+    skipped (info["skipped"]), a failed run or write fails its job (info["failed"]); when a job's last
+    batch ends, write(job, {op: [results]}, started) stores it and returns its path. Ctrl-C drops the
+    queued batches (finished jobs are on disk; a rerun continues). False if a job failed."""
     driver = sd.gated_driver()
     skipped: dict[str, str] = {}  # build id -> reason (valgrind cannot run it)
     lock = threading.Lock()
 
-    def task(job, op: str):
+    def task(job, ops: list[str]):
         b = job.info["build"]
         with lock:
             if b.id in skipped:
                 return None
         try:
-            return measure(driver, sd.gated_library(b.id), job.info["scheme"], op)
+            return measure(driver, sd.gated_library(b.id), job.info["scheme"], ops)
         except CountError as e:
             if e.unsupported:
                 with lock:
@@ -181,20 +198,24 @@ def run_per_op(sd: StudyDir, study, todo: list, console: Console, info: dict, *,
     try:
         futures = {}
         ops_of = {j.id: list(dict.fromkeys([*calibration_op(j.info["scheme"]), *job_ops(sd, study, j)])) for j in todo}
+        # enough batches for two per CPU, so a slow build (-O0) does not leave a CPU idle at the end
+        parts = -(-2 * _workers() // max(1, len(todo) * repeats))
         for j in todo:
-            for op in ops_of[j.id]:
+            for part in chunks(ops_of[j.id], parts):
                 for r in range(repeats):
-                    futures[pool.submit(task, j, op)] = (j, op, r)
+                    futures[pool.submit(task, j, part)] = (j, part, r)
         results = {j.id: {op: [None] * repeats for op in ops_of[j.id]} for j in todo}
         errors: dict[str, str] = {}
-        remaining = {j.id: len(ops_of[j.id]) * repeats for j in todo}
+        remaining = {j.id: sum(1 for jj, _, _ in futures.values() if jj.id == j.id) for j in todo}
         progress.start()
-        bar = progress.add_task("runs", total=2 * len(futures))
+        bar = progress.add_task("runs", total=2 * sum(len(part) for _, part, _ in futures.values()))
         for fut in as_completed(futures):
-            progress.advance(bar, 2)
-            j, op, r = futures[fut]
+            j, part, r = futures[fut]
+            progress.advance(bar, 2 * len(part))
             try:
-                results[j.id][op][r] = fut.result()
+                got = fut.result()
+                for op in part:
+                    results[j.id][op][r] = None if got is None else got[op]
             except CountError as e:
                 errors.setdefault(j.id, str(e))
             remaining[j.id] -= 1
@@ -254,7 +275,7 @@ def execute(sd: StudyDir, study: study_mod.Study, jobs: list, todo: list, consol
         return False
     console.print(f"instructions ({version}): {len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")
     ok = run_per_op(sd, study, todo, console, info, metric=METRIC, label=f"{backend.name} runs", repeats=REPEATS,
-                    measure=lambda d, lib, s, op: measure_pair(d, lib, s, op, backend=backend),
+                    measure=lambda d, lib, s, ops: measure_pairs(d, lib, s, ops, backend=backend),
                     write=lambda j, res, started: _write_job(sd, j, res, job_ops(sd, study, j), started, version, backend))
     if info["failed"]:
         info["status"] = "partial"

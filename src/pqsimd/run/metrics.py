@@ -22,6 +22,7 @@ rule, StudyDir.finished (the raw file reads back as that job, with the current b
 from __future__ import annotations
 
 import importlib
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -70,12 +71,16 @@ def per_build_jobs(sd: StudyDir, study, ctx: RunContext, metric: str) -> list[Jo
 
 
 def execute_all(sd: StudyDir, study, plan: dict, passing: list[Build], binaries: dict[str, str], executor: str,
-                slurm_options: dict, console: Console) -> bool:
-    """Every runner the study's metrics need, each once, per-build metrics first (timing last)."""
+                slurm_options: dict, console: Console, seconds: dict[str, float] | None = None) -> bool:
+    """Every runner the study's metrics need, each once, per-build metrics first (timing last);
+    each runner's wall time is added to `seconds` under its name."""
     ctx = RunContext(plan, passing, binaries, executor, slurm_options, console)
     chosen = [REGISTRY[m] for m in REGISTRY if m in study.metrics]
     runners = list(dict.fromkeys(m.runner for m in sorted(chosen, key=lambda m: not m.per_build)))
     ok = True
     for runner in runners:
+        t0 = time.monotonic()
         ok = importlib.import_module(f"{__package__}.{runner}").run(sd, study, ctx) and ok
+        if seconds is not None:
+            seconds[runner] = seconds.get(runner, 0.0) + time.monotonic() - t0
     return ok

@@ -50,7 +50,7 @@ from .disasm import Disassemblies, Located, guest_disassembly, locate, objdump_p
 from .backends import GUEST, N1, N2, Callgrind, emulation, for_study
 from .callgrind import PROFILE_ARGS
 from .metrics import per_build_jobs
-from .profiles import ProfilePair, measure_profile, net_counts
+from .profiles import ProfilePair, measure_profiles, net_counts
 
 METRIC = "mix"
 REPEATS = 1
@@ -216,7 +216,7 @@ def execute(sd: StudyDir, study, jobs: list, todo: list, console: Console | None
     console.print(f"mix ({version}{', ' + info['mca']['tool'] + ' for ' + ', '.join(cpus) if mca and cpus else ''}): "
                   f"{len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")
     ok = ins.run_per_op(sd, study, todo, console, info, metric=METRIC, label=f"{backend.name} mix runs", repeats=1,
-                        measure=lambda d, lib, s, op: measure_profile(d, lib, s, op, backend=None if callgrind else backend),
+                        measure=lambda d, lib, s, ops: measure_profiles(d, lib, s, ops, backend=None if callgrind else backend),
                         write=lambda j, res, started: _write_job(sd, study, j, {op: (ps[0] if ps else None)
                                                                                 for op, ps in res.items()},
                                                                  started, version, cpus, mca, backend))

@@ -75,7 +75,8 @@ def _paired_only(jobs: list[dict]) -> list[dict]:
 
 
 def update_plan(sd: StudyDir, study, compilers: list[str]) -> dict:
-    """The plan of this study: created at the first run, extended by more jobs, never changed."""
+    """The plan of this study: created at the first run, extended by more jobs; its settings change only
+    while none of its jobs is measured (a metric that rides in the timing jobs was added)."""
     fresh = make_plan(study, compilers)
     plan = sd.read_plan()
     if plan is None or (plan.get("version") != PLAN_VERSION and not sd.has_data()):
@@ -84,6 +85,16 @@ def update_plan(sd: StudyDir, study, compilers: list[str]) -> dict:
     if plan.get("version") != PLAN_VERSION:
         raise PqsimdError(f"{sd.plan_json} was written by an older pqsimd (plan version {plan.get('version', 1)}); "
                           f"analyze and report still read the study, but new measurements need a new directory")
+    if not any(sd.raw_path(j["id"]).exists() for j in plan["jobs"]):
+        fresh["settings"] = {**plan["settings"], "metrics": fresh["settings"]["metrics"]}  # a metric grew (study.py)
+    else:
+        fresh["settings"] = plan["settings"]  # metrics with jobs of their own were added: the timed jobs' stay
+    if fresh["settings"] != plan["settings"] and len(fresh["jobs"]) == len(plan["jobs"]):
+        plan["settings"] = fresh["settings"]
+        plan.pop("sizing", None)  # chosen for the settings before; nothing was timed with it
+        sd.sizing_json.unlink(missing_ok=True)
+        sd.write_plan(plan)
+        return plan
     if len(fresh["jobs"]) > len(plan["jobs"]):
         # more jobs extend the seeded order; the alone jobs (a fixed set) may move to other rounds
         old, new = _paired_only(plan["jobs"]), _paired_only(fresh["jobs"])

@@ -8,8 +8,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from .backends import N1, N2
-from .callgrind import Profile, profile_run
+from .backends import N1, N2, Callgrind
+from .callgrind import Profile
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,18 @@ class ProfilePair:
 def measure_profile(driver: Path, library: Path, scheme: str, op: str, n1: int = N1, n2: int = N2,
                     backend=None) -> ProfilePair:
     """Both runs' per-instruction profiles, with the study's counting backend (default callgrind)."""
-    if backend is None:
-        return ProfilePair(profile_run(driver, library, scheme, op, n1), profile_run(driver, library, scheme, op, n2), n1, n2)
-    (p1, t1), (p2, t2) = (backend.profile(driver, library, scheme, op, n) for n in (n1, n2))
-    return ProfilePair(p1, p2, n1, n2, None if t1 is None else {**t1, **(t2 or {})})
+    return measure_profiles(driver, library, scheme, [op], n1, n2, backend)[op]
+
+
+def measure_profiles(driver: Path, library: Path, scheme: str, ops: list[str], n1: int = N1, n2: int = N2,
+                     backend=None) -> dict[str, ProfilePair]:
+    """Every op's ProfilePair from one backend batch (callgrind: one process)."""
+    got = (backend or Callgrind()).profile_batch(driver, library, scheme, [(op, n) for op in ops for n in (n1, n2)])
+    out = {}
+    for k, op in enumerate(ops):
+        (p1, t1), (p2, t2) = got[2 * k], got[2 * k + 1]
+        out[op] = ProfilePair(p1, p2, n1, n2, None if t1 is None else {**t1, **(t2 or {})})
+    return out
 
 
 def net_counts(op: ProfilePair, self_check: ProfilePair | None) -> dict[tuple[str, int], int]:

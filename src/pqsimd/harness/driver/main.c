@@ -10,7 +10,7 @@
  *   driver probe SPEC|-                     per op and variant: "op variant batch median_raw"
  *   driver gate LIB SCHEME                  the kind's gate vectors (gate.h), stdin -> stdout
  *   driver smoke LIB SCHEME                 every op once: "op ns" per op (the gate's op check)
- *   driver count LIB SCHEME OP CALLS        OP CALLS times inside pqsimd_measure (callgrind)
+ *   driver count LIB SCHEME OP CALLS...     per pair, OP CALLS times inside pqsimd_measure (callgrind)
  *   driver where LIB SCHEME                 per op: "op offset" of its function in LIB (a layout's record)
  *   driver stack LIB SCHEME [OP...]         per op: "op bytes_a5 bytes_5a", its peak stack (stack.h)
  */
@@ -377,23 +377,36 @@ static int cmd_gate(int argc, char **argv) {
     return pqsimd_gate(&v, s, stdin, stdout);
 }
 
+/* Each (OP, CALLS) pair in order: the op's setup, a warm call, then CALLS calls inside
+ * pqsimd_measure. Several pairs share one process, so callgrind's start-up is paid once per build
+ * and set, not per op (it dumps after each pqsimd_measure: one region per pair). */
 static int cmd_count(int argc, char **argv) {
     pqsimd_loaded v;
     const pqsimd_scheme *s;
-    if (open_scheme(argc, argv, 6, "usage: count LIB SCHEME OP CALLS", &v, &s)) {
+    if (open_scheme(argc, argv, 6, "usage: count LIB SCHEME OP CALLS [OP CALLS]...", &v, &s)) {
         return 2;
     }
-    const pqsimd_op *op = pqsimd_find_op(s, argv[4]);
-    if (!op) {
-        return die("unknown op ", argv[4]);
+    if ((argc - 4) % 2 != 0) {
+        return die("usage: count LIB SCHEME OP CALLS [OP CALLS]...", NULL);
     }
-    uint64_t calls = strtoull(argv[5], NULL, 10);
-    pqsimd_guard_at(0, argv[2], op->name);
-    if (op->setup) {
-        op->setup();
+    for (int a = 4; a < argc; a += 2) {
+        const pqsimd_op *op = pqsimd_find_op(s, argv[a]);
+        if (!op) {
+            return die("unknown op ", argv[a]);
+        }
+        char *end = NULL;
+        errno = 0;
+        uint64_t calls = strtoull(argv[a + 1], &end, 10);
+        if (errno || end == argv[a + 1] || *end || argv[a + 1][0] == '-') {
+            return die("count: CALLS must be a count of calls, got ", argv[a + 1]);
+        }
+        pqsimd_guard_at(0, argv[2], op->name);
+        if (op->setup) {
+            op->setup();
+        }
+        op->call(); /* warm: first-call effects (lazy binding) stay outside the counted region */
+        pqsimd_measure(op, calls);
     }
-    op->call(); /* warm: first-call effects (lazy binding) stay outside the counted region */
-    pqsimd_measure(op, calls);
     return 0;
 }
 
