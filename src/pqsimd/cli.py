@@ -170,7 +170,7 @@ def run(directory: Path, **opts) -> None:
         opts["source"] = str(opts["source"])
     opts["sources"] = [x for item in opts["sources"] for x in (_csv(item) or [])] or None
     vlens = _vlens(opts.pop("vlen"))
-    from .studydir import MACHINES_DIR, VLEN_DIR, is_machine_set, is_vlen_set
+    from .studydir import CAMPAIGN_DIR, MACHINES_DIR, VLEN_DIR, is_machine_set, is_vlen_set
     from .studysets import run_machines, run_vlens
 
     vlen_set = is_vlen_set(directory) or (vlens is not None and len(vlens) > 1)
@@ -191,6 +191,7 @@ def run(directory: Path, **opts) -> None:
         ok = run_machines(directory, machines, opts, slurm, time_jobs=not no_run)
         if not ok:
             sys.exit(1)
+        click.echo(_next_step(directory, no_run, report=directory / CAMPAIGN_DIR / "report"))
         return
     executor = executor or "local"
     if not vlen_set and not (directory / "study.toml").exists():
@@ -201,6 +202,20 @@ def run(directory: Path, **opts) -> None:
         ok = run_study(directory, overrides=opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
     if not ok:
         sys.exit(1)
+    click.echo(_next_step(directory, no_run, report=directory / "report" if vlen_set else None))
+
+
+def _next_step(directory: Path, no_run: bool, report: Path | None) -> str:
+    """What to type after `pqsimd run`, with DIRECTORY as the user gave it: time it (after --no-run),
+    analyse and report it (a study), or read it (a set, analysed and reported by its run: `report`)."""
+    from .errors import command
+
+    if no_run:
+        return f"built and verified; next: {command('run', directory)} times it"
+    if report is not None:
+        return f"next: {command('show', directory)} prints the results; open {report / 'index.html'}"
+    return (f"next: {command('analyze', directory)}, then {command('report', directory)} "
+            f"(or {command('show', directory)} for the tables in the terminal)")
 
 
 def _refuse_beside_set_parts(directory: Path, machines_dir: str, vlen_dir: str) -> None:
@@ -229,19 +244,21 @@ def _refuse_beside_set_parts(directory: Path, machines_dir: str, vlen_dir: str) 
 @cli.command("list")
 def list_() -> None:
     """What pqsimd can time: families, parameter sets, ops, variants, the chain, presets."""
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from . import catalog
+    from .console import stdout_console
 
-    con = Console()
+    con = stdout_console()
     for fam in catalog.families().values():
-        t = Table(title=f"{fam.title}  [{fam.name}, kind {fam.kind}{', default' if fam.default else ''}]",
+        # a Text, so "[ml-kem, kind kem]" is printed, not taken for markup
+        t = Table(title=Text(f"{fam.title}  [{fam.name}, kind {fam.kind}{', default' if fam.default else ''}]"),
                   title_justify="left", box=None, header_style="bold")
         t.add_column("parameter sets")
         t.add_column("implementations")
-        t.add_column("ops")
-        t.add_row(", ".join(fam.schemes), ", ".join(fam.implementations), ", ".join(fam.ops))
+        t.add_column("ops (the report's label)")
+        t.add_row(", ".join(fam.schemes), ", ".join(fam.implementations), _ops_with_labels(fam))
         con.print(t)
         con.print(f"  from {fam.source}")
         for impl in fam.implementations.values():
@@ -251,6 +268,8 @@ def list_() -> None:
             if impl.groups:
                 con.print(f"  {impl.name} ({impl.layout}) kernel groups: {', '.join(impl.groups)}"
                           + (f"; --ablation switches them in {fam.ablation['variant']}" if fam.ablation else ""))
+    con.print("an op is named by its id or by its label in parentheses, in any case (--ops invntt,noise; "
+              "explain --op INVNTT)")
     t = Table(title="variants", title_justify="left", box=None, header_style="bold")
     for c in ("variant", "sources", "flags", "default", "description"):
         t.add_column(c)
@@ -266,6 +285,13 @@ def list_() -> None:
     con.print("presets: " + "; ".join(f"{k} ({v.get('description', '')})" for k, v in catalog.presets().items()))
     con.print("compilers known on Debian 12: " + ", ".join(catalog.compilers_doc()["known"]["debian12"])
               + "  (`pqsimd doctor` says which are installed)")
+
+
+def _ops_with_labels(fam) -> str:
+    """`poly_getnoise_eta1 (noise), ntt, ...`: each op id with the label the report and `show` print for it,
+    where they differ other than in case (either is accepted wherever an op is named)."""
+    return ", ".join(op if label.casefold() == op.casefold() else f"{op} ({label})"
+                     for op, label in fam.op_names().items())
 
 
 @cli.command()

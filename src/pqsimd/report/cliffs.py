@@ -17,6 +17,7 @@ import pandas as pd  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table as RichTable  # noqa: E402
 
+from ..console import stdout_console  # noqa: E402
 from ..results import read_table  # noqa: E402
 
 
@@ -52,7 +53,7 @@ def show_cliffs(directory, select: dict[str, str] | None = None, console: Consol
     from ..analyze.cliffs import explanation
     from ..errors import PqsimdError
 
-    con = console or Console(highlight=False)
+    con = console or stdout_console(highlight=False)
     t = _tables(Path(directory))
     cl = t["cliffs"]
     if not len(cl):

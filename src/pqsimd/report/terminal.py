@@ -4,7 +4,6 @@ Both only format what analyze wrote (results/) or computes (analyze.crossstudy).
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..console import stdout_console
 from ..errors import PqsimdError
 from . import fmt, style
 from ..results import Levels, Results, interval, load_study
@@ -24,7 +24,7 @@ MARKS = "¹²³⁴⁵⁶⁷⁸⁹"
 def _console(console: Console | None) -> Console:
     if console is not None:
         return console
-    return Console(width=None if sys.stdout.isatty() else 160)
+    return stdout_console()
 
 
 def _verdict(v) -> Text:

@@ -19,12 +19,12 @@ def _study_dir(directory: Path) -> Path:
 
 def status(directory: Path) -> None:
     """Print the raw-file tally, the study's SLURM submissions and their unfinished tasks."""
-    from rich.console import Console
+    from ...console import stdout_console
     from rich.markup import escape
     from rich.table import Table
 
     directory = _study_dir(directory)
-    console = Console(highlight=False)
+    console = stdout_console(highlight=False)
     unfinished: set[str] | None = None
     try:
         plan_ids = [j["id"] for j in StudyDir(directory).plan_jobs()]
