@@ -575,6 +575,16 @@ def resolve_ops(given: list[str], families: OpNames, where: str = "the study's f
         if not hits:
             listing = "; ".join(f"{fam}: {', '.join(names)}" for fam, names in families.items())
             known = [n for names in families.values() for pair in names.items() for n in pair]
-            raise PqsimdError(f"op '{name}' is in none of {where} ({listing or 'no ops'}){did_you_mean(name, known)}")
+            raise PqsimdError(f"op '{name}' is not an op of {where} ({listing or 'no ops'}){did_you_mean(name, known)}")
         out += [op for op in hits if op not in out]
     return out
+
+
+def resolve_op(name: str, families: OpNames, where: str) -> str:
+    """The one op id a name means (explain --op, cliffs --op); a label that names ops of several
+    families is refused in one line listing them."""
+    ops = resolve_ops([name], families, where)
+    if len(ops) > 1:
+        raise PqsimdError(f"op '{name}' means {', '.join(ops)} in {where}; give one of these ids, or the parameter "
+                          f"set (--scheme)")
+    return ops[0]

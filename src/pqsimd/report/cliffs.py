@@ -52,13 +52,13 @@ def show_cliffs(directory, select: dict[str, str] | None = None, console: Consol
     """The flagged groups, one finding per cliff copy, and every re-timing with its explanation."""
     from ..analyze.cliffs import explanation
     from ..errors import PqsimdError
+    from ..studydir import why_no_cliffs
 
     con = console or stdout_console(highlight=False)
     t = _tables(Path(directory))
     cl = t["cliffs"]
     if not len(cl):
-        raise PqsimdError(f"{directory}: no results/cliffs (a study with randomized layouts, analysed: "
-                          f"`pqsimd analyze {directory}`)")
+        raise PqsimdError(f"{directory}: no results/cliffs: {why_no_cliffs(directory)}")
     for k, v in (select or {}).items():
         cl = cl[cl[k].astype(str) == v]
     rec = _summary(Path(directory))
