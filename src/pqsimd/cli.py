@@ -395,8 +395,8 @@ def show(directory: Path, metric: str | None, stage: str | None, compiler: str |
 
 @cli.command()
 @click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--scheme", required=True, type=str, help="parameter set, e.g. as `pqsimd show` lists it")
-@click.option("--op", required=True, type=str, help="op id")
+@click.option("--scheme", required=True, type=str, help="parameter set, e.g. as `pqsimd show DIR` lists it")
+@click.option("--op", required=True, type=str, help="op id, or the label the report shows (invntt or INVNTT)")
 @click.option("--variants", type=str, default=None, help="comma list of variants (default: the chain step that matters)")
 @click.option("--compiler", type=str, default=None, help="compiler (default: the study's first)")
 def explain(directory: Path, scheme: str, op: str, variants: str | None, compiler: str | None) -> None:

@@ -13,7 +13,7 @@ from .submit import _live_tasks, failure_line, load_submissions, unfinished_ids
 def _study_dir(directory: Path) -> Path:
     directory = Path(directory).resolve()
     if not StudyDir(directory).is_study():
-        raise PqsimdError(f"{directory} holds no study (no study.toml, plan.json or slurm/); give the directory of a `pqsimd run`")
+        raise PqsimdError(f"{directory} holds no study (no study.toml, plan.json or slurm/); give the directory `pqsimd run DIR` made")
     return directory
 
 
