@@ -562,7 +562,7 @@ def _ops_named(name: str, names: dict[str, str]) -> list[str]:
 
 def resolve_ops(given: list[str], families: OpNames, where: str = "the study's families") -> list[str]:
     """The op ids that names given by a user (ids or report labels) mean, in order, each once. A name
-    may mean an op in several families (keypair: ML-DSA's keypair, ML-KEM's kem_keypair); one that means
+    may mean an op in several families (one family's op id may be another's label); one that means
     two ops of one family, or none of any, is refused in one line."""
     out: list[str] = []
     for name in given:

@@ -268,8 +268,10 @@ def list_() -> None:
             if impl.groups:
                 con.print(f"  {impl.name} ({impl.layout}) kernel groups: {', '.join(impl.groups)}"
                           + (f"; --ablation switches them in {fam.ablation['variant']}" if fam.ablation else ""))
-    con.print("an op is named by its id or by its label in parentheses, in any case (--ops invntt,noise; "
-              "explain --op INVNTT)")
+    fam = catalog.default_family()
+    op, label = next(((o, l) for o, l in fam.op_names().items() if l.casefold() != o.casefold()), (fam.ops[0],) * 2)
+    con.print(f"an op is named by its id or by its label in parentheses, in any case: --ops {op} and "
+              f"--ops {label.upper()} name one op")
     t = Table(title="variants", title_justify="left", box=None, header_style="bold")
     for c in ("variant", "sources", "flags", "default", "description"):
         t.add_column(c)
@@ -288,7 +290,7 @@ def list_() -> None:
 
 
 def _ops_with_labels(fam) -> str:
-    """`poly_getnoise_eta1 (noise), ntt, ...`: each op id with the label the report and `show` print for it,
+    """`op_id (label), other_op, ...`: each op id with the label the report and `show` print for it,
     where they differ other than in case (either is accepted wherever an op is named)."""
     return ", ".join(op if label.casefold() == op.casefold() else f"{op} ({label})"
                      for op, label in fam.op_names().items())
@@ -396,7 +398,7 @@ def show(directory: Path, metric: str | None, stage: str | None, compiler: str |
 @cli.command()
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--scheme", required=True, type=str, help="parameter set, e.g. as `pqsimd show DIR` lists it")
-@click.option("--op", required=True, type=str, help="op id, or the label the report shows (invntt or INVNTT)")
+@click.option("--op", required=True, type=str, help="op id, or the label the report shows (`pqsimd list` names both)")
 @click.option("--variants", type=str, default=None, help="comma list of variants (default: the chain step that matters)")
 @click.option("--compiler", type=str, default=None, help="compiler (default: the study's first)")
 def explain(directory: Path, scheme: str, op: str, variants: str | None, compiler: str | None) -> None:
