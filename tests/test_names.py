@@ -131,6 +131,18 @@ def test_list_shows_each_ops_label_beside_its_id(capsys):
     assert "[ml-kem, kind kem, default]" in out  # the family's bracket is text, not markup
 
 
+def test_the_reports_methods_map_each_label_to_its_op_id(tmp_path):
+    from report_fake import make_fake_study
+
+    from pqsimd.report.html import methods
+    from pqsimd.results import load_study
+
+    d = make_fake_study(tmp_path / "s", schemes=["ml-kem-512"], ops=["poly_getnoise_eta1", "invntt", "ntt"], jobs=3,
+                        spins=6, reps=3)
+    row = dict(methods(load_study(d)))["op labels (label = op id: --ops and explain --op take either)"]
+    assert row == "ML-KEM (FIPS 203): noise = poly_getnoise_eta1"  # INVNTT = invntt differs only in case
+
+
 # --- suggestions are commands that work from where the user stands ------------------------------------
 
 def _study(d: Path) -> Path:
