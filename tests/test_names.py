@@ -131,7 +131,7 @@ def test_list_shows_each_ops_label_beside_its_id(capsys):
     assert "[ml-kem, kind kem, default]" in out  # the family's bracket is text, not markup
 
 
-def test_the_reports_methods_map_each_label_to_its_op_id(tmp_path):
+def test_the_reports_methods_map_each_label_to_its_op_id_and_show_suggests_near_names(tmp_path):
     from report_fake import make_fake_study
 
     from pqsimd.report.html import methods
@@ -141,6 +141,10 @@ def test_the_reports_methods_map_each_label_to_its_op_id(tmp_path):
                         spins=6, reps=3)
     row = dict(methods(load_study(d)))["op labels (label = op id: --ops and explain --op take either)"]
     assert row == "ML-KEM (FIPS 203): noise = poly_getnoise_eta1"  # INVNTT = invntt differs only in case
+    from pqsimd.report.terminal import show_study
+
+    assert refusal(show_study, d, stage="hand-simd").endswith("did you mean 'hand_simd'?")
+    assert refusal(show_study, d, metric="tick").endswith("did you mean 'ticks'?")
 
 
 # --- suggestions are commands that work from where the user stands ------------------------------------

@@ -111,7 +111,7 @@ def _choose(d: _Data, scheme: str, op: str, variants: list[str] | None, compiler
         bad = [v for v in variants if v not in present]
         if bad:
             raise PqsimdError(f"variant {bad[0]!r} has no instruction mix for {scheme} {op} ({compiler}); "
-                              f"it has: {', '.join(present)}")
+                              f"it has: {', '.join(present)}{did_you_mean(bad[0], present)}")
         if len(variants) < 2:
             raise PqsimdError(f"--variants needs two variants (the baseline first), e.g. --variants {','.join(present[:2])}")
         chosen = list(dict.fromkeys(variants))

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..console import stdout_console
-from ..errors import PqsimdError
+from ..errors import PqsimdError, did_you_mean
 from . import fmt, style
 from ..results import Levels, Results, interval, load_study
 
@@ -69,7 +69,8 @@ def _row_marks(row: dict | None, notes: _Footnotes) -> str:
 
 def _check_choice(value, allowed, what: str, flag: str) -> None:
     if value is not None and value not in allowed:
-        raise PqsimdError(f"no {what} {value!r} in this study; {flag} one of: {', '.join(allowed) or 'none'}")
+        raise PqsimdError(f"no {what} {value!r} in this study; {flag} one of: {', '.join(allowed) or 'none'}"
+                          f"{did_you_mean(value, allowed)}")
 
 
 def own_comparison(study: Results, variant: str) -> tuple[str, str] | None:
