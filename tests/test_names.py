@@ -77,6 +77,14 @@ def test_an_op_is_named_by_its_id_or_its_report_label_in_any_case():
         ["invntt", "indcpa_keypair", "poly_getnoise_eta2"]  # each once
 
 
+def test_every_label_the_report_shows_types_back_to_its_op():
+    for fam in catalog.families().values():
+        names = {fam.name: fam.op_names()}
+        for op, label in names[fam.name].items():
+            for typed in (op, label, label.upper(), op.upper()):
+                assert catalog.resolve_ops([typed], names) == [op], (fam.name, typed)
+
+
 def test_a_label_means_its_op_in_every_family_that_has_it():
     fams = catalog.families()
     names = {f: fams[f].op_names() for f in ("ml-kem", "ml-dsa")}
