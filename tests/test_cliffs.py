@@ -186,5 +186,7 @@ def test_a_copy_whose_bytes_differ_from_its_record_is_not_retimed(tmp_path):
 def test_cliffs_refuses_a_study_without_results_in_one_line(tmp_path, cli):
     d = tmp_path / "empty"
     d.mkdir()
-    one_line_error(cli("cliffs", d), "no results/cliffs")
+    one_line_error(cli("cliffs", d), "holds no study yet", f"`pqsimd run {d}` makes one")
+    (d / "study.toml").write_text("[study]\n")
+    one_line_error(cli("cliffs", d), "no results/cliffs: it is not analysed yet", f"`pqsimd analyze {d}`")
     one_line_error(cli("cliffs", d, "--retime", "--processes", "1"), "--processes 1")

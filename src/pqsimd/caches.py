@@ -12,7 +12,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from .errors import PqsimdError
+from .errors import PqsimdError, did_you_mean
 
 HOST = "host"
 LEVELS = ("I1", "D1", "LL")
@@ -160,7 +160,8 @@ def get(name: str) -> Geometry:
         return host()
     cpus = _shipped()["cpus"]
     if name not in cpus:
-        raise PqsimdError(f"unknown --sim-cpu {name!r}; known: {', '.join(names())} (data/caches.toml)")
+        raise PqsimdError(f"unknown --sim-cpu {name!r}; known: {', '.join(names())} (data/caches.toml)"
+                          f"{did_you_mean(name, names())}")
     t = cpus[name]
     where, fix = f"data/caches.toml [cpus.{name}]", "fix the geometry (size and line in bytes, ways)"
     if not isinstance(t, dict) or any(k not in t for k in ("title", "source", *LEVELS)):

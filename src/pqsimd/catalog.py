@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import familyschema, ids
-from .errors import PqsimdError
+from .errors import PqsimdError, did_you_mean
 from .model import Chain, Step  # noqa: F401 (the catalog's chains are model.Chain)
 
 KINDS = ("kem", "sign", "hash")
@@ -252,6 +252,10 @@ class Family:
 
     def label(self, op: str) -> str:
         return self.labels.get(op, op)
+
+    def op_names(self) -> dict[str, str]:
+        """Every op id with the label the report shows for it (the names `resolve_ops` accepts)."""
+        return {op: self.label(op) for op in self.ops}
 
     def implementation(self, name: str) -> Implementation | None:
         return self.implementations.get(name)
@@ -517,10 +521,70 @@ def family_of(scheme: str) -> Family:
     for fam in families().values():
         if scheme in fam.schemes:
             return fam
-    raise PqsimdError(f"unknown scheme '{scheme}'; valid schemes: {', '.join(all_schemes())}")
+    raise PqsimdError(f"unknown scheme '{scheme}'; valid schemes: {', '.join(all_schemes())}"
+                      f"{did_you_mean(scheme, all_schemes())}")
 
 
 def default_family() -> Family:
     """The family `pqsimd run` times when no --schemes is given (the one marked `default = true`)."""
     fams = list(families().values())
     return next((f for f in fams if f.default), fams[0])
+
+
+# --- op names: an op is named by its id or by the label the report shows ---------------------------
+
+OpNames = dict[str, dict[str, str]]  # family -> {op id: report label}
+
+
+def recorded_op_names(recorded: dict[str, Any], scheme: str | None = None) -> OpNames:
+    """The op names of the families a study's results recorded (summary.json "families", as
+    Family.to_results wrote them); with `scheme`, only the family that has it."""
+    out: OpNames = {}
+    for name, f in (recorded or {}).items():
+        if not isinstance(f, dict) or (scheme is not None and scheme not in (f.get("schemes") or {})):
+            continue
+        labels = f.get("labels") or {}
+        out[name] = {str(op): str(labels.get(op, op)) for op in f.get("ops") or []}
+    return out
+
+
+def _ops_named(name: str, names: dict[str, str]) -> list[str]:
+    """The ops of one family `name` means: the op of that id, else those of that label, else those whose
+    id or label is `name` ignoring case (INVNTT, Invntt and invntt are one op)."""
+    if name in names:
+        return [name]
+    exact = [op for op, label in names.items() if label == name]
+    if exact:
+        return exact
+    folded = name.casefold()
+    return [op for op, label in names.items() if folded in (op.casefold(), label.casefold())]
+
+
+def resolve_ops(given: list[str], families: OpNames, where: str = "the study's families") -> list[str]:
+    """The op ids that names given by a user (ids or report labels) mean, in order, each once. A name
+    may mean an op in several families (one family's op id may be another's label); one that means
+    two ops of one family, or none of any, is refused in one line."""
+    out: list[str] = []
+    for name in given:
+        hits = []
+        for fam, names in families.items():
+            ops = _ops_named(name, names)
+            if len(ops) > 1:
+                raise PqsimdError(f"op '{name}' is ambiguous in {fam}: it names {', '.join(ops)}; give one of these ids")
+            hits += ops
+        if not hits:
+            listing = "; ".join(f"{fam}: {', '.join(names)}" for fam, names in families.items())
+            known = [n for names in families.values() for pair in names.items() for n in pair]
+            raise PqsimdError(f"op '{name}' is not an op of {where} ({listing or 'no ops'}){did_you_mean(name, known)}")
+        out += [op for op in hits if op not in out]
+    return out
+
+
+def resolve_op(name: str, families: OpNames, where: str) -> str:
+    """The one op id a name means (explain --op, cliffs --op); a label that names ops of several
+    families is refused in one line listing them."""
+    ops = resolve_ops([name], families, where)
+    if len(ops) > 1:
+        raise PqsimdError(f"op '{name}' means {', '.join(ops)} in {where}; give one of these ids, or the parameter "
+                          f"set (--scheme)")
+    return ops[0]

@@ -170,7 +170,7 @@ def run(directory: Path, **opts) -> None:
         opts["source"] = str(opts["source"])
     opts["sources"] = [x for item in opts["sources"] for x in (_csv(item) or [])] or None
     vlens = _vlens(opts.pop("vlen"))
-    from .studydir import MACHINES_DIR, VLEN_DIR, is_machine_set, is_vlen_set
+    from .studydir import CAMPAIGN_DIR, MACHINES_DIR, VLEN_DIR, is_machine_set, is_vlen_set
     from .studysets import run_machines, run_vlens
 
     vlen_set = is_vlen_set(directory) or (vlens is not None and len(vlens) > 1)
@@ -191,6 +191,7 @@ def run(directory: Path, **opts) -> None:
         ok = run_machines(directory, machines, opts, slurm, time_jobs=not no_run)
         if not ok:
             sys.exit(1)
+        click.echo(_next_step(directory, no_run, report=directory / CAMPAIGN_DIR / "report"))
         return
     executor = executor or "local"
     if not vlen_set and not (directory / "study.toml").exists():
@@ -201,6 +202,20 @@ def run(directory: Path, **opts) -> None:
         ok = run_study(directory, overrides=opts, executor=executor, slurm_options=slurm, time_jobs=not no_run)
     if not ok:
         sys.exit(1)
+    click.echo(_next_step(directory, no_run, report=directory / "report" if vlen_set else None))
+
+
+def _next_step(directory: Path, no_run: bool, report: Path | None) -> str:
+    """What to type after `pqsimd run`, with DIRECTORY as the user gave it: time it (after --no-run),
+    analyse and report it (a study), or read it (a set, analysed and reported by its run: `report`)."""
+    from .errors import command
+
+    if no_run:
+        return f"built and verified; next: {command('run', directory)} times it"
+    if report is not None:
+        return f"next: {command('show', directory)} prints the results; open {report / 'index.html'}"
+    return (f"next: {command('analyze', directory)}, then {command('report', directory)} "
+            f"(or {command('show', directory)} for the tables in the terminal)")
 
 
 def _refuse_beside_set_parts(directory: Path, machines_dir: str, vlen_dir: str) -> None:
@@ -229,19 +244,21 @@ def _refuse_beside_set_parts(directory: Path, machines_dir: str, vlen_dir: str) 
 @cli.command("list")
 def list_() -> None:
     """What pqsimd can time: families, parameter sets, ops, variants, the chain, presets."""
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from . import catalog
+    from .console import stdout_console
 
-    con = Console()
+    con = stdout_console()
     for fam in catalog.families().values():
-        t = Table(title=f"{fam.title}  [{fam.name}, kind {fam.kind}{', default' if fam.default else ''}]",
+        # a Text, so "[ml-kem, kind kem]" is printed, not taken for markup
+        t = Table(title=Text(f"{fam.title}  [{fam.name}, kind {fam.kind}{', default' if fam.default else ''}]"),
                   title_justify="left", box=None, header_style="bold")
         t.add_column("parameter sets")
         t.add_column("implementations")
-        t.add_column("ops")
-        t.add_row(", ".join(fam.schemes), ", ".join(fam.implementations), ", ".join(fam.ops))
+        t.add_column("ops (the report's label)")
+        t.add_row(", ".join(fam.schemes), ", ".join(fam.implementations), _ops_with_labels(fam))
         con.print(t)
         con.print(f"  from {fam.source}")
         for impl in fam.implementations.values():
@@ -251,6 +268,10 @@ def list_() -> None:
             if impl.groups:
                 con.print(f"  {impl.name} ({impl.layout}) kernel groups: {', '.join(impl.groups)}"
                           + (f"; --ablation switches them in {fam.ablation['variant']}" if fam.ablation else ""))
+    fam = catalog.default_family()
+    op, label = next(((o, l) for o, l in fam.op_names().items() if l.casefold() != o.casefold()), (fam.ops[0],) * 2)
+    con.print(f"an op is named by its id or by its label in parentheses, in any case: --ops {op} and "
+              f"--ops {label.upper()} name one op")
     t = Table(title="variants", title_justify="left", box=None, header_style="bold")
     for c in ("variant", "sources", "flags", "default", "description"):
         t.add_column(c)
@@ -266,6 +287,13 @@ def list_() -> None:
     con.print("presets: " + "; ".join(f"{k} ({v.get('description', '')})" for k, v in catalog.presets().items()))
     con.print("compilers known on Debian 12: " + ", ".join(catalog.compilers_doc()["known"]["debian12"])
               + "  (`pqsimd doctor` says which are installed)")
+
+
+def _ops_with_labels(fam) -> str:
+    """`op_id (label), other_op, ...`: each op id with the label the report and `show` print for it,
+    where they differ other than in case (either is accepted wherever an op is named)."""
+    return ", ".join(op if label.casefold() == op.casefold() else f"{op} ({label})"
+                     for op, label in fam.op_names().items())
 
 
 @cli.command()
@@ -286,9 +314,10 @@ def doctor() -> None:
 def analyze(directory: Path, n_boot: int | None, seed: int | None, adjust: str | None) -> None:
     """Statistics of a study into DIRECTORY/results/."""
     from .analyze import analyze_study
-    from .studydir import is_machine_set, is_vlen_set
+    from .studydir import MACHINE_SET, STUDY, VLEN_SET, is_machine_set, is_vlen_set, require_kind
     from .studysets import analyse_machines, analyse_set
 
+    require_kind(directory, "analyze", (STUDY, VLEN_SET, MACHINE_SET))
     if is_vlen_set(directory):  # every length's study, then the vector-length view
         click.echo(f"results written to {analyse_set(directory)}")
         return
@@ -308,8 +337,14 @@ def analyze(directory: Path, n_boot: int | None, seed: int | None, adjust: str |
 def report(directory: Path, reference: str | None, beside: Path | None) -> None:
     """Figures, tables and index.html into DIRECTORY/report/."""
     from .report import write_report
-    from .studydir import is_machine_set, is_vlen_set
+    from .studydir import CAMPAIGN, MACHINE_SET, STUDY, VLEN_SET, is_machine_set, is_vlen_set, require_kind
 
+    if require_kind(directory, "report", (STUDY, CAMPAIGN, VLEN_SET, MACHINE_SET)) == CAMPAIGN:
+        from .report.campaign import write_campaign_report
+
+        out = write_campaign_report(directory)
+        click.echo(f"report written to {out}/ — open {out / 'index.html'}")
+        return
     if is_vlen_set(directory) or is_machine_set(directory):
         from .studysets import report_machines, report_set
 
@@ -357,8 +392,9 @@ def _analyse_again_if_older(directory: Path) -> None:
 def show(directory: Path, metric: str | None, stage: str | None, compiler: str | None, beside: Path | None) -> None:
     """The results of a study (or of a campaign) as a terminal table, grouped by family."""
     from .analyze.campaign import is_campaign
-    from .studydir import is_machine_set, is_vlen_set
+    from .studydir import CAMPAIGN, MACHINE_SET, STUDY, VLEN_SET, is_machine_set, is_vlen_set, require_kind
 
+    require_kind(directory, "show", (STUDY, CAMPAIGN, VLEN_SET, MACHINE_SET))
     if is_vlen_set(directory):
         from .report.vlen import show_vlen
         from .results import read_json
@@ -387,15 +423,45 @@ def show(directory: Path, metric: str | None, stage: str | None, compiler: str |
 
 @cli.command()
 @click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--scheme", required=True, type=str, help="parameter set, e.g. as `pqsimd show` lists it")
-@click.option("--op", required=True, type=str, help="op id")
+@click.option("--scheme", required=True, type=str, help="parameter set, e.g. as `pqsimd show DIR` lists it")
+@click.option("--op", required=True, type=str, help="op id, or the label the report shows (`pqsimd list` names both)")
 @click.option("--variants", type=str, default=None, help="comma list of variants (default: the chain step that matters)")
 @click.option("--compiler", type=str, default=None, help="compiler (default: the study's first)")
 def explain(directory: Path, scheme: str, op: str, variants: str | None, compiler: str | None) -> None:
     """Why one op's variants differ: instruction mix, ticks per instruction, cost model (--metric mix)."""
     from .report.explain import explain_op
 
+    from .studydir import require_kind
+
+    require_kind(directory, "explain", again=lambda d: ["explain", d, "--scheme", scheme, "--op", op])
+    op = _study_op(directory, op, scheme)
     click.echo(explain_op(directory, scheme, op, variants=_csv(variants), compiler=compiler))
+
+
+def _study_op(directory: Path, op: str, scheme: str | None) -> str:
+    """The op id an --op names (its id or the report's label) in the families a study's results
+    recorded, of `scheme`'s family when one is given; as given when there are no results (the command
+    then says what to run)."""
+    from .catalog import recorded_op_names, resolve_op
+    from .results import read_summary
+
+    names = recorded_op_names(read_summary(directory).get("families") or {}, scheme)
+    return resolve_op(op, names, scheme or "the study's families") if names else op
+
+
+def _campaign_options(command):
+    """--labels and the stated subset of a campaign, for `campaign` and `compare --speedups` (a campaign
+    of two studies), whose refusals name them."""
+    for option in reversed((
+            click.option("--labels", type=str, default=None,
+                         help="comma list: a name per study (default: the directory names)"),
+            click.option("--schemes", type=str, default=None, help="stated subset: only these parameter sets"),
+            click.option("--ops", type=str, default=None, help="stated subset: only these ops (ids or labels)"),
+            click.option("--variants", type=str, default=None,
+                         help="stated subset: only comparisons between these variants"),
+            click.option("--compilers", type=str, default=None, help="stated subset: only these compilers"))):
+        command = option(command)
+    return command
 
 
 @cli.command()
@@ -404,13 +470,24 @@ def explain(directory: Path, scheme: str, op: str, variants: str | None, compile
 @click.option("--speedups", is_flag=True, default=False,
               help="compare speedups, not times: a campaign of the two studies (machines named, ratio of each speedup)")
 @click.option("--stage", type=str, default=None, help="with --speedups: only this stage, e.g. hand_simd")
-def compare(dir_a: Path, dir_b: Path, speedups: bool, stage: str | None) -> None:
+@_campaign_options
+def compare(dir_a: Path, dir_b: Path, speedups: bool, stage: str | None, labels: str | None, **subset) -> None:
     """The same (scheme, op, variant) across two studies: B/A ratio, CI and verdict."""
+    from .studydir import require_kind
+
+    given = [f"--{k}" for k, v in {"labels": labels, "stage": stage, **subset}.items() if v is not None]
+    if given and not speedups:
+        raise PqsimdError(f"{', '.join(given)} only work{'s' * (len(given) == 1)} with --speedups (a campaign of "
+                          f"the two studies); add it, or leave {'them' if len(given) > 1 else 'it'} out to compare "
+                          f"every time")
+    extra = ["--speedups"] if speedups else []
+    require_kind(dir_a, "compare", again=lambda d: ["compare", d, dir_b, *extra])
+    require_kind(dir_b, "compare", again=lambda d: ["compare", dir_a, d, *extra])
     if speedups:
         from .analyze.campaign import build_campaign, read_spec
         from .report.campaign import from_tables, show_campaign
 
-        spec = read_spec(Path("."), [dir_a, dir_b], {})
+        spec = read_spec(Path("."), [dir_a, dir_b], {k: _csv(v) for k, v in subset.items()}, _csv(labels))
         show_campaign(from_tables(build_campaign(spec)), stage=stage)
         return
     from .report.terminal import compare_studies
@@ -421,11 +498,7 @@ def compare(dir_a: Path, dir_b: Path, speedups: bool, stage: str | None) -> None
 @cli.command()
 @click.argument("out", type=click.Path(path_type=Path))
 @click.argument("studies", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--labels", type=str, default=None, help="comma list: a name per study (default: the directory names)")
-@click.option("--schemes", type=str, default=None, help="stated subset: only these parameter sets")
-@click.option("--ops", type=str, default=None, help="stated subset: only these ops")
-@click.option("--variants", type=str, default=None, help="stated subset: only comparisons between these variants")
-@click.option("--compilers", type=str, default=None, help="stated subset: only these compilers")
+@_campaign_options
 @click.option("--bootstrap", "n_boot", type=int, default=None, help="job resamples per ratio (default 4000)")
 @click.option("--seed", type=int, default=None, help="bootstrap seed")
 def campaign(out: Path, studies: tuple[Path, ...], labels: str | None, n_boot: int | None, seed: int | None,
@@ -465,13 +538,20 @@ def cliffs(directory: Path, retime: bool, limit: int, processes: int, no_search:
     """Laid-out copies far slower than the rest of their group: the flags, and with --retime the proof
     (re-timed from the records) and the explanation (placement, simulated events, search)."""
     from .report.cliffs import show_cliffs
+    from .studydir import require_kind
 
+    if select.get("op"):
+        select["op"] = _study_op(directory, select["op"], select.get("scheme"))
     if retime:
         from .analyze import analyze_study
         from .run.retime import retime as run_retime
 
         if limit is not None and limit < 1:
             raise PqsimdError(f"--max {limit}: give at least 1")
+        if processes < 2:
+            raise PqsimdError(f"--processes {processes}: the re-timing's interval needs at least 2 processes")
+    require_kind(directory, "cliffs")
+    if retime:
         run_retime(directory, {k: v for k, v in select.items() if v}, limit, processes, not no_search, not no_sim,
                    notify=lambda line: click.echo(line, err=True))
         analyze_study(directory)

@@ -9,8 +9,10 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from . import machine
+from .console import stdout_console
 
 
 @dataclass
@@ -19,6 +21,13 @@ class Finding:
     ok: bool | None  # None: informational (a caveat, not a failure)
     detail: str
     remedy: str = ""
+    # what it decides in the verdict: build (no study without it), time, count (instruction counts),
+    # variants (a variant's CPU feature), counters, energy; "" for what only informs
+    affects: str = ""
+
+
+# the rows counters.py and energy.py contribute, by the name each gives its row
+_AFFECTS = {"perf_event_paranoid": "counters", "hardware counters": "counters", "RAPL energy": "energy"}
 
 
 def _isa() -> list[Finding]:
@@ -38,7 +47,8 @@ def _isa() -> list[Finding]:
     for f, who in sorted(needs.items()):
         users = ", ".join(dict.fromkeys(who))
         out.append(Finding(f"cpu: {f}", f in flags, "present" if f in flags else "absent",
-                           "" if f in flags else f"{users} will be skipped on this CPU; run them on a machine with {f}"))
+                           "" if f in flags else f"{users} will be skipped on this CPU; run them on a machine with {f}",
+                           affects="variants"))
     return out
 
 
@@ -52,17 +62,17 @@ def _timer() -> list[Finding]:
     try:
         host = isa.host()
     except PqsimdError as e:
-        return [Finding("timer", False, str(e), "run pqsimd on x86-64 or aarch64")]
+        return [Finding("timer", False, str(e), "run pqsimd on x86-64 or aarch64", affects="build")]
     d = host.doctor
     if not d:
         return _tsc()
     try:
         value = Path(d["sysctl"]).read_text().strip()
     except OSError:
-        return [Finding("timer", None, d["without_access"], d["missing"])]
+        return [Finding("timer", None, d["without_access"], d["missing"], affects="time")]
     if value == d["enabled"]:
-        return [Finding("timer", True, d["with_access"] + f" ({d['sysctl']} = {value})")]
-    return [Finding("timer", None, d["without_access"] + f" ({d['sysctl']} = {value})", d["remedy"])]
+        return [Finding("timer", True, d["with_access"] + f" ({d['sysctl']} = {value})", affects="time")]
+    return [Finding("timer", None, d["without_access"] + f" ({d['sysctl']} = {value})", d["remedy"], affects="time")]
 
 
 def _clock_step() -> list[Finding]:
@@ -80,10 +90,10 @@ def _clock_step() -> list[Finding]:
         cal = json.loads(p.stdout.splitlines()[0])
     except (PqsimdError, OSError, ValueError, IndexError, subprocess.TimeoutExpired) as e:
         return [Finding("timer: step", None, f"not measured ({str(e).splitlines()[0][:120] if str(e) else type(e).__name__})",
-                        "build the driver (pqsimd run) and run doctor again")]
+                        "build the driver (pqsimd run) and run doctor again", affects="time")]
     return [Finding("timer: step", True if cal["step"] == 1 else None, step_consequence(cal),
                     "" if cal["step"] == 1 else "nothing to do: pqsimd sizes samples in steps and widens every "
-                                                "interval by its lattice step (groups.resolution)")]
+                                                "interval by its lattice step (groups.resolution)", affects="time")]
 
 
 def step_consequence(cal: dict) -> str:
@@ -148,7 +158,7 @@ def _tsc() -> list[Finding]:
     flags = machine.cpu_flags()
     inv = "constant_tsc" in flags and "nonstop_tsc" in flags
     return [Finding("tsc: invariant", inv, ", ".join(sorted(f for f in flags if "tsc" in f)) or "no TSC flags",
-                    "" if inv else "TSC may change rate with frequency; prefer --metric instructions")]
+                    "" if inv else "TSC may change rate with frequency; prefer --metric instructions", affects="time")]
 
 
 def _frequency() -> list[Finding]:
@@ -156,18 +166,21 @@ def _frequency() -> list[Finding]:
     out = []
     gov = info["governor"]
     out.append(Finding("cpufreq governor", gov in (None, "performance"), gov or "not exposed (VM or no cpufreq)",
-                       "" if gov in (None, "performance") else "cpupower frequency-set -g performance"))
+                       "" if gov in (None, "performance") else "cpupower frequency-set -g performance", affects="time"))
     boost = info["boost"] if info["boost"] is not None else (
         None if info["intel_no_turbo"] is None else str(1 - int(info["intel_no_turbo"])))
     out.append(Finding("turbo/boost", boost in (None, "0"), {None: "not exposed", "0": "off", "1": "on"}.get(boost, boost),
-                       "" if boost in (None, "0") else "echo 0 > /sys/devices/system/cpu/cpufreq/boost (or intel_pstate/no_turbo=1)"))
+                       "" if boost in (None, "0") else "echo 0 > /sys/devices/system/cpu/cpufreq/boost (or intel_pstate/no_turbo=1)",
+                       affects="time"))
     smt = info["smt_active"]
     out.append(Finding("SMT", smt in (None, "0"), {None: "not exposed", "0": "off", "1": "on"}.get(smt, smt),
-                       "" if smt in (None, "0") else "a sibling thread shares the core: disable SMT or keep the sibling idle"))
+                       "" if smt in (None, "0") else "a sibling thread shares the core: disable SMT or keep the sibling idle",
+                       affects="time"))
     virt = info["virtualization"]
     out.append(Finding("virtualization", None if virt else True, virt or "bare metal",
                        "virtualized: TSC ticks are not core cycles and a neighbour may share the core; use many jobs, "
-                       "read medians with their CIs, and prefer --metric instructions for exact comparisons" if virt else ""))
+                       "read medians with their CIs, and prefer --metric instructions for exact comparisons" if virt else "",
+                       affects="time"))
     return out
 
 
@@ -175,13 +188,14 @@ def _tools() -> list[Finding]:
     out = []
     cargo = shutil.which("cargo") or (str(Path.home() / ".cargo/bin/cargo") if (Path.home() / ".cargo/bin/cargo").exists() else None)
     out.append(Finding("cargo", cargo is not None, cargo or "missing",
-                       "" if cargo else "apt-get install cargo (or rustup), or use --source PATH"))
+                       "" if cargo else "apt-get install cargo (or rustup), or use --source PATH", affects="build"))
     from . import catalog
 
     harness_cc = catalog.compilers_doc()["harness"]["cc"]
     path = shutil.which(harness_cc)
     out.append(Finding(f"driver compiler ({harness_cc})", path is not None, path or "missing",
-                       "" if path else "apt-get install gcc (the fixed toolchain the driver is built with)"))
+                       "" if path else "apt-get install gcc (the fixed toolchain the driver is built with)",
+                       affects="build"))
     missing = []
     for cc in catalog.compilers_doc()["known"]["debian12"]:
         path = shutil.which(cc)
@@ -198,10 +212,11 @@ def _tools() -> list[Finding]:
     lld = layout.linker()
     out.append(Finding("lld (randomized layout)", lld is not None, lld or "missing",
                        "" if lld else f"apt-get install {layout.settings()['package']} (every timing job links its own "
-                                      f"copies of the builds), or run with --layout fixed"))
+                                      f"copies of the builds), or run with --layout fixed", affects="build"))
     vg = shutil.which("valgrind")
     out.append(Finding("valgrind", None if vg is None else True, vg or "missing",
-                       "" if vg else "apt-get install valgrind (needed for --metric instructions and mix)"))
+                       "" if vg else "apt-get install valgrind (needed for --metric instructions and mix)",
+                       affects="count"))
     mca = [m for m in ("llvm-mca", "llvm-mca-19", "llvm-mca-16") if shutil.which(m)]
     out.append(Finding("llvm-mca", None if not mca else True, ", ".join(mca) or "missing",
                        "" if mca else "apt-get install llvm-16 (the per-CPU cost model of the mechanism view)"))
@@ -212,22 +227,72 @@ def findings() -> list[Finding]:
     found = _isa() + _timer() + _clock_step() + _frequency()
     try:
         from .counters import doctor_checks  # hardware counters and energy
-        found += [Finding(*c) for c in doctor_checks()]
+        found += [Finding(*c, affects=_AFFECTS.get(c[0], "")) for c in doctor_checks()]
     except ImportError:
         pass
     return found + _tools() + _cross()
 
 
+def host_name() -> str:
+    """The CPU as doctor's title names it: its model name and the microarchitecture
+    data/microarchitectures.toml knows it by (as a campaign names its machines)."""
+    from .microarch import identify
+
+    model = machine.cpu_model()
+    uarch = identify(machine.machine_info())
+    if uarch.known:
+        return f"{model} ({uarch.name})"
+    return f"{model} ({uarch.name}: not in data/microarchitectures.toml)"
+
+
+def _why(f: Finding) -> str:
+    return f"{f.name}: {f.detail}" if len(f.detail) <= 24 else f.name
+
+
+def _fix(problems: list[Finding]) -> str:
+    more = f" (and {len(problems) - 1} more in the table)" if len(problems) > 1 else ""
+    return f"; fix: {problems[0].remedy}{more}" if problems[0].remedy else more
+
+
+def verdict(found: list[Finding]) -> tuple[bool, str]:
+    """One line from the checks: can a study be built here, can it time (ticks) and count
+    (instructions), which variants cannot run, which optional metrics are absent; and whether this
+    host is ready for the default study (time, every variant)."""
+    def problems(what: str) -> list[Finding]:
+        return [f for f in found if f.affects == what and f.ok is False]
+
+    build, time, variants = problems("build"), problems("time"), problems("variants")
+    count = [f for f in found if f.affects == "count" and f.ok is not True]
+    if build:
+        return False, f"not ready: {', '.join(map(_why, build))}{_fix(build)}"
+    if time and count:
+        return False, (f"not ready: cannot time reliably ({', '.join(map(_why, time))}) nor count instructions "
+                       f"({', '.join(map(_why, count))}){_fix(time + count)}")
+    if time:
+        return False, f"can count, cannot time reliably: {', '.join(map(_why, time))}{_fix(time)}"
+    line = "ready: can time and count" if not count else f"can time, cannot count: {', '.join(map(_why, count))}{_fix(count)}"
+    caveats = [f.name for f in found if f.affects == "time" and f.ok is None]
+    if caveats:
+        line += f" (timing notes: {', '.join(caveats)})"
+    if variants:
+        line += f"; {', '.join(map(_why, variants))}: what needs it is skipped here"
+    absent = [f.name for f in found if f.affects in ("counters", "energy") and f.ok is not True]
+    if absent:
+        line += f"; not on this host: {', '.join(dict.fromkeys(absent))}"
+    return not variants, line
+
+
 def run_doctor(console: Console | None = None) -> bool:
-    console = console or Console()
-    table = Table(title=f"pqsimd doctor: {machine.cpu_model()}")
+    console = console or stdout_console()
+    table = Table(title=f"pqsimd doctor: {host_name()}", title_justify="left")
     for col in ("check", "status", "detail", "remedy"):
-        table.add_column(col, overflow="fold")
-    ok = True
-    for f in findings():
+        table.add_column(col, overflow="fold", no_wrap=col in ("check", "status"))
+    found = findings()
+    for f in found:
         status = {True: "[green]ok[/green]", False: "[red]problem[/red]", None: "[yellow]note[/yellow]"}[f.ok]
-        if f.ok is False and (f.name.startswith("cpu:") or f.name in ("compiler gcc", "cargo")):
-            ok = False
         table.add_row(f.name, status, f.detail, f.remedy)
     console.print(table)
+    ok, line = verdict(found)
+    style = "bold green" if ok and line.startswith("ready") else "bold yellow" if ok else "bold red"
+    console.print(Text(line, style=style))
     return ok

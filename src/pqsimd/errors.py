@@ -1,7 +1,9 @@
 """One exception type for bad input: the CLI prints its message on one line, no traceback."""
 
+import difflib
 import errno
 import shlex
+from collections.abc import Iterable
 
 
 class PqsimdError(Exception):
@@ -11,6 +13,17 @@ class PqsimdError(Exception):
 def command(*args: object) -> str:
     """A pqsimd command line for a hint, quoted so it is safe to paste (spaces, $(...), quotes)."""
     return "`" + shlex.join(["pqsimd", *(str(a) for a in args)]) + "`"
+
+
+def did_you_mean(given: object, valid: Iterable[object]) -> str:
+    """"; did you mean 'X'?" when `given` is close to one of `valid` (difflib, ignoring case), else "":
+    appended to a refusal that lists the valid names, so a typo's fix is read, not searched for."""
+    names = list(dict.fromkeys(str(v) for v in valid))
+    folded: dict[str, str] = {}
+    for n in names:
+        folded.setdefault(n.casefold(), n)
+    near = difflib.get_close_matches(str(given).casefold(), list(folded), n=1, cutoff=0.6)
+    return f"; did you mean '{folded[near[0]]}'?" if near else ""
 
 
 class Interrupted(PqsimdError):

@@ -740,7 +740,7 @@ def read_summary_checked(results: Path, directory: Path, oldest: int) -> dict:
     return summary
 
 
-def older_results_note(summary: dict) -> str | None:
+def older_results_note(summary: dict, directory: Path | str = "DIR") -> str | None:
     """One line for results of an older schema (OLDEST_READABLE_RESULTS onward): what they lack, and how to
     bring them up to date (analysing again, which needs the study's raw/)."""
     version = summary.get("schema_version", 1)
@@ -748,7 +748,7 @@ def older_results_note(summary: dict) -> str | None:
     if not missing:
         return None
     return (f"analysed by an older pqsimd (results schema {version}): shown as analysed then, without "
-            f"{'; '.join(missing)}; `pqsimd analyze` on the study with its raw/ brings them up to date")
+            f"{'; '.join(missing)}; {command('analyze', directory)} (with the study's raw/) brings them up to date")
 
 
 def check_study_dir(directory: Path) -> Path:
@@ -769,7 +769,7 @@ def load_study(directory: Path, oldest: int | None = None) -> Results:
         raise PqsimdError(f"no results in {results}; run {command('analyze', directory)} first")
     summary = read_summary_checked(results, directory, oldest or OLDEST_READABLE_RESULTS)
     tables = {name: _read_table(results, name) for name in RESULT_TABLES}
-    older = older_results_note(summary)
+    older = older_results_note(summary, directory)
     if older:
         summary["warnings"] = [older, *(summary.get("warnings") or [])]
     stale = stale_jobs(directory, summary)

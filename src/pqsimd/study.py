@@ -24,7 +24,7 @@ from .model import (DEFAULT_ALONE_LAYOUTS, DEFAULT_DESIGN, DEFAULT_LAYOUT, DEFAU
                     UNRECORDED_LAYOUT, AloneLayouts, AloneSets, Design, LayoutMode, choices)
 from .model import SharedCpu as SharedCpuPolicy
 from .catalog import Family, Variant
-from .errors import PqsimdError
+from .errors import PqsimdError, did_you_mean
 from .studydir import StudyDir
 
 DESIGNS = choices(Design)
@@ -215,7 +215,8 @@ def _check_names(kind: str, given: list[str], valid: list[str], where: str) -> N
     bad = [g for g in given if g not in valid]
     if bad:
         extra = f"all, a family ({', '.join(catalog.families())}) or " if kind == "scheme" else ""
-        raise PqsimdError(f"unknown {kind} '{bad[0]}'; valid {kind}s: {extra}{', '.join(valid)}")
+        raise PqsimdError(f"unknown {kind} '{bad[0]}'; valid {kind}s: {extra}{', '.join(valid)}"
+                          f"{did_you_mean(bad[0], [*valid, *catalog.families()] if kind == 'scheme' else valid)}")
     dup = next((g for g in given if given.count(g) > 1), None)
     if dup:
         raise PqsimdError(f"{where}: {kind} '{dup}' is listed twice")
@@ -256,20 +257,18 @@ def _check_doc(doc: dict[str, Any], where: str) -> None:
         raise PqsimdError(f"{where}: unknown key(s) in [study]: {', '.join(unknown)}; known: {', '.join(KEYS)}")
 
 
-def _check_ops(ops: list[str] | None, schemes: list[str], where: str) -> None:
+def _check_ops(ops: list[str] | None, schemes: list[str], where: str) -> list[str] | None:
+    """The op ids --ops (or study.toml's ops) means: ids or the report's labels (catalog.resolve_ops)."""
     if ops is None:
-        return
+        return None
     fams = {catalog.family_of(s).name: catalog.family_of(s) for s in schemes}
-    valid = [o for f in fams.values() for o in f.ops]
     if not ops:
         raise PqsimdError(f"{where}: ops is empty; name at least one op or leave --ops out for all")
-    bad = [o for o in ops if o not in valid]
-    if bad:
-        listing = "; ".join(f"{f.name}: {', '.join(f.ops)}" for f in fams.values())
-        raise PqsimdError(f"op '{bad[0]}' is in none of the study's families ({listing})")
+    ops = catalog.resolve_ops(ops, {name: f.op_names() for name, f in fams.items()})
     for s in schemes:
         if not any(o in ops for o in catalog.family_of(s).ops):
             raise PqsimdError(f"--ops leaves scheme {s} nothing to time; add one of {', '.join(catalog.family_of(s).ops)}")
+    return ops
 
 
 def parse_cc(cc: list[str] | str) -> list[str]:
@@ -311,7 +310,8 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     preset_name = cli.get("preset") or stored_study.get("preset") or "standard"
     presets = catalog.presets()
     if preset_name not in presets:
-        raise PqsimdError(f"unknown preset '{preset_name}'; valid presets: {', '.join(presets)}")
+        raise PqsimdError(f"unknown preset '{preset_name}'; valid presets: {', '.join(presets)}"
+                          f"{did_you_mean(preset_name, presets)}")
     preset = {k: v for k, v in presets[preset_name].items() if k != "description"}
     if "preset" in cli and cli["preset"] != stored_study.get("preset", cli["preset"]):
         # A new preset replaces the stored sizes, so the settings check sees the change.
@@ -407,7 +407,8 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     _check_names("variant", merged["variants"], list(variant_defs), where)
     _add_duplicates(merged, variant_defs, where)
     _check_size(merged)
-    _check_ops(merged.get("ops"), merged["schemes"], where)
+    if merged.get("ops") is not None:
+        merged["ops"] = _check_ops(merged["ops"], merged["schemes"], where)
     _check_names("metric", merged.get("metrics", ["ticks"]), metrics_mod.names(), where)
     metrics_mod.check_isa(merged.get("metrics", ["ticks"]), target)
     if merged.get("mca_cpus"):

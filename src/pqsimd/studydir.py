@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator
 
 from . import ids, store
 from .errors import PqsimdError, command
+from .model import LayoutMode
 
 
 class StudyDir:
@@ -459,3 +460,97 @@ def machine_studies(directory: Path, names: list[str] | None = None) -> list[Pat
     if len(set(names)) != len(names) or len(names) < 2:
         raise PqsimdError(f"--machines {','.join(names)}: give two or more different partitions")
     return [Path(directory) / MACHINES_DIR / ids.check_id("machine", n, "--machines") for n in names]
+
+
+# --- what a directory is, and the command that reads it ----------------------------------------------
+
+CAMPAIGN_FILE = "campaign.toml"  # written by `pqsimd campaign OUT`, beside OUT/results/campaign.json
+CAMPAIGN_SUMMARY = "campaign.json"
+STUDY, CAMPAIGN, MACHINE_SET, VLEN_SET = "study", "campaign", "machine set", "vector-length set"
+_STUDY_PARTS = ("study.toml", "manifest.json", "plan.json", "raw", "results")
+_INSIDE_A_STUDY = ("results", "raw", "report", "bin", "gate", "logs")
+_LISTED = 4  # studies named when a directory holds several
+
+
+def kind(directory: Path) -> str | None:
+    """What a directory is to pqsimd: a vector-length set, a machine set, a campaign, a study, or
+    None (nothing pqsimd made, or nothing at all)."""
+    d = Path(directory)
+    if is_vlen_set(d):
+        return VLEN_SET
+    if is_machine_set(d):
+        return MACHINE_SET
+    if (d / CAMPAIGN_FILE).is_file() or (d / "results" / CAMPAIGN_SUMMARY).is_file():
+        return CAMPAIGN
+    if any((d / part).exists() for part in _STUDY_PARTS):
+        return STUDY
+    return None
+
+
+def _studies_in(directory: Path) -> list[Path]:
+    try:
+        subs = sorted(p for p in Path(directory).iterdir() if p.is_dir())
+    except OSError:
+        return []
+    return [p for p in subs if kind(p) is not None]
+
+
+def _set_members(directory: Path, what: str) -> list[Path]:
+    sub = Path(directory) / (MACHINES_DIR if what == MACHINE_SET else VLEN_DIR)
+    return sorted(p for p in sub.iterdir() if p.is_dir()) if sub.is_dir() else []
+
+
+def require_kind(directory: Path, action: str, accepts: tuple[str, ...] = (STUDY,),
+                 again: Callable[[Path], list] | None = None) -> str:
+    """The kind of DIR when `pqsimd ACTION DIR` reads it; else one line saying what DIR is and the
+    command that fits it from where the user stands (never `pqsimd run` on a directory that holds
+    other things, never a study's command on a campaign). `again(other)`: the arguments of the same
+    command with `other` in DIR's place (default: ACTION OTHER)."""
+    d = Path(directory)
+    again = again or (lambda other: [action, other])
+    what = kind(d)
+    if what in accepts:
+        return what
+    if what is None:
+        if not d.exists():
+            raise PqsimdError(f"no study directory at {d}; create one with {command('run', d)}")
+        if not d.is_dir():
+            raise PqsimdError(f"{d} is a file, not a study directory; give the directory `pqsimd run DIR` made")
+        if d.name in _INSIDE_A_STUDY and kind(d.parent) is not None:
+            raise PqsimdError(f"{d} is part of the {kind(d.parent)} {d.parent}; give that: "
+                              f"{command(*again(d.parent))}")
+        try:
+            empty = not any(d.iterdir())
+        except OSError as e:
+            raise PqsimdError(f"cannot read {d} ({e.strerror}); fix its permissions") from None
+        if empty:
+            raise PqsimdError(f"{d} holds no study yet; {command('run', d)} makes one")
+        inside = [p for p in _studies_in(d) if kind(p) in accepts]
+        if inside:
+            names = ", ".join(p.name for p in inside[:_LISTED]) + (", …" if len(inside) > _LISTED else "")
+            raise PqsimdError(f"{d} is no study, but holds {len(inside)}: {names}; give one, e.g. "
+                              f"{command(*again(inside[0]))}")
+        raise PqsimdError(f"{d} is no pqsimd study (it has none of {', '.join(_STUDY_PARTS)}); give the directory "
+                          f"`pqsimd run DIR` made")
+    if what == CAMPAIGN and action == "analyze":
+        raise PqsimdError(f"{d} is a campaign; {command('campaign', d)} computes it again from its {CAMPAIGN_FILE}")
+    members = _set_members(d, what) if what in (MACHINE_SET, VLEN_SET) else []
+    theirs = (f"; its studies: {', '.join(str(p) for p in members[:_LISTED])}" if members else "")
+    raise PqsimdError(f"{d} is a {what}, and pqsimd {action} reads a study; {command('show', d)} prints it{theirs}")
+
+
+def why_no_cliffs(directory: Path) -> str:
+    """Why a study has no results/cliffs (`pqsimd cliffs`), and the command that gives it some."""
+    d = Path(directory)
+    sd = StudyDir(d)
+    if not sd.results("summary.json").is_file():
+        return f"it is not analysed yet: {command('analyze', d)}"
+    study = sd.read_study_doc().get("study") or {}
+    layout, copies = study.get("layout"), study.get("layouts", 1)
+    if layout == LayoutMode.FIXED or (isinstance(copies, int) and copies < 2):
+        again = [*(["--preset", study["preset"]] if isinstance(study.get("preset"), str) else []), "--layouts", "2"]
+        how = "its builds as linked (--layout fixed)" if layout == LayoutMode.FIXED else "one laid-out copy of each build"
+        return (f"its jobs time {how}, and a cliff is one copy far slower than the others of its group; "
+                f"a study with two or more copies per job has them: {command('run', d.parent / (d.name + '-layouts'), *again)}")
+    return (f"it has no timed laid-out group: it counts only, or its results predate cliffs "
+            f"({command('analyze', d)} adds them)")

@@ -49,19 +49,19 @@ import numpy as np
 import pandas as pd
 
 from .. import microarch
+from ..catalog import recorded_op_names, resolve_ops
 from ..errors import PqsimdError, command, os_problem
 from ..model import OLDEST_READABLE_RESULTS, UNRECORDED_LAYOUT, Design, LayoutMode
 from ..results import Results, load_study, read_json
 
 from ..store import atomic_write_bytes
-from ..studydir import StudyDir
+from ..studydir import CAMPAIGN_FILE, StudyDir
+from ..studydir import CAMPAIGN_SUMMARY as SUMMARY_FILE
 from ..stats.interval import verdict_of, weighted_median
 from ..stats.multiplicity import family_level
 from .write import write_json, write_table
 
 CAMPAIGN_SCHEMA_VERSION = 2  # 2: members whose spins.parquet disagrees with their comparisons are refused
-CAMPAIGN_FILE = "campaign.toml"
-SUMMARY_FILE = "campaign.json"
 KEY = ["metric", "scheme", "op", "baseline", "variant"]
 RATIO_VERDICTS = {"faster": "larger", "slower": "smaller", "same": "same", "~": "~"}
 DEFAULT_BOOT = 4000
@@ -576,6 +576,9 @@ def _rows(arm: Arm, subset: dict[str, list[str]]) -> pd.DataFrame:
 def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_SEED) -> dict[str, pd.DataFrame | dict]:
     """Every table of the campaign (analysis only; `write_campaign` stores them)."""
     members = [read_member(label, d) for label, d in zip(spec.labels, spec.studies)]
+    if spec.subset.get("ops"):  # ids or the report's labels, as the first study's results name its ops
+        spec.subset["ops"] = resolve_ops(spec.subset["ops"], recorded_op_names(members[0].study.summary.get("families")),
+                                         where=f"{members[0].label}'s families")
     notes = check_comparable(members, spec.subset)
     check_distinct(members)
     arms = _arms(members, spec.subset)

@@ -44,9 +44,9 @@ def compare_studies(dir_a: Path, dir_b: Path) -> tuple[pd.DataFrame, dict]:
             raise PqsimdError(f"no study directory at {d}; create one with {command('run', d)}")
     settings = resolve(dir_a, read_study_toml(dir_a))
     ga, gb = _groups(dir_a), _groups(dir_b)
-    for g in (ga, gb):
+    for d, g in ((dir_a, ga), (dir_b, gb)):
         if "compiler" not in g.columns:
-            raise PqsimdError("a study's results predate the compiler column; re-run `pqsimd analyze` on it")
+            raise PqsimdError(f"{d}: its results predate the compiler column; analyse it again: {command('analyze', d)}")
     sa, sb = load_study(dir_a).spins(), load_study(dir_b).spins()
     ia, ib = ga.set_index(KEYS), gb.set_index(KEYS)
     keys = list(dict.fromkeys(list(ia.index) + list(ib.index)))

@@ -135,7 +135,7 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str, estimand: 
                    "often in the other ops' smaller clusters, else the upper); without_minority_*: the comparison "
                    "recomputed without them, its interval at the family's level and the verdict read off it",
         "shared_cpu": "a timing job whose driver waited more than 25% of its time (and >= 0.05 s) for its CPU, another "
-                      "program using it, is discarded and run again, or kept with `pqsimd run --shared-cpu keep` "
+                      "program using it, is discarded and run again, or kept with `pqsimd run DIR --shared-cpu keep` "
                       "(jobs.csv shared_cpu, cpu_waited_fraction); groups and comparisons count the kept jobs they use "
                       "(shared_cpu_jobs) and each comparison that uses any is recomputed without them "
                       "(without_shared_*: the same estimate and interval, the separate design's job-level test again "

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from .. import catalog
-from ..errors import PqsimdError
+from ..errors import PqsimdError, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def get(name: str) -> Isa:
     try:
         return _isas()[name]
     except KeyError:
-        raise PqsimdError(f"unknown ISA {name!r} (known: {', '.join(_isas())})") from None
+        raise PqsimdError(f"unknown ISA {name!r} (known: {', '.join(_isas())}){did_you_mean(name, _isas())}") from None
 
 
 def host() -> Isa:

@@ -408,11 +408,11 @@ def from_tables(tables: dict, directory: Path | None = None) -> Campaign:
 
 
 def show_campaign(directory: Path | Campaign, stage: str | None = None, console=None) -> None:
-    from rich.console import Console
+    from ..console import stdout_console
     from rich.table import Table as RichTable
 
     c = directory if isinstance(directory, Campaign) else load_campaign(directory)
-    con = console or Console()
+    con = console or stdout_console()
     mt = machines_table(c)
     t = RichTable(title="machines", title_justify="left", box=None, header_style="bold")
     for h in mt.header:

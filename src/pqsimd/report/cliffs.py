@@ -17,6 +17,7 @@ import pandas as pd  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table as RichTable  # noqa: E402
 
+from ..console import stdout_console  # noqa: E402
 from ..results import read_table  # noqa: E402
 
 
@@ -51,13 +52,13 @@ def show_cliffs(directory, select: dict[str, str] | None = None, console: Consol
     """The flagged groups, one finding per cliff copy, and every re-timing with its explanation."""
     from ..analyze.cliffs import explanation
     from ..errors import PqsimdError
+    from ..studydir import why_no_cliffs
 
-    con = console or Console(highlight=False)
+    con = console or stdout_console(highlight=False)
     t = _tables(Path(directory))
     cl = t["cliffs"]
     if not len(cl):
-        raise PqsimdError(f"{directory}: no results/cliffs (a study with randomized layouts, analysed: "
-                          f"`pqsimd analyze {directory}`)")
+        raise PqsimdError(f"{directory}: no results/cliffs: {why_no_cliffs(directory)}")
     for k, v in (select or {}).items():
         cl = cl[cl[k].astype(str) == v]
     rec = _summary(Path(directory))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import PqsimdError, command
+from ..errors import PqsimdError, command, did_you_mean
 from . import fmt
 from ..results import counting_tool, read_summary, read_table
 from ..studydir import StudyDir
@@ -92,7 +92,8 @@ def _choose(d: _Data, scheme: str, op: str, variants: list[str] | None, compiler
     m = d.mix
     schemes = sorted(m["scheme"].astype(str).unique())
     if scheme not in schemes:
-        raise PqsimdError(f"scheme {scheme!r} has no instruction mix in {d.directory}; it has: {', '.join(schemes)}")
+        raise PqsimdError(f"scheme {scheme!r} has no instruction mix in {d.directory}; it has: {', '.join(schemes)}"
+                          f"{did_you_mean(scheme, schemes)}")
     ms = m[m["scheme"] == scheme]
     ops = list(dict.fromkeys(ms["op"].astype(str)))
     if op not in ops:
@@ -110,7 +111,7 @@ def _choose(d: _Data, scheme: str, op: str, variants: list[str] | None, compiler
         bad = [v for v in variants if v not in present]
         if bad:
             raise PqsimdError(f"variant {bad[0]!r} has no instruction mix for {scheme} {op} ({compiler}); "
-                              f"it has: {', '.join(present)}")
+                              f"it has: {', '.join(present)}{did_you_mean(bad[0], present)}")
         if len(variants) < 2:
             raise PqsimdError(f"--variants needs two variants (the baseline first), e.g. --variants {','.join(present[:2])}")
         chosen = list(dict.fromkeys(variants))

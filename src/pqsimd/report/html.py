@@ -228,6 +228,7 @@ def methods(study: Results) -> list[tuple[str, str]]:
         ("repetitions per spin, R", sm.get("reps_per_spin")),
         ("families", ", ".join(f.title for f in study.families)),
         ("parameter sets", ", ".join(f.scheme_label(s) for f in study.families for s in f.schemes)),
+        ("op labels (label = op id: --ops and explain --op take either)", _op_labels(study)),
         ("variants", ", ".join(study.variants)),
         ("compilers", ", ".join(study.compilers)),
         ("metrics", ", ".join(study.metrics)),
@@ -262,6 +263,17 @@ def states(study: Results) -> list[dict]:
                 (bool(r[f"without_{what}_verdict"] != r["verdict"]), study.without_line(r, what))
                 for _, r in rows.iterrows()]})
     return out
+
+
+def _op_labels(study: Results) -> str:
+    """Each label the tables show for an op of the study whose id reads otherwise (more than its case), per family."""
+    timed = set(study.groups["op"].astype(str)) if "op" in study.groups.columns else set()
+    parts = []
+    for f in study.families:
+        pairs = [f"{f.label(op)} = {op}" for op in f.sort_ops(timed & set(f.ops)) if f.label(op).casefold() != op.casefold()]
+        if pairs:
+            parts.append(f"{f.title}: {', '.join(pairs)}")
+    return "; ".join(parts) or "every label is its op's id"
 
 
 def _adjust_name(adjust) -> str:

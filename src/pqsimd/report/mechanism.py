@@ -312,16 +312,17 @@ def findings(study, fam, mix: pd.DataFrame, ratios: pd.DataFrame, ops_tab: pd.Da
         ranked = sorted(groups.items(), key=lambda kv: (len(kv[0][1]) == len(modelled),
                                                         -sum(o.iloc[0] for _, o in kv[1]) * kv[0][2]))
         for (variant, cpus, lat), items in ranked[:3]:
-            parts = []
+            parts, first = [], None
             for mn, ops in sorted(items, key=lambda t: -t[1].iloc[0]):
                 (sc, op), n = ops.index[0], ops.iloc[0]
+                first = first or (sc, op)
                 parts.append(f"{mn} ({_q(n)}/call in {fam.label(op)}, {fam.scheme_label(sc)}"
                              + (f"; in {len(ops) - 1} more op(s)" if len(ops) > 1 else "") + ")")
             fast = [c for c in modelled if c not in cpus]
             where = (f"on {', '.join(cpus)} but not on {', '.join(fast)}: their cost depends on the CPU"
                      if fast else f"on every CPU modelled ({', '.join(cpus)})")
             out.append(f"{variant} executes {', '.join(parts)}, which llvm-mca models with latency up to {_q(lat)} "
-                       f"{where} (see `pqsimd explain`).")
+                       f"{where} (`pqsimd explain DIR --scheme {first[0]} --op {first[1]}` details it).")
     # cost model vs measurement
     if not mca.empty:
         d = mca[mca["scheme"].isin(fam.schemes) & mca["agreement"].isin(["agrees", "model lower", "model higher"])]

@@ -4,7 +4,6 @@ Both only format what analyze wrote (results/) or computes (analyze.crossstudy).
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +11,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import PqsimdError
+from ..console import stdout_console
+from ..errors import PqsimdError, did_you_mean
 from . import fmt, style
 from ..results import Levels, Results, interval, load_study
 
@@ -24,7 +24,7 @@ MARKS = "¹²³⁴⁵⁶⁷⁸⁹"
 def _console(console: Console | None) -> Console:
     if console is not None:
         return console
-    return Console(width=None if sys.stdout.isatty() else 160)
+    return stdout_console()
 
 
 def _verdict(v) -> Text:
@@ -69,7 +69,8 @@ def _row_marks(row: dict | None, notes: _Footnotes) -> str:
 
 def _check_choice(value, allowed, what: str, flag: str) -> None:
     if value is not None and value not in allowed:
-        raise PqsimdError(f"no {what} {value!r} in this study; {flag} one of: {', '.join(allowed) or 'none'}")
+        raise PqsimdError(f"no {what} {value!r} in this study; {flag} one of: {', '.join(allowed) or 'none'}"
+                          f"{did_you_mean(value, allowed)}")
 
 
 def own_comparison(study: Results, variant: str) -> tuple[str, str] | None:

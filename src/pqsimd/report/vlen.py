@@ -237,7 +237,7 @@ def write_vlen_report(directory: Path) -> Path:
 
 def show_vlen(directory: Path) -> None:
     """The vector-length table and its sentences in the terminal."""
-    from rich.console import Console
+    from ..console import stdout_console
     from rich.table import Table as RichTable
 
     t, c, info = load(Path(directory))
@@ -247,7 +247,7 @@ def show_vlen(directory: Path) -> None:
         raise PqsimdError(f"{directory} has no vector-length results; run {command('analyze', directory)}")
     study = _study(info)
     tab = table(t, info, study)
-    con = Console()
+    con = stdout_console()
     rt = RichTable(title=f"{tab.title} ({info.get('isa')}, emulated)", title_justify="left", box=None,
                    header_style="bold")
     for h in tab.header:

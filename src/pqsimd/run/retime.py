@@ -49,7 +49,7 @@ from .. import layout, placement, store
 from ..analysis_settings import read_study_toml, resolve
 from ..errors import PqsimdError, command
 from ..stats.cliffs import SIZE, process_log_ratios, retime_interval, retime_verdict, search_state
-from ..studydir import StudyDir
+from ..studydir import StudyDir, why_no_cliffs
 from . import child, cpuclaim
 from .spec import escape
 
@@ -144,8 +144,7 @@ def targets(directory: Path, select: dict[str, str] | None = None, limit: int | 
     cl = read_table(directory, "cliffs", strict=False)
     cp = read_table(directory, "copies", strict=False)
     if not len(cl) or not len(cp):
-        raise PqsimdError(f"{directory}: no results/cliffs: the study has no laid-out copies to judge, or it was "
-                          f"not analysed ({command('analyze', directory)})")
+        raise PqsimdError(f"{directory}: no results/cliffs: {why_no_cliffs(directory)}")
     rows = cl
     if select:
         for k, v in select.items():
@@ -666,8 +665,6 @@ def retime(directory: Path, select: dict[str, str] | None = None, limit: int | N
     """Re-time (and explain) the worst flagged groups of a study; returns their folders in DIR/cliffs/."""
     from .. import study as study_mod
 
-    if processes < 2:
-        raise PqsimdError(f"--processes {processes}: the re-timing's interval needs at least 2 processes")
     sd = StudyDir(directory)
     study = study_mod.load(sd)
     say = notify or (lambda line: None)

@@ -27,13 +27,14 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from ..model import Design, JobKind
 from .. import catalog
-from ..errors import PqsimdError
+from ..errors import PqsimdError, command
 from ..ids import same_code_build
 from ..studydir import StudyDir
 from . import child, cpuclaim, limits, loaded
@@ -153,8 +154,8 @@ def probe(sd: StudyDir, study, scheme: str, builds: list[str], cpu: int | None =
 def check_sizing(sizing: Any, study, where: str) -> None:
     """One line if a sizing lacks an op of a scheme it sizes, or holds a value of the wrong shape."""
     def bad(what: str) -> PqsimdError:
-        return PqsimdError(f"{where}: {what}; restore it (or delete it, and `pqsimd run` restores it from "
-                           f"plan.json or probes again)")
+        return PqsimdError(f"{where}: {what}; restore it (or delete it, and {command('run', Path(where).parent)} "
+                           f"restores it from plan.json or probes again)")
 
     if not isinstance(sizing, dict) or not isinstance(sizing.get("schemes"), dict):
         raise bad("not a pqsimd sizing (no `schemes` table)")

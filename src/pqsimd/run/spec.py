@@ -50,8 +50,8 @@ def op_sizes(study, sizing: dict | None, scheme: str, op: str, builds: list[str]
     if sizing is not None:
         s = ((sizing.get("schemes") or {}).get(scheme) or {}).get("ops", {}).get(op)
         if not isinstance(s, dict):
-            raise PqsimdError(f"the study's sizing has no entry for op {op} of {scheme}; delete sizing.json and "
-                              f"`pqsimd run` restores it (or probes the op)")
+            raise PqsimdError(f"the study's sizing has no entry for op {op} of {scheme}; delete its sizing.json, and "
+                              f"running the study again restores it (or probes the op)")
         return s["spins"], s["reps"], s.get("warmup", study.warmup), [str(s["batch"].get(b, "auto")) for b in builds]
     return study.spins, study.reps, study.warmup, [study.batch] * len(builds)
 

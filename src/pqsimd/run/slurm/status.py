@@ -13,18 +13,18 @@ from .submit import _live_tasks, failure_line, load_submissions, unfinished_ids
 def _study_dir(directory: Path) -> Path:
     directory = Path(directory).resolve()
     if not StudyDir(directory).is_study():
-        raise PqsimdError(f"{directory} holds no study (no study.toml, plan.json or slurm/); give the directory of a `pqsimd run`")
+        raise PqsimdError(f"{directory} holds no study (no study.toml, plan.json or slurm/); give the directory `pqsimd run DIR` made")
     return directory
 
 
 def status(directory: Path) -> None:
     """Print the raw-file tally, the study's SLURM submissions and their unfinished tasks."""
-    from rich.console import Console
+    from ...console import stdout_console
     from rich.markup import escape
     from rich.table import Table
 
     directory = _study_dir(directory)
-    console = Console(highlight=False)
+    console = stdout_console(highlight=False)
     unfinished: set[str] | None = None
     try:
         plan_ids = [j["id"] for j in StudyDir(directory).plan_jobs()]
