@@ -18,6 +18,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table as RichTable  # noqa: E402
 
 from ..results import read_table  # noqa: E402
+from . import style  # noqa: E402
 
 
 def _tables(directory: Path) -> dict[str, pd.DataFrame]:
@@ -124,9 +125,9 @@ def strip_figure(copies: pd.DataFrame, scheme: str, title: str):
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(b, fontsize=8)
-        ax.tick_params(labelsize=6)
-        ax.set_xlabel("copy / median copy", fontsize=7)
-    axes[0][0].set_yticks(range(len(ops)), ops, fontsize=6)
+        ax.tick_params(labelsize=style.SMALL_PT)
+        ax.set_xlabel("copy / median copy", fontsize=style.SMALL_PT)
+    axes[0][0].set_yticks(range(len(ops)), ops, fontsize=style.SMALL_PT)
     axes[0][0].invert_yaxis()
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()

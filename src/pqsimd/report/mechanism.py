@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import fmt
+from . import fmt, style
 
 TPI_FAR = 2.0  # ticks per instruction at least this multiple of the family's norm: a finding
 TOP_SHIFTS = 3
@@ -132,9 +132,9 @@ def mix_figure(study, fam, mix: pd.DataFrame, outdir: Path, name: str) -> dict[s
             for (op, v), px in pos.items():
                 tot = float(d[(d["op"] == op) & (d["variant"] == v)]["count"].sum())
                 ax.annotate(_short(tot), (px, 1.0), xytext=(0, 2), textcoords="offset points", ha="center",
-                            fontsize=6, rotation=90, va="bottom")
+                            fontsize=style.SMALL_PT, rotation=90, va="bottom")
                 ax.annotate(v, (px, 0.0), xytext=(0, -3), textcoords="offset points", ha="center", va="top",
-                            fontsize=6, rotation=90)
+                            fontsize=style.SMALL_PT, rotation=90)
             ax.set_xticks(xt, xl, fontsize=8)
             ax.tick_params(axis="x", pad=26, length=0)
             ax.set_ylim(0, 1.0)
@@ -142,7 +142,7 @@ def mix_figure(study, fam, mix: pd.DataFrame, outdir: Path, name: str) -> dict[s
             ax.set_ylabel("share of instructions")
             ax.set_title(f"{fam.scheme_label(scheme)} ({comp}): instruction mix per call", pad=22)
         handles, lab = axes[0, 0].get_legend_handles_labels()
-        fig.legend(handles, lab, loc="lower center", ncol=min(6, len(lab)), frameon=False, fontsize=7,
+        fig.legend(handles, lab, loc="lower center", ncol=min(6, len(lab)), frameon=False, fontsize=style.SMALL_PT,
                    bbox_to_anchor=(0.5, -0.02))
         fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(lab) / 6), 1, 1))
         out = {}

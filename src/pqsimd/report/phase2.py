@@ -155,13 +155,13 @@ def ilp_figure(study, ilp: pd.DataFrame, outdir: Path, name: str = "fig_instruct
         ax.set_yscale("log")
         ax.set_ylim(0.8, 2.5 * float(np.nanmax(np.maximum(s["instruction_ratio"], s["time_speedup"]))))
         for xi, g, top in zip(x, s["throughput_gain"], np.maximum(s["instruction_ratio"], s["time_speedup"])):
-            ax.annotate(f"{g:.2f}", (xi, top), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=7)
+            ax.annotate(f"{g:.2f}", (xi, top), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=style.SMALL_PT)
         ax.set_xticks(x, [fam.label(o) if fam else str(o) for o in s["op"]], rotation=45, ha="right")
         ax.set_title(f"{fam.scheme_label(scheme) if fam else scheme}: {study.chain.stage_label(h.stage)}")
         ax.axhline(1, color="black", lw=0.5)
     axes[0, 0].legend(frameon=False, loc="lower left", bbox_to_anchor=(0, 1.12), ncol=2)
     fig.text(0.01, 0.0, "number above a pair: time speedup / instruction reduction (> 1: more work per tick, ILP/throughput)",
-             fontsize=7)
+             fontsize=style.SMALL_PT)
     fig.tight_layout()
     return files.save_formats(fig, outdir, name)
 
