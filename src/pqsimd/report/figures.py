@@ -306,7 +306,7 @@ def _hand_bars(study: Results, fam: FamilyView, metric: str, ops: list[str] | No
     ax.set_ylabel(f"speedup {h.base}→{h.variant} (×)")
     if many:
         ax.legend(frameon=False, ncol=min(len(schemes), 6), loc="lower center", bbox_to_anchor=(0.5, 1.01),
-                  fontsize=style.SMALL_PT.5)
+                  fontsize=style.SMALL_PT)
     else:
         ax.legend(frameon=False, ncol=min(len(schemes), 4), loc="upper right")
     fig.tight_layout()
@@ -370,7 +370,7 @@ def fig4_cliffs_delta(study: Results, fam: FamilyView, metric: str, notes: list[
     for i in range(len(ops)):
         for j in range(len(schemes)):
             v = m[i, j]
-            ax.text(j, i, fmt.delta(v), ha="center", va="center", fontsize=style.SMALL_PT.5,
+            ax.text(j, i, fmt.delta(v), ha="center", va="center", fontsize=style.SMALL_PT,
                     color="white" if np.isfinite(v) and abs(v) > 0.6 else "black")
     cb = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.03)
     cb.set_label("Cliff's δ")
