@@ -75,8 +75,8 @@ def _variants_in_order(study, present) -> list[str]:
     return sorted(set(present), key=lambda v: (rank.get(v, len(rank)), v))
 
 
-MIX_BAR_IN = 0.3  # one (op, variant) bar: room for its variant's name and its count, rotated, at style.SMALL_PT
-MIX_ROW_IN = 9.5  # bars of a plot row; more ops wrap into further rows, so the figure is shown at its scale
+MIX_BAR_IN = 0.2  # one (op, variant) bar: room for its variant's name and its count, rotated, at style.SMALL_PT
+MIX_ROW_IN = 10  # bars of a plot row; more ops wrap into further rows, so the figure is shown at its scale
 
 
 def _mix_rows(fam, cls: pd.DataFrame, schemes: list[str], variants_of) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -124,10 +124,10 @@ def mix_figure(study, fam, mix: pd.DataFrame, outdir: Path, name: str) -> dict[s
     n_bars = max(len(bars) for _, bars in rows)
     # the tallest variant name under a bar and count above it, in inches: the rows' label room
     font = FontProperties(size=style.SMALL_PT)
-    name_in = max(TextPath((0, 0), str(v), prop=font).get_extents().width for _, bars in rows for _, v in bars) / 72
+    name_in = max(TextPath((0, 0), str(v), prop=font).get_extents().width for _, bars in rows for _, v in bars if v) / 72
     count_in = max(TextPath((0, 0), _short(t), prop=font).get_extents().width for t in totals) / 72
     width_in = max(6.5, MIX_BAR_IN * n_bars + 1.6)
-    row_in = 1.5 + name_in + count_in + 0.75  # plot, names and op labels below, counts and title above
+    row_in = 1.3 + name_in + count_in + 0.75  # plot, names and op labels below, counts and title above
     ncol = max(1, min(len(used), int(width_in / 2.0)))
     palette = plt.get_cmap("tab20")
     with plt.rc_context(RC):
