@@ -82,6 +82,13 @@ MIN_AXES_PX = 80  # a plot shorter than this (CSS px, as shown) has no room for 
 PAGE_PX = 1200  # index.html's content width (templates/index.html.j2: body max-width)
 SHOWN_PER_PNG_PX = 2 / 3  # a 150 dpi PNG is shown at 100 CSS px per inch, a little above its print size
 CSS_PX_PER_INCH = 96
+MAX_FIGURE_IN = 11.0  # the widest figure shown at its scale (PAGE_PX at 100 px per inch, less its labels' overhang)
+
+
+def fit_width(n: int, per_item: float, extra: float, least: float) -> float:
+    """A figure's width for n items of per_item inches plus extra: at least `least`, never wider than
+    MAX_FIGURE_IN (beyond it the page would shrink every text in it)."""
+    return max(least, min(per_item * n + extra, MAX_FIGURE_IN))
 
 
 def shown_width(png_px: float, per_png_px: float = SHOWN_PER_PNG_PX) -> int:
