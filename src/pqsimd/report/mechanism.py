@@ -76,12 +76,13 @@ def _variants_in_order(study, present) -> list[str]:
 
 
 MIX_BAR_IN = 0.2  # one (op, variant) bar: room for its variant's name and its count, rotated, at style.SMALL_PT
-MIX_ROW_IN = 10  # bars of a plot row; more ops wrap into further rows, so the figure is shown at its scale
+MIX_LABELS_IN = 1.4  # a row's y label and ticks beside its bars
 
 
 def _mix_rows(fam, cls: pd.DataFrame, schemes: list[str], variants_of) -> list[tuple[str, list[tuple[str, str]]]]:
-    """Per scheme, its (op, variant) bars in rows of at most MIX_ROW_IN; an op's bars stay in one row."""
-    per_row = int(MIX_ROW_IN / MIX_BAR_IN)
+    """Per scheme, its (op, variant) bars in rows; an op's bars stay in one row."""
+    # more ops wrap into further rows: the figure is never too wide to be shown at its scale
+    per_row = int((style.MAX_FIGURE_IN - MIX_LABELS_IN) / MIX_BAR_IN)
     rows = []
     for scheme in schemes:
         d = cls[cls["scheme"] == scheme]
@@ -126,7 +127,7 @@ def mix_figure(study, fam, mix: pd.DataFrame, outdir: Path, name: str) -> dict[s
     font = FontProperties(size=style.SMALL_PT)
     name_in = max(TextPath((0, 0), str(v), prop=font).get_extents().width for _, bars in rows for _, v in bars if v) / 72
     count_in = max(TextPath((0, 0), _short(t), prop=font).get_extents().width for t in totals) / 72
-    width_in = max(6.5, MIX_BAR_IN * n_bars + 1.6)
+    width_in = style.fit_width(n_bars, MIX_BAR_IN, MIX_LABELS_IN, 6.5)
     row_in = 1.3 + name_in + count_in + 0.75  # plot, names and op labels below, counts and title above
     ncol = max(1, min(len(used), int(width_in / 2.0)))
     palette = plt.get_cmap("tab20")
