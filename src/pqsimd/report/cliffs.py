@@ -119,7 +119,12 @@ def strip_figure(copies: pd.DataFrame, scheme: str, title: str):
         from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
         lo, hi = ax.get_xlim()
-        ticks = [t for t in (0.5, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.5, 2.0, 3.0) if lo <= t <= hi]
+        ticks = []
+        for t in (1.0, 1.05, 0.95, 1.1, 0.9, 1.2, 0.8, 1.5, 0.5, 2.0, 3.0):  # 1 first, then outwards
+            # a tick at least a sixth of the axis from every other: their labels never meet
+            if lo <= t <= hi and all(abs(math.log(t / u)) >= math.log(hi / lo) / 6 for u in ticks):
+                ticks.append(t)
+        ticks.sort()
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
