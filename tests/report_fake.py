@@ -85,3 +85,26 @@ def make_fake_study(directory: Path, schemes=SCHEMES, variants=VARIANTS, ops=Non
     }, indent=2))
     analyze_study(directory)
     return directory
+
+
+MIX_CLASSES = {  # class -> (label, share of a scalar build's instructions, share of a SIMD build's)
+    "scalar_alu": ("scalar ALU", 0.45, 0.15), "scalar_mul": ("scalar multiply", 0.10, 0.01), "load": ("loads", 0.2, 0.15),
+    "store": ("stores", 0.1, 0.08), "branch": ("branches", 0.15, 0.03), "vec_alu": ("vector ALU", 0.0, 0.3),
+    "vec_mul": ("vector multiply", 0.0, 0.12), "shuffle_lane": ("shuffles in-lane", 0.0, 0.1),
+    "shuffle_cross": ("lane-crossing permutes", 0.0, 0.06),
+}
+
+
+def write_fake_mix(directory: Path, ops=None, schemes=SCHEMES, variants=VARIANTS, compiler="gcc") -> None:
+    """results/mix.parquet as analyze/mix.py writes it (class level only), for the report's mix figure."""
+    rows = []
+    for scheme in schemes:
+        for op in ops or REF_TICKS:
+            for v in variants:
+                total = _true_median(scheme, op, v) * 3
+                for c, (label, scalar, simd) in MIX_CLASSES.items():
+                    rows.append({"scheme": scheme, "op": op, "variant": v, "compiler": compiler, "level": "class",
+                                 "class": c, "class_label": label, "mnemonic": None, "width": None,
+                                 "lane_crossing": None, "count": round(total * (simd if v == "avx2" else scalar)),
+                                 "count_exact": "yes", "share": None, "total": total})
+    pd.DataFrame(rows).to_parquet(Path(directory) / "results" / "mix.parquet")

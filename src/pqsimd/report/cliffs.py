@@ -19,6 +19,7 @@ from rich.table import Table as RichTable  # noqa: E402
 
 from ..console import stdout_console  # noqa: E402
 from ..results import read_table  # noqa: E402
+from . import style  # noqa: E402
 
 
 def _tables(directory: Path) -> dict[str, pd.DataFrame]:
@@ -119,15 +120,20 @@ def strip_figure(copies: pd.DataFrame, scheme: str, title: str):
         from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
         lo, hi = ax.get_xlim()
-        ticks = [t for t in (0.5, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.5, 2.0, 3.0) if lo <= t <= hi]
+        ticks = []
+        for t in (1.0, 1.05, 0.95, 1.1, 0.9, 1.2, 0.8, 1.5, 0.5, 2.0, 3.0):  # 1 first, then outwards
+            # a tick at least a sixth of the axis from every other: their labels never meet
+            if lo <= t <= hi and all(abs(math.log(t / u)) >= math.log(hi / lo) / 6 for u in ticks):
+                ticks.append(t)
+        ticks.sort()
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(b, fontsize=8)
-        ax.tick_params(labelsize=6)
-        ax.set_xlabel("copy / median copy", fontsize=7)
-    axes[0][0].set_yticks(range(len(ops)), ops, fontsize=6)
+        ax.tick_params(labelsize=style.SMALL_PT)
+        ax.set_xlabel("copy / median copy", fontsize=style.SMALL_PT)
+    axes[0][0].set_yticks(range(len(ops)), ops, fontsize=style.SMALL_PT)
     axes[0][0].invert_yaxis()
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()

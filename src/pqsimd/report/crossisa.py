@@ -98,7 +98,7 @@ def figure(study: Results, t: pd.DataFrame, outdir: Path, name: str) -> dict:
         ax.axvline(1.0, color="black", linewidth=0.6)
         ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}×"))
         ax.set_xlabel("instructions per call, clean / hand-SIMD (exact counts)")
-        ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ax.legend(frameon=False, fontsize=style.SMALL_PT, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         return _save(fig, outdir, name)
 
 

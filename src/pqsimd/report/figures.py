@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from ..model import Design
@@ -143,6 +144,25 @@ def _hand(study: Results):
 
 # -- figure 1 ------------------------------------------------------------------------------
 
+COPY_MARKERS = ["o", "^", "s", "D", "v", "P", "X", "*"]  # a copy's index in its job (copy 1, copy 2, ...)
+OFF_CLUSTER = 0.10  # a copy whose median is this far from its build's: named in Fig. 1's caption
+
+
+def _copies(d: pd.DataFrame) -> pd.DataFrame:
+    """One row per copy a job timed (job, laid-out copy; a job without laid-out copies is one copy):
+    variant, job_index, copy (0-based within the job), its median spin median."""
+    d = d.assign(copy=(d["layout"].fillna(0).astype(int) if "layout" in d.columns else 0))
+    return d.groupby(["variant", "job_index", "copy"], as_index=False)["value"].median()
+
+
+def _off_copies(copies: pd.DataFrame, variant: str) -> str:
+    """'job 3 (2 copies), job 8' : the copies of a build whose median is OFF_CLUSTER from the build's."""
+    c = copies[copies["variant"] == variant]
+    off = c[(c["value"] / c["value"].median() - 1).abs() >= OFF_CLUSTER]
+    per_job = off.groupby("job_index").size()
+    return ", ".join(f"job {j}" + (f" ({n} copies)" if n > 1 else "") for j, n in per_job.items())
+
+
 def fig1_distributions(study: Results, fam: FamilyView, metric: str, notes: list[str]):
     view = fam.views.get("distribution") or {}
     scheme = view.get("scheme") if view.get("scheme") in fam.schemes else (fam.schemes[0] if fam.schemes else None)
@@ -156,42 +176,68 @@ def fig1_distributions(study: Results, fam: FamilyView, metric: str, notes: list
         raise Skip(f"no {metric} spin medians for {h.base}/{h.variant} of {fam.scheme_label(scheme or '?')} "
                    f"({', '.join(ops)}) in results/spins.parquet")
     ops = [o for o in ops if o in set(sm["op"])]
+    laid_out = "layout" in sm.columns and sm["layout"].notna().any()
     colours = _colours(study)
-    fig, axes = plt.subplots(1, len(ops), figsize=(3.6 * len(ops), 2.8), squeeze=False)
-    for ax, op in zip(axes[0], ops):
+    # per op: the spin medians' histogram above, each copy's median below (a row per build)
+    fig, axes = plt.subplots(2, len(ops), figsize=(style.fit_width(len(ops), 3.6, 0, 3.6), 4.2), squeeze=False,
+                             sharex="col", gridspec_kw={"height_ratios": [3, 1.2]}, layout="constrained")
+    off = []
+    n_copies = 1
+    for ax, strip, op in zip(axes[0], axes[1], ops):
         d = sm[sm["op"] == op]
-        vals = d["value"].to_numpy(float)
-        vals = vals[vals > 0]
-        if vals.size == 0:
+        d = d[d["value"] > 0]
+        if d.empty:
             ax.set_visible(False)
+            strip.set_visible(False)
             continue
-        lo, hi = vals.min(), vals.max()
+        lo, hi = d["value"].min(), d["value"].max()
         if lo == hi:
             lo, hi = lo / 1.1, hi * 1.1
         bins = np.geomspace(lo, hi, 60)
+        copies = _copies(d)
+        n_copies = max(n_copies, int(copies["copy"].max()) + 1)
         counts = []
-        for variant in (h.base, h.variant):
+        for row, variant in enumerate((h.base, h.variant)):
             v = d.loc[d["variant"] == variant, "value"].to_numpy(float)
-            v = v[v > 0]
             if not v.size:
                 continue
             c = style.variant_colour(variant, colours)
             ax.hist(v, bins=bins, color=c, alpha=0.55, label=variant, edgecolor=c, linewidth=0.6)
             counts.append(str(v.size))
             ax.axvline(np.median(v), color=c, linestyle="--", linewidth=1.3)
+            cv = copies[copies["variant"] == variant]
+            for k in sorted(set(cv["copy"])):
+                x = cv.loc[cv["copy"] == k, "value"].to_numpy(float)
+                strip.scatter(x, np.full(x.size, row) + (k - (n_copies - 1) / 2) * 0.2, s=16, color=c,
+                              marker=COPY_MARKERS[k % len(COPY_MARKERS)], linewidths=0, alpha=0.8)
+            named = _off_copies(copies, variant)
+            if named:
+                off.append(f"{fam.label(op)} {variant}: {named}")
         ax.set_xscale("log")
         if hi / lo < 30:  # less than ~1.5 decades: a few evenly spaced labels read better than decades
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=4))
         _plain_log_x(ax)
         ax.set_title(f"{fam.label(op)}  (n = {' / '.join(counts)})")
-        ax.set_xlabel(f"spin median ({study.unit(metric)} per call)")
+        strip.set_ylim(-0.6, 1.6)
+        strip.set_yticks([0, 1], [h.base, h.variant])
+        strip.invert_yaxis()
+        strip.set_xlabel(f"spin median ({study.unit(metric)} per call)")
     axes[0][0].set_ylabel("spin medians")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.tight_layout(rect=(0, 0, 1, 0.88))
-    fig.legend(handles, labels, loc="upper center", ncol=max(len(labels), 1), frameon=False)
+    if n_copies > 1:  # the strips' markers: which copy of its job a point is
+        handles += [Line2D([], [], color="grey", marker=COPY_MARKERS[k % len(COPY_MARKERS)],
+                                            linestyle="", markersize=5) for k in range(n_copies)]
+        labels += [f"copy {k + 1} of its job" for k in range(n_copies)]
+    fig.legend(handles, labels, loc="outside upper center", ncol=max(len(labels), 1), frameon=False)
+    what = ("laid-out copy a job timed (a job links its own copies, so a copy is one job's code layout and "
+            "one job's machine state)" if laid_out else "each job (one copy of each build per job)")
     caption = (f"Distributions of spin medians ({style.metric_title(metric)}) for representative "
                f"{fam.scheme_label(scheme)} operations, {h.base} vs {h.variant}. Log x-axis; dashed lines mark "
-               f"the medians. Warmup spins excluded.")
+               f"the medians. Warmup spins excluded. Below each histogram, one point per {what}, at its median: a "
+               f"build's spin medians form a cluster per copy, and a cluster away from the median is a few copies, "
+               f"not a spread of every copy. ")
+    caption += (f"Copies at least {OFF_CLUSTER:.0%} from their build's median: {'; '.join(off)}." if off else
+                f"No copy is {OFF_CLUSTER:.0%} or more from its build's median.")
     return fig, caption
 
 
@@ -209,7 +255,7 @@ def fig2_decomposition(study: Results, fam: FamilyView, metric: str, notes: list
     colours = _colours(study)
     schemes = [s for s in fam.schemes if s in set(df["scheme"])]
     n_ops = max(len(fam.shown_ops(df[df["scheme"] == s]["op"])) for s in schemes)
-    fig, axes = plt.subplots(len(schemes), 1, figsize=(max(6.5, 0.55 * n_ops + 2), 2.9 * len(schemes)), squeeze=False)
+    fig, axes = plt.subplots(len(schemes), 1, figsize=(style.fit_width(n_ops, 0.55, 2, 6.5), 2.9 * len(schemes)), squeeze=False)
     width = 0.8 / len(stages)
     last = stages[-1]
     for ax, scheme in zip(axes[:, 0], schemes):
@@ -271,7 +317,7 @@ def _hand_bars(study: Results, fam: FamilyView, metric: str, ops: list[str] | No
         ops = sorted(ops, key=lambda o: -(first.get(o) if np.isfinite(first.get(o, np.nan)) else -1))
     many = len(schemes) > 4  # e.g. the 12 SPHINCS+ sets: wider groups, no value labels, legend above
     per_op = max(width_per_op, min(0.22 * len(schemes), 10.5 / len(ops))) if many else width_per_op  # <= ~12 in
-    fig, ax = plt.subplots(figsize=(max(4.5, per_op * len(ops) + 1.5), 3.4 + (0.25 * math.ceil(len(schemes) / 6) if many else 0)))
+    fig, ax = plt.subplots(figsize=(style.fit_width(len(ops), per_op, 1.5, 4.5), 3.4 + (0.25 * math.ceil(len(schemes) / 6) if many else 0)))
     width = 0.8 / len(schemes)
     x = np.arange(len(ops))
     allv = []
@@ -290,7 +336,7 @@ def _hand_bars(study: Results, fam: FamilyView, metric: str, ops: list[str] | No
                 if np.isfinite(si):
                     top = hi_i if np.isfinite(hi_i) else si
                     ax.annotate(fmt.times(si), (xi, top), xytext=(0, 2), textcoords="offset points",
-                                ha="center", va="bottom", fontsize=7)
+                                ha="center", va="bottom", fontsize=style.SMALL_PT)
     if log:
         ax.set_yscale("log")
         _log_ylim(ax, np.concatenate(allv))
@@ -306,7 +352,7 @@ def _hand_bars(study: Results, fam: FamilyView, metric: str, ops: list[str] | No
     ax.set_ylabel(f"speedup {h.base}→{h.variant} (×)")
     if many:
         ax.legend(frameon=False, ncol=min(len(schemes), 6), loc="lower center", bbox_to_anchor=(0.5, 1.01),
-                  fontsize=7.5)
+                  fontsize=style.SMALL_PT)
     else:
         ax.legend(frameon=False, ncol=min(len(schemes), 4), loc="upper right")
     fig.tight_layout()
@@ -329,10 +375,38 @@ def fig5_cross_param(study: Results, fam: FamilyView, metric: str, notes: list[s
     if not ops:
         raise Skip(f"family {fam.name} names no cross-parameter ops ([views] cross_parameter)")
     h = _hand(study)
-    fig, ci_name, note, _ = _hand_bars(study, fam, metric, ops, log=False, sort=False, values=True, width_per_op=1.5)
+    fig, ci_name, note, schemes = _hand_bars(study, fam, metric, ops, log=False, sort=False, values=True,
+                                             width_per_op=1.5)
+    df = study.comparison(metric, baseline=h.base, variant=h.variant).drop_duplicates(["scheme", "op"])
     caption = (f"Per-operation speedup ({h.base}→{h.variant}, {style.metric_title(metric)}) across parameter sets; "
-               f"{_level(study)} {ci_name}. {fam.views.get('cross_parameter_note', '')}" + note)
+               f"{_level(study)} {ci_name}. " + _across_sets(fam, df, [o for o in ops if o in set(df["op"])], schemes)
+               + f" {fam.views.get('cross_parameter_note', '')}" + note)
     return fig, caption
+
+
+def _across_sets(fam: FamilyView, df: pd.DataFrame, ops: list[str], schemes: list[str]) -> str:
+    """What Fig. 5 shows, op by op: whether the sets' intervals overlap, the speedups where they do not,
+    and the two reasons an op's speedup can differ between sets, neither of which the figure can tell."""
+    lo_col, hi_col, _ = _ci_cols(df)
+    same, apart = [], []
+    for op in ops:
+        d = df[(df["op"] == op) & df["scheme"].isin(schemes) & np.isfinite(df["speedup"].astype(float))]
+        if len(d) < 2:
+            continue
+        slow, fast = d.loc[d["speedup"].idxmin()], d.loc[d["speedup"].idxmax()]
+        if slow[hi_col] < fast[lo_col]:
+            apart.append(f"{fam.label(op)} (" + ", ".join(f"{fmt.times(r.speedup)} at {fam.scheme_label(r.scheme)}"
+                                                          for r in d.sort_values("speedup").itertuples()) + ")")
+        else:
+            same.append(fam.label(op))
+    parts = []
+    if same:
+        parts.append(f"The sets' intervals overlap for {', '.join(same)}.")
+    if apart:
+        parts.append(f"They are apart for {'; '.join(apart)}: an op's speedup can differ between sets because the "
+                     f"reference build's code differs between them (the compiler may vectorize one set's code and "
+                     f"not another's) or because of the calling context; this figure does not tell which.")
+    return " ".join(parts)
 
 
 def fig6_end_to_end(study: Results, fam: FamilyView, metric: str, notes: list[str]):
@@ -359,7 +433,7 @@ def fig4_cliffs_delta(study: Results, fam: FamilyView, metric: str, notes: list[
     ops = fam.shown_ops(df["op"])
     mat = df.pivot(index="op", columns="scheme", values="cliffs_delta").reindex(index=ops, columns=schemes)
     m = mat.to_numpy(float)
-    fig, ax = plt.subplots(figsize=(1.3 * len(schemes) + 2.4, 0.27 * len(ops) + 1.0))
+    fig, ax = plt.subplots(figsize=(style.fit_width(len(schemes), 1.3, 2.4, 3.7), 0.27 * len(ops) + 1.0))
     im = ax.imshow(np.ma.masked_invalid(m), cmap="PuOr_r", vmin=-1, vmax=1, aspect="auto")
     ax.set_xticks(range(len(schemes)), [fam.scheme_label(s) for s in schemes], rotation=30 if len(schemes) > 4 else 0,
                   ha="right" if len(schemes) > 4 else "center")
@@ -370,7 +444,7 @@ def fig4_cliffs_delta(study: Results, fam: FamilyView, metric: str, notes: list[
     for i in range(len(ops)):
         for j in range(len(schemes)):
             v = m[i, j]
-            ax.text(j, i, fmt.delta(v), ha="center", va="center", fontsize=7.5,
+            ax.text(j, i, fmt.delta(v), ha="center", va="center", fontsize=style.SMALL_PT,
                     color="white" if np.isfinite(v) and abs(v) > 0.6 else "black")
     cb = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.03)
     cb.set_label("Cliff's δ")
@@ -401,7 +475,7 @@ def fig_compilers(study: Results, fam: FamilyView, metric: str, notes: list[str]
         raise Skip(f"no {', '.join(stages)} comparisons ({metric}) for {fam.scheme_label(scheme)}")
     present = [s for s in stages if s in set(df["stage"])]
     ops = [o for o in ops if o in set(df["op"])]
-    fig, axes = plt.subplots(len(present), 1, figsize=(max(6.0, 0.6 * len(ops) + 2), 2.8 * len(present)), squeeze=False)
+    fig, axes = plt.subplots(len(present), 1, figsize=(style.fit_width(len(ops), 0.6, 2, 6.0), 2.8 * len(present)), squeeze=False)
     lo_col, hi_col, ci_name = _ci_cols(df)
     cmap = plt.get_cmap("tab10")
     x = np.arange(len(ops))

@@ -12,6 +12,7 @@ __all__ = ["write_bytes", "write_text", "save_figure", "save_formats"]
 
 
 def save_figure(fig, path: Path, fmt: str, **kwargs) -> Path:
+    kwargs.setdefault("bbox_inches", "tight")  # nothing drawn outside the canvas is cut off
     return atomic_write_with(Path(path), lambda f: fig.savefig(f, format=fmt, **kwargs))
 
 

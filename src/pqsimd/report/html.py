@@ -446,8 +446,8 @@ def write_html(study: Results, outdir: Path, figures: list[FigureResult], tables
     def fig(f: FigureResult) -> dict:
         return {"name": f.name.replace("/", "-"), "title": f.title, "caption": f.caption, "skipped": f.skipped,
                 "file": f.name, "src": _data_uri(f.png) if f.png else None,
-                # shown at 2/3 of the pixel size (150 dpi -> ~100 css px per inch): figures keep their scale
-                "width": (int(png_width(f.png) * 2 / 3) if f.png and png_width(f.png) else None)}
+                # figures keep their scale, unless wider than the page (style.legibility_problems checks that size)
+                "width": (style.shown_width(png_width(f.png)) if f.png and png_width(f.png) else None)}
 
     for t in [*tables, *(extra_tables or []), *(attribution[1] if attribution else []),
               *(portfolio[1] if portfolio else []), *(cross_impl[1] if cross_impl else [])]:

@@ -46,7 +46,7 @@ def layout_parts(study, outdir: Path) -> tuple[list, list]:
     colours = style.variant_colours(study.chain.variants, study.variants)
     ax.barh(range(len(top)), 100 * top["layout_sd"].to_numpy(),
             color=[colours.get(str(v), "#555555") for v in top["variant"]])
-    ax.set_yticks(range(len(top)), labels, fontsize=7)
+    ax.set_yticks(range(len(top)), labels, fontsize=style.SMALL_PT)
     ax.invert_yaxis()
     ax.set_xlabel("layout SD (% of the op's time)")
     ax.set_title("Layout sensitivity (randomized code and data layout per job)", fontsize=9)

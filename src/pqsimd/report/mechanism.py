@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import fmt
+from . import fmt, style
 
 TPI_FAR = 2.0  # ticks per instruction at least this multiple of the family's norm: a finding
 TOP_SHIFTS = 3
@@ -75,13 +75,39 @@ def _variants_in_order(study, present) -> list[str]:
     return sorted(set(present), key=lambda v: (rank.get(v, len(rank)), v))
 
 
+MIX_BAR_IN = 0.2  # one (op, variant) bar: room for its variant's name and its count, rotated, at style.SMALL_PT
+MIX_LABELS_IN = 1.4  # a row's y label and ticks beside its bars
+
+
+def _mix_rows(fam, cls: pd.DataFrame, schemes: list[str], variants_of) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Per scheme, its (op, variant) bars in rows; an op's bars stay in one row."""
+    # more ops wrap into further rows: the figure is never too wide to be shown at its scale
+    per_row = int((style.MAX_FIGURE_IN - MIX_LABELS_IN) / MIX_BAR_IN)
+    rows = []
+    for scheme in schemes:
+        d = cls[cls["scheme"] == scheme]
+        row: list[tuple[str, str]] = []
+        for op in _ops_in_order(fam, d["op"]):
+            bars = [(op, v) for v in variants_of(d[d["op"] == op]["variant"])]
+            gap = 1 if row else 0
+            if row and len(row) + gap + len(bars) > per_row:
+                rows.append((scheme, row))
+                row, gap = [], 0
+            row += [("", "")] * gap + bars  # ("", ""): the space between two ops
+        if row:
+            rows.append((scheme, row))
+    return rows
+
+
 def mix_figure(study, fam, mix: pd.DataFrame, outdir: Path, name: str) -> dict[str, Path]:
     """Per scheme of the family: stacked 100% bars by class for each (op, variant), the op's
-    instructions per call above each bar."""
+    instructions per call above each bar; ops wrap into further rows rather than shrink the text."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextPath
 
     from . import files
     from .figures import DPI, FORMATS, RC
@@ -94,57 +120,56 @@ def mix_figure(study, fam, mix: pd.DataFrame, outdir: Path, name: str) -> dict[s
     order = _class_order(mix)
     used = [c for c in order if cls[cls["class"] == c]["count"].abs().sum() > 0]
     labels = dict(zip(cls["class"], cls["class_label"]))
-    n_bars = max(len(_ops_in_order(fam, cls[cls["scheme"] == s]["op"])) * cls[cls["scheme"] == s]["variant"].nunique()
-                 for s in schemes)
-    width_in = min(max(6.5, 0.32 * n_bars + 2.5), 30)
+    totals = cls.groupby(["scheme", "op", "variant"])["count"].sum()
+    rows = _mix_rows(fam, cls, schemes, lambda vs: _variants_in_order(study, vs))
+    n_bars = max(len(bars) for _, bars in rows)
+    # the tallest variant name under a bar and count above it, in inches: the rows' label room
+    font = FontProperties(size=style.SMALL_PT)
+    name_in = max(TextPath((0, 0), str(v), prop=font).get_extents().width for _, bars in rows for _, v in bars if v) / 72
+    count_in = max(TextPath((0, 0), _short(t), prop=font).get_extents().width for t in totals) / 72
+    width_in = style.fit_width(n_bars, MIX_BAR_IN, MIX_LABELS_IN, 6.5)
+    row_in = 1.3 + name_in + count_in + 0.75  # plot, names and op labels below, counts and title above
+    ncol = max(1, min(len(used), int(width_in / 2.0)))
     palette = plt.get_cmap("tab20")
     with plt.rc_context(RC):
-        fig, axes = plt.subplots(len(schemes), 1, figsize=(width_in, 2.9 * len(schemes) + 0.6), squeeze=False)
-        for ax, scheme in zip(axes[:, 0], schemes):
+        fig, axes = plt.subplots(len(rows), 1, figsize=(width_in, row_in * len(rows) + 0.3 * math.ceil(len(used) / ncol)),
+                                 squeeze=False, layout="constrained")
+        for n, (ax, (scheme, bars)) in enumerate(zip(axes[:, 0], rows)):
             d = cls[cls["scheme"] == scheme]
-            ops = _ops_in_order(fam, d["op"])
-            variants = _variants_in_order(study, d["variant"])
-            x, xt, xl, pos = 0.0, [], [], {}
-            for op in ops:
-                start = x
-                for v in variants:
-                    if len(d[(d["op"] == op) & (d["variant"] == v)]):
-                        pos[(op, v)] = x
-                        x += 1
-                if x > start:
-                    xt.append((start + x - 1) / 2)
-                    xl.append(fam.label(op))
-                    x += 0.8
-            bottoms = {k: 0.0 for k in pos}
+            pos = {bar: x for x, bar in enumerate(bars) if bar[0]}
+            bottoms = dict.fromkeys(pos, 0.0)
             for i, c in enumerate(used):
-                xs, hs, bs = [], [], []
-                for (op, v), px in pos.items():
-                    r = d[(d["op"] == op) & (d["variant"] == v)]
-                    tot = float(r["count"].sum())
-                    val = float(r[r["class"] == c]["count"].sum())
-                    share = val / tot if tot > 0 else 0.0
-                    xs.append(px)
-                    hs.append(share)
-                    bs.append(bottoms[(op, v)])
-                    bottoms[(op, v)] += share
-                ax.bar(xs, hs, 0.85, bottom=bs, color=CLASS_COLOURS.get(c, palette(i % 20)), label=labels.get(c, c),
-                       edgecolor="white", linewidth=0.3)
-            for (op, v), px in pos.items():
-                tot = float(d[(d["op"] == op) & (d["variant"] == v)]["count"].sum())
-                ax.annotate(_short(tot), (px, 1.0), xytext=(0, 2), textcoords="offset points", ha="center",
-                            fontsize=6, rotation=90, va="bottom")
-                ax.annotate(v, (px, 0.0), xytext=(0, -3), textcoords="offset points", ha="center", va="top",
-                            fontsize=6, rotation=90)
-            ax.set_xticks(xt, xl, fontsize=8)
-            ax.tick_params(axis="x", pad=26, length=0)
+                shares = []
+                for (op, v) in pos:
+                    tot = totals.get((scheme, op, v), 0.0)
+                    val = float(d[(d["op"] == op) & (d["variant"] == v) & (d["class"] == c)]["count"].sum())
+                    shares.append(val / tot if tot > 0 else 0.0)
+                ax.bar(list(pos.values()), shares, 0.85, bottom=[bottoms[b] for b in pos],
+                       color=CLASS_COLOURS.get(c, palette(i % 20)), label=labels.get(c, c), edgecolor="white",
+                       linewidth=0.3)
+                for b, sh in zip(pos, shares):
+                    bottoms[b] += sh
+            for (op, v), x in pos.items():
+                ax.annotate(_short(totals.get((scheme, op, v), 0.0)), (x, 1.0), xytext=(0, 2), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=style.SMALL_PT, rotation=90)
+            ax.set_xticks(list(pos.values()), [v for _, v in pos], rotation=90, fontsize=style.SMALL_PT)
+            ax.tick_params(axis="x", length=0)
+            groups: dict[str, list[int]] = {}
+            for (op, _), x in pos.items():
+                groups.setdefault(op, []).append(x)
+            below = ax.secondary_xaxis("bottom")  # the op's name under its variants' names
+            below.set_xticks([sum(xs) / len(xs) for xs in groups.values()], [fam.label(op) for op in groups])
+            below.tick_params(length=0, pad=name_in * 72 + 6)
+            below.spines["bottom"].set_visible(False)
+            ax.set_xlim(-0.6, n_bars - 0.4)
             ax.set_ylim(0, 1.0)
             ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0", "25%", "50%", "75%", "100%"])
             ax.set_ylabel("share of instructions")
-            ax.set_title(f"{fam.scheme_label(scheme)} ({comp}): instruction mix per call", pad=22)
+            first = n == 0 or rows[n - 1][0] != scheme
+            ax.set_title(f"{fam.scheme_label(scheme)} ({comp}): instruction mix per call" if first
+                         else f"{fam.scheme_label(scheme)}, continued", loc="left", pad=count_in * 72 + 6)
         handles, lab = axes[0, 0].get_legend_handles_labels()
-        fig.legend(handles, lab, loc="lower center", ncol=min(6, len(lab)), frameon=False, fontsize=7,
-                   bbox_to_anchor=(0.5, -0.02))
-        fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(lab) / 6), 1, 1))
+        fig.legend(handles, lab, loc="outside lower center", ncol=ncol, frameon=False)
         out = {}
         for ext in FORMATS:
             out[ext] = files.save_figure(fig, outdir / f"{name}.{ext}", ext, dpi=DPI)

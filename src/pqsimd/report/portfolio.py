@@ -88,7 +88,7 @@ def figure(study: Results, df: pd.DataFrame, outdir: Path, name: str) -> dict:
             d = df[(df["family"] == fam) & (df["op"] == op) & (df["kind"] == kind)]
             if not (d["speedup"] > 0).any():
                 ax.annotate("n/a: no hand-SIMD build", (1.0, yi), xytext=(4, 0), textcoords="offset points",
-                            va="center", fontsize=7, color="grey")
+                            va="center", fontsize=style.SMALL_PT, color="grey")
             for j, r in enumerate(d.itertuples(index=False)):
                 if not (isinstance(r.speedup, float) and r.speedup > 0):
                     continue
@@ -106,7 +106,7 @@ def figure(study: Results, df: pd.DataFrame, outdir: Path, name: str) -> dict:
         for k in kinds:
             ax.plot([], [], "o", color=colour[k],
                     label=df.loc[df["kind"] == k, "kind_label"].iloc[0] if (df["kind"] == k).any() else k)
-        ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+        ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=style.SMALL_PT)
         ax.set_xlabel(f"hand-SIMD speedup ({study.chain.hand.base} → {study.chain.hand.variant}), one dot per parameter set")
         return _save(fig, outdir, name)
 

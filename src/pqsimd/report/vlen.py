@@ -159,7 +159,7 @@ def figure(t: pd.DataFrame, info: dict, study: Results | None, outdir: Path, nam
             if col == 0:
                 ax.set_ylabel("instructions, baseline / vector")
             if col == len(schemes) - 1 and mine:
-                ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+                ax.legend(frameon=False, fontsize=style.SMALL_PT, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         return _save(fig, outdir, name)
 
 

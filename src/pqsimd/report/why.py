@@ -58,9 +58,9 @@ def sim_figure(study, d: pd.DataFrame, outdir: Path, name: str) -> dict[str, Pat
             ax.bar(np.arange(len(keys)) + (i - (len(variants) - 1) / 2) * width, [at.get(k, np.nan) for k in keys],
                    width, label=v, color=colors[i % len(colors)])
         ax.set_yscale("symlog", linthresh=1)
-        ax.set_xticks(np.arange(len(keys)), [f"{o} ({sc})" for sc, o in keys], rotation=60, ha="right", fontsize=6)
+        ax.set_xticks(np.arange(len(keys)), [f"{o} ({sc})" for sc, o in keys], rotation=60, ha="right", fontsize=style.SMALL_PT)
         ax.set_title(f"{title} per call", fontsize=9)
-    axes[0, 0].legend(frameon=False, fontsize=7)
+    axes[0, 0].legend(frameon=False, fontsize=style.SMALL_PT)
     fig.tight_layout()
     return files.save_formats(fig, outdir, name)
 
