@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PqsimdError
-from . import bottleneck, claims, mechanism, mix, sim
+from . import bottleneck, claims, explanations, mechanism, mix, sim
 from . import attribution as attribution_mod
 from . import footprint as footprint_mod
 from . import jobs as jobs_mod
@@ -574,6 +574,8 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
     warnings += mix.write_mix_results(directory, results, groups=groups_df, chain=ctx["chain"], core_per_tsc=cpt,
                                       families=ctx["families"], isa=ctx["isa"], vlen=ctx.get("vlen"))
     warnings += write_why_results(directory, results, groups_df, chain, cpt, ctx)
+    warnings += explanations.write_explanations(directory, results, main, groups_df, chain, ctx["families"],
+                                                compilers[0] if compilers else None)
 
     copies_rec = layout_mod.copies_record(main, (_layout_record(directory, laid) or {}).get("copies_per_job"))
     if copies_rec.get("note"):
