@@ -14,7 +14,8 @@ Which comparisons (metric ticks, the study's first compiler, never the self-chec
                           (0.6745 × |log S − median| / MAD of the log speedups, Iglewicz & Hoaglin)
                           is at least FAMILY_Z, it is at least ACROSS_FACTOR from the family's
                           median speedup, and its interval excludes that median
-    slowdown              any chain stage whose interval lies below 1
+    slowdown              any chain stage whose interval lies below 1 and whose verdict is `slower`
+                          (a material slowdown: the same interval the report reads its verdict off)
 
 How a sentence reads the evidence: S = t_base / t_var (the comparison's own estimate and interval),
 S_i = i_base / i_var (instructions per call, exact), and S / S_i the time per instruction's factor,
@@ -245,6 +246,8 @@ def mechanism(e: Evidence) -> str:
         + f" ({_n(b)} → {_n(v)} per call, {_tag('instructions')})"
     if not _finite(tf):
         return ins
+    if _x(tf) == _x(1.0):
+        return ins + " at the same time per instruction"
     return ins + (f" × {_x(tf)} less time per instruction" if tf >= 1 else f" at {_x(1 / tf)} more time per instruction")
 
 
@@ -273,9 +276,11 @@ def across_clause(e: Evidence, others: list[Evidence], labels: dict[str, str]) -
     if _finite(e.ins_ratio) and _finite(ref.ins_ratio):
         text += f" ({' and '.join(_x(o.ins_ratio) for o in others if _finite(o.ins_ratio))} fewer instructions)"
         here, there = labels.get(e.row["scheme"], e.row["scheme"]), labels.get(ref.row["scheme"], ref.row["scheme"])
-        gb, gv = e.ins[e.base] / ref.ins[e.base], e.ins[e.var] / ref.ins[e.var]
-        text += (f"; from {there} to {here} {e.base}'s instructions per call grow {_x(gb)} and {e.var}'s {_x(gv)}"
-                 f" ({_tag('instructions')})")
+        order = list(labels)
+        first, last = (ref, e) if order.index(ref.row["scheme"]) < order.index(e.row["scheme"]) else (e, ref)
+        gb, gv = last.ins[e.base] / first.ins[e.base], last.ins[e.var] / first.ins[e.var]  # in the family's order
+        text += (f"; from {labels.get(first.row['scheme'])} to {labels.get(last.row['scheme'])} {e.base}'s instructions "
+                 f"per call grow {_x(gb)} and {e.var}'s {_x(gv)} ({_tag('instructions')})")
         side = e.base if abs(math.log(gb)) >= abs(math.log(gv)) else e.var  # the side whose count moved more
         if e.mix.has(side) and ref.mix.has(side):
             a, b = e.mix.vector_share(side), ref.mix.vector_share(side)
@@ -380,7 +385,10 @@ def select(hand: pd.DataFrame, stages: pd.DataFrame, families: dict) -> dict[tup
                 far = abs(lg - med) >= math.log(ACROSS_FACTOR)  # a tight family makes small z-denominators
                 if z >= FAMILY_Z and far and (r["ci_low"] > math.exp(med) or r["ci_high"] < math.exp(med)):
                     add(r, "outlier-in-family")
-    for r in stages[stages["ci_high"] < 1].to_dict("records"):
+    slower = stages["ci_high"] < 1
+    if "verdict" in stages.columns:  # material too: below 1 by more than the study's threshold, as the report says
+        slower &= stages["verdict"] == "slower"
+    for r in stages[slower].to_dict("records"):
         add(r, "slowdown")
     return kinds
 
@@ -407,9 +415,9 @@ def missing_note(has_ins: bool, has_mix: bool, directory: Any) -> str:
     if has_ins and has_mix:
         return ""
     metrics = ",".join(m for m, have in ((INS_METRIC, has_ins), ("mix", has_mix)) if not have)
-    what = "instruction counts and mix" if not has_ins and not has_mix else (
-        "instruction mix" if has_ins else "instruction counts")
-    return (f"the {what} were not measured in this study; {command('run', directory, '--metric', metrics)} adds "
+    what = "instruction counts and mix were" if not has_ins and not has_mix else (
+        "instruction mix was" if has_ins else "instruction counts were")
+    return (f"the {what} not measured in this study; {command('run', directory, '--metric', metrics)} adds "
             f"{'them' if not has_ins and not has_mix else 'it'}, then {command('analyze', directory)}")
 
 

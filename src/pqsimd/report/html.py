@@ -147,10 +147,10 @@ def why_lines(study: Results, fam: FamilyView) -> dict:
 
     e = study.explanations
     e = e[e["family"] == fam.name] if not e.empty and "family" in e.columns else e
-    used = {t for ev in (e["evidence"] if len(e) else []) for t in str(ev).split("; ")}
-    legend = {tag: text for tag, text in EVIDENCE_WORDS.values() if any(u.startswith(tag + ":") for u in used)}
+    used = {t for ev in (e["evidence"] if len(e) else []) for t in str(ev).split("; ")}  # "tag: definition" each
+    legend = [f"{tag}: {text}" for tag, text in EVIDENCE_WORDS.values() if f"{tag}: {text}" in used]
     return {"rows": [{"kind": r.kind, "sentence": r.sentence} for r in e.itertuples(index=False)],
-            "legend": [f"{tag}: {text}" for tag, text in legend.items()],
+            "legend": legend,
             "missing": study.explanation_missing(fam.name)}
 
 
