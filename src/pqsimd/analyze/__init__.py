@@ -575,7 +575,7 @@ def _analyze(directory: Path, results: Path, n_boot: int | None, seed: int | Non
                                       families=ctx["families"], isa=ctx["isa"], vlen=ctx.get("vlen"))
     warnings += write_why_results(directory, results, groups_df, chain, cpt, ctx)
     warnings += explanations.write_explanations(directory, results, main, groups_df, chain, ctx["families"],
-                                                compilers[0] if compilers else None)
+                                                compilers[0] if compilers else None, settings.threshold)
 
     copies_rec = layout_mod.copies_record(main, (_layout_record(directory, laid) or {}).get("copies_per_job"))
     if copies_rec.get("note"):

@@ -14,8 +14,8 @@ Which comparisons (metric ticks, the study's first compiler, never the self-chec
                           (0.6745 × |log S − median| / MAD of the log speedups, Iglewicz & Hoaglin)
                           is at least FAMILY_Z, it is at least ACROSS_FACTOR from the family's
                           median speedup, and its interval excludes that median
-    slowdown              any chain stage whose interval lies below 1 and whose verdict is `slower`
-                          (a material slowdown: the same interval the report reads its verdict off)
+    slowdown              any chain stage whose interval lies below 1 / (1 + threshold): the verdict
+                          `slower` read off the interval (also where a verdict is withheld)
 
 How a sentence reads the evidence: S = t_base / t_var (the comparison's own estimate and interval),
 S_i = i_base / i_var (instructions per call, exact), and S / S_i the time per instruction's factor,
@@ -119,11 +119,11 @@ def class_shift(m: OpMix, base: str, v: str, top: int = TOP_CLASSES) -> tuple[li
 
 def vector_text(m: OpMix, v: str) -> str:
     """'99% 256-bit vector', '45% vector (30% 256-bit, 15% 128-bit)' or 'scalar' (shares of all instructions)."""
-    shares = m.width_shares(v)
+    shares = {w: x for w, x in m.width_shares(v).items() if x >= 0.005}  # a width under 0.5% prints as 0%: left out
     total = sum(shares.values())
     if not shares or total <= 0:
         return "scalar"
-    (w, s), = list(shares.items())[:1]
+    w, s = max(shares.items(), key=lambda t: t[1])
     if s >= ONE_WIDTH * total:
         return f"{_pct(total)} {w}-bit vector"
     return f"{_pct(total)} vector (" + ", ".join(f"{_pct(x)} {wd}-bit" for wd, x in shares.items()) + ")"
@@ -279,8 +279,13 @@ def across_clause(e: Evidence, others: list[Evidence], labels: dict[str, str]) -
         order = list(labels)
         first, last = (ref, e) if order.index(ref.row["scheme"]) < order.index(e.row["scheme"]) else (e, ref)
         gb, gv = last.ins[e.base] / first.ins[e.base], last.ins[e.var] / first.ins[e.var]  # in the family's order
+        d_ins = abs(math.log(e.ins_ratio / ref.ins_ratio))
+        d_tpi = abs(math.log(e.tpi_factor / ref.tpi_factor)) if _finite(e.tpi_factor) and _finite(ref.tpi_factor) else 0.0
+        if d_tpi > d_ins:  # the counts differ less than the time per instruction: say where the difference is
+            text += (f"; the difference is in time per instruction (time ratio over instruction ratio {_x(e.tpi_factor)} "
+                     f"here, {_x(ref.tpi_factor)} at {there}: {_tag('ticks')} over {_tag('instructions')})")
         text += (f"; from {labels.get(first.row['scheme'])} to {labels.get(last.row['scheme'])} {e.base}'s instructions "
-                 f"per call grow {_x(gb)} and {e.var}'s {_x(gv)} ({_tag('instructions')})")
+                 f"per call {_grow(gb)} and {e.var}'s {_grow(gv)} ({_tag('instructions')})")
         side = e.base if abs(math.log(gb)) >= abs(math.log(gv)) else e.var  # the side whose count moved more
         if e.mix.has(side) and ref.mix.has(side):
             a, b = e.mix.vector_share(side), ref.mix.vector_share(side)
@@ -290,6 +295,10 @@ def across_clause(e: Evidence, others: list[Evidence], labels: dict[str, str]) -
             else:
                 text += _class_change(e, ref, side, here, there)
     return text
+
+
+def _grow(g: float) -> str:
+    return f"grow {_x(g)}" if g >= 1 else f"shrink {_x(1 / g)}"
 
 
 def _class_change(e: Evidence, ref: Evidence, side: str, here: str, there: str) -> str:
@@ -341,7 +350,7 @@ def _overlap(a: dict, b: dict) -> bool:
     return not (float(a["ci_low"]) > float(b["ci_high"]) or float(b["ci_low"]) > float(a["ci_high"]))
 
 
-def select(hand: pd.DataFrame, stages: pd.DataFrame, families: dict) -> dict[tuple, list[str]]:
+def select(hand: pd.DataFrame, stages: pd.DataFrame, families: dict, threshold: float = 0.0) -> dict[tuple, list[str]]:
     """(scheme, op, stage) -> the kinds that apply (module docstring). `hand`: the hand stage's rows
     (one per scheme and op, self-check left out); `stages`: every stage's rows (for slowdowns)."""
     kinds: dict[tuple, list[str]] = {}
@@ -385,9 +394,7 @@ def select(hand: pd.DataFrame, stages: pd.DataFrame, families: dict) -> dict[tup
                 far = abs(lg - med) >= math.log(ACROSS_FACTOR)  # a tight family makes small z-denominators
                 if z >= FAMILY_Z and far and (r["ci_low"] > math.exp(med) or r["ci_high"] < math.exp(med)):
                     add(r, "outlier-in-family")
-    slower = stages["ci_high"] < 1
-    if "verdict" in stages.columns:  # material too: below 1 by more than the study's threshold, as the report says
-        slower &= stages["verdict"] == "slower"
+    slower = stages["ci_high"] < 1 / (1 + threshold)  # material: where the report's verdict reads `slower`
     for r in stages[slower].to_dict("records"):
         add(r, "slowdown")
     return kinds
@@ -422,7 +429,8 @@ def missing_note(has_ins: bool, has_mix: bool, directory: Any) -> str:
 
 
 def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, tables: dict[str, pd.DataFrame],
-                      families: dict, chain, compiler: str | None, directory: Any = "DIR") -> pd.DataFrame:
+                      families: dict, chain, compiler: str | None, directory: Any = "DIR",
+                      threshold: float = 0.0) -> pd.DataFrame:
     """One row per explained comparison (COLUMNS). `tables`: the analysis's mix, mix_ops, sim, mca and
     mca_mnemonics (any may be empty); `chain`: model.Chain; `compiler`: the study's first."""
     if comparisons is None or comparisons.empty or chain.hand is None:
@@ -437,7 +445,7 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
     steps = {s.stage: s for s in (*chain.steps, *chain.also)}
     c = c[c["stage"].isin(list(steps))].drop_duplicates(["scheme", "op", "stage"])
     hand = c[c["stage"] == chain.hand.stage]
-    kinds = select(hand, c, families)
+    kinds = select(hand, c, families, threshold)
     if not kinds:
         return pd.DataFrame(columns=COLUMNS)
     mix, mix_ops = tables.get("mix"), tables.get("mix_ops")
@@ -514,14 +522,15 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
             "mispredicts_var": (e.sim.get(e.var) or {}).get("mispredicts"),
             "missing": note,
         })
-    order = {k: i for i, k in enumerate(KINDS)}
+    rank = {"kind": {k: i for i, k in enumerate(KINDS)}, "scheme": {s: i for i, s in enumerate(set_labels)},
+            "op": {o: i for i, o in enumerate(dict.fromkeys(c["op"]))}}
     out = pd.DataFrame(rows, columns=COLUMNS)
-    return out.sort_values(["family", "kind", "scheme", "op"], key=lambda s: s.map(order) if s.name == "kind" else s,
+    return out.sort_values(["family", "kind", "scheme", "op"], key=lambda s: s.map(rank[s.name]) if s.name in rank else s,
                            kind="stable").reset_index(drop=True)
 
 
 def write_explanations(directory, results, comparisons: pd.DataFrame, groups: pd.DataFrame | None, chain,
-                       families: dict, compiler: str | None) -> list[str]:
+                       families: dict, compiler: str | None, threshold: float) -> list[str]:
     """results/explanations (csv + parquet) from the tables analyze wrote before it into `results`;
     removed when nothing is explained, so a re-analysis never leaves a stale one."""
     from . import _write_or_remove
@@ -530,6 +539,6 @@ def write_explanations(directory, results, comparisons: pd.DataFrame, groups: pd
     for name in ("mix", "mix_ops", "sim", "mca", "mca_mnemonics"):
         p = results / f"{name}.parquet"
         tables[name] = pd.read_parquet(p) if p.exists() else pd.DataFrame()
-    _write_or_remove(explanation_table(comparisons, groups, tables, families, chain, compiler, directory),
+    _write_or_remove(explanation_table(comparisons, groups, tables, families, chain, compiler, directory, threshold),
                      results, "explanations")
     return []

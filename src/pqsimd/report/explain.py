@@ -267,7 +267,7 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
         hit = ex[(ex["scheme"] == scheme) & (ex["op"] == op) & (ex["compiler"] == compiler) & (ex["base"] == base)
                  & ex["variant"].isin(chosen[1:])]
         for r in hit.itertuples(index=False):
-            row(f"why ({r.kind})", r.sentence)
+            row("why", f"[{r.kind}] {r.sentence}")
     return "\n".join(lines)
 
 
