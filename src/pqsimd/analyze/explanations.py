@@ -322,6 +322,7 @@ def slowdown_clause(e: Evidence, mcm: pd.DataFrame, mca: pd.DataFrame, mix: pd.D
     parts = []
     if e.mix.has(e.base) and e.mix.has(e.var):
         _saved, added = class_shift(e.mix, e.base, e.var, top=2)
+        added = [(c, x) for c, x in added if x >= 0.01 * e.mix.total.get(e.var, 0.0)]  # not a stray +1
         if added:
             parts.append(f"{e.var} adds " + ", ".join(f"{e.mix.labels.get(c, c)} +{_n(x)}" for c, x in added)
                          + f" per call ({_tag('mix')})")
@@ -483,12 +484,12 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
         sentence = head + (": " + "; ".join(parts) if parts else "")
         vec = vector_clause(e)
         second = []
+        if vec:
+            second.append(vec)
         if e.speedup < 1 or kind == "slowdown":
             slow = slowdown_clause(e, tables.get("mca_mnemonics"), tables.get("mca"), mix)
             if slow:
                 second.append(slow)
-        elif vec:
-            second.append(vec)
         across = across_clause(e, others, set_labels)
         if across:
             second.append(across)
