@@ -347,3 +347,27 @@ def test_captions_name_the_tool_that_counted_the_instructions():
         for line in f.read_text().splitlines():
             if "callgrind" in line and "caption" in line:
                 assert "counted_by" in line or "counting_tool" in line, (f.name, line)
+
+
+def test_the_why_list_explains_the_headlines_in_html_and_show_and_says_what_was_not_measured(study):
+    """A study with ticks and instructions but no mix: each headline's sentence splits its speedup into
+    instructions and time per instruction, the legend defines the tags used, one line names the mix."""
+    from rich.console import Console
+
+    from pqsimd.report.terminal import show_study
+
+    ex = pd.read_csv(study / "results" / "explanations.csv")
+    fam = ex[ex["family"] == "ml-kem"]
+    assert len(fam) and (fam["kind"] == "headline").any()
+    top = fam[fam["kind"] == "headline"].iloc[0]
+    assert "fewer instructions" in top["sentence"] and "per call, counted)" in top["sentence"], top["sentence"]
+    html = (study / "report" / "index.html").read_text()
+    assert "Why: the headlines, outliers and slowdowns explained" in html
+    assert top["sentence"].replace("'", "&#39;").split(" (measured)")[0] in html
+    assert "counted: instructions per call counted exactly under callgrind" in html
+    assert "simulated:" not in html.split("Why: the headlines")[1].split("</section>")[0]  # no simulated fact, no legend
+    assert f"Not measured: the instruction mix was not measured in this study; `pqsimd run {study} --metric mix`" in html
+    con = Console(record=True, width=400, color_system=None)
+    show_study(study, console=con)
+    out = con.export_text()
+    assert "Why (ML-KEM (FIPS 203))" in out and top["sentence"] in out and "not measured: the instruction mix" in out

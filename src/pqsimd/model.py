@@ -208,3 +208,14 @@ class Chain:
         return cls(steps, str(d.get("extra_baseline", steps[-1].base if steps else "")), steps_of("also", False),
                    tuple(str(x) for x in d.get("compiler_view", [])),
                    tuple((i["name"], i["c"], i["simd"]) for i in impls if isinstance(i, dict)))
+
+
+# How each fact of an explanation (analyze/explanations.py) was obtained: the tag printed after it and
+# what the tag means, defined once for the sentences, the report's legend and `pqsimd explain`.
+EVIDENCE_WORDS = {
+    "ticks": ("measured", "the time per call on this machine: the comparison's estimate and interval"),
+    "instructions": ("counted", "instructions per call counted exactly under callgrind: a measurement, not a model"),
+    "mix": ("counted", "instruction classes and vector widths counted exactly under callgrind"),
+    "sim": ("simulated", "valgrind's cache and branch model under a stated geometry, not this machine's counters"),
+    "mca": ("simulated", "llvm-mca's model of a CPU: an estimate, not a measurement"),
+}

@@ -200,6 +200,20 @@ class Results:
         return set(((self.summary.get("aa_check") or {}).get("pairs") or {}).values())
 
     @cached_property
+    def explanations(self) -> pd.DataFrame:
+        """results/explanations (analyze/explanations.py): a sentence per headline, outlier and slowdown;
+        empty for results of a pqsimd before it or a study with nothing to explain."""
+        return read_table(self.directory, "explanations", strict=False)
+
+    def explanation_missing(self, family: str) -> str:
+        """The one line a family's explanations give when instruction counts or the mix were not measured."""
+        e = self.explanations
+        if e.empty or "missing" not in e.columns:
+            return ""
+        m = e[(e["family"] == family) & e["missing"].fillna("").astype(str).ne("")]["missing"]
+        return str(m.iloc[0]) if len(m) else ""
+
+    @cached_property
     def compilers(self) -> list[str]:
         listed = list((self.summary.get("study") or {}).get("compilers") or [])
         have = set()

@@ -5,7 +5,10 @@ per parameter set and cache geometry; a claim is
 
     supported        every prediction was evaluated and holds
     contradicted     a prediction was evaluated and fails
-    not testable     some prediction lacks its numbers here (none failing): says which
+    not measured     a prediction needs a metric this study did not run (none failing): the verdict
+                     names the metric (`needs --metric sim`), `why` the command's part and what held
+    not testable     some prediction lacks its numbers for another reason (the op is not in the
+                     study, one parameter set where it needs two): says which
 
 A prediction: `quantity` (a column of results/sim, e.g. D1_misses_pki; `limiter` of
 results/bottleneck; `vector_share` of results/mix_ops; `instructions_ratio`: the instruction count of
@@ -23,6 +26,14 @@ import pandas as pd
 
 COLUMNS = ["claim", "text", "section", "geometry", "verdict", "evidence", "why", "geometry_text", "model_limits"]
 SUPPORTED, CONTRADICTED, UNTESTABLE = "supported", "contradicted", "not testable here"
+NOT_MEASURED = "not measured: needs --metric {}"
+# The metric that gives each quantity a prediction can name (a column of results/sim: sim).
+QUANTITY_METRIC = {"limiter": "sim", "vector_share": "mix", "instructions": "instructions",
+                   "instructions_ratio": "instructions"}
+
+
+def metric_of(quantity: str) -> str:
+    return QUANTITY_METRIC.get(quantity, "sim")
 
 
 def _fmt(x: Any) -> str:
@@ -31,12 +42,14 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
-def _instructions(groups: pd.DataFrame | None, sim: pd.DataFrame) -> dict[tuple, float]:
-    """Instructions per call by (scheme, op, variant): the instructions metric's, else the simulation's Ir."""
+def _instructions(groups: pd.DataFrame | None, sim: pd.DataFrame, mix_ops: pd.DataFrame | None = None) -> dict[tuple, float]:
+    """Instructions per call by (scheme, op, variant): the instructions metric's, else the simulation's
+    Ir, else the mix's total (all three count the same instructions under callgrind)."""
     out: dict[tuple, float] = {}
-    if sim is not None and len(sim):
-        for r in sim.itertuples(index=False):
-            out.setdefault((r.scheme, r.op, r.variant), float(r.Ir))
+    for t, col in ((mix_ops, "instructions"), (sim, "Ir")):
+        if t is not None and len(t) and col in t.columns:
+            for r in t.to_dict("records"):
+                out[(r["scheme"], r["op"], r["variant"])] = float(r[col])
     if groups is not None and len(groups) and "metric" in groups.columns:
         for r in groups[groups["metric"] == "instructions"].itertuples(index=False):
             out[(r.scheme, r.op, r.variant)] = float(r.median)
@@ -101,12 +114,17 @@ def _bound(p: dict) -> str:
     return " and ".join(x for x in parts if x)
 
 
-def evaluate_claim(claim: dict, numbers: Numbers) -> tuple[str, str, str]:
-    """(verdict, evidence, why) of one claim on one geometry's numbers."""
+def evaluate_claim(claim: dict, numbers: Numbers, measured: set[str] | None = None) -> tuple[str, str, str]:
+    """(verdict, evidence, why) of one claim on one geometry's numbers; `measured`: the metrics the
+    study ran (None: unknown, every gap reads as not testable)."""
     evidence, missing, failed = [], [], []
+    unmeasured: dict[str, list[str]] = {}
     for p in claim.get("predictions", []):
         q = p["quantity"]
         variants = p.get("variants", claim.get("variants", []))
+        if measured is not None and metric_of(q) not in measured:
+            unmeasured.setdefault(metric_of(q), []).append(p.get("what", q))
+            continue
         for op in p.get("ops", claim.get("ops", [])):
             schemes = numbers.schemes(op)
             if not schemes:
@@ -143,7 +161,13 @@ def evaluate_claim(claim: dict, numbers: Numbers) -> tuple[str, str, str]:
                         failed.append(f"{s} {op} {what}")
     if failed:
         return CONTRADICTED, "; ".join(evidence), "fails: " + "; ".join(failed)
+    if unmeasured and not missing:
+        held = f"; what was measured holds ({len(evidence)} value(s))" if evidence else ""
+        return (NOT_MEASURED.format(",".join(unmeasured)), "; ".join(evidence),
+                "; ".join(f"{', '.join(w)}: `pqsimd run DIR --metric {m}` measures it" for m, w in unmeasured.items())
+                + held)
     if missing or not evidence:
+        missing += [f"{', '.join(w)} (--metric {m})" for m, w in unmeasured.items()]
         return UNTESTABLE, "; ".join(evidence), "missing: " + ("; ".join(missing) or "no prediction")
     return SUPPORTED, "; ".join(evidence), ""
 
@@ -153,14 +177,16 @@ def evaluate(claims_file: dict, sim: pd.DataFrame, groups: pd.DataFrame | None, 
     sim = sim if sim is not None else pd.DataFrame(columns=["geometry"])
     geometries = list(dict.fromkeys(sim["geometry"])) if len(sim) else [None]
     texts = dict(zip(sim["geometry"], sim["geometry_text"])) if len(sim) else {}
-    instructions = _instructions(groups, sim)
+    instructions = _instructions(groups, sim, mix_ops)
+    measured = {m for m, have in (("sim", len(sim) > 0), ("mix", mix_ops is not None and len(mix_ops) > 0),
+                                  ("instructions", bool(instructions))) if have}
     from .. import caches
 
     rows = []
     for g in geometries:
         numbers = Numbers(g, sim, bottleneck, mix_ops, instructions)
         for c in claims_file.get("claims", []):
-            verdict, ev, why = evaluate_claim(c, numbers)
+            verdict, ev, why = evaluate_claim(c, numbers, measured)
             rows.append({"claim": c["id"], "text": c["text"], "section": c.get("section", ""),
                          "geometry": g or "none (no --metric sim)", "verdict": verdict, "evidence": ev, "why": why,
                          "geometry_text": texts.get(g, ""), "model_limits": caches.model_limits() if g else ""})

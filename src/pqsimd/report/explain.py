@@ -8,7 +8,6 @@ and, with --metric sim, each variant's bottleneck with the simulated events behi
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -18,10 +17,9 @@ from . import fmt
 from ..results import counting_tool, read_summary, read_table
 from ..studydir import StudyDir
 from ..metrics import unit_of
+from ..analyze.explanations import OpMix, class_shift, slow_candidates
 
 TPI_FLAG = 1.25  # ticks per instruction this much above the baseline's: a per-instruction slowdown
-TOP_CLASSES = 3
-MIN_SHARE = 0.10  # a slow instruction is named when added × latency is >= 10% of the estimate
 LABEL_W = 20
 
 
@@ -150,12 +148,9 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     slabel = ((fam.get("schemes") or {}).get(scheme) or {}).get("label", scheme)
     sel = (d.mix["scheme"] == scheme) & (d.mix["op"] == op) & (d.mix["compiler"] == compiler)
     mx = d.mix[sel]
-    cls = mx[mx["level"] == "class"]
     mn = mx[mx["level"] == "mnemonic"]
-    labels = dict(zip(cls["class"], cls["class_label"]))
-    total = {v: float(cls[cls["variant"] == v]["count"].sum()) for v in chosen}
-    counts = {v: dict(zip(cls[cls["variant"] == v]["class"], cls[cls["variant"] == v]["count"].astype(float)))
-              for v in chosen}
+    om = OpMix.of(d.mix, d.ops, scheme, op, compiler, chosen)  # the one reading of the mix (analyze/explanations)
+    labels, total, counts = om.labels, om.total, om.counts
 
     def opsrow(v):
         if d.ops.empty:
@@ -176,10 +171,8 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     row("instructions/call", ins + (f"  ({rel})" if rel else ""))
 
     for v in chosen[1:]:
-        diff = {c: counts[base].get(c, 0.0) - counts[v].get(c, 0.0) for c in set(counts[base]) | set(counts[v])}
         dtot = total[base] - total[v]
-        saved = sorted(((c, x) for c, x in diff.items() if x > 0), key=lambda t: -t[1])[:TOP_CLASSES]
-        added = sorted(((c, -x) for c, x in diff.items() if x < 0), key=lambda t: -t[1])[:TOP_CLASSES]
+        saved, added = class_shift(om, base, v)
         parts = []
         if saved:
             parts.append(f"{v} saves " + " · ".join(
@@ -270,46 +263,13 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
             if (name, text) not in seen:
                 row(name if not any(n == name for n, _ in seen) else "", text)
                 seen.add((name, text))
+    ex = _read(StudyDir(d.directory).results_dir, "explanations")
+    if not ex.empty:  # the report's sentence for this comparison, when it explains one (a headline or outlier)
+        hit = ex[(ex["scheme"] == scheme) & (ex["op"] == op) & (ex["compiler"] == compiler) & (ex["base"] == base)
+                 & ex["variant"].isin(chosen[1:])]
+        for r in hit.itertuples(index=False):
+            row("why", f"[{r.kind}] {r.sentence}")
     return "\n".join(lines)
-
-
-def _slow_candidates(d: _Data, scheme, op, compiler, base, v, mn, mca) -> list[dict]:
-    """Instructions the variant executes more of than the baseline and that a CPU model makes slow
-    (llvm-mca latency >= slow_latency), grouped by (slow CPUs, latency): names, counts, and how much
-    higher the variant's estimate is on those CPUs than on the others."""
-    if d.mcm.empty:
-        return []
-    mnb = mn[mn["variant"] == base].groupby("mnemonic")["count"].sum()
-    mnv = mn[mn["variant"] == v].groupby("mnemonic")["count"].sum()
-    mm = d.mcm[(d.mcm["scheme"] == scheme) & (d.mcm["op"] == op) & (d.mcm["compiler"] == compiler) & (d.mcm["variant"] == v)]
-    groups: dict[tuple, dict] = {}
-    for m, sub in mm.groupby("mnemonic"):
-        slow = sub[sub["slow"].astype(bool)]
-        added = float(mnv.get(m, 0.0)) - float(mnb.get(m, 0.0))
-        if slow.empty or added <= 0:
-            continue
-        lat = float(slow["max_latency"].max())
-        slow_cpus = tuple(sorted(slow["cpu"].astype(str)))
-        pred = mca[(mca["variant"] == v) & mca["cpu"].isin(slow_cpus)]["predicted_cycles"] if not mca.empty else []
-        # only what could matter: added x latency at least MIN_SHARE of the estimate on a slow CPU
-        if len(pred) and added * lat < MIN_SHARE * float(pred.max()):
-            continue
-        fast = sub[~sub["slow"].astype(bool)]
-        key = (slow_cpus, lat)
-        g = groups.setdefault(key, {"slow": list(slow_cpus), "fast": sorted(fast["cpu"].astype(str)), "latency": lat,
-                                    "fast_latency": float(fast["max_latency"].max()) if len(fast) else math.nan,
-                                    "names": [], "weight": 0.0})
-        g["names"].append((m, added))
-        g["weight"] += added * lat
-    out = sorted(groups.values(), key=lambda g: -g["weight"])
-    for g in out:
-        g["factor"] = math.nan
-        if not mca.empty and g["fast"]:
-            sv = mca[(mca["variant"] == v) & mca["cpu"].isin(g["slow"])]["predicted_cycles_all"]
-            fv = mca[(mca["variant"] == v) & mca["cpu"].isin(g["fast"])]["predicted_cycles_all"]
-            if len(sv) and len(fv) and fv.min() > 0:
-                g["factor"] = float(sv.max() / fv.min())
-    return out
 
 
 def _cand_text(g: dict, v: str) -> str:
@@ -329,7 +289,7 @@ def _reason(d: _Data, scheme, op, compiler, base, v, total, counts, labels, mn, 
     same = timed and ticks[base] > 0 and abs(ticks[v] / ticks[base] - 1) <= thr
     slower = timed and not same and ticks[v] > ticks[base]
     tpi_up = timed and not same and not fmt.is_missing(tpi[base]) and not fmt.is_missing(tpi[v]) and tpi[v] > TPI_FLAG * tpi[base]
-    cands = _slow_candidates(d, scheme, op, compiler, base, v, mn, mca)
+    cands = slow_candidates(d.mcm, mca, d.mix, scheme, op, compiler, base, v)
     on_host = [g for g in cands if host in g["slow"]] if host else []
     elsewhere = [g for g in cands if g not in on_host]
     rows: list[tuple[str, str]] = []

@@ -140,6 +140,20 @@ def headlines(study: Results, fam: FamilyView) -> list[str]:
     return out
 
 
+def why_lines(study: Results, fam: FamilyView) -> dict:
+    """The family's explanations (results/explanations): kind and sentence per row, the evidence
+    legend, and the one line that says what was not measured."""
+    from ..model import EVIDENCE_WORDS
+
+    e = study.explanations
+    e = e[e["family"] == fam.name] if not e.empty and "family" in e.columns else e
+    used = {t for ev in (e["evidence"] if len(e) else []) for t in str(ev).split("; ")}  # "tag: definition" each
+    legend = [f"{tag}: {text}" for tag, text in EVIDENCE_WORDS.values() if f"{tag}: {text}" in used]
+    return {"rows": [{"kind": r.kind, "sentence": r.sentence} for r in e.itertuples(index=False)],
+            "legend": legend,
+            "missing": study.explanation_missing(fam.name)}
+
+
 def _changed(study: Results, fam: FamilyView, what: str, who: str) -> str:
     """'without <who> N verdict(s) change: <the first three, with and without>' (Machine states lists all)."""
     rows = study.without_rows(what)
@@ -458,6 +472,7 @@ def write_html(study: Results, outdir: Path, figures: list[FigureResult], tables
         ts = [t for t in tables if t.family == fam.name]
         sections.append({
             "id": fam.name, "title": fam.title, "headlines": headlines(study, fam),
+            "why": why_lines(study, fam),
             "table1": [t for t in ts if t.name == "table1_hand_simd" and not t.name_suffix][:1],
             "tables": [t for t in ts if not (t.name == "table1_hand_simd" and not t.name_suffix)],
             "figures": [fig(f) for f in figures if f.family == fam.name],

@@ -173,6 +173,7 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     from . import footprint
 
     footprint.show(study, con)  # what SIMD costs besides time (results/footprint)
+    _why(study, con)  # the headlines, outliers and slowdowns explained (results/explanations)
     if beside is not None:
         from .crossisa import load, sentences
 
@@ -347,6 +348,21 @@ def _portfolio(study: Results, metric: str, con: Console) -> None:
 
 
 # -- compare ---------------------------------------------------------------------------------
+
+def _why(study: Results, con: Console) -> None:
+    from .html import why_lines
+
+    for fam in study.families:
+        why = why_lines(study, fam)
+        if not why["rows"]:
+            continue
+        con.print(Text(f"Why ({fam.title}): the headlines, outliers and slowdowns explained", style="bold underline"))
+        for w in why["rows"]:
+            con.print(Text(f"[{w['kind']}] ", style="dim") + Text(w["sentence"]), soft_wrap=True)
+        for line in why["legend"] + ([f"not measured: {why['missing']}"] if why["missing"] else []):
+            con.print(Text(line, style="dim"), soft_wrap=True)
+        con.print()
+
 
 def _who(study: Results) -> str:
     m = study.manifest.get("machine") if isinstance(study.manifest.get("machine"), dict) else {}

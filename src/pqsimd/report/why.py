@@ -160,7 +160,8 @@ def claims_parts(study, outdir: Path) -> list:
     t = Table(name="table_claims", title="The paper's mechanistic claims, tested",
               caption="Each claim's measurable predictions (data/paper_claims.toml) checked on this study's numbers, "
                       "per simulated cache geometry: supported (every prediction holds), contradicted (one fails), "
-                      "not testable here (numbers missing). Simulated events are the simulator's, not the paper's "
+                      "not measured (a metric this study did not run: the verdict names it), not testable here (other numbers "
+                      "missing). Simulated events are the simulator's, not the paper's "
                       f"machine's. {_limits_note()}",
               header=["claim", "text", "source", "geometry", "verdict", "numbers", "why"],
               rows=rows, data=cl, align="lllllll")
