@@ -40,6 +40,7 @@ import pandas as pd
 
 from ..errors import command
 from ..model import EVIDENCE_WORDS
+from .write import write_or_remove
 
 TIME_METRIC = "ticks"
 INS_METRIC = "instructions"
@@ -534,12 +535,10 @@ def write_explanations(directory, results, comparisons: pd.DataFrame, groups: pd
                        families: dict, compiler: str | None, threshold: float) -> list[str]:
     """results/explanations (csv + parquet) from the tables analyze wrote before it into `results`;
     removed when nothing is explained, so a re-analysis never leaves a stale one."""
-    from . import _write_or_remove
-
     tables = {}
     for name in ("mix", "mix_ops", "sim", "mca", "mca_mnemonics"):
         p = results / f"{name}.parquet"
         tables[name] = pd.read_parquet(p) if p.exists() else pd.DataFrame()
-    _write_or_remove(explanation_table(comparisons, groups, tables, families, chain, compiler, directory, threshold),
+    write_or_remove(explanation_table(comparisons, groups, tables, families, chain, compiler, directory, threshold),
                      results, "explanations")
     return []
