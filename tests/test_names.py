@@ -131,7 +131,8 @@ def test_recorded_op_names_come_from_the_results_families():
     assert catalog.recorded_op_names(recorded, "nope") == {}
 
 
-def test_list_shows_each_ops_label_beside_its_id(capsys):
+def test_list_shows_each_ops_label_beside_its_id(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)  # captured output is piped: as wide as its content
     pqsimd_group.main(["list"], standalone_mode=False, prog_name="pqsimd")
     out = capsys.readouterr().out
     assert "poly_getnoise_eta1 (noise)" in out and "indcpa_keypair (iKeypair)" in out
