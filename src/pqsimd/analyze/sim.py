@@ -99,11 +99,14 @@ def sim_table(directory: Path, groups: pd.DataFrame | None = None) -> pd.DataFra
         ins = {(r.scheme, r.op, r.variant, r.compiler): float(r.median) for r in g.itertuples(index=False)}
     df["instructions"] = [ins.get((r.scheme, r.op, r.variant, r.compiler), math.nan) for r in df.itertuples()]
     # The same binary and op under callgrind with and without the simulation: the same Ir, else the
-    # op's work differs between runs (fresh randomness per call) and the events are one draw of it.
+    # op's calls differ (fresh randomness per call, or work that changes from call to call: the
+    # instructions metric counts its ops in one process, the simulation each run in its own, so they
+    # count other calls) and the events are one run's.
     df["ir_matches_instructions"] = [(None if math.isnan(i) else bool(abs(i - ir) < 1e-9))
                                      for i, ir in zip(df["instructions"], df["Ir"])]
     df["note"] = ["; ".join(x for x in (n, "" if m is not False else "Ir differs from the instructions metric: the "
-                  "op's work varies between runs (e.g. rejection sampling on fresh randomness); the events are one run's") if x)
+                  "op's calls differ (e.g. rejection sampling on fresh randomness) and the two metrics count other calls; the "
+                  "events are one run's") if x)
                   for n, m in zip(df["note"], df["ir_matches_instructions"])]
     return df[COLUMNS].sort_values(KEYS, kind="stable").reset_index(drop=True)
 

@@ -568,8 +568,9 @@ def write_why_results(directory: Path, results: Path, groups: pd.DataFrame | Non
     write_or_remove(verdicts, results, "claims")
     differ = sim_df[sim_df["ir_matches_instructions"].eq(False)] if len(sim_df) else sim_df
     return [f"{len(differ)} simulated (op, variant) rows ran other instructions than the instructions metric "
-            f"(e.g. {differ['scheme'].iloc[0]} {differ['op'].iloc[0]} {differ['variant'].iloc[0]}): ops with fresh "
-            "randomness per call; their events are one run's (results/sim note)"] if len(differ) else []
+            f"(e.g. {differ['scheme'].iloc[0]} {differ['op'].iloc[0]} {differ['variant'].iloc[0]}): ops whose calls "
+            "differ (fresh randomness per call, or work that changes from call to call: the two metrics count "
+            "other calls); their events are one run's (results/sim note)"] if len(differ) else []
 
 
 
