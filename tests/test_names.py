@@ -346,3 +346,12 @@ def test_piped_tables_are_as_wide_as_their_cells(tmp_path):
     _piped("campaign", camp, a, b)
     assert "report written to" in _piped("report", camp)  # a campaign's report, not a study's refusal
     assert tomllib.loads((camp / "campaign.toml").read_text())["campaign"]["studies"]
+
+
+def test_the_report_names_the_machines_microarchitecture_as_doctor_does():
+    from pqsimd.report.html import _machine_name
+
+    zen5 = {"cpu_model": "AMD EPYC", "cpu_vendor": "AuthenticAMD", "cpu_family": 26, "cpu_model_number": 2}
+    assert _machine_name(zen5) == "AMD EPYC (Zen 5)"
+    unknown = {"cpu_model": "Some CPU", "cpu_vendor": "AuthenticAMD", "cpu_family": 99, "cpu_model_number": 1}
+    assert _machine_name(unknown) == "Some CPU" and _machine_name({}) == "n/a"

@@ -484,7 +484,7 @@ def write_html(study: Results, outdir: Path, figures: list[FigureResult], tables
         directory=str(study.directory.resolve()),
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
-        machine=mach.get("cpu_model") or mach.get("cpu") or "n/a",
+        machine=_machine_name(mach),
         design=study.design,
         sections=sections,
         extra_tables=extra_tables or [],
@@ -508,3 +508,13 @@ def write_html(study: Results, outdir: Path, figures: list[FigureResult], tables
         colours={v: colours.get(v) for v in study.variants},
     )
     return files.write_text(outdir / "index.html", html)
+
+
+def _machine_name(mach: dict) -> str:
+    """The CPU as the manifest names it, and its microarchitecture where data/microarchitectures.toml
+    knows it (as doctor and a campaign name it): "AMD EPYC (Zen 4)"."""
+    from ..microarch import identify
+
+    model = mach.get("cpu_model") or mach.get("cpu") or "n/a"
+    uarch = identify(mach)
+    return f"{model} ({uarch.name})" if uarch.known and uarch.name not in model else model
