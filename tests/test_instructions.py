@@ -225,3 +225,24 @@ def test_call_counts_pool_both_runs_so_a_hedged_op_never_reads_zero():
     assert p.counted == Fraction(52, 12)
     assert ins.Pair(ir1=0, ir2=0, n1=2, n2=10, calls1=6, calls2=30).counted == 3
     assert ins.Pair(ir1=0, ir2=0).counted is None
+
+
+def test_an_op_over_the_studys_cap_is_not_counted_and_the_record_says_why(tmp_path):
+    """Like timing, counting leaves out an op one call of which takes longer than max_call_s (under
+    callgrind it would take ~50 times as long, 13 times a run); the job records say why. The cap sits
+    4-5x from both sides: refo0's decaps (~160 us a call here) is over it, avx2's (~8 us) and ntt under."""
+    d = tmp_path / "cap"
+    r = run_cli("run", d, "--preset", "quick", "--schemes", "ml-kem-512", "--ops", "ntt,kem_decaps,empty",
+                "--variants", "refo0,avx2", "--metric", "instructions,mix", "--max-call", "0.00004")
+    assert r.returncode == 0, r.stderr
+    for v, counted in (("refo0", {"ntt", "empty"}), ("avx2", {"ntt", "kem_decaps", "empty"})):
+        for metric in ("instructions", "mix"):
+            t = pq.read_table(StudyDir(d).raw_path(f"{v}.gcc.ml-kem-512.{metric}"))
+            assert set(t.to_pandas().op) == counted, (v, metric)
+            rec = json.loads(t.schema.metadata[store.JOB_METADATA_KEY])
+            if v == "refo0":
+                assert "over the study's cap of 4e-05 s (max_call_s" in rec["not_counted"]["kem_decaps"]
+            else:
+                assert "not_counted" not in rec
+    r = run_cli("analyze", d, "--bootstrap", "200")
+    assert r.returncode == 0, r.stderr

@@ -236,7 +236,7 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, ProfilePair | None], sta
     b, scheme = job.info["build"], job.info["scheme"]
     cal = ins.calibration_op(scheme)
     self_check = cal[0] if cal else None
-    ops = ins.job_ops(sd, study, job)
+    ops = ins.counted_ops(sd, study, job)
     pairs = {op: p for op, p in res.items() if p is not None}
     per_op, extra = analyse_job(b, scheme, list(dict.fromkeys([*([self_check] if self_check else []), *ops])),
                                 self_check, pairs, cpus if mca else [], mca, isa=isa,
@@ -271,6 +271,7 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, ProfilePair | None], sta
             "failed": mca_rec["failed"],
             **({} if mca else {"status": "unavailable", "reason": resolve_mca_cpus(study)[2]}),
         },
+        **ins.not_counted(sd, study, job),
         "started": started, "finished": datetime.now(timezone.utc).isoformat(),
     }
     return sd.write_raw(job.id, table, record)

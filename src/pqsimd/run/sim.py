@@ -178,7 +178,7 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, list[EventPair]], starte
     b, scheme = job.info["build"], job.info["scheme"]
     cal = ins.calibration_op(scheme)
     self_check = cal[0] if cal else None
-    ops = ins.job_ops(sd, study, job)
+    ops = ins.counted_ops(sd, study, job)
     table = build_table(b, scheme, job.id, res, ops, self_check)
     lib = sd.variant_path(b.id)
     record = {
@@ -192,6 +192,7 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, list[EventPair]], starte
         "n1": N1, "n2": N2, "repeats": REPEATS,
         "counts": {op: [[p.e1, p.e2] for p in pairs] for op, pairs in res.items()},
         "per_call_exact": {op: {e: ins._frac_text(v) for e, v in per_call(res, op, self_check).items()} for op in ops},
+        **ins.not_counted(sd, study, job),
         "started": started, "finished": datetime.now(timezone.utc).isoformat(),
     }
     return sd.write_raw(job.id, table, record)
