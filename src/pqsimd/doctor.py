@@ -236,13 +236,9 @@ def findings() -> list[Finding]:
 def host_name() -> str:
     """The CPU as doctor's title names it: its model name and the microarchitecture
     data/microarchitectures.toml knows it by (as a campaign names its machines)."""
-    from .microarch import identify
+    from .microarch import cpu_label
 
-    model = machine.cpu_model()
-    uarch = identify(machine.machine_info())
-    if uarch.known:
-        return f"{model} ({uarch.name})"
-    return f"{model} ({uarch.name}: not in data/microarchitectures.toml)"
+    return cpu_label({**machine.machine_info(), "cpu_model": machine.cpu_model()}, say_unknown=True)
 
 
 def _why(f: Finding) -> str:

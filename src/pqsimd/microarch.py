@@ -68,3 +68,15 @@ def identify(machine: dict) -> Microarchitecture:
         desc = f"{vendor or machine.get('cpu_model') or 'unknown CPU'} family {fam} model {model}"
         desc += f" stepping {step}" if step is not None else ""
     return Microarchitecture(desc, vendor, "", False)
+
+
+def cpu_label(machine: dict, say_unknown: bool = False) -> str:
+    """A machine record's CPU as doctor and the report name it: its model name and the
+    microarchitecture this table knows it by, "AMD EPYC (Zen 4)"; an unknown one by the model name
+    alone, or with what was looked up (say_unknown)."""
+    machine = machine if isinstance(machine, dict) else {}
+    model = machine.get("cpu_model") or machine.get("cpu") or "n/a"
+    uarch = identify(machine)
+    if uarch.known:
+        return model if uarch.name in model else f"{model} ({uarch.name})"
+    return f"{model} ({uarch.name}: not in data/microarchitectures.toml)" if say_unknown else model

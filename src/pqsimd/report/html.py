@@ -511,10 +511,7 @@ def write_html(study: Results, outdir: Path, figures: list[FigureResult], tables
 
 
 def _machine_name(mach: dict) -> str:
-    """The CPU as the manifest names it, and its microarchitecture where data/microarchitectures.toml
-    knows it (as doctor and a campaign name it): "AMD EPYC (Zen 4)"."""
-    from ..microarch import identify
+    """The CPU as the manifest names it, with its microarchitecture where known (as doctor names it)."""
+    from ..microarch import cpu_label
 
-    model = mach.get("cpu_model") or mach.get("cpu") or "n/a"
-    uarch = identify(mach)
-    return f"{model} ({uarch.name})" if uarch.known and uarch.name not in model else model
+    return cpu_label(mach)
