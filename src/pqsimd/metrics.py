@@ -90,6 +90,13 @@ def is_cost(name: str | None) -> bool:
     return bool(name) and name in REGISTRY and REGISTRY[name].cost
 
 
+def counted_by_backend(name: str) -> bool:
+    """A count the ISA's counting backend makes (instructions, mix, sim): exact, and not a cost in bytes
+    (stack and size are read natively or from the binary)."""
+    m = REGISTRY.get(name)
+    return bool(m) and m.exact and not m.cost
+
+
 def exact_names() -> tuple[str, ...]:
     """Metrics that are counts and whose raw rows carry the metric's own name (analyze's groups)."""
     return tuple(m.name for m in REGISTRY.values() if m.exact and m.grouped)

@@ -120,7 +120,7 @@ def _without_missing_tools(sd: StudyDir, study: study_mod.Study) -> None:
 
     backend = None
     for m in list(study.metrics):
-        if metrics_mod.get(m).runner not in COUNTING_RUNNERS:
+        if not metrics_mod.counted_by_backend(m):
             continue
         backend = backend or for_study(study)
         if backend.version() is None:
@@ -128,8 +128,6 @@ def _without_missing_tools(sd: StudyDir, study: study_mod.Study) -> None:
             console.print(tagged("not counted", "yellow", f"--metric {m} (the preset's): {backend.missing}; then "
                                  f"add it to the study with {command('run', sd.path, '--metric', m)}"), soft_wrap=True)
 
-
-COUNTING_RUNNERS = ("instructions", "mix", "sim")  # the runners of run/ that need the ISA's counting backend
 
 
 def _forget_refused(sd: StudyDir) -> None:
