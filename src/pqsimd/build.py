@@ -41,6 +41,9 @@ PIC_FLAGS = ("-fPIC", "-fvisibility=hidden")
 # Every function and object in a section of its own, so that a job's layout (layout.py) can place
 # each one anywhere at link time without compiling again.
 SECTION_FLAGS = ("-ffunction-sections", "-fdata-sections")
+# Line tables for --metric ct's source lines (memcheck names file:line): the code is the same with and
+# without them (gcc's -fcompare-debug guarantee); DWARF 4 because valgrind 3.19 cannot read clang's 5.
+DEBUG_FLAGS = ("-g", "-gdwarf-4")
 LINK_FLAGS = ("-Wl,-z,noexecstack",)
 # LLVM's link-time optimization (clang -flto, -flto=full|thin) compiles the bitcode objects when the
 # shared object is linked, with the linker's own LLVM. A layout copy relinked from that bitcode by
@@ -49,7 +52,8 @@ LINK_FLAGS = ("-Wl,-z,noexecstack",)
 # both read, one section per function as in every compile) and `link` relinks those (layout.py).
 LTO_DIR = "lto"
 LTO_RECIPE = "post-LTO native objects kept in lto/"  # in the cache key of an LLVM LTO build only
-RECIPE = 4  # how a variant is built (2: its flags reach the link; 3: source layouts; 4: a section per function); part of the cache key
+RECIPE = 5  # how a variant is built (2: its flags reach the link; 3: source layouts; 4: a section per function;
+#            5: line tables); part of the cache key
 
 
 # --- compilers -------------------------------------------------------------------------------------
@@ -259,6 +263,9 @@ def _hash_files(h, files) -> None:
             h.update(f.read_bytes())
 
 
+MEMCHECK_HEADER = Path("/usr/include/valgrind/memcheck.h")
+
+
 def build_driver(isa=None) -> Driver:
     """The driver and glue objects, with the fixed toolchain (cached); for another ISA its cross gcc."""
     conf = catalog.compilers_doc()["harness"]
@@ -271,6 +278,7 @@ def build_driver(isa=None) -> Driver:
     glue_key = g.hexdigest()
     h = hashlib.sha256(glue_key.encode())
     _hash_files(h, sorted((harness / "driver").glob("*.[ch]")))
+    _hash_files(h, [MEMCHECK_HEADER])  # driver/ct.c has the constant-time test only with it
     key = h.hexdigest()
     root = cache_root()
     final = root / f"driver-{comp.isa + '-' if comp.isa else ''}{key[:16]}"
@@ -451,7 +459,7 @@ def _commands(plan, flags: list[str], comp: Compiler, work: Path) -> tuple[list[
     for u in plan.units():
         obj = work / u.obj
         pre = [x.replace(BUILD_DIR, str(work)) for x in u.pre]
-        cmds.append([*comp.argv, *PIC_FLAGS, *SECTION_FLAGS, *pre, "-c", str(u.src), "-o", str(obj), *flags])
+        cmds.append([*comp.argv, *PIC_FLAGS, *SECTION_FLAGS, *DEBUG_FLAGS, *pre, "-c", str(u.src), "-o", str(obj), *flags])
         objs[u.obj] = obj
     return cmds, objs
 

@@ -247,6 +247,7 @@ class Family:
     default: bool = False  # the family `pqsimd run` times when no --schemes is given
     call_counters: dict[str, Any] = field(default_factory=dict)  # op -> function counted per call ([ops.call_counters])
     ablation: dict[str, Any] = field(default_factory=dict)  # [ablation]: variant (whose groups --ablation switches)
+    ct: dict[str, Any] = field(default_factory=dict)  # [ct]: secret (op -> secret inputs), public (function -> why)
     source: str = ""  # the TOML file it came from
     text: str = ""  # its content (recorded in the manifest)
 
@@ -256,6 +257,15 @@ class Family:
     def op_names(self) -> dict[str, str]:
         """Every op id with the label the report shows for it (the names `resolve_ops` accepts)."""
         return {op: self.label(op) for op in self.ops}
+
+    def secrets(self, op: str) -> list[str]:
+        """The op's secret inputs ([ct.secret]): op-table buffers, or `random` (what it draws)."""
+        return list(self.ct.get("secret", {}).get(op, []))
+
+    def public_functions(self) -> dict[str, str]:
+        """Functions whose inputs the standard makes public ([ct.public]: a name pattern -> why): a site
+        inside one is declassified, not a leak."""
+        return dict(self.ct.get("public", {}))
 
     def implementation(self, name: str) -> Implementation | None:
         return self.implementations.get(name)
@@ -442,12 +452,14 @@ def family_from_toml(text: str, source: str, base_dir: Path | None) -> Family:
         familyschema.check_absent(impl.name, impl.absent, impl.notes, ops, where)
     ablation = _table(d, "ablation", where)
     familyschema.check_ablation(ablation, where)
+    ct = _table(d, "ct", where)
+    familyschema.check_ct(ct, ops, where)
     _check_portfolio(views, ops, ops_t.get("self_check"), where)
     return Family(
         name=name, title=str(d.get("title", name)), kind=kind, op_table=path, schemes=schemes,
         implementations=impls, ops=ops, labels=labels, self_check=ops_t.get("self_check"),
         kat=kat, gate=gate, views=views, default=d.get("default") is True, source=source, text=text,
-        call_counters=call_counters, ablation=ablation,
+        call_counters=call_counters, ablation=ablation, ct=ct,
     )
 
 

@@ -212,3 +212,19 @@ def check_views(views: dict, ops: tuple[str, ...], schemes: dict, where: str) ->
             if not name.isalpha():
                 raise _fail(where, f"[views.ranges] name {name!r} must be letters only (it ends LaTeX macro names)")
             _ops(value, ops, where, f"[views.ranges] {name}")
+
+
+def check_ct(ct: dict, ops: tuple[str, ...], where: str) -> None:
+    """[ct]: `secret` (op -> the op table's buffers or "random" that are secret), `public` (a function
+    name pattern -> why the standard makes its inputs public: sites inside it are declassified)."""
+    _unknown(ct, ("secret", "public"), where, "ct")
+    secret = ct.get("secret", {})
+    if not isinstance(secret, dict):
+        raise _fail(where, f"[ct] secret must be a table of op = [inputs], got {secret!r}")
+    for op, names in secret.items():
+        _ops([op], ops, where, "[ct.secret]")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            raise _fail(where, f"[ct.secret] {op} must list the op table's secret buffers (or \"random\"), got {names!r}")
+    public = ct.get("public", {})
+    if not isinstance(public, dict) or not all(isinstance(v, str) and v for v in public.values()):
+        raise _fail(where, f"[ct] public must be a table of function pattern = \"why it is public\", got {public!r}")

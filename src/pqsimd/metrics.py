@@ -14,6 +14,9 @@ run/metrics.py executes them), by analyze and by the report (which are exact cou
                       scheme); natively or under the ISA's emulator
     size              code + read-only data bytes of the op's call tree (nm, objdump), one job per
                       (build, scheme)
+    ct                constant time: where the op's secrets steer a branch or an address (memcheck
+                      taint, confirmed by lackey traces over several secrets), one job per (build,
+                      scheme); a verdict per op, never a ratio (run/ct.py)
 
 A metric owns its unit: `unit_of(metric, isa)` (the ISA's tick unit for times, data/isas.toml), which
 analyze writes into summary.json `units` and the report reads back (results.Results.unit).
@@ -37,6 +40,7 @@ class Metric:
     exact: bool  # a count: the same binary gives the same number (analysis compares exactly)
     per_build: bool  # one job per (build, scheme), id <variant>.<compiler>.<scheme>.<name>
     grouped: bool = True  # its raw rows carry its name and become analyze's groups (mix, counters, energy: own names)
+    verdicts: bool = False  # its results are verdicts per op (constant time), never a ratio between builds
     cost: bool = False  # a cost in bytes, not a time: SIMD / C is a change of bytes (fewer is better), never a
     #                     speedup; per op, not per call (report/fmt.bytes_change says it)
 
@@ -53,6 +57,8 @@ REGISTRY: dict[str, Metric] = {m.name: m for m in (
            grouped=False),
     Metric("stack", "bytes", "peak stack", "stack", timed=False, exact=True, per_build=True, cost=True),
     Metric("size", "bytes", "code size", "stack", timed=False, exact=True, per_build=True, cost=True),
+    Metric("ct", "leak sites", "constant time", "ct", timed=False, exact=True, per_build=True, grouped=False,
+           verdicts=True),
 )}
 
 
@@ -92,9 +98,9 @@ def is_cost(name: str | None) -> bool:
 
 def counted_by_backend(name: str) -> bool:
     """A count the ISA's counting backend makes (instructions, mix, sim): exact, and not a cost in bytes
-    (stack and size are read natively or from the binary)."""
+    (stack and size are read natively or from the binary) nor a verdict (ct runs valgrind's memcheck)."""
     m = REGISTRY.get(name)
-    return bool(m) and m.exact and not m.cost
+    return bool(m) and m.exact and not m.cost and not m.verdicts
 
 
 def exact_names() -> tuple[str, ...]:

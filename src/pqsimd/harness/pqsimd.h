@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PQSIMD_ABI 3
+#define PQSIMD_ABI 4
 
 typedef struct {
     const char *name;    /* canonical op id, e.g. "ntt" */
@@ -42,6 +42,14 @@ typedef struct {
     void (*digest)(uint8_t *out, size_t outlen, const uint8_t *in, size_t inlen);
 } pqsimd_api;
 
+/* A named input or output buffer of an op table (its static storage): what --metric ct marks secret
+ * (data/families/<family>.toml [ct.secret] names them per op) and what it holds fixed. */
+typedef struct {
+    const char *name;
+    void *ptr;
+    size_t len;
+} pqsimd_buffer;
+
 typedef struct pqsimd_scheme {
     const char *name; /* "ml-kem-512" */
     const char *impl; /* PQClean implementation: "clean", "avx2", ... */
@@ -51,6 +59,8 @@ typedef struct pqsimd_scheme {
     pqsimd_sizes sizes;
     pqsimd_api api;
     struct pqsimd_scheme *next;
+    const pqsimd_buffer *buffers; /* NULL: the op table names none (4 = the ABI that added them) */
+    int n_buffers;
 } pqsimd_scheme;
 
 typedef struct {
@@ -65,7 +75,16 @@ typedef struct {
      * runner's null samples call it, so the null pays the same cost of a call into this object
      * that every op call pays (3 = the ABI that added it). */
     void (*null_call)(void);
+    /* Constant-time testing (4 = the ABI that added them). set_variation(v): the op tables' inputs
+     * (pqsimd_fill) are the timed ones for v = 0 and other, equally valid ones for every other v;
+     * random_mark(f): f(buffer, n) is called on every randomness the code under test draws (the
+     * driver marks it secret), NULL: off. */
+    void (*set_variation)(uint64_t v);
+    void (*random_mark)(void (*mark)(void *buffer, size_t n));
 } pqsimd_variant;
+
+/* The byte the op tables' inputs are xored with (0 for the timed inputs: registry.c). */
+uint8_t pqsimd_variation_byte(uint8_t salt, size_t i);
 
 /* The one symbol a variant exports (variant/registry.c). */
 const pqsimd_variant *pqsimd_variant_entry(void);

@@ -13,6 +13,7 @@
  *   driver count LIB SCHEME OP CALLS...     per pair, OP CALLS times inside pqsimd_measure (callgrind)
  *   driver where LIB SCHEME                 per op: "op offset" of its function in LIB (a layout's record)
  *   driver stack LIB SCHEME [OP...]         per op: "op bytes_a5 bytes_5a", its peak stack (stack.h)
+ *   driver ct LIB SCHEME OP V [SECRET...]   one call with its secrets marked, inputs of variation V (ct.h)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -25,6 +26,7 @@
 
 #include <time.h>
 
+#include "ct.h"
 #include "gate.h"
 #include "guard.h"
 #include "loader.h"
@@ -467,7 +469,7 @@ static int cmd_stack(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        return die("usage: driver list|calibrate|step|run|probe|gate|smoke|count|where|stack ...", NULL);
+        return die("usage: driver list|calibrate|step|run|probe|gate|smoke|count|where|stack|ct ...", NULL);
     }
     const char *cmd = argv[1];
     pqsimd_guard_install();
@@ -501,6 +503,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "stack") == 0) {
         return cmd_stack(argc, argv);
+    }
+    if (strcmp(cmd, "ct") == 0) {
+        return pqsimd_cmd_ct(argc, argv);
     }
     return die("unknown command ", cmd);
 }

@@ -32,9 +32,7 @@ static polyvec matrix[KYBER_K]; /* poly is a union with __m256i in avx2: alignme
 static poly ap, bp, cp, dp;
 
 static void fill(uint8_t *b, size_t n, uint8_t salt) {
-    for (size_t i = 0; i < n; i++) {
-        b[i] = (uint8_t)(i * 7 + salt);
-    }
+    pqsimd_fill(b, n, salt);
 }
 
 static void setup_inputs(void) {
@@ -117,4 +115,10 @@ static const pqsimd_sizes sizes = {.public_key = KYBER_PUBLICKEYBYTES, .secret_k
                                    .ciphertext = KYBER_CIPHERTEXTBYTES, .shared_secret = KYBER_SSBYTES};
 static const pqsimd_api api = {.keypair = NS(crypto_kem_keypair), .encaps = NS(crypto_kem_enc), .decaps = NS(crypto_kem_dec)};
 
-PQSIMD_REGISTER(ops, PQSIMD_KIND_KEM, sizes, api)
+/* What [ct.secret] of data/families/ml-kem.toml names per op. */
+static const pqsimd_buffer buffers[] = {
+    PQSIMD_BUFFER(seed), PQSIMD_BUFFER(coins32), PQSIMD_BUFFER(coins64), PQSIMD_BUFFER(pk), PQSIMD_BUFFER(sk),
+    PQSIMD_BUFFER(ct),   PQSIMD_BUFFER(key),     PQSIMD_BUFFER(matrix),  PQSIMD_BUFFER(ap),
+};
+
+PQSIMD_REGISTER_BUFFERS(ops, PQSIMD_KIND_KEM, sizes, api, buffers)

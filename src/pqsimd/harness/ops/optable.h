@@ -16,9 +16,21 @@
 #define PQSIMD_EMPTY_OP \
     __attribute__((noinline, aligned(64))) static void op_empty(void) { __asm__ volatile("" ::: "memory"); }
 
+/* The op tables' inputs: a fixed pattern per salt (the timed inputs), xored with the variant's
+ * variation (0 while timing; other values give the constant-time test other valid secrets). */
+static inline void pqsimd_fill(uint8_t *b, size_t n, uint8_t salt) {
+    for (size_t i = 0; i < n; i++) {
+        b[i] = (uint8_t)((uint8_t)(i * 7 + salt) ^ pqsimd_variation_byte(salt, i));
+    }
+}
+
+/* A buffer by its C name, for PQSIMD_REGISTER_BUFFERS: {"sk", sk, sizeof sk}. */
+#define PQSIMD_BUFFER(x) {#x, (void *)&(x), sizeof(x)}
+
 /* Registers this set when the variant is loaded: its op array, kind (enum pqsimd_kind), sizes
- * (a pqsimd_sizes) and primitive API (a pqsimd_api), the last two static objects of the op table. */
-#define PQSIMD_REGISTER(ops_, kind_, sizes_, api_)                                        \
+ * (a pqsimd_sizes) and primitive API (a pqsimd_api), the last two static objects of the op table;
+ * PQSIMD_REGISTER_BUFFERS also its named buffers (a static pqsimd_buffer array, --metric ct). */
+#define PQSIMD_REGISTER_(ops_, kind_, sizes_, api_, buffers_, n_buffers_)                 \
     __attribute__((constructor)) static void STATIC_NAME(register_scheme)(void) {        \
         static pqsimd_scheme scheme;                                                      \
         scheme.name = PQSIMD_SCHEME;                                                      \
@@ -28,7 +40,12 @@
         scheme.kind = kind_;                                                              \
         scheme.sizes = sizes_;                                                            \
         scheme.api = api_;                                                                \
+        scheme.buffers = buffers_;                                                        \
+        scheme.n_buffers = n_buffers_;                                                    \
         pqsimd_register(&scheme);                                                         \
     }
+#define PQSIMD_REGISTER(ops_, kind_, sizes_, api_) PQSIMD_REGISTER_(ops_, kind_, sizes_, api_, NULL, 0)
+#define PQSIMD_REGISTER_BUFFERS(ops_, kind_, sizes_, api_, buffers_) \
+    PQSIMD_REGISTER_(ops_, kind_, sizes_, api_, buffers_, (int)(sizeof buffers_ / sizeof buffers_[0]))
 
 #endif

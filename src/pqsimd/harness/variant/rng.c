@@ -14,6 +14,11 @@
 static const uint8_t *pool;
 static size_t pool_len, pool_pos;
 static int pool_on, pool_dry;
+static void (*mark)(void *buffer, size_t n);
+
+void pqsimd_random_mark(void (*f)(void *buffer, size_t n)) {
+    mark = f;
+}
 
 void pqsimd_random_pool(const uint8_t *bytes, size_t n) {
     pool = bytes;
@@ -31,7 +36,18 @@ int pqsimd_random_dry(void) {
     return pool_dry;
 }
 
+static int draw(uint8_t *output, size_t n);
+
+/* Every draw is marked when constant-time testing asks (the coins are the code's secrets). */
 int PQCLEAN_randombytes(uint8_t *output, size_t n) {
+    int r = draw(output, n);
+    if (mark) {
+        mark(output, n);
+    }
+    return r;
+}
+
+static int draw(uint8_t *output, size_t n) {
     if (pool_on) {
         if (n > pool_len - pool_pos) {
             pool_dry = 1;

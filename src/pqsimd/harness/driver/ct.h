@@ -1,0 +1,20 @@
+/* One call of an op with its secrets marked, for the constant-time test (driver `ct`).
+ *
+ *   driver ct LIB SCHEME OP VARIATION [SECRET...]
+ *
+ * SECRET: a buffer the op table names (pqsimd_buffer) or `random` (every byte the code under test
+ * draws). The op's inputs are those of VARIATION (0: the timed ones); only the secrets vary with
+ * it, every other named buffer keeps VARIATION 0's bytes: public inputs fixed. Under valgrind's
+ * memcheck the secrets are undefined for the one call, so every branch and address that depends
+ * on them is reported; under a tracer, the call lies between two stores to the marker this prints:
+ *
+ *   base <hex>    the load address of LIB (sites are offsets from it)
+ *   marker <hex>  the address stored to just before and just after the call
+ *   dry           the randomness pool ran dry (a result computed on zeros: not a valid run)
+ */
+#ifndef PQSIMD_CT_H
+#define PQSIMD_CT_H
+
+int pqsimd_cmd_ct(int argc, char **argv);
+
+#endif

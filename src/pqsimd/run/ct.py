@@ -1,0 +1,416 @@
+"""`--metric ct`: where the secrets of an op steer a branch or an address, per build and op, confirmed
+by traces. One job per (build, scheme), exact and deterministic.
+
+1. Taint. `driver ct LIB SCHEME OP 0 SECRET...` (harness/driver/ct.c) runs one call of the op with
+   the inputs its family names secret ([ct.secret]: op-table buffers, or `random`, every byte the
+   code draws) marked undefined under valgrind's memcheck. Every report inside the call is a site:
+   its instruction's offset in LIB, function, file:line, the instruction, and a kind:
+     branch    a conditional jump on a secret (timing and cache: a leak on every CPU)
+     address   a load or store whose address depends on a secret (a cache line: a leak)
+     cmov      a conditional move or set on a secret: constant time on x86-64, shown as such
+     other     anything else memcheck says about a secret (a system call argument)
+   A site inside a function the family names public ([ct.public]: the standard makes its inputs
+   public, e.g. ML-KEM's rho) is declassified: listed with the reason, never a leak.
+2. Confirmation. memcheck alone is not proof: a compiler may offset a loop counter by a secret and
+   branch the same way for every secret. Each remaining site is traced exactly (valgrind's lackey,
+   every instruction and memory access inside the call) on VARIATIONS different secrets, public
+   inputs fixed (driver `ct` variation 0..VARIATIONS-1): a site whose successors (branch) or
+   addresses (address) differ between two secrets is a `leak`, with those two as witnesses; one
+   whose traces are identical is `unconfirmed`.
+3. Verdict per op: leak (a confirmed site), unconfirmed (sites, none confirmed), clean (no site but
+   declassified ones), n/a (no secret input, an op table that names no buffers, or a build valgrind
+   cannot run: AVX-512, another ISA), with the reason.
+
+Not seen: divisions and other variable-latency instructions on a secret operand (KyberSlash) are
+data flow to memcheck, not branches; the record says so (`not_checked`).
+
+Raw files DIR/raw/<variant>.<compiler>.<scheme>.ct.parquet: one row per op, raw = per_call = the
+number of confirmed leak sites (-1: n/a); the job record holds every op's verdict and sites.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import socket
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import catalog, isa as isa_mod, machine, store
+from ..errors import PqsimdError, tagged
+from ..studydir import StudyDir
+from .callgrind import unhandled_instruction, valgrind_path
+from .instructions import _workers, job_ops
+from .metrics import pending, per_build_jobs
+
+METRIC = "ct"
+VARIATIONS = 8  # secrets per confirmation (0 is the timed one)
+TIMEOUT = 900  # seconds for one valgrind run
+RANDOM = "random"
+HARNESS_FRAMES = ("ct_call", "pqsimd_cmd_ct", "main", "(below main)")
+NOT_CHECKED = ("divisions and other variable-latency instructions on a secret operand (e.g. KyberSlash) are data "
+               "flow to memcheck, not branches: not checked")
+KIND_WORDS = {"branch": "a branch on a secret", "address": "a memory address from a secret",
+              "cmov": "a conditional move or set on a secret (constant time on x86-64)", "other": "a secret"}
+LEAK_KINDS = ("branch", "address")
+
+
+@dataclass
+class Site:
+    offset: int | None  # of the instruction in LIB (None: outside it, e.g. in libc)
+    kind: str
+    function: str
+    file: str
+    line: int | None
+    instruction: str
+    what: str  # memcheck's words
+    stack: list[str] = field(default_factory=list)  # innermost first, harness frames left out
+    declassified: str | None = None  # the [ct.public] pattern's reason
+    verdict: str = ""  # leak | unconfirmed | declassified | not a leak (cmov)
+    witnesses: list[int] = field(default_factory=list)  # two variations whose traces differ
+    difference: str = ""
+
+
+def _frame_text(frame, tag: str) -> str:
+    el = frame.find(tag)
+    return el.text if el is not None and el.text else ""
+
+
+def parse_memcheck(xml_text: str, base: int, library: Path) -> list[Site]:
+    """memcheck's XML errors inside the call, one Site per instruction (first report wins)."""
+    root = ET.fromstring(xml_text)
+    sites: dict[Any, Site] = {}
+    for err in root.iter("error"):
+        kind_m = _frame_text(err, "kind")
+        what = _frame_text(err, "what") or _frame_text(err.find("xwhat") or err, "text")
+        frames = list(err.find("stack") or [])
+        names = [_frame_text(f, "fn") for f in frames]
+        if not any(n.startswith("ct_call") for n in names):
+            continue  # the harness's own, outside the call
+        inner = [f for f in frames if not any(_frame_text(f, "fn").startswith(h) for h in HARNESS_FRAMES)]
+        if not inner:
+            continue
+        in_lib = next((f for f in inner if Path(_frame_text(f, "obj")).name == library.name), None)
+        top = inner[0]
+        at = top if in_lib is None else in_lib
+        offset = int(_frame_text(top, "ip"), 16) - base if in_lib is top else None
+        line = _frame_text(at, "line")
+        kind = {"UninitCondition": "branch", "UninitValue": "address"}.get(kind_m, "other")
+        site = Site(offset, kind, _frame_text(at, "fn") or "?", _frame_text(at, "file"), int(line) if line else None,
+                    "", what, [n for n in (_frame_text(f, "fn") for f in inner) if n])
+        key = offset if offset is not None else (site.function, site.file, site.line, kind)
+        sites.setdefault(key, site)
+    return list(sites.values())
+
+
+def instruction_at(library: Path, offset: int, objdump: list[str] | tuple[str, ...] = ("objdump",)) -> str:
+    """The instruction at `offset` in LIB, as objdump prints it ("jae 1234 <f+0x40>" -> "jae")."""
+    proc = subprocess.run([*objdump, "-d", "--no-show-raw-insn", f"--start-address={offset}",
+                           f"--stop-address={offset + 16}", str(library)], capture_output=True, text=True)
+    for line in proc.stdout.splitlines():
+        parts = line.split(":", 1)
+        if len(parts) == 2 and parts[0].strip() and all(c in "0123456789abcdef" for c in parts[0].strip()):
+            return " ".join(parts[1].split()[:2])
+    return "?"
+
+
+def refine_kind(site: Site) -> str:
+    """memcheck says 'depends on' for jumps, moves and sets alike: the instruction says which."""
+    mnemonic = site.instruction.split(" ")[0]
+    if site.kind == "branch" and mnemonic.startswith(("cmov", "set", "vpcmov", "fcmov", "adc", "sbb")):
+        return "cmov"
+    return site.kind
+
+
+def declassify(sites: list[Site], public: dict[str, str]) -> None:
+    """A site with a frame in a function the family names public is declassified (inlined frames
+    count: memcheck names them from the line tables)."""
+    for s in sites:
+        for fn in s.stack or [s.function]:
+            pattern = next((p for p in public if fnmatch.fnmatchcase(fn, p)), None)
+            if pattern:
+                s.declassified = f"in {fn}: {public[pattern]}"
+                break
+
+
+def _driver_cmd(driver: Path, library: Path, scheme: str, op: str, variation: int, secrets: list[str]) -> list[str]:
+    return [str(driver), "ct", str(library), scheme, op, str(variation), *secrets]
+
+
+def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise PqsimdError(f"{what}: no answer within {TIMEOUT} s") from None
+    return proc
+
+
+class Unsupported(Exception):
+    """valgrind cannot run this build (an instruction it cannot decode)."""
+
+
+def _check(proc: subprocess.CompletedProcess, what: str) -> None:
+    unsupported = unhandled_instruction(proc.stderr)
+    if unsupported:
+        raise Unsupported(unsupported)
+    if proc.returncode:
+        why = [ln for ln in proc.stderr.splitlines() if ln.startswith("driver:")] or proc.stderr.strip().splitlines()
+        raise PqsimdError(f"{what}: {(why or [f'exit {proc.returncode}'])[-1]}")
+
+
+def _base(stdout: str) -> tuple[int, int]:
+    vals = dict(line.split("\t", 1) for line in stdout.splitlines() if "\t" in line)
+    if "base" not in vals or "marker" not in vals:
+        raise PqsimdError("driver ct printed no base and marker")
+    if "dry" in stdout.split():
+        raise PqsimdError("driver ct: the randomness pool ran dry")
+    return int(vals["base"], 16), int(vals["marker"], 16)
+
+
+def memcheck(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], work: Path,
+             objdump: list[str] | tuple[str, ...] = ("objdump",)) -> list[Site]:
+    xml = work / f"memcheck.{library.name}.{scheme}.{op}.xml"
+    cmd = [valgrind_path() or "valgrind", "--tool=memcheck", "--xml=yes", f"--xml-file={xml}", "--error-limit=no",
+           "--read-inline-info=yes", "--num-callers=40", "-q", *_driver_cmd(driver, library, scheme, op, 0, secrets)]
+    proc = _run(cmd, f"memcheck {library.name} {scheme} {op}")
+    _check(proc, f"memcheck {library.name} {scheme} {op}")
+    base, _ = _base(proc.stdout)
+    sites = parse_memcheck(xml.read_text(), base, library)
+    xml.unlink(missing_ok=True)
+    for s in sites:
+        if s.offset is not None:
+            s.instruction = instruction_at(library, s.offset, objdump)
+        s.kind = refine_kind(s)
+    return sites
+
+
+@dataclass
+class SiteTrace:
+    executions: int = 0
+    taken: int = 0  # branch: executions whose next instruction is not the fall-through
+    digest: Any = field(default_factory=hashlib.sha256)
+
+
+def trace(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], variation: int,
+          sites: dict[int, str]) -> dict[int, tuple[int, int, str]]:
+    """Per site offset: (executions, taken, digest of its successors (branch) or addresses (address))
+    over one call under lackey, the inputs of `variation`."""
+    cmd = [valgrind_path() or "valgrind", "--tool=lackey", "--trace-mem=yes", "--log-fd=1", "-q",
+           *_driver_cmd(driver, library, scheme, op, variation, secrets)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1 << 20)
+    base = marker = None
+    keys: dict[str, int] = {}
+    state = {off: SiteTrace() for off in sites}
+    inside = False
+    current: int | None = None  # the site whose effects the next lines are
+    pending_next: int | None = None  # a branch site waiting for its successor
+    fallthrough = 0
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            c = line[0]
+            if c == "I":
+                pc = line[3:line.index(",")]
+                if pending_next is not None:
+                    st = state[pending_next]
+                    st.digest.update(pc.encode())
+                    if int(pc, 16) != fallthrough:
+                        st.taken += 1
+                    pending_next = None
+                off = keys.get(pc) if inside else None
+                current = off
+                if off is not None:
+                    st = state[off]
+                    st.executions += 1
+                    st.digest.update(b"|")
+                    if sites[off] != "address":
+                        pending_next = off
+                        fallthrough = int(pc, 16) + int(line[line.index(",") + 1:])
+            elif c == " ":
+                if marker is not None and line[1] == "S" and line[3:line.index(",")].lstrip("0") == marker:
+                    inside = not inside
+                    if not inside:
+                        proc.stdout.close()
+                        break
+                elif current is not None and sites[current] == "address":
+                    state[current].digest.update(line[3:].encode())
+            elif line.startswith("base\t"):
+                base = int(line.split("\t")[1], 16)
+                keys = {f"{base + off:08x}": off for off in sites}
+            elif line.startswith("marker\t"):
+                marker = line.split("\t")[1].strip().lstrip("0")
+    finally:
+        try:
+            proc.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    err = proc.stderr.read() if proc.stderr else ""
+    if base is None or marker is None:
+        unsupported = unhandled_instruction(err)
+        if unsupported:
+            raise Unsupported(unsupported)
+        raise PqsimdError(f"lackey {library.name} {scheme} {op}: {(err.strip().splitlines() or ['no output'])[-1]}")
+    return {off: (st.executions, st.taken, st.digest.hexdigest()[:16]) for off, st in state.items()}
+
+
+def confirm(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], sites: list[Site],
+            variations: int = VARIATIONS) -> None:
+    """Each site with an offset traced on `variations` secrets: traces that differ make it a leak."""
+    todo = {s.offset: s.kind for s in sites if s.offset is not None}
+    runs = [trace(driver, library, scheme, op, secrets, v, todo) for v in range(variations)] if todo else []
+    for s in sites:
+        if s.offset is None:
+            s.verdict = "unconfirmed"
+            s.difference = "outside the library: not traced"
+            continue
+        seen: dict[str, int] = {}
+        for v, run in enumerate(runs):
+            seen.setdefault(run[s.offset][2], v)
+        if len(seen) > 1:
+            a, b = list(seen.values())[:2]
+            (ea, ta, _), (eb, tb, _) = runs[a][s.offset], runs[b][s.offset]
+            s.verdict = "leak"
+            s.witnesses = [a, b]
+            if ea != eb:
+                s.difference = f"executed {ea} vs {eb} times"
+            elif s.kind == "address":
+                s.difference = f"other addresses ({ea} accesses each)"
+            elif ta != tb:
+                s.difference = f"taken {ta} vs {tb} of {ea} times"
+            else:
+                s.difference = f"other successors ({ea} executions each)"
+        else:
+            e, t, _ = runs[0][s.offset]
+            s.verdict = "unconfirmed"
+            s.difference = f"the same trace for {len(runs)} secrets ({e} executions)"
+
+
+def op_verdict(sites: list[Site]) -> str:
+    if any(s.verdict == "leak" and s.kind in LEAK_KINDS for s in sites):
+        return "leak"
+    if any(s.verdict == "unconfirmed" and s.kind in LEAK_KINDS for s in sites):
+        return "unconfirmed"
+    return "clean"
+
+
+def test_op(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], public: dict[str, str],
+            work: Path, objdump: list[str] | tuple[str, ...] = ("objdump",), variations: int = VARIATIONS) -> dict[str, Any]:
+    """One op of one build: its verdict and sites (taint, declassification, confirmation)."""
+    sites = memcheck(driver, library, scheme, op, secrets, work, objdump)
+    declassify(sites, public)
+    for s in sites:
+        if s.declassified:
+            s.verdict = "declassified"
+        elif s.kind not in LEAK_KINDS:
+            s.verdict = "not a leak" if s.kind == "cmov" else "unconfirmed"
+    confirm(driver, library, scheme, op, secrets, [s for s in sites if not s.verdict], variations)
+    return {"verdict": op_verdict(sites), "secrets": secrets, "sites": [asdict(s) for s in sites],
+            "variations": variations}
+
+
+def op_plan(fam, scheme: str, ops: list[str], buffers_named: bool) -> dict[str, dict[str, Any]]:
+    """op -> {secrets} to test, or {verdict: n/a, why}."""
+    out: dict[str, dict[str, Any]] = {}
+    for op in ops:
+        secrets = fam.secrets(op)
+        if not secrets:
+            out[op] = {"verdict": "n/a", "why": "no secret input ([ct.secret] of the family names none)"}
+        elif not buffers_named and any(s != RANDOM for s in secrets):
+            out[op] = {"verdict": "n/a", "why": "this implementation's op table names no buffers (pqsimd_buffer)"}
+        else:
+            out[op] = {"secrets": secrets}
+    return out
+
+
+def _names_buffers(driver: Path, library: Path, scheme: str, op: str, secrets: list[str]) -> bool:
+    """Whether the op table names its buffers: driver ct (natively, no valgrind) refuses a name it lacks."""
+    proc = subprocess.run(_driver_cmd(driver, library, scheme, op, 0, [s for s in secrets if s != RANDOM]),
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    return "names no buffer" not in proc.stderr
+
+
+def _isa(study):
+    return isa_mod.of_study(study) if getattr(study, "isa", "") else isa_mod.host()
+
+
+def ct_job(sd: StudyDir, study, job, isa) -> Path:
+    b, scheme = job.info["build"], job.info["scheme"]
+    started, t0 = datetime.now(timezone.utc).isoformat(), time.monotonic()
+    fam = catalog.family_of(scheme)
+    ops = [op for op in job_ops(sd, study, job) if op != fam.self_check]
+    lib, driver = sd.gated_library(b.id), sd.gated_driver()
+    work = sd.logs_dir
+    work.mkdir(parents=True, exist_ok=True)
+    probe = next((op for op in ops if fam.secrets(op) and any(s != RANDOM for s in fam.secrets(op))), None)
+    named = _names_buffers(driver, lib, scheme, probe, fam.secrets(probe)) if probe else True
+    plan = op_plan(fam, scheme, ops, named)
+    results: dict[str, dict[str, Any]] = {}
+    unsupported = None if isa.native else f"no taint tracker for {isa.name} under {isa.qemu} (valgrind runs x86-64 natively)"
+    for op, p in plan.items():
+        if "verdict" in p:
+            results[op] = p
+            continue
+        if unsupported:
+            results[op] = {"verdict": "n/a", "why": unsupported, "secrets": p["secrets"]}
+            continue
+        try:
+            results[op] = test_op(driver, lib, scheme, op, p["secrets"], fam.public_functions(), work, isa.objdump())
+        except Unsupported as e:
+            unsupported = f"valgrind cannot run this build: {e}"
+            results[op] = {"verdict": "n/a", "why": unsupported, "secrets": p["secrets"]}
+    rows: dict[str, list[Any]] = {"op": [], "spin": [], "batch": [], "raw": [], "per_call": []}
+    for op, r in results.items():
+        leaks = sum(1 for s in r.get("sites", []) if s["verdict"] == "leak" and s["kind"] in LEAK_KINDS)
+        rows["op"].append(op)
+        rows["spin"].append(0)
+        rows["batch"].append(1)
+        rows["raw"].append(leaks if r["verdict"] != "n/a" else -1)
+        rows["per_call"].append(float(leaks if r["verdict"] != "n/a" else -1))
+    table = store.raw_table(rows, {"scheme": scheme, "variant": b.variant, "compiler": b.compiler.id, "metric": METRIC,
+                                   "job": job.id, "job_index": 0, "rep": 0, "pos": 0, "warmup": False})
+    rec = {"id": job.id, "variant": b.variant, "compiler": b.compiler.id, "build": b.id, "scheme": scheme, "index": 0,
+           "metric": METRIC, "cpu": None, "hostname": socket.gethostname(), "cpu_model": machine.cpu_model(),
+           "isa": isa.name, "binaries": {b.id: store.sha256_file(sd.variant_path(b.id))},
+           "seconds": round(time.monotonic() - t0, 3), "started": started,
+           "finished": datetime.now(timezone.utc).isoformat(),
+           "method": f"memcheck taint of the op's secret inputs for one call, each site traced by lackey on "
+                     f"{VARIATIONS} secrets (public inputs fixed): traces that differ = leak",
+           "not_checked": NOT_CHECKED, "public": fam.public_functions(), "ops": results,
+           "command": [str(sd.driver_path), "ct", str(lib), scheme]}
+    return sd.write_raw(job.id, table, rec)
+
+
+def run(sd: StudyDir, study, ctx) -> bool:
+    """The ct metric's runner (run/metrics.py): every pending job on all allowed CPUs."""
+    isa = _isa(study)
+    jobs = per_build_jobs(sd, study, ctx, METRIC)
+    work = pending(sd, jobs)
+    ctx.console.print(f"{METRIC}: {len(work)} jobs to run, {len(jobs) - len(work)} already finished")
+    if work and valgrind_path() is None:
+        raise PqsimdError("--metric ct needs valgrind (memcheck and lackey): apt-get install valgrind")
+    info = {"status": "ok", "isa": isa.name, "failed": {}, "seconds": 0.0}
+    ok = True
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=_workers()) as pool:
+        futures = {pool.submit(ct_job, sd, study, j, isa): j for j in work}
+        for fut in as_completed(futures):
+            j = futures[fut]
+            try:
+                path = fut.result()
+            except (PqsimdError, OSError, ValueError, KeyError) as e:
+                ok = False
+                info["failed"][j.id] = str(e)
+                info["status"] = "partial"
+                ctx.console.print(tagged("failed", "red", f"{j.id}: {e}"), soft_wrap=True)
+                continue
+            ctx.console.print(f"{METRIC} {j.info['build'].variant} ({j.info['build'].compiler.id}) "
+                              f"{j.info['scheme']}: {path.name}")
+    info["seconds"] = round(time.monotonic() - t0, 2)
+    sd.update_manifest(lambda man: man.setdefault("metrics", {}).update({METRIC: info}))
+    return ok
