@@ -416,8 +416,15 @@ def show(directory: Path, metric: str | None, stage: str | None, compiler: str |
 
         show_campaign(directory, stage=stage)
         return
+    from .report import ct as ct_view
     from .report.terminal import show_study
+    from .results import has_comparisons
 
+    if (metric == "ct" or not has_comparisons(directory)) and ct_view.has_ct(directory):
+        from rich.console import Console
+
+        ct_view.show(directory, Console())  # constant time alone (`--metric ct`, or a study that only tested it)
+        return
     show_study(directory, metric=metric, stage=stage, compiler=compiler, beside=beside)
 
 

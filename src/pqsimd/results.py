@@ -765,6 +765,12 @@ def older_results_note(summary: dict, directory: Path | str = "DIR") -> str | No
             f"{'; '.join(missing)}; {command('analyze', directory)} (with the study's raw/) brings them up to date")
 
 
+def has_comparisons(directory: Path) -> bool:
+    """Whether analyze wrote comparisons (a study of counts and verdicts alone has none)."""
+    results = StudyDir(Path(directory)).results_dir
+    return any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv"))
+
+
 def check_study_dir(directory: Path) -> Path:
     directory = Path(directory)
     if not directory.is_dir():

@@ -23,7 +23,7 @@ from ..model import RESULTS_SCHEMA_VERSION, Chain, Design, JobKind
 from ..results import computed_from
 from ..studydir import StudyDir
 from . import attribution as attribution_mod
-from . import bottleneck, claims, explanations, mechanism, mix, sim
+from . import bottleneck, claims, ct, explanations, mechanism, mix, sim
 from . import coresidency as coresidency_mod
 from . import crossimpl as crossimpl_mod
 from . import footprint as footprint_mod
@@ -127,16 +127,18 @@ def start(directory: Path, results: Path, n_boot: int | None, seed: int | None, 
         settings = dataclasses.replace(settings, aa_variants=(chain.steps[-1][1],) if chain.steps else ())
     sources = computed_from(directory)  # before anything is read: a file changed meanwhile reads as stale
     raw_files = StudyDir(directory).raw_files()
-    mix_only = bool(raw_files) and all(f.name.endswith(".mix.parquet") or sim.is_sim_file(f.name) for f in raw_files)
+    mix_only = bool(raw_files) and all(f.name.endswith(".mix.parquet") or sim.is_sim_file(f.name) or ct.is_ct_file(f.name)
+                                       for f in raw_files)
     return Analysis(directory, results, study, settings, ctx, chain, sources, mix_only, started=t0, mark=t0)
 
 
 def write_mix_only(a: Analysis) -> None:
-    """--metric mix and/or sim alone: their tables are all there is to analyse."""
+    """--metric mix, sim and/or ct alone: their tables are all there is to analyse."""
     ctx = a.ctx
     warnings = mix.write_mix_results(a.directory, a.results, groups=None, chain=ctx["chain"], core_per_tsc=None,
                                      families=ctx["families"], isa=ctx["isa"], vlen=ctx.get("vlen"))
     warnings += write_why_results(a.directory, a.results, None, a.chain, None, ctx)
+    warnings += ct.write_ct_results(a.directory, a.results, ctx["chain"], ctx["families"])
     write_json({"schema_version": RESULTS_SCHEMA_VERSION, "mix_only": True, "chain": ctx["chain"],
                 "families": ctx["families"], "warnings": warnings, "isa": ctx["isa"], "vlen": ctx.get("vlen"),
                 "computed_from": a.sources}, a.results / "summary.json")
@@ -370,6 +372,12 @@ def write_mechanism(a: Analysis) -> None:
     a.warnings += write_why_results(a.directory, a.results, a.groups_df, a.chain, a.core_per_tsc, ctx)
 
 
+def write_constant_time(a: Analysis) -> None:
+    """Constant time beside speed: the ct jobs' verdicts and sites, and the chain steps that introduced or
+    removed a leak (results/constant_time, ct_stages)."""
+    a.warnings += ct.write_ct_results(a.directory, a.results, a.ctx["chain"], a.ctx["families"])
+
+
 def write_explanations(a: Analysis) -> None:
     """A sentence from the evidence for every headline, outlier and slowdown (results/explanations)."""
     a.warnings += explanations.write_explanations(a.directory, a.results, a.main, a.groups_df, a.chain,
@@ -471,7 +479,7 @@ def write_summary(a: Analysis) -> None:
 
 STEPS: tuple[Callable[[Analysis], None], ...] = (
     load, make_groups, draw_jobs, compare, check_aa, check_coresidency, diagnose,
-    write_tables, write_cliffs, write_mechanism, write_explanations, write_summary,
+    write_tables, write_cliffs, write_mechanism, write_constant_time, write_explanations, write_summary,
 )
 
 

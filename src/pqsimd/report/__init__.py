@@ -50,6 +50,11 @@ def write_report(directory, reference: str | None = None, beside: Path | None = 
         write_cross_isa(directory, Path(beside))
     else:  # the view of an earlier --beside is not this report's
         remove_cross_isa(directory)
+    from ..results import has_comparisons
+    from . import ct as ct_view
+
+    if not has_comparisons(directory) and ct_view.has_ct(directory):
+        return ct_view.write_alone(directory)  # a study that only tested constant time
     study = load_study(directory)
     if study.comparisons.empty:
         raise PqsimdError(f"{directory / 'results'} holds no comparisons (a study needs at least two variants); "

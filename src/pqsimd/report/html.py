@@ -479,7 +479,10 @@ def write_html(study: Results, outdir: Path, figures: list[FigureResult], tables
         })
     mach = study.manifest.get("machine") if isinstance(study.manifest.get("machine"), dict) else {}
     colours = style.variant_colours(study.chain.variants, study.variants)
+    from . import ct as ct_view
+
     html = _env().get_template("index.html.j2").render(
+        ct_section=ct_view.html_section(study.directory),
         title=f"pqsimd report: {study.directory.resolve().name}",
         directory=str(study.directory.resolve()),
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -104,6 +104,9 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     compilers = [compiler] if compiler else study.compilers
     notes = _Footnotes()
     unit = study.unit(metric)
+    from . import ct as ct_view
+
+    leaks = ct_view.leaking(study.directory)
     colours = style.variant_colours(study.chain.variants, study.variants)
     design, warm, carry = study.design_notes()
     con.print(Text(f"design: {design}; warm-up: {warm}; carry-over: {carry}", style="dim"))
@@ -155,8 +158,9 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
                                 row = pick.iloc[0].to_dict() if not pick.empty else {}
                             if g is None and not row:
                                 continue
+                        leak = f" {ct_view.MARK}" if (scheme, op, variant, comp) in leaks else ""
                         body.append((Text(fam.label(op) if first_row else ""),
-                                     Text(variant + _row_marks(row, notes),
+                                     Text(variant + _row_marks(row, notes) + leak,
                                           style=f"bold {style.variant_colour(variant, colours)}"), g, row))
                         first_row = False
                     if i < len(ops) - 1 and not stage:
@@ -173,6 +177,7 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     from . import footprint
 
     footprint.show(study, con)  # what SIMD costs besides time (results/footprint)
+    ct_view.show(study.directory, con)  # constant time beside speed (results/constant_time)
     _why(study, con)  # the headlines, outliers and slowdowns explained (results/explanations)
     if beside is not None:
         from .crossisa import load, sentences

@@ -1,0 +1,121 @@
+"""Constant time beside speed (`--metric ct`, run/ct.py): the job records' verdicts and sites as tables,
+and which step of the chain introduced or removed each leak.
+
+Tables (results/):
+  constant_time   one row per (scheme, op, variant, compiler, site): the op's verdict (leak, unconfirmed,
+                  clean, n/a), the site's function, file, line, offset, instruction, kind (branch,
+                  address, cmov, other), its own verdict (leak, unconfirmed, declassified, not a leak),
+                  the two witness secrets and what differs between their traces; an op without a site
+                  is one row with the site columns empty, an n/a op one row with its reason (`why`)
+  ct_stages       one row per (scheme, op, compiler, chain step) whose two builds' verdicts differ in
+                  leaking: the step, introduced or removed, the leak's sites and a sentence
+
+No statistics: the verdicts are exact (the same binary and secrets give the same traces)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..studydir import StudyDir
+from .write import write_or_remove
+
+METRIC = "ct"
+CT_FILE_SUFFIX = f".{METRIC}.parquet"
+COLUMNS = ["scheme", "family", "op", "label", "variant", "compiler", "verdict", "secrets", "why", "function", "file",
+           "line", "offset", "instruction", "kind", "site_verdict", "declassified", "witnesses", "difference"]
+STAGE_COLUMNS = ["scheme", "family", "op", "label", "compiler", "stage", "stage_label", "base", "variant", "change",
+                 "sites", "sentence"]
+
+
+def is_ct_file(name: str) -> bool:
+    return name.endswith(CT_FILE_SUFFIX)
+
+
+def ct_records(directory: Path) -> list[dict[str, Any]]:
+    """The ct jobs' records (run/ct.py), in file order."""
+    sd = StudyDir(directory)
+    return [rec for path, rec in sorted(sd.job_records().items()) if rec and is_ct_file(path.name)]
+
+
+def _family_of(families: dict[str, Any], scheme: str) -> dict[str, Any]:
+    return next((f for f in families.values() if scheme in f.get("schemes", {})), {})
+
+
+def site_table(records: list[dict[str, Any]], families: dict[str, Any]) -> pd.DataFrame:
+    rows = []
+    for rec in records:
+        fam = _family_of(families, rec["scheme"])
+        labels = fam.get("labels", {})
+        for op, r in rec.get("ops", {}).items():
+            base = {"scheme": rec["scheme"], "family": fam.get("family", ""), "op": op, "label": labels.get(op, op),
+                    "variant": rec["variant"], "compiler": rec["compiler"], "verdict": r["verdict"],
+                    "secrets": ",".join(r.get("secrets", [])), "why": r.get("why")}
+            sites = r.get("sites") or []
+            if not sites:
+                rows.append(base)
+            for s in sites:
+                rows.append({**base, "function": s["function"], "file": Path(s["file"]).name if s["file"] else None,
+                             "line": s["line"], "offset": s["offset"], "instruction": s["instruction"],
+                             "kind": s["kind"], "site_verdict": s["verdict"], "declassified": s["declassified"],
+                             "witnesses": ",".join(map(str, s.get("witnesses") or [])) or None,
+                             "difference": s.get("difference") or None})
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    if len(df):
+        df["line"] = df["line"].astype("Int64")
+        df["offset"] = df["offset"].astype("Int64")
+    return df
+
+
+def _where(rows: pd.DataFrame) -> str:
+    """'the branch in poly_frommsg (poly.c:124)', the first leak site of the rows, and how many more."""
+    leaks = rows[rows["site_verdict"].eq("leak")]
+    if not len(leaks):
+        return ""
+    s = leaks.iloc[0]
+    line = f":{int(s['line'])}" if pd.notna(s["line"]) else ""
+    more = len(leaks) - 1
+    return (f"the {s['kind']} in {s['function']} ({s['file']}{line})" +
+            (f" and {more} more site{'s' if more > 1 else ''}" if more else ""))
+
+
+def stage_table(sites: pd.DataFrame, chain: dict[str, Any]) -> pd.DataFrame:
+    """Per (scheme, op, compiler) and chain step whose builds were both tested: where a leak appears or
+    goes (unconfirmed and n/a builds say nothing either way)."""
+    steps = [*(chain.get("steps") or []), *(chain.get("also") or [])]
+    rows = []
+    if not len(sites):
+        return pd.DataFrame(columns=STAGE_COLUMNS)
+    for (scheme, op, compiler), g in sites.groupby(["scheme", "op", "compiler"], sort=False):
+        verdict = g.groupby("variant")["verdict"].first().to_dict()
+        for st in steps:
+            a, b = verdict.get(st["from"]), verdict.get(st["to"])
+            if a not in ("leak", "clean") or b not in ("leak", "clean") or a == b:
+                continue
+            change = "introduced" if b == "leak" else "removed"
+            where = _where(g[g["variant"].eq(st["to"] if change == "introduced" else st["from"])])
+            label = st.get("label") or st["stage"]
+            rows.append({"scheme": scheme, "family": g["family"].iloc[0], "op": op, "label": g["label"].iloc[0],
+                         "compiler": compiler, "stage": st["stage"], "stage_label": label, "base": st["from"],
+                         "variant": st["to"], "change": change, "sites": where,
+                         "sentence": f"{st['from']} → {st['to']} ({label}, {compiler}, {scheme} {g['label'].iloc[0]}): "
+                                     f"{change} {where}"})
+    return pd.DataFrame(rows, columns=STAGE_COLUMNS)
+
+
+def write_ct_results(directory: Path, results: Path, chain: dict[str, Any], families: dict[str, Any]) -> list[str]:
+    """results/constant_time and ct_stages (none without ct jobs); warnings: the leaks, one line."""
+    sites = site_table(ct_records(directory), families)
+    write_or_remove(sites, results, "constant_time")
+    write_or_remove(stage_table(sites, chain), results, "ct_stages")
+    if not len(sites):
+        return []
+    ops = sites.drop_duplicates(["scheme", "op", "variant", "compiler"])
+    leaks = ops[ops["verdict"].eq("leak")]
+    if not len(leaks):
+        return []
+    builds = sorted({f"{v} ({c})" for v, c in zip(leaks["variant"], leaks["compiler"])})
+    return [f"constant time: {len(leaks)} (op, build) pairs leak a secret through a branch or an address, confirmed "
+            f"by traces, in {', '.join(builds)} (results/constant_time.csv; `pqsimd show DIR --metric ct`)"]
