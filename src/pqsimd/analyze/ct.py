@@ -7,8 +7,9 @@ Tables (results/):
                   address, cmov, other), its own verdict (leak, unconfirmed, declassified, not a leak),
                   the two witness secrets and what differs between their traces; an op without a site
                   is one row with the site columns empty, an n/a op one row with its reason (`why`)
-  ct_stages       one row per (scheme, op, compiler, chain step) whose two builds' verdicts differ in
-                  leaking: the step, introduced or removed, the leak's sites and a sentence
+  ct_stages       one row per (scheme, compiler, chain step, change, first site) where the two builds'
+                  verdicts differ in leaking: the step, introduced or removed, the leak's sites, the
+                  ops (comma list) it holds for, and a sentence
 
 No statistics: the verdicts are exact (the same binary and secrets give the same traces)."""
 
@@ -69,25 +70,24 @@ def site_table(records: list[dict[str, Any]], families: dict[str, Any]) -> pd.Da
     return df
 
 
-def _where(rows: pd.DataFrame) -> str:
-    """'the branch in poly_frommsg (poly.c:124)', the first leak site of the rows, and how many more."""
+def _first_leak(rows: pd.DataFrame) -> tuple[str, int] | None:
+    """('the branch in poly_frommsg (poly.c:124)', sites) of the rows' first leak site, or None."""
     leaks = rows[rows["site_verdict"].eq("leak")]
     if not len(leaks):
-        return ""
+        return None
     s = leaks.iloc[0]
     line = f":{int(s['line'])}" if pd.notna(s["line"]) else ""
-    more = len(leaks) - 1
-    return (f"the {s['kind']} in {s['function']} ({s['file']}{line})" +
-            (f" and {more} more site{'s' if more > 1 else ''}" if more else ""))
+    return f"the {s['kind']} in {s['function']} ({s['file']}{line})", len(leaks)
 
 
 def stage_table(sites: pd.DataFrame, chain: dict[str, Any]) -> pd.DataFrame:
-    """Per (scheme, op, compiler) and chain step whose builds were both tested: where a leak appears or
-    goes (unconfirmed and n/a builds say nothing either way)."""
+    """Per chain step whose builds were both tested (unconfirmed and n/a builds say nothing either way):
+    where a leak appears or goes, one row per (scheme, compiler, step, change, first site) with the ops
+    it holds for, in the family's op order."""
     steps = [*(chain.get("steps") or []), *(chain.get("also") or [])]
-    rows = []
     if not len(sites):
         return pd.DataFrame(columns=STAGE_COLUMNS)
+    found: dict[tuple, dict[str, Any]] = {}
     for (scheme, op, compiler), g in sites.groupby(["scheme", "op", "compiler"], sort=False):
         verdict = g.groupby("variant")["verdict"].first().to_dict()
         for st in steps:
@@ -95,13 +95,24 @@ def stage_table(sites: pd.DataFrame, chain: dict[str, Any]) -> pd.DataFrame:
             if a not in ("leak", "clean") or b not in ("leak", "clean") or a == b:
                 continue
             change = "introduced" if b == "leak" else "removed"
-            where = _where(g[g["variant"].eq(st["to"] if change == "introduced" else st["from"])])
-            label = st.get("label") or st["stage"]
-            rows.append({"scheme": scheme, "family": g["family"].iloc[0], "op": op, "label": g["label"].iloc[0],
-                         "compiler": compiler, "stage": st["stage"], "stage_label": label, "base": st["from"],
-                         "variant": st["to"], "change": change, "sites": where,
-                         "sentence": f"{st['from']} → {st['to']} ({label}, {compiler}, {scheme} {g['label'].iloc[0]}): "
-                                     f"{change} {where}"})
+            first = _first_leak(g[g["variant"].eq(st["to"] if change == "introduced" else st["from"])])
+            if first is None:
+                continue
+            where, n = first
+            key = (scheme, compiler, st["stage"], change, where)
+            row = found.setdefault(key, {
+                "scheme": scheme, "family": g["family"].iloc[0], "compiler": compiler, "stage": st["stage"],
+                "stage_label": st.get("label") or st["stage"], "base": st["from"], "variant": st["to"],
+                "change": change, "sites": where + (f" and {n - 1} more site{'s' if n > 2 else ''}" if n > 1 else ""),
+                "op": [], "label": []})
+            row["op"].append(op)
+            row["label"].append(str(g["label"].iloc[0]))
+    rows = []
+    for r in found.values():
+        r["sentence"] = (f"{r['stage_label']} {r['change']} {r['sites']} ({r['compiler']}, {r['base']} → {r['variant']}): "
+                         f"{r['scheme']} {', '.join(r['label'])}")
+        r["op"], r["label"] = ",".join(r["op"]), ",".join(r["label"])
+        rows.append(r)
     return pd.DataFrame(rows, columns=STAGE_COLUMNS)
 
 

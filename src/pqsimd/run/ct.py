@@ -46,7 +46,7 @@ from .. import catalog, isa as isa_mod, machine, store
 from ..errors import PqsimdError, tagged
 from ..studydir import StudyDir
 from .callgrind import unhandled_instruction, valgrind_path
-from .instructions import _workers, job_ops
+from .instructions import _workers, job_ops, over_cap
 from .metrics import pending, per_build_jobs
 
 METRIC = "ct"
@@ -151,6 +151,10 @@ def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
     return proc
 
 
+class NoSecret(Exception):
+    """The op's only secret was never there (an op that draws no randomness through randombytes)."""
+
+
 class Unsupported(Exception):
     """valgrind cannot run this build (an instruction it cannot decode)."""
 
@@ -181,6 +185,10 @@ def memcheck(driver: Path, library: Path, scheme: str, op: str, secrets: list[st
     proc = _run(cmd, f"memcheck {library.name} {scheme} {op}")
     _check(proc, f"memcheck {library.name} {scheme} {op}")
     base, _ = _base(proc.stdout)
+    drawn = next((int(ln.split("\t")[1]) for ln in proc.stdout.splitlines() if ln.startswith("drawn\t")), 0)
+    if secrets == [RANDOM] and drawn == 0:
+        xml.unlink(missing_ok=True)
+        raise NoSecret("the op drew no randomness through randombytes (its only secret input)")
     sites = parse_memcheck(xml.read_text(), base, library)
     xml.unlink(missing_ok=True)
     for s in sites:
@@ -198,9 +206,10 @@ class SiteTrace:
 
 
 def trace(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], variation: int,
-          sites: dict[int, str]) -> dict[int, tuple[int, int, str]]:
+          sites: dict[int, str], filled: set[str] | None = None) -> dict[int, tuple[int, int, str]]:
     """Per site offset: (executions, taken, digest of its successors (branch) or addresses (address))
-    over one call under lackey, the inputs of `variation`."""
+    over one call under lackey, the inputs of `variation`; `filled` gets the secrets the driver filled
+    with the variation's own bytes (the setup left them as they were)."""
     cmd = [valgrind_path() or "valgrind", "--tool=lackey", "--trace-mem=yes", "--log-fd=1", "-q",
            *_driver_cmd(driver, library, scheme, op, variation, secrets)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1 << 20)
@@ -245,6 +254,8 @@ def trace(driver: Path, library: Path, scheme: str, op: str, secrets: list[str],
                 keys = {f"{base + off:08x}": off for off in sites}
             elif line.startswith("marker\t"):
                 marker = line.split("\t")[1].strip().lstrip("0")
+            elif line.startswith("filled\t") and filled is not None:
+                filled.add(line.split("\t")[1].strip())
     finally:
         try:
             proc.wait(timeout=TIMEOUT)
@@ -260,10 +271,16 @@ def trace(driver: Path, library: Path, scheme: str, op: str, secrets: list[str],
 
 
 def confirm(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], sites: list[Site],
-            variations: int = VARIATIONS) -> None:
-    """Each site with an offset traced on `variations` secrets: traces that differ make it a leak."""
+            variations: int = VARIATIONS) -> list[str]:
+    """Each site with an offset traced on `variations` secrets: traces that differ make it a leak.
+    Returns the secrets the driver filled itself (the setup does not vary them)."""
     todo = {s.offset: s.kind for s in sites if s.offset is not None}
-    runs = [trace(driver, library, scheme, op, secrets, v, todo) for v in range(variations)] if todo else []
+    runs: list[dict[int, tuple[int, int, str]]] = []
+    filled: set[str] = set()
+    if todo:  # the secrets' traces side by side (each is one valgrind process)
+        with ThreadPoolExecutor(max_workers=_workers()) as pool:
+            runs = list(pool.map(lambda v: trace(driver, library, scheme, op, secrets, v, todo, filled),
+                                 range(variations)))
     for s in sites:
         if s.offset is None:
             s.verdict = "unconfirmed"
@@ -289,6 +306,7 @@ def confirm(driver: Path, library: Path, scheme: str, op: str, secrets: list[str
             e, t, _ = runs[0][s.offset]
             s.verdict = "unconfirmed"
             s.difference = f"the same trace for {len(runs)} secrets ({e} executions)"
+    return sorted(filled)
 
 
 def op_verdict(sites: list[Site]) -> str:
@@ -309,30 +327,36 @@ def test_op(driver: Path, library: Path, scheme: str, op: str, secrets: list[str
             s.verdict = "declassified"
         elif s.kind not in LEAK_KINDS:
             s.verdict = "not a leak" if s.kind == "cmov" else "unconfirmed"
-    confirm(driver, library, scheme, op, secrets, [s for s in sites if not s.verdict], variations)
+    filled = confirm(driver, library, scheme, op, secrets, [s for s in sites if not s.verdict], variations)
     return {"verdict": op_verdict(sites), "secrets": secrets, "sites": [asdict(s) for s in sites],
-            "variations": variations}
+            "variations": variations, **({"filled": filled} if filled else {})}
 
 
-def op_plan(fam, scheme: str, ops: list[str], buffers_named: bool) -> dict[str, dict[str, Any]]:
+def op_plan(fam, scheme: str, ops: list[str], buffers: list[str]) -> dict[str, dict[str, Any]]:
     """op -> {secrets} to test, or {verdict: n/a, why}."""
     out: dict[str, dict[str, Any]] = {}
     for op in ops:
         secrets = fam.secrets(op)
+        missing = [s for s in secrets if s != RANDOM and s not in buffers]
         if not secrets:
             out[op] = {"verdict": "n/a", "why": "no secret input ([ct.secret] of the family names none)"}
-        elif not buffers_named and any(s != RANDOM for s in secrets):
-            out[op] = {"verdict": "n/a", "why": "this implementation's op table names no buffers (pqsimd_buffer)"}
+        elif missing:
+            out[op] = {"verdict": "n/a", "secrets": secrets,
+                       "why": (f"this implementation's op table names no buffer {', '.join(missing)}" if buffers else
+                               "this implementation's op table names no buffers (pqsimd_buffer)")}
         else:
             out[op] = {"secrets": secrets}
     return out
 
 
-def _names_buffers(driver: Path, library: Path, scheme: str, op: str, secrets: list[str]) -> bool:
-    """Whether the op table names its buffers: driver ct (natively, no valgrind) refuses a name it lacks."""
-    proc = subprocess.run(_driver_cmd(driver, library, scheme, op, 0, [s for s in secrets if s != RANDOM]),
-                          capture_output=True, text=True, timeout=TIMEOUT)
-    return "names no buffer" not in proc.stderr
+def buffer_names(driver: Path, library: Path, scheme: str) -> list[str]:
+    """The op table's named buffers (driver `buffers`: nothing runs)."""
+    proc = subprocess.run([str(driver), "buffers", str(library), scheme], capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    if proc.returncode:
+        raise PqsimdError(f"driver buffers {library.name} {scheme}: "
+                          f"{(proc.stderr.strip().splitlines() or [f'exit {proc.returncode}'])[-1]}")
+    return [line.split("\t")[0] for line in proc.stdout.splitlines() if line.strip()]
 
 
 def _isa(study):
@@ -347,9 +371,12 @@ def ct_job(sd: StudyDir, study, job, isa) -> Path:
     lib, driver = sd.gated_library(b.id), sd.gated_driver()
     work = sd.logs_dir
     work.mkdir(parents=True, exist_ok=True)
-    probe = next((op for op in ops if fam.secrets(op) and any(s != RANDOM for s in fam.secrets(op))), None)
-    named = _names_buffers(driver, lib, scheme, probe, fam.secrets(probe)) if probe else True
-    plan = op_plan(fam, scheme, ops, named)
+    plan = op_plan(fam, scheme, ops, buffer_names(driver, lib, scheme))
+    for op, secs in over_cap(sd, study, job).items():  # as timing and counting: under memcheck ~20-50x longer
+        if op in plan and "secrets" in plan[op]:
+            plan[op] = {"verdict": "n/a", "secrets": plan[op]["secrets"],
+                        "why": f"one call takes {secs:.2g} s, over the study's cap of {study.max_call_s:g} s "
+                               f"(max_call_s; --max-call 0 lifts it)"}
     results: dict[str, dict[str, Any]] = {}
     unsupported = None if isa.native else f"no taint tracker for {isa.name} under {isa.qemu} (valgrind runs x86-64 natively)"
     for op, p in plan.items():
@@ -361,6 +388,8 @@ def ct_job(sd: StudyDir, study, job, isa) -> Path:
             continue
         try:
             results[op] = test_op(driver, lib, scheme, op, p["secrets"], fam.public_functions(), work, isa.objdump())
+        except NoSecret as e:
+            results[op] = {"verdict": "n/a", "why": str(e), "secrets": p["secrets"]}
         except Unsupported as e:
             unsupported = f"valgrind cannot run this build: {e}"
             results[op] = {"verdict": "n/a", "why": unsupported, "secrets": p["secrets"]}

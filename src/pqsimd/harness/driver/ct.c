@@ -62,6 +62,25 @@ __attribute__((noinline)) static void ct_call(const pqsimd_op *op) {
     pqsimd_ct_marker = 2;
 }
 
+/* driver buffers LIB SCHEME: the op table's named buffers, "name bytes" per line (nothing runs). */
+int pqsimd_cmd_buffers(int argc, char **argv) {
+    if (argc < 4) {
+        return fail("usage: buffers LIB SCHEME", NULL);
+    }
+    pqsimd_loaded v;
+    if (pqsimd_load(&v, argv[2])) {
+        return 2;
+    }
+    const pqsimd_scheme *s = pqsimd_find_scheme(&v, argv[3]);
+    if (!s) {
+        return fail("unknown scheme ", argv[3]);
+    }
+    for (int i = 0; i < s->n_buffers; i++) {
+        printf("%s\t%zu\n", s->buffers[i].name, s->buffers[i].len);
+    }
+    return 0;
+}
+
 int pqsimd_cmd_ct(int argc, char **argv) {
 #ifndef PQSIMD_HAVE_MEMCHECK
     (void)argc;
@@ -121,8 +140,18 @@ int pqsimd_cmd_ct(int argc, char **argv) {
             for (int k = 0; k < n_secret; k++) {
                 is_secret |= secret[k] == &s->buffers[i];
             }
+            const pqsimd_buffer *b = &s->buffers[i];
             if (!is_secret) {
-                memcpy(s->buffers[i].ptr, saved[i], s->buffers[i].len);
+                memcpy(b->ptr, saved[i], b->len);
+            } else if (memcmp(b->ptr, saved[i], b->len) == 0) {
+                /* A secret the setup does not derive from its inputs (a message left as it was): other
+                 * bytes of the variation's own, said on stdout. */
+                uint64_t st = variation * 0x2545F4914F6CDD1DULL + (uint64_t)i;
+                for (size_t j = 0; j < b->len; j += 8) {
+                    uint64_t z = splitmix(&st);
+                    memcpy((uint8_t *)b->ptr + j, &z, b->len - j < 8 ? b->len - j : 8);
+                }
+                printf("filled\t%s\n", b->name);
             }
             free(saved[i]);
         }
@@ -156,6 +185,7 @@ int pqsimd_cmd_ct(int argc, char **argv) {
     for (int i = 0; i < s->n_buffers; i++) {
         VALGRIND_MAKE_MEM_DEFINED(s->buffers[i].ptr, s->buffers[i].len);
     }
+    printf("drawn\t%zu\n", v.entry->random_used());
     if (v.entry->random_dry()) {
         printf("dry\n");
     }

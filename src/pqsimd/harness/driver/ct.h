@@ -10,11 +10,15 @@
  *
  *   base <hex>    the load address of LIB (sites are offsets from it)
  *   marker <hex>  the address stored to just before and just after the call
+ *   filled <name> a secret the setup left as it was, filled with the variation's own bytes
+ *   drawn <n>     bytes of randomness the call drew (through randombytes)
  *   dry           the randomness pool ran dry (a result computed on zeros: not a valid run)
  */
 #ifndef PQSIMD_CT_H
 #define PQSIMD_CT_H
 
 int pqsimd_cmd_ct(int argc, char **argv);
+/* driver buffers LIB SCHEME: the op table's named buffers (name, bytes), one per line */
+int pqsimd_cmd_buffers(int argc, char **argv);
 
 #endif

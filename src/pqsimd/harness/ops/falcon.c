@@ -71,9 +71,7 @@ static sampler_context samp;
 static fpr mu, isigma;
 
 static void fill(uint8_t *b, size_t n, uint8_t salt) {
-    for (size_t i = 0; i < n; i++) {
-        b[i] = (uint8_t)(i * 7 + salt);
-    }
+    pqsimd_fill(b, n, salt);
 }
 
 static void shake_from(inner_shake256_context *sc, const uint8_t *seed, size_t n) {
@@ -203,4 +201,7 @@ static const pqsimd_sizes sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTE
 /* crypto_sign_signature / crypto_sign_verify already have the gate's signatures. */
 static const pqsimd_api api = {.keypair = NS(crypto_sign_keypair), .sign = NS(crypto_sign_signature), .verify = NS(crypto_sign_verify)};
 
-PQSIMD_REGISTER(ops, PQSIMD_KIND_SIGN, sizes, api)
+/* What [ct.secret] of the family's TOML names per op. */
+static const pqsimd_buffer buffers[] = {PQSIMD_BUFFER(coins), PQSIMD_BUFFER(pk), PQSIMD_BUFFER(sk), PQSIMD_BUFFER(kpk), PQSIMD_BUFFER(ksk), PQSIMD_BUFFER(sig), PQSIMD_BUFFER(vsig), PQSIMD_BUFFER(msg), PQSIMD_BUFFER(nonce)};
+
+PQSIMD_REGISTER_BUFFERS(ops, PQSIMD_KIND_SIGN, sizes, api, buffers)

@@ -50,9 +50,7 @@ static seedexpander_state expander; /* fixed_weight draws from it, continuing on
 static volatile uint8_t sink;
 
 static void fill(uint8_t *b, size_t n, uint8_t salt_byte) {
-    for (size_t i = 0; i < n; i++) {
-        b[i] = (uint8_t)(i * 7 + salt_byte);
-    }
+    pqsimd_fill(b, n, salt_byte);
 }
 
 static void setup_inputs(void) {
@@ -143,4 +141,7 @@ static const pqsimd_sizes sizes = {.public_key = PUBLIC_KEY_BYTES, .secret_key =
                                    .shared_secret = SHARED_SECRET_BYTES};
 static const pqsimd_api api = {.keypair = NS(crypto_kem_keypair), .encaps = NS(crypto_kem_enc), .decaps = NS(crypto_kem_dec)};
 
-PQSIMD_REGISTER(ops, PQSIMD_KIND_KEM, sizes, api)
+/* What [ct.secret] of the family's TOML names per op. */
+static const pqsimd_buffer buffers[] = {PQSIMD_BUFFER(pool), PQSIMD_BUFFER(pk), PQSIMD_BUFFER(sk), PQSIMD_BUFFER(kpk), PQSIMD_BUFFER(ksk), PQSIMD_BUFFER(ct), PQSIMD_BUFFER(ss), PQSIMD_BUFFER(ect), PQSIMD_BUFFER(ess)};
+
+PQSIMD_REGISTER_BUFFERS(ops, PQSIMD_KIND_KEM, sizes, api, buffers)

@@ -52,9 +52,7 @@ static uint8_t cbits[COND_BYTES + SLACK];
 static volatile int sink;
 
 static void fill(uint8_t *b, size_t n, uint8_t salt) {
-    for (size_t i = 0; i < n; i++) {
-        b[i] = (uint8_t)(i * 7 + salt);
-    }
+    pqsimd_fill(b, n, salt);
 }
 
 static gf gf_le(const uint8_t *p) { return (gf)((p[0] | (p[1] << 8)) & GFMASK); }
@@ -204,4 +202,7 @@ static const pqsimd_op ops[] = {
 static const pqsimd_sizes sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .ciphertext = CT_BYTES, .shared_secret = SS_BYTES};
 static const pqsimd_api api = {.keypair = NS(crypto_kem_keypair), .encaps = NS(crypto_kem_enc), .decaps = NS(crypto_kem_dec)};
 
-PQSIMD_REGISTER(ops, PQSIMD_KIND_KEM, sizes, api)
+/* What [ct.secret] of the family's TOML names per op. */
+static const pqsimd_buffer buffers[] = {PQSIMD_BUFFER(pool), PQSIMD_BUFFER(pk), PQSIMD_BUFFER(sk), PQSIMD_BUFFER(kpk), PQSIMD_BUFFER(ksk), PQSIMD_BUFFER(ct), PQSIMD_BUFFER(ect), PQSIMD_BUFFER(ess)};
+
+PQSIMD_REGISTER_BUFFERS(ops, PQSIMD_KIND_KEM, sizes, api, buffers)

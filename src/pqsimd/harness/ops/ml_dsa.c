@@ -56,9 +56,7 @@ static poly hp;             /* use_hint hint: 0/1 coefficients */
 static poly out0, out1, out2, out3; /* outputs of the samplers, pointwise, decompose, use_hint, challenge */
 
 static void fill(uint8_t *b, size_t n, uint8_t salt) {
-    for (size_t i = 0; i < n; i++) {
-        b[i] = (uint8_t)(i * 7 + salt);
-    }
+    pqsimd_fill(b, n, salt);
 }
 
 static void setup_inputs(void) {
@@ -219,4 +217,7 @@ static int api_verify(const uint8_t *s, size_t slen, const uint8_t *m, size_t ml
 static const pqsimd_sizes sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .signature = SIG_BYTES};
 static const pqsimd_api api = {.keypair = NS(crypto_sign_keypair), .sign = api_sign, .verify = api_verify};
 
-PQSIMD_REGISTER(ops, PQSIMD_KIND_SIGN, sizes, api)
+/* What [ct.secret] of the family's TOML names per op. */
+static const pqsimd_buffer buffers[] = {PQSIMD_BUFFER(coins), PQSIMD_BUFFER(pk), PQSIMD_BUFFER(sk), PQSIMD_BUFFER(kpk), PQSIMD_BUFFER(ksk), PQSIMD_BUFFER(sig), PQSIMD_BUFFER(vsig), PQSIMD_BUFFER(msg)};
+
+PQSIMD_REGISTER_BUFFERS(ops, PQSIMD_KIND_SIGN, sizes, api, buffers)

@@ -94,9 +94,7 @@ static uint64_t digest_tree;
 static uint32_t digest_leaf;
 
 static void fill(uint8_t *b, size_t n, uint8_t salt) {
-    for (size_t i = 0; i < n; i++) {
-        b[i] = (uint8_t)(i * 7 + salt);
-    }
+    pqsimd_fill(b, n, salt);
 }
 
 static void chain_address(uint32_t a[8], uint32_t keypair) {
@@ -263,4 +261,7 @@ static const pqsimd_sizes sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTE
 /* crypto_sign_signature / crypto_sign_verify already have the gate's signatures. */
 static const pqsimd_api api = {.keypair = NS(crypto_sign_keypair), .sign = NS(crypto_sign_signature), .verify = NS(crypto_sign_verify)};
 
-PQSIMD_REGISTER(ops, PQSIMD_KIND_SIGN, sizes, api)
+/* What [ct.secret] of the family's TOML names per op. */
+static const pqsimd_buffer buffers[] = {PQSIMD_BUFFER(coins), PQSIMD_BUFFER(pk), PQSIMD_BUFFER(sk), PQSIMD_BUFFER(kpk), PQSIMD_BUFFER(ksk), PQSIMD_BUFFER(sig), PQSIMD_BUFFER(vsig), PQSIMD_BUFFER(msg)};
+
+PQSIMD_REGISTER_BUFFERS(ops, PQSIMD_KIND_SIGN, sizes, api, buffers)

@@ -1,0 +1,221 @@
+"""`--metric ct`: constant time beside speed. The oracle is the fixture's C (tests/fixtures/families/
+ctfix_ops.c): each op is written to branch on a secret, index by a secret, select without a branch, loop
+with a secret-offset counter that memcheck flags yet runs the same for every secret, branch inside a
+function the family declares public, or branch on what randombytes drew; the lines tests look for carry a
+`ct:` comment, so the expected source line is read from the file, not from the tool."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from pqsimd import store
+from pqsimd.errors import PqsimdError
+from pqsimd.run import ct
+from pqsimd.analyze import ct as ct_analysis
+from pqsimd.studydir import StudyDir
+
+from conftest import one_line_error, run_cli
+
+FAMILIES = Path(__file__).parent / "fixtures" / "families"
+ENV = {**os.environ, "PQSIMD_FAMILY_PATH": str(FAMILIES)}
+SOURCE = (FAMILIES / "ctfix_ops.c").read_text().splitlines()
+
+
+def _line(tag: str) -> int:
+    return next(i + 1 for i, text in enumerate(SOURCE) if f"/* ct: {tag} */" in text)
+
+
+EXPECTED = {  # op -> (verdict, kinds of its non-declassified sites, line of the site)
+    "secret_branch": ("leak", {"branch"}, _line("branch")),
+    "secret_index": ("leak", {"address"}, _line("address")),
+    "ct_select": ("clean", set(), None),
+    "offset_loop": ("unconfirmed", {"branch"}, _line("offset loop")),
+    "public_branch": ("clean", set(), None),
+    "random_branch": ("leak", {"branch"}, _line("random")),
+    "no_secret": ("n/a", set(), None),
+}
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    if not shutil.which("valgrind"):
+        pytest.fail("valgrind is not installed (make test installs it as root: tools/test-deps.sh)", pytrace=False)
+    d = tmp_path_factory.mktemp("ct") / "s"
+    r = run_cli("run", d, "--preset", "quick", "--schemes", "ct-fixture", "--variants", "ref", "--metric", "ct", env=ENV)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("analyze", d, env=ENV)
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+def _record(d: Path) -> dict:
+    t = pq.read_table(StudyDir(d).raw_path("ref.gcc.ct-fixture.ct"))
+    return json.loads(t.schema.metadata[store.JOB_METADATA_KEY])
+
+
+def test_verdicts_sites_and_lines_match_the_fixture(study):
+    ops = _record(study)["ops"]
+    for op, (verdict, kinds, line) in EXPECTED.items():
+        r = ops[op]
+        assert r["verdict"] == verdict, (op, r)
+        live = [s for s in r.get("sites", []) if s["verdict"] != "declassified"]
+        assert {s["kind"] for s in live} == kinds, (op, live)
+        if line:
+            assert {s["line"] for s in live} == {line}, (op, live)
+            assert all(s["file"].endswith("ctfix_ops.c") for s in live)
+            assert all(s["function"] == f"pqsimd_fixture_{op}" for s in live)
+
+
+def test_a_leak_has_two_witness_secrets_whose_traces_differ(study):
+    ops = _record(study)["ops"]
+    for op in ("secret_branch", "secret_index", "random_branch"):
+        for s in ops[op]["sites"]:
+            a, b = s["witnesses"]
+            assert a != b and 0 <= a < ct.VARIATIONS and 0 <= b < ct.VARIATIONS
+            assert s["difference"]
+    # the secret-offset loop: flagged by memcheck, the same 16 iterations for every secret
+    (s,) = ops["offset_loop"]["sites"]
+    assert s["witnesses"] == [] and f"{ct.VARIATIONS} secrets (16 executions)" in s["difference"]
+
+
+def test_declassified_sites_are_listed_with_the_reason_and_never_a_leak(study):
+    r = _record(study)["ops"]["public_branch"]
+    declassified = [s for s in r["sites"] if s["verdict"] == "declassified"]
+    assert declassified and all("pqsimd_fixture_public_rejection" in s["declassified"] for s in declassified)
+    assert all(s["line"] == _line("declassified") for s in declassified)
+    assert "stand-in for a value the standard makes public" in declassified[0]["declassified"]
+
+
+def test_results_table_show_and_report(study):
+    assert StudyDir(study).results("constant_time.csv").is_file()
+    df = pd.read_parquet(StudyDir(study).results("constant_time.parquet"))
+    assert set(ct_analysis.COLUMNS) <= set(df.columns)
+    per_op = df.drop_duplicates("op").set_index("op")["verdict"].to_dict()
+    assert per_op == {op: v for op, (v, _, _) in EXPECTED.items()}
+    assert df[df.op.eq("no_secret")]["why"].iloc[0].startswith("no secret input")
+    r = run_cli("show", study, env=ENV)
+    assert r.returncode == 0, r.stderr
+    assert f"ctfix_ops.c:{_line('branch')}" in r.stdout and "leak" in r.stdout and "declassified (ctfix)" in r.stdout
+    r = run_cli("report", study, env=ENV)
+    assert r.returncode == 0, r.stderr
+    page = (StudyDir(study).report_dir / "index.html").read_text()
+    assert "Constant time" in page and f"ctfix_ops.c:{_line('address')}" in page
+
+
+def test_an_unknown_secret_buffer_is_one_line_from_the_driver(study):
+    sd = StudyDir(study)
+    p = subprocess.run([str(sd.gated_driver()), "ct", str(sd.gated_library("ref.gcc.ctfix")), "ct-fixture",
+                        "secret_branch", "0", "sk"], capture_output=True, text=True)
+    assert p.returncode == 2 and "names no buffer sk" in p.stderr and len(p.stderr.splitlines()) == 1
+
+
+# --- the parts, without valgrind -----------------------------------------------------------------------------
+
+MEMCHECK_XML = """<?xml version="1.0"?><valgrindoutput>
+<error><kind>UninitCondition</kind><what>Conditional jump or move depends on uninitialised value(s)</what>
+<stack><frame><ip>0x4A01234</ip><obj>/s/bin/ref.gcc.x.so</obj><fn>rej_uniform</fn><dir>/t</dir><file>indcpa.c</file><line>131</line></frame>
+<frame><ip>0x4A01300</ip><obj>/s/bin/ref.gcc.x.so</obj><fn>PQCLEAN_X_gen_matrix</fn></frame>
+<frame><ip>0x108000</ip><obj>/s/bin/driver</obj><fn>ct_call.isra.0</fn></frame>
+<frame><ip>0x108100</ip><obj>/s/bin/driver</obj><fn>pqsimd_cmd_ct</fn></frame></stack></error>
+<error><kind>UninitValue</kind><what>Use of uninitialised value of size 8</what>
+<stack><frame><ip>0x4A02000</ip><obj>/s/bin/ref.gcc.x.so</obj><fn>poly_tomsg</fn><file>poly.c</file><line>7</line></frame>
+<frame><ip>0x108000</ip><obj>/s/bin/driver</obj><fn>ct_call</fn></frame></stack></error>
+<error><kind>UninitCondition</kind><what>outside the call</what>
+<stack><frame><ip>0x108200</ip><obj>/s/bin/driver</obj><fn>main</fn></frame></stack></error>
+</valgrindoutput>"""
+
+
+def test_memcheck_reports_become_sites_inside_the_call_only():
+    sites = ct.parse_memcheck(MEMCHECK_XML, 0x4A00000, Path("/s/bin/ref.gcc.x.so"))
+    assert [(s.offset, s.kind, s.function, s.file, s.line) for s in sites] == [
+        (0x1234, "branch", "rej_uniform", "indcpa.c", 131), (0x2000, "address", "poly_tomsg", "poly.c", 7)]
+    assert sites[0].stack == ["rej_uniform", "PQCLEAN_X_gen_matrix"]  # the harness's frames left out
+
+
+def test_declassification_by_any_frame_of_the_stack():
+    sites = ct.parse_memcheck(MEMCHECK_XML, 0x4A00000, Path("/s/bin/ref.gcc.x.so"))
+    ct.declassify(sites, {"*gen_matrix*": "rho is public"})
+    assert sites[0].declassified == "in PQCLEAN_X_gen_matrix: rho is public"  # the caller's frame, not the site's
+    assert sites[1].declassified is None
+
+
+def test_conditional_moves_and_sets_are_not_branches():
+    s = ct.Site(1, "branch", "f", "f.c", 1, "cmovne %rax,%rbx", "")
+    assert ct.refine_kind(s) == "cmov"
+    s.instruction = "sete %al"
+    assert ct.refine_kind(s) == "cmov"
+    s.instruction = "jne 1234"
+    assert ct.refine_kind(s) == "branch"
+
+
+def _sites(rows):
+    base = {c: None for c in ct_analysis.COLUMNS}
+    return pd.DataFrame([{**base, "family": "f", "label": "frommsg", "scheme": "s", "op": "poly_frommsg",
+                          "compiler": c, "variant": v, "verdict": verdict, "kind": "branch", "function": "poly_frommsg",
+                          "file": "poly.c", "line": 124, "site_verdict": "leak" if verdict == "leak" else None}
+                         for v, c, verdict in rows])
+
+
+CHAIN = {"steps": [{"stage": "compiler", "from": "refo0", "to": "refnv", "label": "compiler"},
+                   {"stage": "autovec", "from": "refnv", "to": "ref", "label": "auto-vec"}]}
+
+
+def test_the_chain_step_that_removed_a_leak_is_named():
+    st = ct_analysis.stage_table(_sites([("refnv", "clang-16", "leak"), ("ref", "clang-16", "clean"),
+                                         ("refnv", "gcc", "clean"), ("ref", "gcc", "clean")]), CHAIN)
+    assert len(st) == 1
+    row = st.iloc[0]
+    assert (row["base"], row["variant"], row["change"], row["compiler"]) == ("refnv", "ref", "removed", "clang-16")
+    assert row["sentence"].startswith("auto-vec removed the branch in poly_frommsg (poly.c:124)")
+    two = _sites([("refnv", "clang-16", "leak"), ("ref", "clang-16", "clean")])
+    two = pd.concat([two, two.assign(op="kem_decaps", label="decaps")])
+    st = ct_analysis.stage_table(two, CHAIN)  # one sentence for the ops the same site leaks in
+    assert len(st) == 1 and st.iloc[0]["op"] == "poly_frommsg,kem_decaps" and st.iloc[0]["sentence"].endswith(
+        "s frommsg, decaps")
+
+
+def test_unconfirmed_and_untested_builds_say_nothing_about_a_step():
+    st = ct_analysis.stage_table(_sites([("refnv", "gcc", "unconfirmed"), ("ref", "gcc", "leak"),
+                                         ("refo0", "gcc", "n/a")]), CHAIN)
+    assert st.empty
+
+
+class _Fam:
+    def __init__(self, secrets):
+        self._s = secrets
+
+    def secrets(self, op):
+        return self._s.get(op, [])
+
+
+def test_ops_without_secrets_or_without_named_buffers_are_na_with_the_reason():
+    plan = ct.op_plan(_Fam({"dec": ["sk"], "enc": ["random"]}), "s", ["dec", "enc", "ntt"], [])
+    assert plan["ntt"]["verdict"] == "n/a" and "no secret input" in plan["ntt"]["why"]
+    assert plan["dec"]["verdict"] == "n/a" and "names no buffers" in plan["dec"]["why"]
+    assert plan["enc"] == {"secrets": ["random"]}  # the randomness needs no buffer
+    plan = ct.op_plan(_Fam({"dec": ["sk", "ct"]}), "s", ["dec"], ["sk", "pk"])
+    assert plan["dec"]["verdict"] == "n/a" and plan["dec"]["why"].endswith("names no buffer ct")
+
+
+@pytest.mark.parametrize("table, needle", [
+    ('[ct.secret]\nnope = ["sk"]', "names op 'nope'"),
+    ('[ct.secret]\nct_select = "secret"', "must list the op table's secret buffers"),
+    ('[ct]\nsecrets = {}', "unknown key(s) in [ct]"),
+    ('[ct.public]\n"*f*" = 3', "[ct] public must be a table"),
+])
+def test_a_bad_ct_table_is_one_line_naming_it(table, needle):
+    from pqsimd import catalog
+
+    text = (FAMILIES / "ctfix.toml").read_text()
+    text = text[:text.index("[ct.secret]")] + table + "\n"
+    with pytest.raises(PqsimdError) as e:
+        catalog.family_from_toml(text, "ctfix.toml", FAMILIES)
+    assert needle in str(e.value) and "\n" not in str(e.value)
