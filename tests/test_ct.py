@@ -219,3 +219,63 @@ def test_a_bad_ct_table_is_one_line_naming_it(table, needle):
     with pytest.raises(PqsimdError) as e:
         catalog.family_from_toml(text, "ctfix.toml", FAMILIES)
     assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+# --- clangover: the issue's case on the real ML-KEM code -----------------------------------------------------
+
+# PQClean ML-KEM's poly_frommsg before the fix of PQClean#556 (a mask from each message bit): clang 15+
+# without vectorization turns it into a branch per bit. Written here as the patch it was.
+PRE_FIX_FROMMSG = """void PQCLEAN_MLKEM512_CLEAN_poly_frommsg(poly *r, const uint8_t msg[KYBER_INDCPA_MSGBYTES]) {
+    size_t i, j;
+    int16_t mask;
+
+    for (i = 0; i < KYBER_N / 8; i++) {
+        for (j = 0; j < 8; j++) {
+            mask = -(int16_t)((msg[i] >> j) & 1);
+            r->coeffs[8 * i + j] = mask & ((KYBER_Q + 1) / 2);
+        }
+    }
+}
+"""
+
+
+def _pre_fix_tree(tree, tmp: Path) -> tuple[Path, int]:
+    root = tmp / "pqclean"
+    for sub in ("common", "test", "crypto_kem/ml-kem-512"):
+        shutil.copytree(tree.root / sub, root / sub, symlinks=True)
+    poly = root / "crypto_kem" / "ml-kem-512" / "clean" / "poly.c"
+    text = poly.read_text()
+    start = text.index("void PQCLEAN_MLKEM512_CLEAN_poly_frommsg")
+    end = text.index("\n}\n", start) + 3
+    text = text[:start] + PRE_FIX_FROMMSG + text[end:]
+    poly.write_text(text)
+    line = text[:text.index("mask & ((KYBER_Q")].count("\n") + 1
+    return root, line
+
+
+def test_clangover_is_confirmed_for_clang16_refnv_only_and_autovec_removes_it(tree, tmp_path):
+    """The issue's done-when, on the ops that show it: with the pre-fix poly_frommsg, clang-16 without
+    vectorization (refnv) branches on every message bit; gcc does not, and vectorization (ref) removes it."""
+    if not shutil.which("valgrind") or not shutil.which("clang-16"):
+        pytest.fail("valgrind and clang-16 are needed (make test installs them as root: tools/test-deps.sh)",
+                    pytrace=False)
+    root, line = _pre_fix_tree(tree, tmp_path)
+    d = tmp_path / "s"
+    r = run_cli("run", d, "--source", root, "--schemes", "ml-kem-512", "--cc", "gcc,clang-16",
+                "--variants", "refnv,ref", "--ops", "poly_frommsg,kem_encaps", "--metric", "ct", "--preset", "quick")
+    assert r.returncode == 0, r.stderr
+    r = run_cli("analyze", d)
+    assert r.returncode == 0, r.stderr
+    df = pd.read_parquet(StudyDir(d).results("constant_time.parquet"))
+    verdicts = df.drop_duplicates(["op", "variant", "compiler"]).set_index(["op", "variant", "compiler"])["verdict"]
+    for op in ("poly_frommsg", "kem_encaps"):
+        assert verdicts[(op, "refnv", "clang-16")] == "leak"
+        assert all(verdicts[(op, v, c)] == "clean" for v, c in (("ref", "clang-16"), ("refnv", "gcc"), ("ref", "gcc")))
+    leaks = df[df.site_verdict.eq("leak")]
+    assert set(leaks.file) == {"poly.c"} and set(leaks.line) == {line} and set(leaks.kind) == {"branch"}
+    assert leaks.function.str.endswith("poly_frommsg").all()
+    stages = pd.read_parquet(StudyDir(d).results("ct_stages.parquet"))
+    assert len(stages) == 1
+    s = stages.iloc[0]
+    assert (s["stage"], s["change"], s["compiler"]) == ("autovec", "removed", "clang-16")
+    assert f"poly.c:{line}" in s["sentence"]
