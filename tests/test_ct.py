@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -279,3 +280,50 @@ def test_clangover_is_confirmed_for_clang16_refnv_only_and_autovec_removes_it(tr
     s = stages.iloc[0]
     assert (s["stage"], s["change"], s["compiler"]) == ("autovec", "removed", "clang-16")
     assert f"poly.c:{line}" in s["sentence"]
+
+
+# --- dudect's statistic, against scipy and by simulation ------------------------------------------------------
+
+def test_dudect_is_welch_t_of_the_crop_with_the_largest_t():
+    from scipy import stats
+
+    from pqsimd.stats import dudect
+
+    rng = np.random.default_rng(1)
+    cls = rng.integers(0, 2, 4000)
+    ticks = rng.normal(1000, 10, 4000) + np.where(cls == 1, 3.0, 0.0)  # random secrets 3 ticks slower
+    d = dudect.dudect(cls, ticks)
+    assert d.exceeds and d.t > 0
+    keep = ticks <= np.quantile(ticks, d.crop) if d.crop < 1 else np.ones(ticks.size, bool)
+    want = stats.ttest_ind(ticks[keep & (cls == 1)], ticks[keep & (cls == 0)], equal_var=False).statistic
+    assert d.t == pytest.approx(want)
+    assert d.n_fixed + d.n_random == keep.sum()
+
+
+def test_dudect_false_alarms_are_rare_without_a_difference():
+    """Same distribution for both classes, heavy tail: the largest |t| over the crops exceeds 4.5 in well
+    under 1% of 300 simulated tests (a bound the threshold is meant to keep on quiet data)."""
+    from pqsimd.stats import dudect
+
+    rng = np.random.default_rng(7)
+    alarms = 0
+    for _ in range(300):
+        cls = rng.integers(0, 2, 1000)
+        ticks = 1000 + rng.gamma(2.0, 20.0, 1000)
+        alarms += dudect.dudect(cls, ticks).exceeds
+    assert alarms <= 3
+
+
+def test_timing_evidence_is_recorded_and_analysed_never_asserted(study):
+    """dudect's measurements ride with every tested op (classes and ticks, both classes present) and the
+    analysis turns them into Welch's t; no value of t is asserted (a timing is never a test's oracle)."""
+    ops = _record(study)["ops"]
+    for op, (verdict, _, _) in EXPECTED.items():
+        if verdict == "n/a":
+            assert "timing" not in ops[op]
+            continue
+        t = ops[op]["timing"]
+        assert len(t["classes"]) == len(t["ticks"]) > 0 and set(t["classes"]) == {"0", "1"}
+    df = pd.read_parquet(StudyDir(study).results("constant_time.parquet")).drop_duplicates("op").set_index("op")
+    assert np.isfinite(df.loc["secret_branch", "dudect_t"]) and df.loc["secret_branch", "dudect_threshold"] == 4.5
+    assert pd.isna(df.loc["no_secret", "dudect_t"])

@@ -11,22 +11,27 @@ Tables (results/):
                   verdicts differ in leaking: the step, introduced or removed, the leak's sites, the
                   ops (comma list) it holds for, and a sentence
 
-No statistics: the verdicts are exact (the same binary and secrets give the same traces)."""
+The verdicts are exact (the same binary and secrets give the same traces); the one statistic is dudect's
+timing evidence per op (dudect_t: Welch's t of fixed vs fresh secrets, stats/dudect.py), shown beside the
+verdict, never deciding it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from ..stats import dudect as dudect_stats
 from ..studydir import StudyDir
 from .write import write_or_remove
 
 METRIC = "ct"
 CT_FILE_SUFFIX = f".{METRIC}.parquet"
 COLUMNS = ["scheme", "family", "op", "label", "variant", "compiler", "verdict", "secrets", "why", "function", "file",
-           "line", "offset", "instruction", "kind", "site_verdict", "declassified", "witnesses", "difference"]
+           "line", "offset", "instruction", "kind", "site_verdict", "declassified", "witnesses", "difference",
+           "dudect_t", "dudect_crop", "dudect_n", "dudect_threshold"]
 STAGE_COLUMNS = ["scheme", "family", "op", "label", "compiler", "stage", "stage_label", "base", "variant", "change",
                  "sites", "sentence"]
 
@@ -45,6 +50,17 @@ def _family_of(families: dict[str, Any], scheme: str) -> dict[str, Any]:
     return next((f for f in families.values() if scheme in f.get("schemes", {})), {})
 
 
+def _dudect(timing: dict[str, Any] | None) -> dict[str, Any]:
+    """The timing evidence of one op (stats/dudect.py), as columns; empty without measurements."""
+    if not timing or not timing.get("ticks"):
+        return {}
+    d = dudect_stats.dudect(np.array([int(c) for c in timing["classes"]]), np.array(timing["ticks"]))
+    if d is None:
+        return {}
+    return {"dudect_t": round(d.t, 3), "dudect_crop": d.crop, "dudect_n": d.n_fixed + d.n_random,
+            "dudect_threshold": dudect_stats.THRESHOLD}
+
+
 def site_table(records: list[dict[str, Any]], families: dict[str, Any]) -> pd.DataFrame:
     rows = []
     for rec in records:
@@ -53,7 +69,7 @@ def site_table(records: list[dict[str, Any]], families: dict[str, Any]) -> pd.Da
         for op, r in rec.get("ops", {}).items():
             base = {"scheme": rec["scheme"], "family": fam.get("family", ""), "op": op, "label": labels.get(op, op),
                     "variant": rec["variant"], "compiler": rec["compiler"], "verdict": r["verdict"],
-                    "secrets": ",".join(r.get("secrets", [])), "why": r.get("why")}
+                    "secrets": ",".join(r.get("secrets", [])), "why": r.get("why"), **_dudect(r.get("timing"))}
             sites = r.get("sites") or []
             if not sites:
                 rows.append(base)

@@ -48,10 +48,20 @@ def _site_text(r) -> str:
     return f"{r['kind']} in {r['function']} ({r['file']}{line}) `{r['instruction']}`"
 
 
+def _cell(r) -> str:
+    """'clean', or with the timing evidence 'clean · t +1.2' ('!' past dudect's threshold)."""
+    t = r.get("dudect_t")
+    if t is None or pd.isna(t):
+        return str(r["verdict"])
+    past = "!" if abs(t) > r.get("dudect_threshold", 4.5) else ""
+    return f"{r['verdict']} · t {t:+.1f}{past}"
+
+
 def verdict_matrix(sites: pd.DataFrame) -> pd.DataFrame:
-    """One row per (scheme, op, compiler), a column per variant: its verdict."""
-    ops = sites.drop_duplicates(["scheme", "op", "variant", "compiler"])
-    m = ops.pivot_table(index=["scheme", "label", "op", "compiler"], columns="variant", values="verdict",
+    """One row per (scheme, op, compiler), a column per variant: its verdict (and dudect's t)."""
+    ops = sites.drop_duplicates(["scheme", "op", "variant", "compiler"]).copy()
+    ops["cell"] = [_cell(r) for _, r in ops.iterrows()]
+    m = ops.pivot_table(index=["scheme", "label", "op", "compiler"], columns="variant", values="cell",
                         aggfunc="first", sort=False)
     variants = list(dict.fromkeys(ops["variant"]))
     return m.reindex(columns=variants).reset_index()
@@ -79,7 +89,8 @@ def show(directory: Path, con: Console) -> None:
         t.add_column(v)
     for _, r in m.iterrows():
         cells = [r["scheme"], str(r["label"])] + ([r["compiler"]] if m["compiler"].nunique() > 1 else [])
-        cells += [Text(str(r[v]) if pd.notna(r[v]) else "", style=VERDICT_STYLE.get(str(r[v]), "")) for v in variants]
+        cells += [Text(str(r[v]) if pd.notna(r[v]) else "", style=VERDICT_STYLE.get(str(r[v]).split(" ")[0], ""))
+                  for v in variants]
         t.add_row(*cells)
     con.print(t)
     leaks = leak_rows(sites)
@@ -102,9 +113,10 @@ def show(directory: Path, con: Console) -> None:
             con.print(Text(f"  n/a: {r['why']}", style="dim"), soft_wrap=True)
     for v, words in VERDICT_WORDS.items():
         con.print(Text(f"  {v}: {words}", style="dim"), soft_wrap=True)
-    con.print(Text(f"  {MARK} beside a speedup: its variant leaks for that op. Not checked: divisions and other "
-                   "variable-latency instructions on a secret operand (KyberSlash); timing on this machine is not "
-                   "evidence either way.", style="dim"), soft_wrap=True)
+    con.print(Text(f"  {MARK} beside a speedup: its variant leaks for that op. t: dudect's Welch t of calls with one "
+                   "fixed secret against calls with fresh ones, on this machine (! past |t| > 4.5): evidence beside "
+                   "the verdict, never a verdict. Not checked: divisions and other variable-latency instructions on "
+                   "a secret operand (KyberSlash).", style="dim"), soft_wrap=True)
     con.print()
 
 
@@ -122,8 +134,8 @@ def html_section(directory: Path) -> str:
     body = []
     for _, r in m.iterrows():
         cells = [e(r["scheme"]), e(str(r["label"]))] + ([e(r["compiler"])] if multi else [])
-        cells += [f'<span class="ct-{e(str(r[v]).replace("/", ""))}">{e(str(r[v]))}</span>' if pd.notna(r[v]) else ""
-                  for v in variants]
+        cells += [f'<span class="ct-{e(str(r[v]).split(" ")[0].replace("/", ""))}">{e(str(r[v]))}</span>'
+                  if pd.notna(r[v]) else "" for v in variants]
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     out = ['<h2 id="constant-time">Constant time</h2>',
            "<p>Per op and build: whether a secret steers a branch or a memory address (memcheck with the op's "
@@ -148,6 +160,8 @@ def html_section(directory: Path) -> str:
         out.append("<h3>Declassified</h3><ul>" + "".join(
             f"<li>{e(r['family'])}: {e(str(r['declassified']))}</li>" for _, r in declass.iterrows()) + "</ul>")
     out.append("<p class=\"note\">" + " ".join(f"<b>{e(v)}</b>: {e(w)}." for v, w in VERDICT_WORDS.items()) +
+               " <b>t</b>: dudect's Welch t of calls with one fixed secret against calls with fresh ones, on this "
+               "machine (! past |t| &gt; 4.5): evidence beside the verdict, never a verdict."
                " Not checked: divisions and other variable-latency instructions on a secret operand (KyberSlash). "
                "Table: results/constant_time.csv.</p>")
     return "\n".join(out)

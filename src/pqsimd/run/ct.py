@@ -17,7 +17,10 @@ by traces. One job per (build, scheme), exact and deterministic.
    inputs fixed (driver `ct` variation 0..VARIATIONS-1): a site whose successors (branch) or
    addresses (address) differ between two secrets is a `leak`, with those two as witnesses; one
    whose traces are identical is `unconfirmed`.
-3. Verdict per op: leak (a confirmed site), unconfirmed (sites, none confirmed), clean (no site but
+3. Timing evidence (dudect, `driver ct-time`): natively, calls with one fixed secret and calls with fresh
+   ones in random order, public inputs fixed; analyze computes Welch's t (stats/dudect.py). Evidence
+   beside the verdict, never a verdict of its own: a shared machine moves times for its own reasons.
+4. Verdict per op: leak (a confirmed site), unconfirmed (sites, none confirmed), clean (no site but
    declassified ones), n/a (no secret input, an op table that names no buffers, or a build valgrind
    cannot run: AVX-512, another ISA), with the reason.
 
@@ -332,6 +335,36 @@ def test_op(driver: Path, library: Path, scheme: str, op: str, secrets: list[str
             "variations": variations, **({"filled": filled} if filled else {})}
 
 
+DUDECT_BUDGET_S = 1.0  # per op: the fixed-vs-random calls (and each call's two setups) within about this
+DUDECT_MAX, DUDECT_MIN = 2000, 50  # calls
+
+
+def dudect_calls(call_s: float | None) -> int:
+    """How many fixed-vs-random calls fit the budget (a call's setup runs twice: ~3 calls' time each)."""
+    if call_s is None or call_s <= 0:
+        return 500
+    return min(DUDECT_MAX, int(DUDECT_BUDGET_S / (3 * call_s)))
+
+
+def time_classes(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], calls: int,
+                 seed: int) -> dict[str, Any]:
+    """dudect's measurements (driver ct-time): the class of each call (0 fixed secret, 1 fresh) and its ticks,
+    natively; the statistic is analyze's (stats/dudect.py)."""
+    cmd = [str(driver), "ct-time", str(library), scheme, op, str(calls), str(seed), *secrets]
+    proc = _run(cmd, f"driver ct-time {library.name} {scheme} {op}")
+    if proc.returncode:
+        raise PqsimdError(f"driver ct-time {library.name} {scheme} {op}: "
+                          f"{(proc.stderr.strip().splitlines() or [f'exit {proc.returncode}'])[-1]}")
+    classes, ticks = [], []
+    for line in proc.stdout.splitlines():
+        c, t = line.split("\t")
+        classes.append(c)
+        ticks.append(int(t))
+    return {"classes": "".join(classes), "ticks": ticks, "seed": seed,
+            "method": "dudect: one call per measurement, its class drawn at random (0: one fixed secret, 1: a fresh "
+                      "one), public inputs fixed, interleaved in one driver process"}
+
+
 def op_plan(fam, scheme: str, ops: list[str], buffers: list[str]) -> dict[str, dict[str, Any]]:
     """op -> {secrets} to test, or {verdict: n/a, why}."""
     out: dict[str, dict[str, Any]] = {}
@@ -377,6 +410,9 @@ def ct_job(sd: StudyDir, study, job, isa) -> Path:
             plan[op] = {"verdict": "n/a", "secrets": plan[op]["secrets"],
                         "why": f"one call takes {secs:.2g} s, over the study's cap of {study.max_call_s:g} s "
                                f"(max_call_s; --max-call 0 lifts it)"}
+    from .job import build_ops
+
+    seconds = build_ops(sd, b.id, scheme) or {}
     results: dict[str, dict[str, Any]] = {}
     unsupported = None if isa.native else f"no taint tracker for {isa.name} under {isa.qemu} (valgrind runs x86-64 natively)"
     for op, p in plan.items():
@@ -388,6 +424,13 @@ def ct_job(sd: StudyDir, study, job, isa) -> Path:
             continue
         try:
             results[op] = test_op(driver, lib, scheme, op, p["secrets"], fam.public_functions(), work, isa.objdump())
+            calls = dudect_calls(seconds.get(op))
+            if calls >= DUDECT_MIN:
+                seed = int(hashlib.sha256(op.encode()).hexdigest()[:8], 16)
+                results[op]["timing"] = time_classes(driver, lib, scheme, op, p["secrets"], calls, seed)
+            else:
+                results[op]["timing"] = {"why": f"one call takes {seconds.get(op):.2g} s: too slow for "
+                                                f"{DUDECT_MIN} calls within {DUDECT_BUDGET_S:g} s"}
         except NoSecret as e:
             results[op] = {"verdict": "n/a", "why": str(e), "secrets": p["secrets"]}
         except Unsupported as e:

@@ -12,6 +12,7 @@
 
 #include "guard.h"
 #include "loader.h"
+#include "timer.h"
 
 #if defined(__has_include)
 #if __has_include(<valgrind/memcheck.h>)
@@ -81,6 +82,100 @@ int pqsimd_cmd_buffers(int argc, char **argv) {
     return 0;
 }
 
+/* The op and its secrets from argv (LIB SCHEME OP ... then SECRET... from argv[first]). */
+typedef struct {
+    pqsimd_loaded v;
+    const pqsimd_scheme *s;
+    const pqsimd_op *op;
+    const pqsimd_buffer **secret; /* n_secret entries, NULL for `random` */
+    int n_secret, random_secret;
+    unsigned char **saved; /* variation 0's bytes of every named buffer */
+} ct_case;
+
+static int open_case(ct_case *c, int argc, char **argv, int first) {
+    memset(c, 0, sizeof *c);
+    if (pqsimd_load(&c->v, argv[2])) {
+        return 2;
+    }
+    if (!(c->s = pqsimd_find_scheme(&c->v, argv[3]))) {
+        return fail("unknown scheme ", argv[3]);
+    }
+    if (!(c->op = pqsimd_find_op(c->s, argv[4]))) {
+        return fail("unknown op ", argv[4]);
+    }
+    c->n_secret = argc - first;
+    c->secret = calloc((size_t)c->n_secret + 1, sizeof *c->secret);
+    c->saved = calloc((size_t)c->s->n_buffers + 1, sizeof *c->saved);
+    for (int k = 0; k < c->n_secret; k++) {
+        if (strcmp(argv[first + k], "random") == 0) {
+            c->random_secret = 1;
+        } else if (!(c->secret[k] = find_buffer(c->s, argv[first + k]))) {
+            fprintf(stderr, "driver: ct: the op table of %s (%s) names no buffer %s\n", c->s->name, c->s->impl,
+                    argv[first + k]);
+            return 2;
+        }
+    }
+    for (int i = 0; i < c->s->n_buffers; i++) {
+        c->saved[i] = malloc(c->s->buffers[i].len);
+    }
+    pqsimd_guard_at(0, argv[2], c->op->name);
+    return 0;
+}
+
+static int parse_count(const char *text, uint64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    *out = strtoull(text, &end, 10);
+    return errno || end == text || *end || text[0] == '-';
+}
+
+/* The op's inputs for `variation`: the timed ones (0), or (> 0) the variation's secrets with every other
+ * named buffer back at variation 0's bytes; a secret the setup leaves as it was gets the variation's own
+ * bytes (`say`: one "filled" line each). Then the randomness pool of the variation. */
+static void prepare(ct_case *c, uint64_t variation, int say) {
+    const pqsimd_scheme *s = c->s;
+    c->v.entry->set_variation(0);
+    if (c->op->setup) {
+        c->op->setup();
+    }
+    if (variation) {
+        for (int i = 0; i < s->n_buffers; i++) {
+            memcpy(c->saved[i], s->buffers[i].ptr, s->buffers[i].len);
+        }
+        c->v.entry->set_variation(variation);
+        if (c->op->setup) {
+            c->op->setup();
+        }
+        c->v.entry->set_variation(0);
+        for (int i = 0; i < s->n_buffers; i++) {
+            int is_secret = 0;
+            for (int k = 0; k < c->n_secret; k++) {
+                is_secret |= c->secret[k] == &s->buffers[i];
+            }
+            const pqsimd_buffer *b = &s->buffers[i];
+            if (!is_secret) {
+                memcpy(b->ptr, c->saved[i], b->len);
+            } else if (memcmp(b->ptr, c->saved[i], b->len) == 0) {
+                uint64_t st = variation * 0x2545F4914F6CDD1DULL + (uint64_t)i;
+                for (size_t j = 0; j < b->len; j += 8) {
+                    uint64_t z = splitmix(&st);
+                    memcpy((uint8_t *)b->ptr + j, &z, b->len - j < 8 ? b->len - j : 8);
+                }
+                if (say) {
+                    printf("filled\t%s\n", b->name);
+                }
+            }
+        }
+    }
+    static uint8_t pool[POOL_BYTES];
+    uint64_t state = variation ^ 0x5EC7E75EC7E7ULL;
+    for (size_t i = 0; i < POOL_BYTES; i += 8) {
+        uint64_t z = splitmix(&state);
+        memcpy(pool + i, &z, 8);
+    }
+    c->v.entry->random_pool(pool, POOL_BYTES);
+}
+
 int pqsimd_cmd_ct(int argc, char **argv) {
 #ifndef PQSIMD_HAVE_MEMCHECK
     (void)argc;
@@ -90,106 +185,70 @@ int pqsimd_cmd_ct(int argc, char **argv) {
     if (argc < 6) {
         return fail("usage: ct LIB SCHEME OP VARIATION [SECRET...]", NULL);
     }
-    pqsimd_loaded v;
-    if (pqsimd_load(&v, argv[2])) {
-        return 2;
-    }
-    const pqsimd_scheme *s = pqsimd_find_scheme(&v, argv[3]);
-    if (!s) {
-        return fail("unknown scheme ", argv[3]);
-    }
-    const pqsimd_op *op = pqsimd_find_op(s, argv[4]);
-    if (!op) {
-        return fail("unknown op ", argv[4]);
-    }
-    char *end = NULL;
-    errno = 0;
-    uint64_t variation = strtoull(argv[5], &end, 10);
-    if (errno || end == argv[5] || *end || argv[5][0] == '-') {
+    uint64_t variation;
+    if (parse_count(argv[5], &variation)) {
         return fail("VARIATION must be a non-negative integer, got ", argv[5]);
     }
-    int n_secret = argc - 6, random_secret = 0;
-    const pqsimd_buffer **secret = calloc((size_t)n_secret + 1, sizeof *secret);
-    for (int k = 0; k < n_secret; k++) {
-        if (strcmp(argv[6 + k], "random") == 0) {
-            random_secret = 1;
-        } else if (!(secret[k] = find_buffer(s, argv[6 + k]))) {
-            fprintf(stderr, "driver: ct: the op table of %s (%s) names no buffer %s\n", s->name, s->impl, argv[6 + k]);
-            return 2;
-        }
+    ct_case c;
+    if (open_case(&c, argc, argv, 6)) {
+        return 2;
     }
-    pqsimd_guard_at(0, argv[2], op->name);
-    /* The timed inputs, then (VARIATION > 0) the variation's, with every buffer not secret put back. */
-    v.entry->set_variation(0);
-    if (op->setup) {
-        op->setup();
+    prepare(&c, variation, 1);
+    if (c.random_secret) {
+        c.v.entry->random_mark(mark_secret);
     }
-    if (variation) {
-        unsigned char **saved = calloc((size_t)s->n_buffers + 1, sizeof *saved);
-        for (int i = 0; i < s->n_buffers; i++) {
-            saved[i] = malloc(s->buffers[i].len);
-            memcpy(saved[i], s->buffers[i].ptr, s->buffers[i].len);
-        }
-        v.entry->set_variation(variation);
-        if (op->setup) {
-            op->setup();
-        }
-        v.entry->set_variation(0);
-        for (int i = 0; i < s->n_buffers; i++) {
-            int is_secret = 0;
-            for (int k = 0; k < n_secret; k++) {
-                is_secret |= secret[k] == &s->buffers[i];
-            }
-            const pqsimd_buffer *b = &s->buffers[i];
-            if (!is_secret) {
-                memcpy(b->ptr, saved[i], b->len);
-            } else if (memcmp(b->ptr, saved[i], b->len) == 0) {
-                /* A secret the setup does not derive from its inputs (a message left as it was): other
-                 * bytes of the variation's own, said on stdout. */
-                uint64_t st = variation * 0x2545F4914F6CDD1DULL + (uint64_t)i;
-                for (size_t j = 0; j < b->len; j += 8) {
-                    uint64_t z = splitmix(&st);
-                    memcpy((uint8_t *)b->ptr + j, &z, b->len - j < 8 ? b->len - j : 8);
-                }
-                printf("filled\t%s\n", b->name);
-            }
-            free(saved[i]);
-        }
-        free(saved);
-    }
-    static uint8_t pool[POOL_BYTES];
-    uint64_t state = variation ^ 0x5EC7E75EC7E7ULL;
-    for (size_t i = 0; i < POOL_BYTES; i += 8) {
-        uint64_t z = splitmix(&state);
-        memcpy(pool + i, &z, 8);
-    }
-    v.entry->random_pool(pool, POOL_BYTES);
-    if (random_secret) {
-        v.entry->random_mark(mark_secret);
-    }
-    for (int k = 0; k < n_secret; k++) {
-        if (secret[k]) {
-            mark_secret(secret[k]->ptr, secret[k]->len);
+    for (int k = 0; k < c.n_secret; k++) {
+        if (c.secret[k]) {
+            mark_secret(c.secret[k]->ptr, c.secret[k]->len);
         }
     }
     Dl_info info;
-    if (!dladdr((const void *)(uintptr_t)op->call, &info) || !info.dli_fbase) {
-        return fail("cannot locate op ", op->name);
+    if (!dladdr((const void *)(uintptr_t)c.op->call, &info) || !info.dli_fbase) {
+        return fail("cannot locate op ", c.op->name);
     }
     printf("base\t%llx\nmarker\t%llx\n", (unsigned long long)(uintptr_t)info.dli_fbase,
            (unsigned long long)(uintptr_t)&pqsimd_ct_marker);
     fflush(stdout);
-    ct_call(op);
-    v.entry->random_mark(NULL);
+    ct_call(c.op);
+    c.v.entry->random_mark(NULL);
     /* What the call left secret is nobody's business after it: no report from the driver's exit. */
-    for (int i = 0; i < s->n_buffers; i++) {
-        VALGRIND_MAKE_MEM_DEFINED(s->buffers[i].ptr, s->buffers[i].len);
+    for (int i = 0; i < c.s->n_buffers; i++) {
+        VALGRIND_MAKE_MEM_DEFINED(c.s->buffers[i].ptr, c.s->buffers[i].len);
     }
-    printf("drawn\t%zu\n", v.entry->random_used());
-    if (v.entry->random_dry()) {
+    printf("drawn\t%zu\n", c.v.entry->random_used());
+    if (c.v.entry->random_dry()) {
         printf("dry\n");
     }
-    free(secret);
     return 0;
 #endif
+}
+
+/* driver ct-time LIB SCHEME OP N SEED [SECRET...]: dudect's fixed-vs-random test. N measurements, each
+ * of one call whose class is drawn at random (SEED): class 0 has one fixed secret (variation 1), class 1
+ * a fresh one (variation 2, 3, ...); public inputs fixed in both. "class ticks" per line. */
+int pqsimd_cmd_ct_time(int argc, char **argv) {
+    if (argc < 7) {
+        return fail("usage: ct-time LIB SCHEME OP N SEED [SECRET...]", NULL);
+    }
+    uint64_t n, seed;
+    if (parse_count(argv[5], &n) || parse_count(argv[6], &seed)) {
+        return fail("N and SEED must be non-negative integers", NULL);
+    }
+    ct_case c;
+    if (open_case(&c, argc, argv, 7)) {
+        return 2;
+    }
+    pqsimd_timer_init();
+    prepare(&c, 1, 0);
+    c.op->call(); /* warm: lazy binding and first-call effects stay out */
+    uint64_t state = seed;
+    for (uint64_t k = 0; k < n; k++) {
+        int cls = (int)(splitmix(&state) & 1);
+        prepare(&c, cls ? 2 + k : 1, 0);
+        uint64_t t0 = pqsimd_timer_start();
+        c.op->call();
+        uint64_t t1 = pqsimd_timer_stop();
+        printf("%d\t%llu\n", cls, (unsigned long long)(t1 - t0));
+    }
+    return 0;
 }

@@ -18,6 +18,8 @@
 #define PQSIMD_CT_H
 
 int pqsimd_cmd_ct(int argc, char **argv);
+/* driver ct-time LIB SCHEME OP N SEED [SECRET...]: dudect's fixed-vs-random timing, "class ticks" per call */
+int pqsimd_cmd_ct_time(int argc, char **argv);
 /* driver buffers LIB SCHEME: the op table's named buffers (name, bytes), one per line */
 int pqsimd_cmd_buffers(int argc, char **argv);
 
