@@ -327,3 +327,22 @@ def test_timing_evidence_is_recorded_and_analysed_never_asserted(study):
     df = pd.read_parquet(StudyDir(study).results("constant_time.parquet")).drop_duplicates("op").set_index("op")
     assert np.isfinite(df.loc["secret_branch", "dudect_t"]) and df.loc["secret_branch", "dudect_threshold"] == 4.5
     assert pd.isna(df.loc["no_secret", "dudect_t"])
+
+
+def test_a_speedup_of_a_leaking_variant_carries_the_mark(tmp_path):
+    """results.py joins results/constant_time onto the comparisons (ct_leak); every table cell and show's
+    variant column then mark the speedup of a variant that leaks for that op and compiler, and only it."""
+    from pqsimd.analyze.write import write_table
+    from pqsimd.report.tables import speedup_cell
+    from pqsimd.results import CT_MARK, with_ct_leaks
+
+    sites = _sites([("refnv", "clang-16", "leak"), ("ref", "clang-16", "clean"), ("refnv", "gcc", "clean")])
+    write_table(sites, tmp_path, "constant_time")
+    comp = pd.DataFrame([{"scheme": "s", "op": "poly_frommsg", "variant": v, "compiler": c, "baseline": "x",
+                          "speedup": 2.0, "ci_low": 1.9, "ci_high": 2.1, "ci_level": 0.95, "verdict": "faster"}
+                         for v, c in (("refnv", "clang-16"), ("ref", "clang-16"), ("refnv", "gcc"))])
+    got = with_ct_leaks(comp, tmp_path)
+    assert got["ct_leak"].tolist() == [True, False, False]
+    cells = [speedup_cell(r.to_dict()).text for _, r in got.iterrows()]
+    assert cells[0].endswith(CT_MARK) and not any(CT_MARK in c for c in cells[1:])
+    assert with_ct_leaks(comp, tmp_path / "none")["ct_leak"].tolist() == [False] * 3  # no ct results: no mark

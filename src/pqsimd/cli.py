@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from . import metrics as metrics_registry
 from .errors import Interrupted, PqsimdError
 from .model import AloneLayouts, AloneSets, Design, LayoutMode, Multiplicity, SharedCpu, choices
 
@@ -129,7 +130,7 @@ def cli() -> None:
               help="NAME=PATH: a checkout you bring (a git clone) for the implementations whose family TOML "
                    "says `checkout = NAME` (`pqsimd list` names them); repeatable")
 @click.option("--seed", type=int, default=None, help="seed for the job order and the bootstraps")
-@click.option("--metric", type=str, default=None, help="comma list of ticks (default), instructions, counters, energy, mix, sim, stack (peak stack bytes), size (code bytes of the call tree)")
+@click.option("--metric", type=str, default=None, help=f"comma list of {metrics_registry.help_list()}")
 @click.option("--mca-cpu", "mca_cpus", type=str, default=None,
               help="mix: llvm-mca CPU models to estimate, comma list, e.g. znver1,znver3,skylake (default: this host's)")
 @click.option("--sim-cpu", "sim_cpus", type=str, default=None,

@@ -40,6 +40,7 @@ class Metric:
     exact: bool  # a count: the same binary gives the same number (analysis compares exactly)
     per_build: bool  # one job per (build, scheme), id <variant>.<compiler>.<scheme>.<name>
     grouped: bool = True  # its raw rows carry its name and become analyze's groups (mix, counters, energy: own names)
+    blurb: str = ""  # what --metric's help says after the name
     verdicts: bool = False  # its results are verdicts per op (constant time), never a ratio between builds
     cost: bool = False  # a cost in bytes, not a time: SIMD / C is a change of bytes (fewer is better), never a
     #                     speedup; per op, not per call (report/fmt.bytes_change says it)
@@ -55,10 +56,12 @@ REGISTRY: dict[str, Metric] = {m.name: m for m in (
     Metric("mix", "instructions", "instruction mix", "mix", timed=False, exact=True, per_build=True, grouped=False),
     Metric("sim", "events", "simulated cache and branch events", "sim", timed=False, exact=True, per_build=True,
            grouped=False),
-    Metric("stack", "bytes", "peak stack", "stack", timed=False, exact=True, per_build=True, cost=True),
-    Metric("size", "bytes", "code size", "stack", timed=False, exact=True, per_build=True, cost=True),
+    Metric("stack", "bytes", "peak stack", "stack", timed=False, exact=True, per_build=True, cost=True,
+           blurb="peak stack bytes"),
+    Metric("size", "bytes", "code size", "stack", timed=False, exact=True, per_build=True, cost=True,
+           blurb="code bytes of the call tree"),
     Metric("ct", "leak sites", "constant time", "ct", timed=False, exact=True, per_build=True, grouped=False,
-           verdicts=True),
+           verdicts=True, blurb="constant time: branches and addresses that depend on a secret"),
 )}
 
 
@@ -85,6 +88,12 @@ def tick_note(isa_name: str | None = None) -> str:
 
 def names() -> list[str]:
     return list(REGISTRY)
+
+
+def help_list() -> str:
+    """--metric's help: every registered metric, the default first, with its blurb where it has one."""
+    return ", ".join(f"{m.name}{' (default)' if m.name == 'ticks' else ''}{f' ({m.blurb})' if m.blurb else ''}"
+                     for m in REGISTRY.values())
 
 
 def get(name: str) -> Metric:

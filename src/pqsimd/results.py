@@ -765,6 +765,23 @@ def older_results_note(summary: dict, directory: Path | str = "DIR") -> str | No
             f"{'; '.join(missing)}; {command('analyze', directory)} (with the study's raw/) brings them up to date")
 
 
+CT_MARK = "⚠ct"  # beside a speedup whose variant leaks a secret for that op (results/constant_time)
+
+
+def with_ct_leaks(comparisons: pd.DataFrame, results: Path) -> pd.DataFrame:
+    """The comparisons with `ct_leak`: the compared variant leaks a secret for that op and compiler (a
+    confirmed site in results/constant_time), so every view can mark the speedup; False without ct results."""
+    ct = _read_table(results, "constant_time") if (results / "constant_time.parquet").exists() else pd.DataFrame()
+    if comparisons.empty or not {"scheme", "op", "variant", "compiler"} <= set(comparisons.columns):
+        return comparisons
+    leaks = set() if ct.empty else set(
+        zip(*(ct.loc[ct["verdict"].eq("leak"), c] for c in ("scheme", "op", "variant", "compiler"))))
+    comparisons = comparisons.copy()
+    comparisons["ct_leak"] = [k in leaks for k in zip(comparisons["scheme"], comparisons["op"],
+                                                       comparisons["variant"], comparisons["compiler"])]
+    return comparisons
+
+
 def has_comparisons(directory: Path) -> bool:
     """Whether analyze wrote comparisons (a study of counts and verdicts alone has none)."""
     results = StudyDir(Path(directory)).results_dir
@@ -798,7 +815,7 @@ def load_study(directory: Path, oldest: int | None = None) -> Results:
                                f"({summary.get('generated', 'earlier')}); run {command('analyze', directory)} to "
                                f"include {'them' if stale != 1 else 'it'}", *(summary.get("warnings") or [])]
     return Results(
-        directory=directory, groups=tables["groups"], comparisons=tables["comparisons"],
+        directory=directory, groups=tables["groups"], comparisons=with_ct_leaks(tables["comparisons"], results),
         decomposition=tables["decomposition"], aa=tables["aa"], jobs=tables["jobs"],
         attribution=tables["attribution"], summary=summary,
         study=read_toml(sd.study_toml), manifest=read_json(sd.manifest_json),

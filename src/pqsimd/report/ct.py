@@ -12,9 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..results import read_table
-
-MARK = "⚠ct"  # beside a speedup whose variant leaks a secret for that op (a confirmed site)
+from ..results import CT_MARK as MARK, read_table
 VERDICT_STYLE = {"leak": "bold red", "unconfirmed": "yellow", "clean": "green", "n/a": "dim"}
 VERDICT_WORDS = {
     "leak": "a secret steers a branch or an address: traces over different secrets differ (confirmed)",
@@ -32,15 +30,6 @@ def tables(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def has_ct(directory: Path) -> bool:
     return not read_table(directory, "constant_time", strict=False).empty
-
-
-def leaking(directory: Path) -> set[tuple[str, str, str, str]]:
-    """(scheme, op, variant, compiler) of every build and op with a confirmed leak."""
-    sites, _ = tables(directory)
-    if sites.empty:
-        return set()
-    leak = sites[sites["verdict"].eq("leak")]
-    return set(zip(leak["scheme"], leak["op"], leak["variant"], leak["compiler"]))
 
 
 def _site_text(r) -> str:

@@ -16,7 +16,7 @@ import pandas as pd
 from ..model import Design
 from .. import metrics as metrics_mod
 from . import files, fmt, style
-from ..results import FamilyView, Levels, Results, interval
+from ..results import CT_MARK, FamilyView, Levels, Results, interval
 
 UNRELIABLE = "†"
 # marks beside a speedup (faster needs none): the verdict legend of every table says what they mean
@@ -125,6 +125,9 @@ def speedup_cell(row: dict | None, with_ci: bool = True, verdict: bool = False, 
         if sym:
             text += f" {sym}"
             latex += " " + tex(sym)
+    if row.get("ct_leak") is True or row.get("ct_leak") is np.True_:  # results/constant_time: a confirmed leak
+        text += f" {CT_MARK}"
+        latex += r" {\scriptsize ct!}"
     return Cell(text, latex)
 
 

@@ -106,7 +106,6 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     unit = study.unit(metric)
     from . import ct as ct_view
 
-    leaks = ct_view.leaking(study.directory)
     colours = style.variant_colours(study.chain.variants, study.variants)
     design, warm, carry = study.design_notes()
     con.print(Text(f"design: {design}; warm-up: {warm}; carry-over: {carry}", style="dim"))
@@ -158,7 +157,7 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
                                 row = pick.iloc[0].to_dict() if not pick.empty else {}
                             if g is None and not row:
                                 continue
-                        leak = f" {ct_view.MARK}" if (scheme, op, variant, comp) in leaks else ""
+                        leak = f" {ct_view.MARK}" if (row or {}).get("ct_leak") else ""
                         body.append((Text(fam.label(op) if first_row else ""),
                                      Text(variant + _row_marks(row, notes) + leak,
                                           style=f"bold {style.variant_colour(variant, colours)}"), g, row))
