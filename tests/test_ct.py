@@ -42,6 +42,8 @@ EXPECTED = {  # op -> (verdict, kinds of its non-declassified sites, line of the
     "public_branch": ("clean", set(), None),
     "random_branch": ("leak", {"branch"}, _line("random")),
     "no_secret": ("n/a", set(), None),
+    "secret_div": ("leak", {"div"}, _line("div")),
+    "public_div": ("clean", set(), None),
 }
 
 
@@ -77,7 +79,7 @@ def test_verdicts_sites_and_lines_match_the_fixture(study):
 
 def test_a_leak_has_two_witness_secrets_whose_traces_differ(study):
     ops = _record(study)["ops"]
-    for op in ("secret_branch", "secret_index", "random_branch"):
+    for op in ("secret_branch", "secret_index", "random_branch", "secret_div"):
         for s in ops[op]["sites"]:
             a, b = s["witnesses"]
             assert a != b and 0 <= a < ct.VARIATIONS and 0 <= b < ct.VARIATIONS

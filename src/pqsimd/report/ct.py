@@ -15,7 +15,8 @@ from rich.text import Text
 from ..results import CT_MARK as MARK, read_table
 VERDICT_STYLE = {"leak": "bold red", "unconfirmed": "yellow", "clean": "green", "n/a": "dim"}
 VERDICT_WORDS = {
-    "leak": "a secret steers a branch or an address: traces over different secrets differ (confirmed)",
+    "leak": "a secret steers a branch, an address or a division's operand: traces over different secrets differ "
+            "(confirmed)",
     "unconfirmed": "memcheck flags a secret-dependent branch or address, but the traces over the secrets tried are "
                    "identical (not proof of a leak, not proof of none)",
     "clean": "no branch or address depends on a secret (sites in functions the standard makes public are "
@@ -104,8 +105,8 @@ def show(directory: Path, con: Console) -> None:
         con.print(Text(f"  {v}: {words}", style="dim"), soft_wrap=True)
     con.print(Text(f"  {MARK} beside a speedup: its variant leaks for that op. t: dudect's Welch t of calls with one "
                    "fixed secret against calls with fresh ones, on this machine (! past |t| > 4.5): evidence beside "
-                   "the verdict, never a verdict. Not checked: divisions and other variable-latency instructions on "
-                   "a secret operand (KyberSlash).", style="dim"), soft_wrap=True)
+                   "the verdict, never a verdict. Integer divisions are checked by their dividends (KyberSlash); "
+                   "floating-point divisions and square roots on a secret are not.", style="dim"), soft_wrap=True)
     con.print()
 
 
@@ -151,7 +152,8 @@ def html_section(directory: Path) -> str:
     out.append("<p class=\"note\">" + " ".join(f"<b>{e(v)}</b>: {e(w)}." for v, w in VERDICT_WORDS.items()) +
                " <b>t</b>: dudect's Welch t of calls with one fixed secret against calls with fresh ones, on this "
                "machine (! past |t| &gt; 4.5): evidence beside the verdict, never a verdict."
-               " Not checked: divisions and other variable-latency instructions on a secret operand (KyberSlash). "
+               " Integer divisions are checked by their dividends over the secrets (KyberSlash); floating-point "
+               "divisions and square roots on a secret are not. "
                "Table: results/constant_time.csv.</p>")
     return "\n".join(out)
 

@@ -23,9 +23,10 @@ by traces. One job per (build, scheme), exact and deterministic.
 4. Verdict per op: leak (a confirmed site), unconfirmed (sites, none confirmed), clean (no site but
    declassified ones), n/a (no secret input, an op table that names no buffers, or a build valgrind
    cannot run: AVX-512, another ISA), with the reason.
-
-Not seen: divisions and other variable-latency instructions on a secret operand (KyberSlash) are
-data flow to memcheck, not branches; the record says so (`not_checked`).
+5. Divisions (KyberSlash): memcheck sees no branch in an integer division whose dividend is secret, yet its
+   latency depends on it. `driver divtrace` (natively, ptrace breakpoints on every div and idiv of LIB)
+   records each executed division's dividend over the same secrets: dividends that differ make a `div` leak.
+   Floating-point divisions and square roots are not checked; the record says so (`not_checked`).
 
 Raw files DIR/raw/<variant>.<compiler>.<scheme>.ct.parquet: one row per op, raw = per_call = the
 number of confirmed leak sites (-1: n/a); the job record holds every op's verdict and sites.
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import re
 import socket
 import subprocess
 import time
@@ -57,11 +59,13 @@ VARIATIONS = 8  # secrets per confirmation (0 is the timed one)
 TIMEOUT = 900  # seconds for one valgrind run
 RANDOM = "random"
 HARNESS_FRAMES = ("ct_call", "pqsimd_cmd_ct", "main", "(below main)")
-NOT_CHECKED = ("divisions and other variable-latency instructions on a secret operand (e.g. KyberSlash) are data "
-               "flow to memcheck, not branches: not checked")
+NOT_CHECKED = ("floating-point divisions and square roots on a secret operand are not checked (integer divisions are: "
+               "their dividends over the secrets, driver divtrace)")
 KIND_WORDS = {"branch": "a branch on a secret", "address": "a memory address from a secret",
+              "div": "an integer division of a secret (its latency depends on the operands)",
               "cmov": "a conditional move or set on a secret (constant time on x86-64)", "other": "a secret"}
-LEAK_KINDS = ("branch", "address")
+LEAK_KINDS = ("branch", "address", "div")
+_DIV = re.compile(r"^\s*([0-9a-f]+):\s+(?:i?div[bwlq]?)\s", re.M)
 
 
 @dataclass
@@ -188,6 +192,9 @@ def memcheck(driver: Path, library: Path, scheme: str, op: str, secrets: list[st
     proc = _run(cmd, f"memcheck {library.name} {scheme} {op}")
     _check(proc, f"memcheck {library.name} {scheme} {op}")
     base, _ = _base(proc.stdout)
+    if "nomemcheck" in proc.stdout.split():
+        raise PqsimdError("the driver was built without valgrind's memcheck.h: install valgrind (apt-get install "
+                          "valgrind), then run again (the driver is rebuilt)")
     drawn = next((int(ln.split("\t")[1]) for ln in proc.stdout.splitlines() if ln.startswith("drawn\t")), 0)
     if secrets == [RANDOM] and drawn == 0:
         xml.unlink(missing_ok=True)
@@ -312,6 +319,61 @@ def confirm(driver: Path, library: Path, scheme: str, op: str, secrets: list[str
     return sorted(filled)
 
 
+def division_offsets(library: Path, objdump: list[str] | tuple[str, ...] = ("objdump",)) -> list[int]:
+    """Offsets of every integer division (div, idiv) in LIB (x86-64 objdump syntax)."""
+    proc = subprocess.run([*objdump, "-d", "--no-show-raw-insn", str(library)], capture_output=True, text=True)
+    return [int(m.group(1), 16) for m in _DIV.finditer(proc.stdout)]
+
+
+def source_of(library: Path, offset: int) -> tuple[str, str, int | None]:
+    """(function, file, line) of an offset in LIB from its line tables (addr2line; inlined: the innermost)."""
+    proc = subprocess.run(["addr2line", "-f", "-i", "-e", str(library), hex(offset)], capture_output=True, text=True)
+    lines = proc.stdout.splitlines()
+    fn = lines[0] if lines else "?"
+    where = lines[1] if len(lines) > 1 else "?:0"
+    file, _, line = where.rpartition(":")
+    line = line.split(" ")[0]
+    return fn, file, int(line) if line.isdigit() and line != "0" else None
+
+
+def dividends(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], variation: int,
+              offsets: list[int]) -> dict[int, list[str]]:
+    """offset -> the dividends (rdx:rax) of each execution of that division in one native call (divtrace)."""
+    cmd = [str(driver), "divtrace", str(library), scheme, op, str(variation), *map(str, offsets), "--", *secrets]
+    proc = _run(cmd, f"driver divtrace {library.name} {scheme} {op}")
+    if proc.returncode:
+        raise PqsimdError(f"driver divtrace {library.name} {scheme} {op}: "
+                          f"{(proc.stderr.strip().splitlines() or [f'exit {proc.returncode}'])[-1]}")
+    out: dict[int, list[str]] = {}
+    for line in proc.stdout.splitlines():
+        off, rdx, rax = line.split("\t")
+        out.setdefault(int(off), []).append(f"{rdx}:{rax}")
+    return out
+
+
+def division_sites(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], offsets: list[int],
+                   variations: int = VARIATIONS) -> list[Site]:
+    """The divisions the call executes whose dividends differ between secrets (public inputs fixed): leaks of
+    kind div (variable latency), with two witnesses; a division on the same operands for every secret is none."""
+    if not offsets:
+        return []
+    runs = [dividends(driver, library, scheme, op, secrets, v, offsets) for v in range(variations)]
+    sites = []
+    for off in sorted({o for r in runs for o in r}):
+        seen: dict[tuple[str, ...], int] = {}
+        for v, r in enumerate(runs):
+            seen.setdefault(tuple(r.get(off, [])), v)
+        if len(seen) < 2:
+            continue
+        (sa, a), (sb, b) = list(seen.items())[:2]
+        fn, file, line = source_of(library, off)
+        diff = (f"executed {len(sa)} vs {len(sb)} times" if len(sa) != len(sb) else
+                f"other dividends ({len(sa)} divisions each)")
+        sites.append(Site(off, "div", fn, file, line, instruction_at(library, off), "a division's dividend depends on "
+                          "the secret", [fn], None, "leak", [a, b], diff))
+    return sites
+
+
 def op_verdict(sites: list[Site]) -> str:
     if any(s.verdict == "leak" and s.kind in LEAK_KINDS for s in sites):
         return "leak"
@@ -321,8 +383,10 @@ def op_verdict(sites: list[Site]) -> str:
 
 
 def test_op(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], public: dict[str, str],
-            work: Path, objdump: list[str] | tuple[str, ...] = ("objdump",), variations: int = VARIATIONS) -> dict[str, Any]:
-    """One op of one build: its verdict and sites (taint, declassification, confirmation)."""
+            work: Path, objdump: list[str] | tuple[str, ...] = ("objdump",), variations: int = VARIATIONS,
+            divisions: list[int] | None = None) -> dict[str, Any]:
+    """One op of one build: its verdict and sites (taint, declassification, confirmation, and the dividends
+    of the divisions at `divisions`, offsets in LIB)."""
     sites = memcheck(driver, library, scheme, op, secrets, work, objdump)
     declassify(sites, public)
     for s in sites:
@@ -331,6 +395,8 @@ def test_op(driver: Path, library: Path, scheme: str, op: str, secrets: list[str
         elif s.kind not in LEAK_KINDS:
             s.verdict = "not a leak" if s.kind == "cmov" else "unconfirmed"
     filled = confirm(driver, library, scheme, op, secrets, [s for s in sites if not s.verdict], variations)
+    if divisions:
+        sites += division_sites(driver, library, scheme, op, secrets, divisions, variations)
     return {"verdict": op_verdict(sites), "secrets": secrets, "sites": [asdict(s) for s in sites],
             "variations": variations, **({"filled": filled} if filled else {})}
 
@@ -414,6 +480,7 @@ def ct_job(sd: StudyDir, study, job, isa) -> Path:
 
     seconds = build_ops(sd, b.id, scheme) or {}
     results: dict[str, dict[str, Any]] = {}
+    divs = division_offsets(lib, isa.objdump()) if isa.name == "x86_64" else []
     unsupported = None if isa.native else f"no taint tracker for {isa.name} under {isa.qemu} (valgrind runs x86-64 natively)"
     for op, p in plan.items():
         if "verdict" in p:
@@ -423,7 +490,8 @@ def ct_job(sd: StudyDir, study, job, isa) -> Path:
             results[op] = {"verdict": "n/a", "why": unsupported, "secrets": p["secrets"]}
             continue
         try:
-            results[op] = test_op(driver, lib, scheme, op, p["secrets"], fam.public_functions(), work, isa.objdump())
+            results[op] = test_op(driver, lib, scheme, op, p["secrets"], fam.public_functions(), work, isa.objdump(),
+                                  divisions=divs)
             calls = dudect_calls(seconds.get(op))
             if calls >= DUDECT_MIN:
                 seed = int(hashlib.sha256(op.encode()).hexdigest()[:8], 16)

@@ -12,7 +12,8 @@
  *   marker <hex>  the address stored to just before and just after the call
  *   filled <name> a secret the setup left as it was, filled with the variation's own bytes
  *   drawn <n>     bytes of randomness the call drew (through randombytes)
- *   dry           the randomness pool ran dry (a result computed on zeros: not a valid run)
+ *   dry           the randomness pool ran dry
+ *   nomemcheck    the driver was built without valgrind's header: nothing was marked (a result computed on zeros: not a valid run)
  */
 #ifndef PQSIMD_CT_H
 #define PQSIMD_CT_H
@@ -20,6 +21,8 @@
 int pqsimd_cmd_ct(int argc, char **argv);
 /* driver ct-time LIB SCHEME OP N SEED [SECRET...]: dudect's fixed-vs-random timing, "class ticks" per call */
 int pqsimd_cmd_ct_time(int argc, char **argv);
+/* driver divtrace LIB SCHEME OP V OFFSET... -- SECRET...: every integer division's dividend (divtrace.c) */
+int pqsimd_cmd_divtrace(int argc, char **argv);
 /* driver buffers LIB SCHEME: the op table's named buffers (name, bytes), one per line */
 int pqsimd_cmd_buffers(int argc, char **argv);
 
