@@ -348,3 +348,25 @@ def test_a_speedup_of_a_leaking_variant_carries_the_mark(tmp_path):
     cells = [speedup_cell(r.to_dict()).text for _, r in got.iterrows()]
     assert cells[0].endswith(CT_MARK) and not any(CT_MARK in c for c in cells[1:])
     assert with_ct_leaks(comp, tmp_path / "none")["ct_leak"].tolist() == [False] * 3  # no ct results: no mark
+
+
+def test_aarch64_under_qemu_compares_execution_counts_over_the_secrets(tmp_path):
+    """No valgrind for aarch64: the plugin's per-instruction counts of the call over 8 secrets. A branch on
+    a secret changes them (leak, at the branch's body), a masked select does not; the scope says what is not
+    checked (addresses, divisions)."""
+    from pqsimd import isa
+
+    a = isa.get("aarch64")
+    if not (shutil.which(a.qemu) and shutil.which(f"{a.gnu_triple}-gcc")):
+        pytest.fail(f"{a.qemu} or {a.gnu_triple}-gcc is not installed (make test installs them as root: "
+                    "tools/test-deps.sh)", pytrace=False)
+    d = tmp_path / "s"
+    r = run_cli("run", d, "--preset", "quick", "--schemes", "ct-fixture", "--variants", "ref", "--metric", "ct",
+                "--isa", "aarch64", "--ops", "secret_branch,ct_select,public_branch", env=ENV)
+    assert r.returncode == 0, r.stderr
+    ops = _record(d)["ops"]
+    assert ops["secret_branch"]["verdict"] == "leak" and ops["ct_select"]["verdict"] == "clean"
+    (site,) = ops["secret_branch"]["sites"]
+    assert site["function"] == "pqsimd_fixture_secret_branch" and site["line"] in (_line("branch"), _line("branch") + 1)
+    assert all(s["verdict"] == "declassified" for s in ops["public_branch"]["sites"])
+    assert "qemu" in ops["ct_select"]["scope"] and "addresses" in ops["ct_select"]["scope"]

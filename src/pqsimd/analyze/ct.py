@@ -31,7 +31,7 @@ METRIC = "ct"
 CT_FILE_SUFFIX = f".{METRIC}.parquet"
 COLUMNS = ["scheme", "family", "op", "label", "variant", "compiler", "verdict", "secrets", "why", "function", "file",
            "line", "offset", "instruction", "kind", "site_verdict", "declassified", "witnesses", "difference",
-           "dudect_t", "dudect_crop", "dudect_n", "dudect_threshold"]
+           "dudect_t", "dudect_crop", "dudect_n", "dudect_threshold", "scope"]
 STAGE_COLUMNS = ["scheme", "family", "op", "label", "compiler", "stage", "stage_label", "base", "variant", "change",
                  "sites", "sentence"]
 
@@ -69,7 +69,8 @@ def site_table(records: list[dict[str, Any]], families: dict[str, Any]) -> pd.Da
         for op, r in rec.get("ops", {}).items():
             base = {"scheme": rec["scheme"], "family": fam.get("family", ""), "op": op, "label": labels.get(op, op),
                     "variant": rec["variant"], "compiler": rec["compiler"], "verdict": r["verdict"],
-                    "secrets": ",".join(r.get("secrets", [])), "why": r.get("why"), **_dudect(r.get("timing"))}
+                    "secrets": ",".join(r.get("secrets", [])), "why": r.get("why"), "scope": r.get("scope"),
+                    **_dudect(r.get("timing"))}
             sites = r.get("sites") or []
             if not sites:
                 rows.append(base)

@@ -14,6 +14,8 @@ second, independent count from QEMU's own execution log.
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 import os
@@ -94,6 +96,7 @@ class PluginCount:
     windows: int
     hist: tuple[HistRow, ...] | None = None
     cache: dict[str, int] | None = None  # cache=on: the cache model's events inside the windows
+    stdout: str = ""  # what the program printed (count() fills it in)
 
 
 _ENCODING = re.compile(r"^(?:[0-9a-f]{4}|[0-9a-f]{8})\s+")
@@ -165,7 +168,8 @@ def count(isa: Isa, argv: list[str], hist: bool = False, env: dict | None = None
             raise CountError(f"{isa.qemu} run failed ({tail})")
         if not out.exists():
             raise CountError("the counting plugin wrote no output")
-        return parse_output(out.read_text(), bool((isa.plugin or {}).get("disas_encoding")))
+        return dataclasses.replace(parse_output(out.read_text(), bool((isa.plugin or {}).get("disas_encoding"))),
+                                   stdout=proc.stdout)
 
 
 _IN_ASM = re.compile(r"^0x([0-9a-f]+):\s+([0-9a-f]{4}|[0-9a-f]{8})\s")

@@ -97,6 +97,8 @@ def show(directory: Path, con: Console) -> None:
     declass = sites[sites["site_verdict"].eq("declassified")].drop_duplicates(["family", "declassified"])
     for _, r in declass.iterrows():
         con.print(Text(f"  declassified ({r['family']}): {r['declassified']}", style="dim"), soft_wrap=True)
+    for scope in sites.get("scope", pd.Series(dtype=object)).dropna().unique():
+        con.print(Text(f"  scope: {scope}", style="dim"), soft_wrap=True)
     na = sites[sites["verdict"].eq("n/a")].drop_duplicates(["why"])
     for _, r in na.iterrows():
         if "no secret input" not in str(r["why"]):
@@ -145,6 +147,9 @@ def html_section(directory: Path) -> str:
     if not stages.empty:
         out.append("<h3>Which step of the chain</h3><ul>" + "".join(f"<li>{e(s)}</li>" for s in stages["sentence"])
                    + "</ul>")
+    scopes = sites.get("scope", pd.Series(dtype=object)).dropna().unique()
+    if len(scopes):
+        out.append("<p class=\"note\">" + " ".join(f"Scope: {e(str(x))}." for x in scopes) + "</p>")
     declass = sites[sites["site_verdict"].eq("declassified")].drop_duplicates(["family", "declassified"])
     if len(declass):
         out.append("<h3>Declassified</h3><ul>" + "".join(

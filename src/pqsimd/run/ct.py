@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import catalog, isa as isa_mod, machine, store
-from ..errors import PqsimdError, tagged
+from ..errors import CountError, PqsimdError, tagged
 from ..studydir import StudyDir
 from .callgrind import unhandled_instruction, valgrind_path
 from .instructions import _workers, job_ops, over_cap
@@ -325,17 +325,6 @@ def division_offsets(library: Path, objdump: list[str] | tuple[str, ...] = ("obj
     return [int(m.group(1), 16) for m in _DIV.finditer(proc.stdout)]
 
 
-def source_of(library: Path, offset: int) -> tuple[str, str, int | None]:
-    """(function, file, line) of an offset in LIB from its line tables (addr2line; inlined: the innermost)."""
-    proc = subprocess.run(["addr2line", "-f", "-i", "-e", str(library), hex(offset)], capture_output=True, text=True)
-    lines = proc.stdout.splitlines()
-    fn = lines[0] if lines else "?"
-    where = lines[1] if len(lines) > 1 else "?:0"
-    file, _, line = where.rpartition(":")
-    line = line.split(" ")[0]
-    return fn, file, int(line) if line.isdigit() and line != "0" else None
-
-
 def dividends(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], variation: int,
               offsets: list[int]) -> dict[int, list[str]]:
     """offset -> the dividends (rdx:rax) of each execution of that division in one native call (divtrace)."""
@@ -366,12 +355,67 @@ def division_sites(driver: Path, library: Path, scheme: str, op: str, secrets: l
         if len(seen) < 2:
             continue
         (sa, a), (sb, b) = list(seen.items())[:2]
-        fn, file, line = source_of(library, off)
+        fn, file, line, _ = source_frames(None, library, off)
         diff = (f"executed {len(sa)} vs {len(sb)} times" if len(sa) != len(sb) else
                 f"other dividends ({len(sa)} divisions each)")
         sites.append(Site(off, "div", fn, file, line, instruction_at(library, off), "a division's dividend depends on "
                           "the secret", [fn], None, "leak", [a, b], diff))
     return sites
+
+
+QEMU_SCOPE = ("under qemu-user: execution counts per instruction compared over the secrets (branches); no taint, "
+              "addresses and divisions not checked")
+
+
+def source_frames(isa, library: Path, offset: int) -> tuple[str, str, int | None, list[str]]:
+    """(function, file, line, every inlined frame's function) of an offset in LIB (the ISA's addr2line)."""
+    tool = "addr2line" if isa is None or isa.native else f"{isa.gnu_triple}-addr2line"
+    proc = subprocess.run([tool, "-f", "-i", "-e", str(library), hex(offset)], capture_output=True, text=True)
+    lines = proc.stdout.splitlines()
+    fns = lines[0::2]
+    where = lines[1] if len(lines) > 1 else "?:0"
+    file, _, line = where.rpartition(":")
+    line = line.split(" ")[0]
+    return (fns[0] if fns else "?"), file, (int(line) if line.isdigit() and line != "0" else None), fns
+
+
+def trace_compare(isa, driver: Path, library: Path, scheme: str, op: str, secrets: list[str],
+                  public: dict[str, str], variations: int = VARIATIONS) -> dict[str, Any]:
+    """Another ISA under qemu-user: no taint tracker, but our plugin counts how often each instruction of the
+    call runs (driver ct's window). Over `variations` secrets (public inputs fixed), a function whose counts
+    differ has control flow that depends on the secret: a branch leak at its first instruction whose count
+    differs (the deciding branch is just before it), declassified inside a [ct.public] function."""
+    from ..isa import qemu
+
+    so = qemu.plugin()
+    runs, base = [], None
+    for v in range(variations):
+        got = qemu.count(isa, _driver_cmd(driver, library, scheme, op, v, secrets), hist=True, so=so)
+        if base is None:
+            base, _ = _base(got.stdout)
+        runs.append({r.pc: r for r in got.hist or ()})
+    pcs = sorted({pc for r in runs for pc in r})
+    first_by_function: dict[str, tuple[int, Site]] = {}
+    for pc in pcs:
+        counts = [r[pc].count if pc in r else 0 for r in runs]
+        if len(set(counts)) < 2 or pc < base:
+            continue
+        off = pc - base
+        fn, file, line, frames = source_frames(isa, library, off)
+        if fn in first_by_function:
+            continue
+        a = next(i for i, c in enumerate(counts) if c != counts[0])
+        disas = next((r[pc].disas for r in runs if pc in r), "?")
+        site = Site(off, "branch", fn, file, line, disas, "execution counts differ between secrets", frames,
+                    verdict="leak", witnesses=[0, a], difference=f"executed {counts[0]} vs {counts[a]} times")
+        first_by_function[fn] = (off, site)
+    sites = [s for _, s in first_by_function.values()]
+    declassify(sites, public)
+    for s in sites:
+        if s.declassified:
+            s.verdict, s.witnesses = "declassified", []
+    return {"verdict": op_verdict(sites), "secrets": secrets, "sites": [asdict(s) for s in sites],
+            "variations": variations, "scope": QEMU_SCOPE}
 
 
 def op_verdict(sites: list[Site]) -> str:
@@ -448,9 +492,9 @@ def op_plan(fam, scheme: str, ops: list[str], buffers: list[str]) -> dict[str, d
     return out
 
 
-def buffer_names(driver: Path, library: Path, scheme: str) -> list[str]:
-    """The op table's named buffers (driver `buffers`: nothing runs)."""
-    proc = subprocess.run([str(driver), "buffers", str(library), scheme], capture_output=True, text=True,
+def buffer_names(driver: Path, library: Path, scheme: str, launcher: list[str] | tuple = ()) -> list[str]:
+    """The op table's named buffers (driver `buffers`: nothing runs; under the ISA's emulator elsewhere)."""
+    proc = subprocess.run([*launcher, str(driver), "buffers", str(library), scheme], capture_output=True, text=True,
                           timeout=TIMEOUT)
     if proc.returncode:
         raise PqsimdError(f"driver buffers {library.name} {scheme}: "
@@ -470,7 +514,7 @@ def ct_job(sd: StudyDir, study, job, isa) -> Path:
     lib, driver = sd.gated_library(b.id), sd.gated_driver()
     work = sd.logs_dir
     work.mkdir(parents=True, exist_ok=True)
-    plan = op_plan(fam, scheme, ops, buffer_names(driver, lib, scheme))
+    plan = op_plan(fam, scheme, ops, buffer_names(driver, lib, scheme, isa.launcher()))
     for op, secs in over_cap(sd, study, job).items():  # as timing and counting: under memcheck ~20-50x longer
         if op in plan and "secrets" in plan[op]:
             plan[op] = {"verdict": "n/a", "secrets": plan[op]["secrets"],
@@ -481,7 +525,7 @@ def ct_job(sd: StudyDir, study, job, isa) -> Path:
     seconds = build_ops(sd, b.id, scheme) or {}
     results: dict[str, dict[str, Any]] = {}
     divs = division_offsets(lib, isa.objdump()) if isa.name == "x86_64" else []
-    unsupported = None if isa.native else f"no taint tracker for {isa.name} under {isa.qemu} (valgrind runs x86-64 natively)"
+    unsupported = None
     for op, p in plan.items():
         if "verdict" in p:
             results[op] = p
@@ -490,6 +534,9 @@ def ct_job(sd: StudyDir, study, job, isa) -> Path:
             results[op] = {"verdict": "n/a", "why": unsupported, "secrets": p["secrets"]}
             continue
         try:
+            if not isa.native:  # no valgrind for this ISA: the plugin's trace comparison
+                results[op] = trace_compare(isa, driver, lib, scheme, op, p["secrets"], fam.public_functions())
+                continue
             results[op] = test_op(driver, lib, scheme, op, p["secrets"], fam.public_functions(), work, isa.objdump(),
                                   divisions=divs)
             calls = dudect_calls(seconds.get(op))
@@ -499,6 +546,8 @@ def ct_job(sd: StudyDir, study, job, isa) -> Path:
             else:
                 results[op]["timing"] = {"why": f"one call takes {seconds.get(op):.2g} s: too slow for "
                                                 f"{DUDECT_MIN} calls within {DUDECT_BUDGET_S:g} s"}
+        except CountError as e:
+            results[op] = {"verdict": "n/a", "why": f"the trace under {isa.qemu} failed: {e}", "secrets": p["secrets"]}
         except NoSecret as e:
             results[op] = {"verdict": "n/a", "why": str(e), "secrets": p["secrets"]}
         except Unsupported as e:
@@ -532,7 +581,7 @@ def run(sd: StudyDir, study, ctx) -> bool:
     jobs = per_build_jobs(sd, study, ctx, METRIC)
     work = pending(sd, jobs)
     ctx.console.print(f"{METRIC}: {len(work)} jobs to run, {len(jobs) - len(work)} already finished")
-    if work and valgrind_path() is None:
+    if work and isa.native and valgrind_path() is None:
         raise PqsimdError("--metric ct needs valgrind (memcheck and lackey): apt-get install valgrind")
     info = {"status": "ok", "isa": isa.name, "failed": {}, "seconds": 0.0}
     ok = True
