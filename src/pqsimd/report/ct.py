@@ -130,7 +130,7 @@ def html_section(directory: Path) -> str:
                   if pd.notna(r[v]) else "" for v in variants]
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     out = ['<h2 id="constant-time">Constant time</h2>',
-           "<p>Per op and build: whether a secret steers a branch or a memory address (memcheck with the op's "
+           "<p>Per op and build: whether a secret steers a branch, a memory address or a division (memcheck with the op's "
            "secrets undefined; each site confirmed by exact traces over different secrets, public inputs fixed).</p>",
            f"<table class=\"ct\">{head}{''.join(body)}</table>"]
     leaks = leak_rows(sites)

@@ -17,16 +17,19 @@ by traces. One job per (build, scheme), exact and deterministic.
    inputs fixed (driver `ct` variation 0..VARIATIONS-1): a site whose successors (branch) or
    addresses (address) differ between two secrets is a `leak`, with those two as witnesses; one
    whose traces are identical is `unconfirmed`.
-3. Timing evidence (dudect, `driver ct-time`): natively, calls with one fixed secret and calls with fresh
-   ones in random order, public inputs fixed; analyze computes Welch's t (stats/dudect.py). Evidence
-   beside the verdict, never a verdict of its own: a shared machine moves times for its own reasons.
-4. Verdict per op: leak (a confirmed site), unconfirmed (sites, none confirmed), clean (no site but
-   declassified ones), n/a (no secret input, an op table that names no buffers, or a build valgrind
-   cannot run: AVX-512, another ISA), with the reason.
-5. Divisions (KyberSlash): memcheck sees no branch in an integer division whose dividend is secret, yet its
+3. Divisions (KyberSlash): memcheck sees no branch in an integer division whose dividend is secret, yet its
    latency depends on it. `driver divtrace` (natively, ptrace breakpoints on every div and idiv of LIB)
    records each executed division's dividend over the same secrets: dividends that differ make a `div` leak.
    Floating-point divisions and square roots are not checked; the record says so (`not_checked`).
+4. Timing evidence (dudect, `driver ct-time`): natively, calls with one fixed secret and calls with fresh
+   ones in random order, public inputs fixed; analyze computes Welch's t (stats/dudect.py). Evidence
+   beside the verdict, never a verdict of its own: a shared machine moves times for its own reasons.
+5. Verdict per op: leak (a confirmed site), unconfirmed (sites, none confirmed), clean (no site but
+   declassified ones), n/a with the reason (no secret input, an op table that names no buffer it needs, an
+   op that drew no randomness when that was its secret, an op over the study's cap, a build valgrind
+   cannot run: AVX-512).
+Another ISA (under qemu-user) has no taint tracker: trace_compare counts each instruction of the call with
+our plugin over the same secrets; a function whose counts differ holds a branch leak (scope said).
 
 Raw files DIR/raw/<variant>.<compiler>.<scheme>.ct.parquet: one row per op, raw = per_call = the
 number of confirmed leak sites (-1: n/a); the job record holds every op's verdict and sites.
@@ -61,9 +64,6 @@ RANDOM = "random"
 HARNESS_FRAMES = ("ct_call", "pqsimd_cmd_ct", "main", "(below main)")
 NOT_CHECKED = ("floating-point divisions and square roots on a secret operand are not checked (integer divisions are: "
                "their dividends over the secrets, driver divtrace)")
-KIND_WORDS = {"branch": "a branch on a secret", "address": "a memory address from a secret",
-              "div": "an integer division of a secret (its latency depends on the operands)",
-              "cmov": "a conditional move or set on a secret (constant time on x86-64)", "other": "a secret"}
 LEAK_KINDS = ("branch", "address", "div")
 _DIV = re.compile(r"^\s*([0-9a-f]+):\s+(?:i?div[bwlq]?)\s", re.M)
 
