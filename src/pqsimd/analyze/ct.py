@@ -88,7 +88,7 @@ def site_table(records: list[dict[str, Any]], families: dict[str, Any]) -> pd.Da
 
 
 def _first_leak(rows: pd.DataFrame) -> tuple[str, int] | None:
-    """('the branch in poly_frommsg (poly.c:124)', sites) of the rows' first leak site, or None."""
+    """('the branch in F (file.c:124)', sites) of the rows' first leak site, or None."""
     leaks = rows[rows["site_verdict"].eq("leak")]
     if not len(leaks):
         return None
