@@ -284,6 +284,33 @@ class StudyDir:
     def has_data(self) -> bool:
         return bool(self.raw_files())
 
+    def analysed_elsewhere(self) -> bool:
+        """results/ whose measurements raw/ does not hold: no raw file at all beside an analysis (a study
+        sent in for a campaign without raw/), or none of the raw files results/ records it was computed
+        from. Such results are another machine's (or another day's) and stay as analysed: nothing may
+        be timed into them here, and no analysis of whatever raw/ holds now may replace them."""
+        summary = self.results("summary.json")
+        if not summary.is_file():
+            return False
+        held = {p.name for p in self.raw_files()}
+        if not held:
+            return True
+        rec = store.read_json(summary)
+        then = rec.get("computed_from") if isinstance(rec, dict) else None
+        return isinstance(then, dict) and bool(then) and not (set(then) & held)
+
+    def refuse_analysed_elsewhere(self, verb: str) -> None:
+        """One line when being `verb` here (run, analysed again) would put this machine's measurements
+        into, or in place of, results analysed from raw files this study no longer holds."""
+        if not self.analysed_elsewhere():
+            return
+        raise PqsimdError(
+            f"{self.path} cannot be {verb} here: its results/ were analysed from raw files its raw/ does not hold "
+            f"(measured elsewhere, e.g. a study sent in for a campaign), and this machine's measurements would take "
+            f"their place; its results are read as they were analysed: {command('show', self.path)}, "
+            f"{command('report', self.path)}; to measure this machine, use a new directory "
+            f"({command('run', 'NEW_DIR')} with the study's --preset and --schemes)")
+
     def job_records(self) -> dict[Path, dict[str, Any] | None]:
         return {p: store.read_job_record(p) for p in self.raw_files()}
 

@@ -59,7 +59,13 @@ class _Data:
         self.mix = _read(results, "mix")
         self.bottleneck = _read(results, "bottleneck")
         self.sim = _read(results, "sim")
+        self.summary = _summary(results)
         if self.mix.empty and self.bottleneck.empty:
+            if StudyDir(self.directory).analysed_elsewhere():  # growing it here would time this machine into it
+                raise PqsimdError(f"{results} holds no instruction mix, and {self.directory}'s measurements were "
+                                  f"analysed elsewhere (no raw/ of them here), so it cannot be grown here; measure "
+                                  f"the mix on this machine in a new directory: "
+                                  f"{command('run', 'NEW_DIR', '--metric', 'mix')} with the study's --schemes")
             raise PqsimdError(f"{results} holds no instruction mix; add it to the study with "
                               f"{command('run', self.directory, '--metric', 'mix')}, then "
                               f"{command('analyze', self.directory)}")
@@ -67,7 +73,6 @@ class _Data:
         self.mca = _read(results, "mca")
         self.mcm = _read(results, "mca_mnemonics")
         self.groups = _read(results, "groups")
-        self.summary = _summary(results)
 
     def family(self, scheme: str) -> dict:
         for f in (self.summary.get("families") or {}).values():
@@ -134,8 +139,20 @@ def _factor(mca: pd.DataFrame) -> str:
     return fmt.num(f.iloc[0]) if len(f) else fmt.NA
 
 
+def _check_scheme(directory: Path, scheme: str) -> None:
+    """An unknown --scheme is named as such (with the nearest one) before anything says what the
+    results lack: a typo is not told to measure a mix."""
+    known = [s for f in (read_summary(directory).get("families") or {}).values() if isinstance(f, dict)
+             for s in (f.get("schemes") or {})]
+    if known and scheme not in known:
+        raise PqsimdError(f"no parameter set {scheme!r} in {directory}; it has: {', '.join(known)}"
+                          f"{did_you_mean(scheme, known)}")
+
+
 def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None = None,
                compiler: str | None = None) -> str:
+    if StudyDir(directory).results_dir.is_dir():
+        _check_scheme(Path(directory), scheme)
     d = _Data(directory)
     if d.mix.empty:  # --metric sim without mix: the bottlenecks and simulated events alone
         from .why import explain_lines
