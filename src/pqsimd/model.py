@@ -219,3 +219,27 @@ EVIDENCE_WORDS = {
     "sim": ("simulated", "valgrind's cache and branch model under a stated geometry, not this machine's counters"),
     "mca": ("simulated", "llvm-mca's model of a CPU: an estimate, not a measurement"),
 }
+
+
+# How a sentence says a comparison's speed (issue 45): the word comes from the comparison's verdict
+# (stats/interval.py VERDICTS, read off the interval), never from the point estimate; one helper for
+# every sentence (the Why list's headlines, results/explanations, results/footprint).
+SPEED_DIRECTIONS = ("faster", "slower")  # the verdicts that say a direction; a sentence may say "than"
+
+
+def speed_words(speedup: float, verdict: object, factor, ci: str = "") -> str:
+    """'6.1× faster', '1.12× slower (0.89×)', 'the same speed (0.997×, within the threshold)', 'no verdict
+    (0.98×: the interval is too wide to decide)', '26.9× with its verdict withheld', or the factor alone for
+    any other verdict (n/a). `factor` formats a ratio ('6.1×'); `ci` (' [lo, hi]' or '') follows it."""
+    v = str(verdict)
+    if v == "faster":
+        return f"{factor(speedup)} faster{ci}"
+    if v == "slower":
+        return f"{factor(1 / speedup)} slower ({factor(speedup)}{ci})"
+    if v == "same":
+        return f"the same speed ({factor(speedup)}{ci}, within the threshold)"
+    if v == "~":
+        return f"no verdict ({factor(speedup)}{ci}: the interval is too wide to decide)"
+    if v == "withheld":
+        return f"{factor(speedup)}{ci} with its verdict withheld"
+    return f"{factor(speedup)}{ci}"

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import command
-from ..model import EVIDENCE_WORDS
+from ..model import EVIDENCE_WORDS, speed_words
 from .write import write_or_remove
 
 TIME_METRIC = "ticks"
@@ -232,9 +232,10 @@ class Evidence:
         return self.speedup / si if _finite(si) and _finite(self.speedup) else math.nan
 
 
-def _speed_words(s: float, lo: float, hi: float) -> str:
+def _speed_words(s: float, lo: float, hi: float, verdict: object) -> str:
+    """The comparison's speed in words from its verdict (model.speed_words), its interval and the tag."""
     ci = f" [{lo:.3g}, {hi:.3g}]" if _finite(lo) and _finite(hi) else ""
-    return (f"{_x(s)} faster{ci}" if s >= 1 else f"{_x(1 / s)} slower ({_x(s)}{ci})") + f" ({_tag('ticks')})"
+    return speed_words(s, verdict, _x, ci) + f" ({_tag('ticks')})"
 
 
 def mechanism(e: Evidence) -> str:
@@ -472,7 +473,7 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
         e = evidence(r)
         fam = fam_of.get(r["scheme"], "")
         head = (f"{op_labels.get(fam, {}).get(r['op'], r['op'])} {set_labels.get(r['scheme'], r['scheme'])} "
-                f"{e.base} → {e.var}: {_speed_words(e.speedup, r.get('ci_low'), r.get('ci_high'))}")
+                f"{e.base} → {e.var}: {_speed_words(e.speedup, r.get('ci_low'), r.get('ci_high'), r.get('verdict'))}")
         mech = mechanism(e)
         parts = [mech] if mech else []
         used = ["ticks"] + (["instructions"] if mech else [])
@@ -487,7 +488,7 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
         second = []
         if vec:
             second.append(vec)
-        if e.speedup < 1 or kind == "slowdown":
+        if r.get("verdict") == "slower" or kind == "slowdown":  # the verdict, not the point estimate
             slow = slowdown_clause(e, tables.get("mca_mnemonics"), tables.get("mca"), mix)
             if slow:
                 second.append(slow)

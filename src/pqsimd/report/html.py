@@ -63,6 +63,15 @@ def ordering_check(study: Results, fam: FamilyView, metric: str) -> list[str]:
     return out
 
 
+def _speed(row) -> str:
+    """A comparison's speed in a headline: its verdict's words (model.speed_words) with its interval."""
+    from ..model import speed_words
+
+    sp, lo, hi, _lvl = interval(row)
+    ci = f" {fmt.ci(lo, hi)}" if not (fmt.is_missing(lo) or fmt.is_missing(hi)) else ""
+    return speed_words(sp, row.get("verdict"), fmt.times, ci)
+
+
 def headlines(study: Results, fam: FamilyView) -> list[str]:
     metric = study.primary_metric
     h = study.chain.hand
@@ -76,11 +85,12 @@ def headlines(study: Results, fam: FamilyView) -> list[str]:
         _sp, lo, hi, lvl = interval(best)
         at = f" ({fmt.level(lvl)} interval)" if not fmt.is_missing(lvl) else ""
         out.append(f"The largest {h.label} speedup ({h.base}→{h.variant}) is {fam.label(best['op'])} at "
-                   f"{fam.scheme_label(best['scheme'])}: {fmt.times(best['speedup'])} {fmt.ci(lo, hi)}{at}.")
+                   f"{fam.scheme_label(best['scheme'])}: {_speed(best)}{at}.")
         worst = d.loc[d["speedup"].idxmin()]
-        if worst["speedup"] < 1:
-            out.append(f"{h.variant} is slower than {h.base} on {fam.label(worst['op'])} at "
-                       f"{fam.scheme_label(worst['scheme'])}: {fmt.times(worst['speedup'])} (verdict {worst['verdict']}).")
+        if worst["speedup"] < 1:  # the word is the verdict's: a point estimate below 1 is not `slower`
+            where = f"{fam.label(worst['op'])} at {fam.scheme_label(worst['scheme'])}"
+            out.append(f"{h.variant} is slower than {h.base} on {where}: {_speed(worst)}." if worst["verdict"] == "slower"
+                       else f"The smallest {h.label} speedup ({h.base}→{h.variant}) is {where}: {_speed(worst)}.")
         parts = []
         for grp in fam.views.get("headlines") or []:
             r = _range(df, grp.get("ops", []))
