@@ -714,9 +714,15 @@ def stale_jobs(directory: Path, summary: dict) -> int:
     """How many raw files differ from those results/ was computed from (new, changed or gone); 0 when
     results/ does not say (an older pqsimd) or the study has no raw files (results mailed without
     raw/, as a campaign takes them: nothing to compare with, and nothing to analyse again)."""
+    return len(stale_files(directory, summary))
+
+
+def stale_files(directory: Path, summary: dict) -> list[str]:
+    """The raw files (by name) that differ from those results/ was computed from: new ones and ones run
+    again first (by their sha256), then the gone; [] where stale_jobs says 0."""
     then = summary.get("computed_from")
     if not isinstance(then, dict) or not StudyDir(directory).raw_files():
-        return 0
+        return []
     now = computed_from(directory)
 
     def same(before, current: dict) -> bool:
@@ -724,7 +730,7 @@ def stale_jobs(directory: Path, summary: dict) -> int:
             return before.get("sha256") == current["sha256"]
         return before == current["finished"]  # results of an older pqsimd kept the finish time only
 
-    return sum(k not in then or not same(then[k], v) for k, v in now.items()) + sum(k not in now for k in then)
+    return [k for k, v in now.items() if k not in then or not same(then[k], v)] + [k for k in then if k not in now]
 
 
 def read_summary_checked(results: Path, directory: Path, oldest: int) -> dict:

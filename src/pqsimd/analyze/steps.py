@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .. import metrics as metrics_mod
-from ..analysis_settings import Settings, read_study_toml, resolve
+from ..analysis_settings import Settings, asked_record, read_study_toml, resolve
 from ..errors import PqsimdError
 from ..model import RESULTS_SCHEMA_VERSION, Chain, Design, JobKind
 from ..results import computed_from
@@ -61,6 +61,7 @@ class Analysis:
     chain: Chain
     sources: dict  # computed_from: the files the results are computed from, read before anything else
     mix_only: bool
+    asked: dict = field(default_factory=dict)  # analysis_settings.asked_record: what the command line gave
     warnings: list[str] = field(default_factory=list)
     started: float = 0.0
     mark: float = 0.0
@@ -128,7 +129,8 @@ def start(directory: Path, results: Path, n_boot: int | None, seed: int | None, 
     sources = computed_from(directory)  # before anything is read: a file changed meanwhile reads as stale
     raw_files = StudyDir(directory).raw_files()
     mix_only = bool(raw_files) and all(f.name.endswith(".mix.parquet") or sim.is_sim_file(f.name) for f in raw_files)
-    return Analysis(directory, results, study, settings, ctx, chain, sources, mix_only, started=t0, mark=t0)
+    asked = asked_record(study, {"n_boot": n_boot, "seed": seed, "adjust": adjust})
+    return Analysis(directory, results, study, settings, ctx, chain, sources, mix_only, asked=asked, started=t0, mark=t0)
 
 
 def write_mix_only(a: Analysis) -> None:
@@ -139,7 +141,7 @@ def write_mix_only(a: Analysis) -> None:
     warnings += write_why_results(a.directory, a.results, None, a.chain, None, ctx)
     write_json({"schema_version": RESULTS_SCHEMA_VERSION, "mix_only": True, "chain": ctx["chain"],
                 "families": ctx["families"], "warnings": warnings, "isa": ctx["isa"], "vlen": ctx.get("vlen"),
-                "computed_from": a.sources}, a.results / "summary.json")
+                "computed_from": a.sources, "analysis_asked": a.asked}, a.results / "summary.json")
 
 
 # --- the steps ----------------------------------------------------------------------------------------------
@@ -462,6 +464,7 @@ def write_summary(a: Analysis) -> None:
         "warmup": warmup_record(directory, ctx["design"]),
         "clock": clock_record(data.jobs, groups_df[~groups_df["op"].isin(a.self_checks)], main),
         "computed_from": a.sources,
+        "analysis_asked": a.asked,
         "self_check": a.self_check,
         "warnings": a.warnings,
         "timing_s": a.timing,
