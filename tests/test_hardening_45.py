@@ -17,3 +17,19 @@ def test_an_environment_override_is_never_written_into_study_toml(tmp_path, monk
     monkeypatch.setenv("PQSIMD_SHARED_CPU", "discard")
     s = study_mod.resolve(tmp_path / "t", {})
     assert s.shared_cpu == "discard" and tomllib.loads(s.to_toml())["study"]["shared_cpu"] == "keep"
+
+
+def test_the_methods_of_a_study_that_timed_nothing_do_not_describe_timing(tmp_path):
+    from pqsimd.analyze import analyze_study
+    from pqsimd.results import load_study
+    from synthetic import make_synthetic_study
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=1,
+                             spins=3, reps=1, medians={"ref": 1000, "avx2": 40}, seed=7, metric="instructions")
+    analyze_study(d)
+    r = load_study(d)
+    assert r.timed_nothing
+    design, warm, carry = r.design_notes()
+    text = " ".join((design, warm, carry, r.reading_note()))
+    assert "nothing timed" in design and "process" not in text and "spin" not in text and "interval is printed" not in text
+    assert "exact" in r.reading_note()

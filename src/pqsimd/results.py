@@ -120,6 +120,13 @@ class Results:
         return [m for m in self.metrics if not metrics_mod.is_cost(m)]
 
     @property
+    def timed_nothing(self) -> bool:
+        """A study whose metrics were all counted or measured in bytes (instructions, size, stack, ...):
+        no clock was read, so nothing said of timing (design, warm-up, intervals over jobs) applies."""
+        ms = self.metrics
+        return bool(ms) and not any(m in metrics_mod.REGISTRY and metrics_mod.REGISTRY[m].timed for m in ms)
+
+    @property
     def primary_metric(self) -> str:
         """The first speed metric (ticks first); a study of costs alone (stack, size) has its first cost."""
         ms = self.speed_metrics or self.metrics
@@ -233,6 +240,10 @@ class Results:
 
     def design_notes(self) -> tuple[str, str, str]:
         """(design, warm-up, carry-over) as one-line statements, from what analyze recorded."""
+        if self.timed_nothing:
+            none = "not applicable: nothing was timed"
+            return (f"nothing timed: exact counts per call ({', '.join(self.metrics)}), one job per build, compared "
+                    f"exactly", none, none)
         paired = self.design == Design.PAIRED
         design = (f"{self.design} (all variants in one process, a fresh random order every spin)" if paired
                   else f"{self.design} (one process per variant)")
@@ -474,6 +485,12 @@ class Results:
         """How to read a comparison's numbers, in one paragraph, from what analyze recorded (the full
         methods are summary.json `methods`, printed verbatim in the HTML report)."""
         fam = self.summary.get("family") if isinstance(self.summary.get("family"), dict) else {}
+        if self.timed_nothing:
+            thr = self.summary.get("threshold")
+            return (f"nothing was timed: every number is an exact count per call ({', '.join(self.metrics)}), the "
+                    f"same for the same binary, so a ratio is exact and has no interval; verdict: faster/slower "
+                    f"(fewer/more) when it lies beyond ±{100 * float(thr or 0):.0f}%, same inside it (stack and size "
+                    f"are told as a change in bytes). Methods in full: results/summary.json, report/index.html.")
         if "gamma" not in fam:
             return "methods not recorded (results from an older pqsimd: re-run pqsimd analyze)"
         alpha, thr = self.summary.get("alpha"), self.summary.get("threshold")
