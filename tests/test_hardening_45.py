@@ -33,3 +33,30 @@ def test_the_methods_of_a_study_that_timed_nothing_do_not_describe_timing(tmp_pa
     text = " ".join((design, warm, carry, r.reading_note()))
     assert "nothing timed" in design and "process" not in text and "spin" not in text and "interval is printed" not in text
     assert "exact" in r.reading_note()
+
+
+def test_a_vector_length_set_whose_metrics_cannot_give_its_view_is_refused_before_anything(tmp_path):
+    import pytest
+
+    from pqsimd.errors import PqsimdError
+    from pqsimd.studysets import run_vlens
+
+    d = tmp_path / "set"
+    with pytest.raises(PqsimdError) as e:
+        run_vlens(d, [128, 256], {"isa": "riscv64", "metric": ["size"]})
+    line = str(e.value)
+    assert "\n" not in line and "instruction counts" in line and "--metric size,instructions" in line, line
+    assert not d.exists()  # nothing written, built or measured
+
+
+def test_a_vector_length_set_that_failed_at_zero_says_why_in_one_line(tmp_path, monkeypatch, capsys):
+    import pqsimd.studysets as sets
+
+    ran = []
+    monkeypatch.setattr(sets, "run_study", lambda sub, overrides, **k: ran.append(overrides["vlen"]) or overrides["vlen"])
+    monkeypatch.setattr(sets, "report_set", lambda d: ran.append("report"))
+    ok = sets.run_vlens(tmp_path / "set", [0, 256], {"isa": "riscv64", "metric": ["instructions"]})
+    err = capsys.readouterr().err.strip()
+    assert not ok and ran == [0, 256, "report"]  # the length that ran still gives its part of the view
+    assert len(err.splitlines()) == 1 and "--vlen 0 failed" in err and "without its V extension" in err, err
+    assert "pqsimd run NEW_DIR --isa riscv64 --vlen 0" in err
