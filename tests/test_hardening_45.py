@@ -60,3 +60,16 @@ def test_a_vector_length_set_that_failed_at_zero_says_why_in_one_line(tmp_path, 
     assert not ok and ran == [0, 256, "report"]  # the length that ran still gives its part of the view
     assert len(err.splitlines()) == 1 and "--vlen 0 failed" in err and "without its V extension" in err, err
     assert "pqsimd run NEW_DIR --isa riscv64 --vlen 0" in err
+
+
+def test_the_copies_advice_names_commands_that_work_on_the_study(tmp_path):
+    import pandas as pd
+
+    from pqsimd.analyze.layout import COPIES_CAP, copies_record
+
+    rows = pd.DataFrame({"method": ["csign"] * 10, "copies_needed": [COPIES_CAP + 4.0] * 2 + [12.0] * 8})
+    rec = copies_record(rows, 2, tmp_path / "study", jobs=10)
+    note = rec["note"]
+    # the plan fixed 2 copies per job: more copies are a new directory's, more jobs this study's own
+    assert "run with --layouts" not in note and f"`pqsimd run NEW_DIR --layouts {rec['recommended']}`" in note, note
+    assert f"`pqsimd run {tmp_path / 'study'} --jobs 20`" in note and "which its plan fixed" in note, note

@@ -384,7 +384,8 @@ def write_summary(a: Analysis) -> None:
     directory, ctx, settings, fam = a.directory, a.ctx, a.settings, a.fam
     data, groups_df, main = a.data, a.groups_df, a.main
     layout_rec = layout_record(directory, a.laid)
-    copies_rec = layout_mod.copies_record(main, (layout_rec or {}).get("copies_per_job"))
+    copies_rec = layout_mod.copies_record(main, (layout_rec or {}).get("copies_per_job"), directory,
+                                          (a.study.get("study") or {}).get("jobs"))
     if copies_rec.get("note"):
         a.warnings.append(f"layouts: {copies_rec['note']}")
     jobs = data.jobs
