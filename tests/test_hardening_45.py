@@ -73,3 +73,28 @@ def test_the_copies_advice_names_commands_that_work_on_the_study(tmp_path):
     # the plan fixed 2 copies per job: more copies are a new directory's, more jobs this study's own
     assert "run with --layouts" not in note and f"`pqsimd run NEW_DIR --layouts {rec['recommended']}`" in note, note
     assert f"`pqsimd run {tmp_path / 'study'} --jobs 20`" in note and "which its plan fixed" in note, note
+
+
+def test_tables_and_the_reading_note_name_the_estimand(tmp_path):
+    import json
+
+    from pqsimd.analyze import analyze_study
+    from pqsimd.model import ESTIMAND_SHORT
+    from pqsimd.report.tables import table1_hand_simd, table_full
+    from pqsimd.results import load_study
+    from synthetic import make_synthetic_study
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=6,
+                             spins=10, reps=3, medians={"ref": 1000, "avx2": 40}, seed=8, design="paired")
+    analyze_study(d)
+    path = d / "results" / "summary.json"
+    s = json.loads(path.read_text())
+    assert s["estimand"]["applies"] == "fixed"
+    s["estimand"]["applies"] = "laid_out"  # as a study with randomized layouts records it
+    path.write_text(json.dumps(s))
+    r = load_study(d)
+    fam = r.families[0]
+    for t in (table1_hand_simd(r, fam, "ticks"), table_full(r, fam, "ticks")):
+        assert f"Speedup: {ESTIMAND_SHORT['laid_out']}." in t.caption, t.caption
+    assert "typical layout: the median over jobs and layouts of copy-pair ratios" in ESTIMAND_SHORT["laid_out"]
+    assert "not the geometric mean over layouts" in r.reading_note()

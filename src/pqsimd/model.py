@@ -243,3 +243,15 @@ def speed_words(speedup: float, verdict: object, factor, ci: str = "") -> str:
     if v == "withheld":
         return f"{factor(speedup)}{ci} with its verdict withheld"
     return f"{factor(speedup)}{ci}"
+
+
+# Each estimand (analyze/methods.py ESTIMAND, summary.json `estimand.applies`) in the few words a table's
+# caption and `show` print beside its speedups (issue 45): what the number is, and what it is not.
+ESTIMAND_SHORT = {
+    "laid_out": "typical layout: the median over jobs and layouts of copy-pair ratios; not the geometric mean "
+                "over layouts, nor the ratio of the per-build medians beside it",
+    "fixed": "the median over jobs of the job ratios (one layout); not the ratio of the per-build medians beside it",
+    "one_copy": "the median over jobs of the job ratios (each job its own layout); not the ratio of the per-build "
+                "medians beside it",
+    "separate": "the ratio of the geometric means of the two builds' job medians",
+}

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .model import OLDEST_READABLE_RESULTS, RECORDED_DESIGN, RESULTS_SCHEMA_ADDED, RESULTS_SCHEMA_VERSION, Chain, Design, LayoutMode
+from .model import ESTIMAND_SHORT, OLDEST_READABLE_RESULTS, RECORDED_DESIGN, RESULTS_SCHEMA_ADDED, RESULTS_SCHEMA_VERSION, Chain, Design, LayoutMode
 from .errors import PqsimdError, command
 from . import metrics as metrics_mod
 from . import store
@@ -481,6 +481,13 @@ class Results:
         return (f"{where}: {shown(g('speedup'), g('ci_low'), g('ci_high'), g('ci_level'), g('verdict'))} with all "
                 f"jobs; {who}: {after} ({jobs} jobs)")
 
+    def estimand_short(self) -> str | None:
+        """What this study's speedups are, in a table caption's words (model.ESTIMAND_SHORT), from the
+        estimand analyze recorded; None for results that did not record it."""
+        applies = (self.summary.get("estimand") or {}).get("applies") if isinstance(self.summary.get("estimand"), dict) \
+            else None
+        return ESTIMAND_SHORT.get(applies) if applies else None
+
     def reading_note(self) -> str:
         """How to read a comparison's numbers, in one paragraph, from what analyze recorded (the full
         methods are summary.json `methods`, printed verbatim in the HTML report)."""
@@ -514,6 +521,9 @@ class Results:
                    "baseline to one of the variant, with the clustered sign interval (jobs the clusters)")
         if fam.get("units") is not None and fam.get("comparisons") is not None:
             how += f"; {fam['comparisons']} comparisons as {fam['units']} units (those sharing a cliff copy count once)"
+        short = self.estimand_short()
+        if short and "; not " in short:
+            est += " (" + short.split("; ", 1)[1] + ")"
         return (f"speedup = {est}; every interval is printed at a confidence of at least {100 * fam['level']:.2f}% "
                 f"({how}); verdict: faster/slower when the interval lies beyond ±{100 * float(thr):.0f}%, same "
                 f"inside it, ~ otherwise, withheld when the design cannot reach that confidence; δ = Cliff's delta "
