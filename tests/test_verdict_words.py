@@ -86,3 +86,20 @@ def test_the_why_list_headline_of_a_same_row_below_one_is_not_slower(tmp_path):
     text = " ".join(lines)
     assert "is slower than" not in text and "0.997× [0.991, 1.004]" in text and "the same speed" in text, lines
     assert "with its verdict withheld" in next(l for l in lines if l.startswith("The largest")), lines
+
+
+def test_an_explanation_quotes_the_instruction_records_and_says_a_count_varies_per_call():
+    from test_explanations import mix_rows
+
+    comps = [comparison("k-512", "invntt", 5.0)]
+    rows = (mix_rows("k-512", "invntt", "ref", {"scalar_alu": 942731}, {})  # one draw of a separate mix run
+            + mix_rows("k-512", "invntt", "avx2", {"vector_alu": 191910}, {256: 191910}))
+    groups = pd.DataFrame([{"metric": "instructions", "scheme": "k-512", "op": "invntt", "variant": v, "compiler": "gcc",
+                            "median": n, "deterministic": det}
+                           for v, n, det in (("ref", 939962.0, False), ("avx2", 192277.0, False))])
+    s = explain(comps, tables(rows), groups).iloc[0]["sentence"]
+    assert "939,962 → 192,277 per call, counted; ref and avx2's count varies per call: the median" in s, s
+    assert "942,731" not in s and "191,910" not in s
+    groups["deterministic"] = True  # every call the same: exact, said as before
+    s = explain(comps, tables(rows), groups).iloc[0]["sentence"]
+    assert "(939,962 → 192,277 per call, counted)" in s and "varies" not in s, s
