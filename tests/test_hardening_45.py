@@ -98,3 +98,30 @@ def test_tables_and_the_reading_note_name_the_estimand(tmp_path):
         assert f"Speedup: {ESTIMAND_SHORT['laid_out']}." in t.caption, t.caption
     assert "typical layout: the median over jobs and layouts of copy-pair ratios" in ESTIMAND_SHORT["laid_out"]
     assert "not the geometric mean over layouts" in r.reading_note()
+
+
+def test_the_coresidency_note_says_when_it_was_not_tested_with_power(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from pqsimd.analyze import analyze_study
+    from pqsimd.results import load_study
+    from synthetic import make_synthetic_study
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=3,
+                             spins=10, reps=3, medians={"ref": 1000, "avx2": 40}, seed=9)
+    analyze_study(d)
+    path = d / "results" / "summary.json"
+    s = json.loads(path.read_text())
+    rows = [{"metric": "ticks", "scheme": "ml-kem-512", "op": "ntt", "variant": v, "compiler": "gcc", "n_paired": 10,
+             "n_alone": 1, "ratio": 1.0, "ci_low": lo, "ci_high": hi, "flagged": False} for v, lo, hi in
+            (("ref", 0.88, 1.13), ("avx2", 0.89, 1.12))]
+    pd.DataFrame(rows).to_parquet(d / "results" / "coresidency.parquet")
+    s["coresidency"] = {"measured": True, "rows": 2, "flagged": 0, "level": 0.95, "median_ratio": 1.0, "worst": "x"}
+    path.write_text(json.dumps(s))
+    note = load_study(d).coresidency_note()
+    assert "not tested with power at 1 alone job(s) per group" in note and "±12.7%" in note and "--alone 5" in note, note
+    s["coresidency"]["median_halfwidth"] = 0.008  # ±0.8%: tested with power, no such line
+    path.write_text(json.dumps(s))
+    assert "power" not in load_study(d).coresidency_note()

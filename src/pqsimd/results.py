@@ -396,8 +396,27 @@ class Results:
         c = self.summary.get("coresidency") or {}
         if not c.get("rows"):
             return "not measured (no build timed alone: [study] alone = 0, or results of an older pqsimd)"
-        return (f"{c['rows']} groups timed alone too; paired/alone median {c.get('median_ratio'):.3f}×, "
+        text = (f"{c['rows']} groups timed alone too; paired/alone median {c.get('median_ratio'):.3f}×, "
                 f"{c.get('flagged', 0)} beyond the threshold at {100 * c['level']:.2f}% (worst {c.get('worst')})")
+        return text + self._coresidency_power()
+
+    def _coresidency_power(self) -> str:
+        """'; not tested with power at this size: ...' when the co-residency intervals (median half-width)
+        are wider than the threshold they are judged against, so none flagged says little; '' otherwise."""
+        c = self.summary.get("coresidency") or {}
+        half, t = c.get("median_halfwidth"), read_table(self.directory, "coresidency", strict=False)
+        if half is None and len(t) and {"ci_low", "ci_high"} <= set(t.columns):
+            w = np.sqrt(pd.to_numeric(t["ci_high"], errors="coerce") / pd.to_numeric(t["ci_low"], errors="coerce")) - 1
+            w = w[np.isfinite(w)]
+            half = float(w.median()) if len(w) else None
+        thr = self.summary.get("threshold")
+        if half is None or thr is None or not half > float(thr):
+            return ""
+        n = pd.to_numeric(t["n_alone"], errors="coerce").dropna() if "n_alone" in t.columns else pd.Series(dtype=float)
+        per = f"{int(n.median())} alone job(s) per group" if len(n) else "this size"
+        return (f"; not tested with power at {per}: its intervals are ±{100 * half:.1f}% (median), wider than the "
+                f"±{100 * float(thr):.0f}% threshold, so none flagged does not mean none: a study with --alone 5 "
+                f"(a new directory: the plan fixes it) tests it")
 
     def layout_table(self, top: int = 15):
         """Groups ranked by their layout SD (results/groups layout_sd), the most layout-sensitive first."""
