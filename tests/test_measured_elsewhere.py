@@ -74,3 +74,12 @@ def test_explain_suggests_no_run_on_the_study_and_names_an_unknown_scheme(analys
         explain_op(analysed, "ml-kem-512", "ntt")
     line = str(e.value)
     assert f"pqsimd run {analysed}" not in line and "NEW_DIR" in line and "\n" not in line
+
+
+def test_a_run_stopped_after_its_raw_files_were_superseded_is_still_this_machines(analysed):
+    """A job that runs again moves its raw file to superseded/ first; a run stopped right then leaves
+    raw/ without the analysed files, and the study must still continue here."""
+    sd = StudyDir(analysed)
+    for p in sd.raw_files():
+        sd.supersede(p.stem)
+    assert not sd.raw_files() and not sd.analysed_elsewhere()

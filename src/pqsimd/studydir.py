@@ -293,11 +293,16 @@ class StudyDir:
         if not summary.is_file():
             return False
         held = {p.name for p in self.raw_files()}
-        if not held:
-            return True
         rec = store.read_json(summary)
         then = rec.get("computed_from") if isinstance(rec, dict) else None
-        return isinstance(then, dict) and bool(then) and not (set(then) & held)
+        then = set(then) if isinstance(then, dict) else set()
+        if held and (not then or then & held):
+            return False
+        # a job of this study that runs again moves its raw file to superseded/ first: raw files that went
+        # there (a run stopped before their jobs wrote new ones) were measured here
+        gone = [p.name for p in self.superseded_dir.glob("*.parquet")] if self.superseded_dir.is_dir() else []
+        return not any(g.startswith(name.removesuffix(".parquet") + ".") for g in gone for name in then) \
+            and not (gone and not then)
 
     def refuse_analysed_elsewhere(self, verb: str) -> None:
         """One line when being `verb` here (run, analysed again) would put this machine's measurements
