@@ -63,12 +63,15 @@ def ordering_check(study: Results, fam: FamilyView, metric: str) -> list[str]:
     return out
 
 
-def _speed(row) -> str:
-    """A comparison's speed in a headline: its verdict's words (model.speed_words) with its interval."""
+def _speed(row, level: bool = False) -> str:
+    """A comparison's speed in a headline: its verdict's words (model.speed_words) with its interval (and
+    the interval's level)."""
     from ..model import speed_words
 
-    sp, lo, hi, _lvl = interval(row)
+    sp, lo, hi, lvl = interval(row)
     ci = f" {fmt.ci(lo, hi)}" if not (fmt.is_missing(lo) or fmt.is_missing(hi)) else ""
+    if ci and level and not fmt.is_missing(lvl):
+        ci += f" ({fmt.level(lvl)} interval)"
     return speed_words(sp, row.get("verdict"), fmt.times, ci)
 
 
@@ -82,10 +85,8 @@ def headlines(study: Results, fam: FamilyView) -> list[str]:
     if h is not None and not df.empty and df["speedup"].notna().any():
         d = df[df["op"] != fam.self_check]
         best = d.loc[d["speedup"].idxmax()]
-        _sp, lo, hi, lvl = interval(best)
-        at = f" ({fmt.level(lvl)} interval)" if not fmt.is_missing(lvl) else ""
         out.append(f"The largest {h.label} speedup ({h.base}→{h.variant}) is {fam.label(best['op'])} at "
-                   f"{fam.scheme_label(best['scheme'])}: {_speed(best)}{at}.")
+                   f"{fam.scheme_label(best['scheme'])}: {_speed(best, level=True)}.")
         worst = d.loc[d["speedup"].idxmin()]
         if worst["speedup"] < 1:  # the word is the verdict's: a point estimate below 1 is not `slower`
             where = f"{fam.label(worst['op'])} at {fam.scheme_label(worst['scheme'])}"
