@@ -83,3 +83,18 @@ def test_a_run_stopped_after_its_raw_files_were_superseded_is_still_this_machine
     for p in sd.raw_files():
         sd.supersede(p.stem)
     assert not sd.raw_files() and not sd.analysed_elsewhere()
+
+
+def test_cliffs_neither_retimes_such_a_study_nor_suggests_analysing_it(analysed, monkeypatch):
+    from click.testing import CliRunner
+
+    import pqsimd.run.retime as retime
+    from pqsimd.cli import cli
+    from pqsimd.studydir import why_no_cliffs
+
+    shutil.rmtree(analysed / "raw")
+    timed = []
+    monkeypatch.setattr(retime, "retime", lambda *a, **k: timed.append(a))
+    r = CliRunner().invoke(cli, ["cliffs", str(analysed), "--retime"])
+    assert r.exit_code != 0 and not timed and "cannot be re-timed here" in str(r.exception), r.output
+    assert "pqsimd analyze" not in why_no_cliffs(analysed)

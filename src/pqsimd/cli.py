@@ -558,6 +558,9 @@ def cliffs(directory: Path, retime: bool, limit: int, processes: int, no_search:
             raise PqsimdError(f"--processes {processes}: the re-timing's interval needs at least 2 processes")
     require_kind(directory, "cliffs")
     if retime:
+        from .studydir import StudyDir
+
+        StudyDir(directory).refuse_analysed_elsewhere("re-timed")  # this machine's times beside another's
         run_retime(directory, {k: v for k, v in select.items() if v}, limit, processes, not no_search, not no_sim,
                    notify=lambda line: click.echo(line, err=True))
         from .analysis_settings import again

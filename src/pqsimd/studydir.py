@@ -584,5 +584,8 @@ def why_no_cliffs(directory: Path) -> str:
         how = "its builds as linked (--layout fixed)" if layout == LayoutMode.FIXED else "one laid-out copy of each build"
         return (f"its jobs time {how}, and a cliff is one copy far slower than the others of its group; "
                 f"a study with two or more copies per job has them: {command('run', d.parent / (d.name + '-layouts'), *again)}")
+    if sd.analysed_elsewhere():  # analyze would be refused: its raw files are not here
+        return ("it has no timed laid-out group: it counts only, or its results predate cliffs, and its raw files "
+                "are not here (analysed elsewhere), so only where they are can an analysis add them")
     return (f"it has no timed laid-out group: it counts only, or its results predate cliffs "
             f"({command('analyze', d)} adds them)")
