@@ -103,3 +103,8 @@ def test_an_explanation_quotes_the_instruction_records_and_says_a_count_varies_p
     groups["deterministic"] = True  # every call the same: exact, said as before
     s = explain(comps, tables(rows), groups).iloc[0]["sentence"]
     assert "(939,962 → 192,277 per call, counted)" in s and "varies" not in s, s
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, float("nan"), None])
+def test_no_word_and_no_error_without_a_usable_ratio(value):
+    assert speed_words(value, "slower", lambda v: f"{v}×") == f"{value}×"

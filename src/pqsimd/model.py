@@ -9,6 +9,8 @@ from them. Nothing else in the code spells these values.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -232,6 +234,12 @@ def speed_words(speedup: float, verdict: object, factor, ci: str = "") -> str:
     (0.98×: the interval is too wide to decide)', '26.9× with its verdict withheld', or the factor alone for
     any other verdict (n/a). `factor` formats a ratio ('6.1×'); `ci` (' [lo, hi]' or '') follows it."""
     v = str(verdict)
+    try:
+        usable = math.isfinite(float(speedup)) and float(speedup) > 0
+    except (TypeError, ValueError):
+        usable = False
+    if not usable:  # no ratio to read a word beside (a damaged or empty row): the factor as it is
+        return f"{factor(speedup)}{ci}"
     if v == "faster":
         return f"{factor(speedup)} faster{ci}"
     if v == "slower":
