@@ -98,3 +98,15 @@ def test_cliffs_neither_retimes_such_a_study_nor_suggests_analysing_it(analysed,
     r = CliRunner().invoke(cli, ["cliffs", str(analysed), "--retime"])
     assert r.exit_code != 0 and not timed and "cannot be re-timed here" in str(r.exception), r.output
     assert "pqsimd analyze" not in why_no_cliffs(analysed)
+
+
+def test_show_does_not_advise_analysing_a_study_analysed_elsewhere(analysed):
+    from pqsimd.results import load_study
+
+    raw = StudyDir(analysed).raw_files()
+    local = raw[0].read_bytes()
+    shutil.rmtree(analysed / "raw")
+    (analysed / "raw").mkdir()
+    (analysed / "raw" / "this-machine.parquet").write_bytes(local)  # left by a grown copy of an older pqsimd
+    warnings = load_study(analysed).summary["warnings"]
+    assert "not part of these results" in warnings[0] and "pqsimd analyze" not in " ".join(map(str, warnings))

@@ -839,7 +839,13 @@ def load_study(directory: Path, oldest: int | None = None) -> Results:
     if older:
         summary["warnings"] = [older, *(summary.get("warnings") or [])]
     stale = stale_jobs(directory, summary)
-    if stale:  # said first, in show's notes and the report's warnings
+    if stale and sd.analysed_elsewhere():  # analyze refuses it: say what the files are instead
+        held = len(sd.raw_files())
+        summary["warnings"] = [f"raw/ holds {held} file{'s' if held != 1 else ''} of jobs that are not part of these "
+                               f"results, which were analysed from raw files this study does not hold (measured "
+                               f"elsewhere): they cannot be analysed with them; measure this machine in a new "
+                               f"directory", *(summary.get("warnings") or [])]
+    elif stale:  # said first, in show's notes and the report's warnings
         summary["warnings"] = [f"stale: {stale} job{'s' if stale != 1 else ''} since these results were computed "
                                f"({summary.get('generated', 'earlier')}); run {command('analyze', directory)} to "
                                f"include {'them' if stale != 1 else 'it'}", *(summary.get("warnings") or [])]
