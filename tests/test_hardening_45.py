@@ -125,3 +125,33 @@ def test_the_coresidency_note_says_when_it_was_not_tested_with_power(tmp_path):
     s["coresidency"]["median_halfwidth"] = 0.008  # ±0.8%: tested with power, no such line
     path.write_text(json.dumps(s))
     assert "power" not in load_study(d).coresidency_note()
+
+
+def test_the_ops_the_budget_cut_are_named_in_one_line(tmp_path):
+    import json
+
+    from pqsimd.analyze import analyze_study
+    from pqsimd.analyze.records import budget_record
+    from pqsimd.results import load_study
+    from synthetic import make_synthetic_study
+
+    d = tmp_path / "b"
+    d.mkdir()
+    (d / "plan.json").write_text(json.dumps({"settings": {"spins": 200, "reps": 20, "budget": 0.2}}))
+    ops = {"ntt": {"spins": 200, "reps": 20}, "kem_decaps": {"spins": 103, "reps": 10}, "gen_a": {"spins": 197, "reps": 20}}
+    (d / "sizing.json").write_text(json.dumps({"schemes": {"s1": {"ops": ops}}}))
+    rec = budget_record(d)
+    assert rec["cut"] == 2 and rec["ops"] == ["gen_a", "kem_decaps"] and abs(rec["least_share"] - 1030 / 4000) < 1e-12
+    (d / "plan.json").write_text(json.dumps({"settings": {"spins": 200, "reps": 20, "budget": None}}))
+    assert budget_record(d)["cut"] == 0  # no budget: nothing was cut
+
+    s = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=3,
+                             spins=10, reps=3, medians={"ref": 1000, "avx2": 40}, seed=10)
+    analyze_study(s)
+    path = s / "results" / "summary.json"
+    summary = json.loads(path.read_text())
+    assert "budget" in summary and load_study(s).budget_note() is None
+    summary["budget"] = rec
+    path.write_text(json.dumps(summary))
+    note = load_study(s).budget_note()
+    assert "2 op(s)" in note and "down to 26%" in note and "gen_a, kem_decaps" in note and "--budget" in note, note

@@ -392,6 +392,18 @@ class Results:
                                                f"({r['belongs']})" for r in rt[:4])
         return text
 
+    def budget_note(self) -> str | None:
+        """One line on the ops the time budget sized below the asked spins x reps (summary `budget`), whose
+        intervals rest on fewer samples than the rest; None when none was cut or the results say nothing."""
+        b = self.summary.get("budget")
+        if not isinstance(b, dict) or not b.get("cut"):
+            return None
+        ops = b.get("ops") or []
+        return (f"{b['cut']} op(s) got fewer than the asked {b.get('spins')} spins x {b.get('reps')} reps from the "
+                f"{b.get('budget_s')} s budget per job and op (down to {100 * float(b.get('least_share') or 0):.0f}%: "
+                f"{', '.join(ops[:6])}{', ...' if len(ops) > 6 else ''}), so their intervals may be wider than the "
+                f"capped ops'; a study with a larger --budget (a new directory: the plan fixes it) times them in full")
+
     def coresidency_note(self) -> str:
         c = self.summary.get("coresidency") or {}
         if not c.get("rows"):

@@ -268,6 +268,7 @@ def methods(study: Results) -> list[tuple[str, str]]:
         ("code layout", study.layout_note()),
         ("cliffs (laid-out copies far slower than the rest)", study.cliffs_note()),
         ("co-residency (paired/alone)", study.coresidency_note()),
+        ("time budget", study.budget_note() or "every op got the spins x reps asked for (or no budget)"),
         ("disturbed jobs", study.jobs_note()),
         ("regimes (jobs in two states)", study.regime_note() or "not checked (results of an older pqsimd)"),
         ("jobs that shared their CPU", study.shared_cpu_note() or "none: every timing job had its CPU to itself"),
