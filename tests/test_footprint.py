@@ -51,7 +51,7 @@ def test_the_footprint_table_puts_the_speedup_beside_exact_byte_ratios():
     assert (kp.time_speedup, kp.time_ci_low, kp.time_ci_high, kp.time_verdict) == (6.0, 5.5, 6.5, "faster")
     assert (kp.stack_base, kp.stack_variant, kp.stack_ratio) == (1000, 1250, 1.25)
     assert (kp.size_base, kp.size_variant, kp.size_ratio) == (4000, 10000, 2.5)
-    assert kp.sentence == "avx2 makes keypair 6.0× faster than ref for +25% stack and +150% code"
+    assert kp.sentence == "avx2 makes keypair 6.00× faster than ref for +25% stack and +150% code"
     ntt = df[df.op == "ntt"].iloc[0]
     assert math.isnan(ntt.time_speedup) and ntt.time_verdict == "not timed" and not ntt.end_to_end
     assert (ntt.stack_ratio, ntt.size_ratio) == (0.5, 1.0)

@@ -141,7 +141,7 @@ def test_results_say_they_are_stale_when_jobs_ran_since(measured, tmp_path, cli)
     r = cli("show", d, env=ENV)
     assert r.returncode == 0 and "stale: 1 job since these results were computed" in " ".join(r.stdout.split())
     r = cli("report", d, env=ENV)  # the report analyses again first: it shows what was measured
-    assert r.returncode == 0 and "newer than results/: analysing again first" in r.stderr, r.stderr
+    assert r.returncode == 0 and "changed since results/ was analysed (new, run again or gone): analysing again first" in r.stderr, r.stderr
     assert "stale" not in (d / "report" / "index.html").read_text()
     assert "stale" not in cli("show", d, env=ENV).stdout
 

@@ -171,7 +171,7 @@ def test_explain_ntt(study):
     line = next(l for l in out.splitlines() if "by class" in l)
     assert "scalar multiply" in line and "vector multiply" in line and "scalar ALU" in line
     assert "ticks/instruction" in out and "znver1" in out and "likely reason" in out
-    assert len(out.splitlines()) <= 12  # a few lines
+    assert len(out.splitlines()) <= 13  # a few lines
 
 
 def test_explain_gen_a_names_pdep_and_pext_from_the_cost_model(study):
@@ -202,10 +202,32 @@ def test_explain_names_pdep_as_the_likely_reason_on_a_zen1_host(study, tmp_path)
     o.loc[sel, "ticks"] = 1.5 * ref_t
     o.loc[sel, "ticks_per_instruction"] = o.loc[sel, "ticks"] / o.loc[sel, "instructions"]
     o.to_parquet(d / "results" / "mix_ops.parquet")
+    c = pd.read_parquet(d / "results" / "comparisons.parquet")  # and the comparison `show` prints, alike
+    sel = (c.metric == "ticks") & (c.op == "gen_a") & (c.baseline == "ref") & (c.variant == "avx2")
+    c.loc[sel, ["speedup", "ci_low", "ci_high", "verdict"]] = [1 / 1.5, 1 / 1.55, 1 / 1.45, "slower"]
+    c.to_parquet(d / "results" / "comparisons.parquet")
     r = run_cli("explain", d, "--scheme", SCHEME, "--op", "gen_a")
     assert r.returncode == 0, r.stderr
     line = next(l for l in r.stdout.splitlines() if "likely reason" in l)
     assert "slower than ref" in line and "pdep" in line and "pext" in line and "this host's model (znver1)" in line
+    assert "avx2 is 1.50× slower than ref" in line, line
+
+
+def test_explain_prints_the_speedup_show_prints(study, tmp_path):
+    """One number per comparison: explain's speedup is the comparison's (the typical layout's estimate,
+    interval and verdict, as show and the report print it), not the ratio of the per-build medians."""
+    _wired(study)
+    d = tmp_path / "one"
+    shutil.copytree(study / "results", d / "results")
+    c = pd.read_parquet(d / "results" / "comparisons.parquet")
+    sel = (c.metric == "ticks") & (c.op == "ntt") & (c.baseline == "ref") & (c.variant == "avx2")
+    c.loc[sel, ["speedup", "ci_low", "ci_high", "verdict"]] = [12.345, 12.1, 12.6, "faster"]
+    c.to_parquet(d / "results" / "comparisons.parquet")
+    r = run_cli("explain", d, "--scheme", SCHEME, "--op", "ntt")
+    assert r.returncode == 0, r.stderr
+    line = next(l for l in r.stdout.splitlines() if l.strip().startswith("speedup"))
+    assert "avx2 12.3× faster [12.1, 12.6]" in line, line
+    assert "each build's median" in r.stdout  # the per-build figures say what they are
 
 
 def test_explain_refuses_unknown_names_in_one_line(study):
@@ -226,6 +248,10 @@ def test_explain_gives_no_likely_reason_inside_the_threshold_and_refuses_one_var
     o.loc[sel, "ticks"] = 1.01 * ref_t  # 1% slower: inside the study's ±2%
     o.loc[sel, "ticks_per_instruction"] = o.loc[sel, "ticks"] / o.loc[sel, "instructions"]
     o.to_parquet(d / "results" / "mix_ops.parquet")
+    c = pd.read_parquet(d / "results" / "comparisons.parquet")  # and the comparison `show` prints, alike
+    sel = (c.metric == "ticks") & (c.op == "gen_a") & (c.baseline == "ref") & (c.variant == "avx2")
+    c.loc[sel, ["speedup", "ci_low", "ci_high", "verdict"]] = [1 / 1.01, 0.985, 0.995, "same"]
+    c.to_parquet(d / "results" / "comparisons.parquet")
     r = run_cli("explain", d, "--scheme", SCHEME, "--op", "gen_a")
     assert r.returncode == 0, r.stderr
     line = next(l for l in r.stdout.splitlines() if "likely reason" in l)

@@ -60,7 +60,7 @@ def test_the_report_of_a_grown_study_shows_what_was_added(timed, cli):
     assert r.returncode == 0, r.stderr
     r = cli("report", timed)
     assert r.returncode == 0, r.stderr
-    assert "2 raw files (avx2.gcc.ml-kem-512.mix.parquet, ...) are newer than results/: analysing again first" in r.stderr
+    assert "2 raw files (avx2.gcc.ml-kem-512.mix.parquet, ...) changed since results/ was analysed (new, run again or gone): analysing again first" in r.stderr
     summary = json.loads((sd.results_dir / "summary.json").read_text())
     assert (sd.results_dir / "mix.csv").is_file() and summary["settings"]["n_boot"] == 300  # the last analysis's settings
     assert "instruction mix by class" in (sd.report_dir / "index.html").read_text().lower()

@@ -81,3 +81,35 @@ def resolve(directory: Path, study: dict[str, Any], **overrides: Any) -> Setting
             kind, ok, why = RULES[k]
             values[k] = _check(k, v, kind, ok, why, label)
     return Settings(**values)
+
+
+ASKED = ("n_boot", "seed", "adjust")  # the settings `pqsimd analyze` takes on its command line
+
+
+def asked_record(study: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """summary.json's `analysis_asked`: the settings the analysis was given on the command line and the
+    study file's [analysis] table as it read it, so an analysis run again for the user keeps the one and
+    sees a later edit of the other (`again`)."""
+    table = study.get("analysis") if isinstance(study.get("analysis"), dict) else {}
+    return {"command_line": {k: v for k, v in overrides.items() if k in ASKED and v is not None},
+            "analysis_table": {k: v for k, v in table.items() if k in ASKED}}
+
+
+def again(directory: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """The command-line settings (n_boot, seed, adjust) to analyse a study again with when the user did
+    not ask for an analysis (`report` after measurements changed, `cliffs --retime`): those the last
+    analysis was given, unless study.toml's [analysis] has set that key anew since (a later edit wins).
+    Results of an older pqsimd, which did not record what was given: their settings, except the keys
+    [analysis] sets now."""
+    try:
+        table = read_study_toml(directory).get("analysis")
+    except PqsimdError:
+        table = None
+    table = table if isinstance(table, dict) else {}
+    rec = summary.get("analysis_asked") if isinstance(summary, dict) else None
+    if isinstance(rec, dict) and isinstance(rec.get("command_line"), dict):
+        then = rec.get("analysis_table") if isinstance(rec.get("analysis_table"), dict) else {}
+        return {k: v for k, v in rec["command_line"].items() if k in ASKED and table.get(k) == then.get(k)}
+    settings = summary.get("settings") if isinstance(summary, dict) else None
+    settings = settings if isinstance(settings, dict) else {}
+    return {k: settings[k] for k in ASKED if k in settings and k not in table}

@@ -359,28 +359,34 @@ def report(directory: Path, reference: str | None, beside: Path | None) -> None:
 
 
 def _analyse_again_if_older(directory: Path) -> None:
-    """Results older than some of the study's measurements (a metric added to it since, more jobs):
-    analysed again with the settings the last analysis used, so the report shows everything measured."""
-    import json
-
+    """Results computed from other raw files than raw/ holds now (a metric added since, more jobs, a job
+    run again, a raw file copied in or removed: told by the files' names and sha256, results.stale_jobs,
+    not by their times), analysed again with the settings the last analysis was given (a later edit of
+    study.toml's [analysis] wins: analysis_settings.again), so the report shows everything measured.
+    Results analysed from raw files the study does not hold are read as they are (never replaced)."""
+    from .analysis_settings import again
     from .analyze import analyze_study
+    from .results import read_json, stale_files
     from .studydir import StudyDir
 
     sd = StudyDir(directory)
-    summary = sd.results("summary.json")
-    if not summary.is_file():
+    path = sd.results("summary.json")
+    if not path.is_file() or sd.analysed_elsewhere():
         return
-    when = summary.stat().st_mtime
-    newer = [p for p in sd.raw_files() if p.stat().st_mtime > when]
-    if not newer:
+    summary = read_json(path)
+    if not isinstance(summary, dict):
         return
-    try:
-        settings = json.loads(summary.read_text()).get("settings") or {}
-    except (OSError, ValueError):
-        settings = {}
-    click.echo(f"{len(newer)} raw file{'s' if len(newer) > 1 else ''} ({newer[0].name}{', ...' if len(newer) > 1 else ''}) "
-               f"{'are' if len(newer) > 1 else 'is'} newer than results/: analysing again first", err=True)
-    analyze_study(directory, n_boot=settings.get("n_boot"), seed=settings.get("seed"), adjust=settings.get("adjust"))
+    if isinstance(summary.get("computed_from"), dict):
+        stale = stale_files(directory, summary)
+    else:  # results of an older pqsimd say nothing of their raw files: their time is all there is
+        when = path.stat().st_mtime
+        stale = [p.name for p in sd.raw_files() if p.stat().st_mtime > when]
+    if not stale:
+        return
+    n = len(stale)
+    click.echo(f"{n} raw file{'s' if n > 1 else ''} ({stale[0]}{', ...' if n > 1 else ''}) changed since results/ was "
+               f"analysed (new, run again or gone): analysing again first", err=True)
+    analyze_study(directory, **again(directory, summary))
 
 
 @cli.command()
@@ -560,9 +566,15 @@ def cliffs(directory: Path, retime: bool, limit: int, processes: int, no_search:
             raise PqsimdError(f"--processes {processes}: the re-timing's interval needs at least 2 processes")
     require_kind(directory, "cliffs")
     if retime:
+        from .studydir import StudyDir
+
+        StudyDir(directory).refuse_analysed_elsewhere("re-timed")  # this machine's times beside another's
         run_retime(directory, {k: v for k, v in select.items() if v}, limit, processes, not no_search, not no_sim,
                    notify=lambda line: click.echo(line, err=True))
-        analyze_study(directory)
+        from .analysis_settings import again
+        from .results import read_summary
+
+        analyze_study(directory, **again(directory, read_summary(directory)))  # the last analysis's settings
     show_cliffs(directory, {k: v for k, v in select.items() if v})
 
 

@@ -9,6 +9,8 @@ from them. Nothing else in the code spells these values.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -218,4 +220,46 @@ EVIDENCE_WORDS = {
     "mix": ("counted", "instruction classes and vector widths counted exactly under callgrind"),
     "sim": ("simulated", "valgrind's cache and branch model under a stated geometry, not this machine's counters"),
     "mca": ("simulated", "llvm-mca's model of a CPU: an estimate, not a measurement"),
+}
+
+
+# How a sentence says a comparison's speed (issue 45): the word comes from the comparison's verdict
+# (stats/interval.py VERDICTS, read off the interval), never from the point estimate; one helper for
+# every sentence (the Why list's headlines, results/explanations, results/footprint).
+SPEED_DIRECTIONS = ("faster", "slower")  # the verdicts that say a direction; a sentence may say "than"
+
+
+def speed_words(speedup: float, verdict: object, factor, ci: str = "") -> str:
+    """'6.1× faster', '1.12× slower (0.89×)', 'the same speed (0.997×, within the threshold)', 'no verdict
+    (0.98×: the interval is too wide to decide)', '26.9× with its verdict withheld', or the factor alone for
+    any other verdict (n/a). `factor` formats a ratio ('6.1×'); `ci` (' [lo, hi]' or '') follows it."""
+    v = str(verdict)
+    try:
+        usable = math.isfinite(float(speedup)) and float(speedup) > 0
+    except (TypeError, ValueError):
+        usable = False
+    if not usable:  # no ratio to read a word beside (a damaged or empty row): the factor as it is
+        return f"{factor(speedup)}{ci}"
+    if v == "faster":
+        return f"{factor(speedup)} faster{ci}"
+    if v == "slower":
+        return f"{factor(1 / speedup)} slower ({factor(speedup)}{ci})"
+    if v == "same":
+        return f"the same speed ({factor(speedup)}{ci}, within the threshold)"
+    if v == "~":
+        return f"no verdict ({factor(speedup)}{ci}: the interval is too wide to decide)"
+    if v == "withheld":
+        return f"{factor(speedup)}{ci} with its verdict withheld"
+    return f"{factor(speedup)}{ci}"
+
+
+# Each estimand (analyze/methods.py ESTIMAND, summary.json `estimand.applies`) in the few words a table's
+# caption and `show` print beside its speedups (issue 45): what the number is, and what it is not.
+ESTIMAND_SHORT = {
+    "laid_out": "typical layout: the median over jobs and layouts of copy-pair ratios; not the geometric mean "
+                "over layouts, nor the ratio of the per-build medians beside it",
+    "fixed": "the median over jobs of the job ratios (one layout); not the ratio of the per-build medians beside it",
+    "one_copy": "the median over jobs of the job ratios (each job its own layout); not the ratio of the per-build "
+                "medians beside it",
+    "separate": "the ratio of the geometric means of the two builds' job medians",
 }

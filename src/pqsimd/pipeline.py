@@ -152,6 +152,7 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
                 time_jobs: bool) -> bool:
     started = time.monotonic()
     seconds: dict[str, float] = {}
+    sd.refuse_analysed_elsewhere("run or grown")  # before study.toml is written again or anything is built
     study = study_mod.resolve(sd, overrides)
     compilers, missing = resolve_compilers(study)
     for line in missing:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .model import OLDEST_READABLE_RESULTS, RECORDED_DESIGN, RESULTS_SCHEMA_ADDED, RESULTS_SCHEMA_VERSION, Chain, Design, LayoutMode
+from .model import ESTIMAND_SHORT, OLDEST_READABLE_RESULTS, RECORDED_DESIGN, RESULTS_SCHEMA_ADDED, RESULTS_SCHEMA_VERSION, Chain, Design, LayoutMode
 from .errors import PqsimdError, command
 from . import metrics as metrics_mod
 from . import store
@@ -118,6 +118,13 @@ class Results:
     def speed_metrics(self) -> list[str]:
         """The study's metrics whose ratio is a speedup (not a cost in bytes: metrics.is_cost)."""
         return [m for m in self.metrics if not metrics_mod.is_cost(m)]
+
+    @property
+    def timed_nothing(self) -> bool:
+        """A study whose metrics were all counted or measured in bytes (instructions, size, stack, ...):
+        no clock was read, so nothing said of timing (design, warm-up, intervals over jobs) applies."""
+        ms = self.metrics
+        return bool(ms) and not any(m in metrics_mod.REGISTRY and metrics_mod.REGISTRY[m].timed for m in ms)
 
     @property
     def primary_metric(self) -> str:
@@ -233,6 +240,10 @@ class Results:
 
     def design_notes(self) -> tuple[str, str, str]:
         """(design, warm-up, carry-over) as one-line statements, from what analyze recorded."""
+        if self.timed_nothing:
+            none = "not applicable: nothing was timed"
+            return (f"nothing timed: exact counts per call ({', '.join(self.metrics)}), one job per build, compared "
+                    f"exactly", none, none)
         paired = self.design == Design.PAIRED
         design = (f"{self.design} (all variants in one process, a fresh random order every spin)" if paired
                   else f"{self.design} (one process per variant)")
@@ -381,12 +392,43 @@ class Results:
                                                f"({r['belongs']})" for r in rt[:4])
         return text
 
+    def budget_note(self) -> str | None:
+        """One line on the ops the time budget sized below the asked spins x reps (summary `budget`), whose
+        intervals rest on fewer samples than the rest; None when none was cut or the results say nothing."""
+        b = self.summary.get("budget")
+        if not isinstance(b, dict) or not b.get("cut"):
+            return None
+        ops = b.get("ops") or []
+        return (f"{b['cut']} op(s) got fewer than the asked {b.get('spins')} spins x {b.get('reps')} reps from the "
+                f"{b.get('budget_s')} s budget per job and op (down to {100 * float(b.get('least_share') or 0):.0f}%: "
+                f"{', '.join(ops[:6])}{', ...' if len(ops) > 6 else ''}), so their intervals may be wider than the "
+                f"capped ops'; a study with a larger --budget (a new directory: the plan fixes it) times them in full")
+
     def coresidency_note(self) -> str:
         c = self.summary.get("coresidency") or {}
         if not c.get("rows"):
             return "not measured (no build timed alone: [study] alone = 0, or results of an older pqsimd)"
-        return (f"{c['rows']} groups timed alone too; paired/alone median {c.get('median_ratio'):.3f}×, "
+        text = (f"{c['rows']} groups timed alone too; paired/alone median {c.get('median_ratio'):.3f}×, "
                 f"{c.get('flagged', 0)} beyond the threshold at {100 * c['level']:.2f}% (worst {c.get('worst')})")
+        return text + self._coresidency_power()
+
+    def _coresidency_power(self) -> str:
+        """'; not tested with power at this size: ...' when the co-residency intervals (median half-width)
+        are wider than the threshold they are judged against, so none flagged says little; '' otherwise."""
+        c = self.summary.get("coresidency") or {}
+        half, t = c.get("median_halfwidth"), read_table(self.directory, "coresidency", strict=False)
+        if half is None and len(t) and {"ci_low", "ci_high"} <= set(t.columns):
+            w = np.sqrt(pd.to_numeric(t["ci_high"], errors="coerce") / pd.to_numeric(t["ci_low"], errors="coerce")) - 1
+            w = w[np.isfinite(w)]
+            half = float(w.median()) if len(w) else None
+        thr = self.summary.get("threshold")
+        if half is None or thr is None or not half > float(thr):
+            return ""
+        n = pd.to_numeric(t["n_alone"], errors="coerce").dropna() if "n_alone" in t.columns else pd.Series(dtype=float)
+        per = f"{int(n.median())} alone job(s) per group" if len(n) else "this size"
+        return (f"; not tested with power at {per}: its intervals are ±{100 * half:.1f}% (median), wider than the "
+                f"±{100 * float(thr):.0f}% threshold, so none flagged does not mean none: a study with --alone 5 "
+                f"(a new directory: the plan fixes it) tests it")
 
     def layout_table(self, top: int = 15):
         """Groups ranked by their layout SD (results/groups layout_sd), the most layout-sensitive first."""
@@ -470,10 +512,23 @@ class Results:
         return (f"{where}: {shown(g('speedup'), g('ci_low'), g('ci_high'), g('ci_level'), g('verdict'))} with all "
                 f"jobs; {who}: {after} ({jobs} jobs)")
 
+    def estimand_short(self) -> str | None:
+        """What this study's speedups are, in a table caption's words (model.ESTIMAND_SHORT), from the
+        estimand analyze recorded; None for results that did not record it."""
+        applies = (self.summary.get("estimand") or {}).get("applies") if isinstance(self.summary.get("estimand"), dict) \
+            else None
+        return ESTIMAND_SHORT.get(applies) if applies else None
+
     def reading_note(self) -> str:
         """How to read a comparison's numbers, in one paragraph, from what analyze recorded (the full
         methods are summary.json `methods`, printed verbatim in the HTML report)."""
         fam = self.summary.get("family") if isinstance(self.summary.get("family"), dict) else {}
+        if self.timed_nothing:
+            thr = self.summary.get("threshold")
+            return (f"nothing was timed: every number is an exact count per call ({', '.join(self.metrics)}), the "
+                    f"same for the same binary, so a ratio is exact and has no interval; verdict: faster/slower "
+                    f"(fewer/more) when it lies beyond ±{100 * float(thr or 0):.0f}%, same inside it (stack and size "
+                    f"are told as a change in bytes). Methods in full: results/summary.json, report/index.html.")
         if "gamma" not in fam:
             return "methods not recorded (results from an older pqsimd: re-run pqsimd analyze)"
         alpha, thr = self.summary.get("alpha"), self.summary.get("threshold")
@@ -497,6 +552,9 @@ class Results:
                    "baseline to one of the variant, with the clustered sign interval (jobs the clusters)")
         if fam.get("units") is not None and fam.get("comparisons") is not None:
             how += f"; {fam['comparisons']} comparisons as {fam['units']} units (those sharing a cliff copy count once)"
+        short = self.estimand_short()
+        if short and "; not " in short:
+            est += " (" + short.split("; ", 1)[1] + ")"
         return (f"speedup = {est}; every interval is printed at a confidence of at least {100 * fam['level']:.2f}% "
                 f"({how}); verdict: faster/slower when the interval lies beyond ±{100 * float(thr):.0f}%, same "
                 f"inside it, ~ otherwise, withheld when the design cannot reach that confidence; δ = Cliff's delta "
@@ -714,9 +772,15 @@ def stale_jobs(directory: Path, summary: dict) -> int:
     """How many raw files differ from those results/ was computed from (new, changed or gone); 0 when
     results/ does not say (an older pqsimd) or the study has no raw files (results mailed without
     raw/, as a campaign takes them: nothing to compare with, and nothing to analyse again)."""
+    return len(stale_files(directory, summary))
+
+
+def stale_files(directory: Path, summary: dict) -> list[str]:
+    """The raw files (by name) that differ from those results/ was computed from: new ones and ones run
+    again first (by their sha256), then the gone; [] where stale_jobs says 0."""
     then = summary.get("computed_from")
     if not isinstance(then, dict) or not StudyDir(directory).raw_files():
-        return 0
+        return []
     now = computed_from(directory)
 
     def same(before, current: dict) -> bool:
@@ -724,7 +788,7 @@ def stale_jobs(directory: Path, summary: dict) -> int:
             return before.get("sha256") == current["sha256"]
         return before == current["finished"]  # results of an older pqsimd kept the finish time only
 
-    return sum(k not in then or not same(then[k], v) for k, v in now.items()) + sum(k not in now for k in then)
+    return [k for k, v in now.items() if k not in then or not same(then[k], v)] + [k for k in then if k not in now]
 
 
 def read_summary_checked(results: Path, directory: Path, oldest: int) -> dict:
@@ -810,7 +874,13 @@ def load_study(directory: Path, oldest: int | None = None) -> Results:
     if older:
         summary["warnings"] = [older, *(summary.get("warnings") or [])]
     stale = stale_jobs(directory, summary)
-    if stale:  # said first, in show's notes and the report's warnings
+    if stale and sd.analysed_elsewhere():  # analyze refuses it: say what the files are instead
+        held = len(sd.raw_files())
+        summary["warnings"] = [f"raw/ holds {held} file{'s' if held != 1 else ''} of jobs that are not part of these "
+                               f"results, which were analysed from raw files this study does not hold (measured "
+                               f"elsewhere): they cannot be analysed with them; measure this machine in a new "
+                               f"directory", *(summary.get("warnings") or [])]
+    elif stale:  # said first, in show's notes and the report's warnings
         summary["warnings"] = [f"stale: {stale} job{'s' if stale != 1 else ''} since these results were computed "
                                f"({summary.get('generated', 'earlier')}); run {command('analyze', directory)} to "
                                f"include {'them' if stale != 1 else 'it'}", *(summary.get("warnings") or [])]

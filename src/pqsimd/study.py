@@ -117,6 +117,9 @@ class Study:
     variant_defs: dict[str, Variant] = field(default_factory=dict)
     analysis: dict[str, Any] = field(default_factory=dict)
     metrics_from_preset: bool = False  # a new study's metrics are its preset's: one whose tool is missing is left out
+    # settings this run took from the environment (PQSIMD_SHARED_CPU), each with what study.toml keeps for
+    # it instead (None: nothing): an environment variable lasts a shell, never the study (to_toml)
+    from_environment: dict[str, Any] = field(default_factory=dict)
 
     # --- what the study holds ---------------------------------------------------------------
     def variant(self, vid: str) -> Variant:
@@ -167,7 +170,7 @@ class Study:
     def to_toml(self) -> str:
         d: dict[str, Any] = {}
         for k in KEYS:
-            v = getattr(self, k)
+            v = self.from_environment[k] if k in self.from_environment else getattr(self, k)
             if k == "budget" and v is None:
                 v = 0  # "no budget" must be written: left out, the preset's budget would come back
             if k == "ablation" and not v:
@@ -436,6 +439,8 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     study = Study(**{k: v for k, v in merged.items() if k in KEYS}, variant_defs=variant_defs,
                   analysis=dict(stored.get("analysis", {})), metrics_from_preset=from_preset)
     study.variant_defs = {v: variant_defs[v] for v in study.variants}
+    if os.environ.get("PQSIMD_SHARED_CPU") and "shared_cpu" not in cli:
+        study.from_environment["shared_cpu"] = stored_study.get("shared_cpu")
     check_against_plan(sd, study)
     return study
 

@@ -284,6 +284,38 @@ class StudyDir:
     def has_data(self) -> bool:
         return bool(self.raw_files())
 
+    def analysed_elsewhere(self) -> bool:
+        """results/ whose measurements raw/ does not hold: no raw file at all beside an analysis (a study
+        sent in for a campaign without raw/), or none of the raw files results/ records it was computed
+        from. Such results are another machine's (or another day's) and stay as analysed: nothing may
+        be timed into them here, and no analysis of whatever raw/ holds now may replace them."""
+        summary = self.results("summary.json")
+        if not summary.is_file():
+            return False
+        held = {p.name for p in self.raw_files()}
+        rec = store.read_json(summary)
+        then = rec.get("computed_from") if isinstance(rec, dict) else None
+        then = set(then) if isinstance(then, dict) else set()
+        if held and (not then or then & held):
+            return False
+        # a job of this study that runs again moves its raw file to superseded/ first: raw files that went
+        # there (a run stopped before their jobs wrote new ones) were measured here
+        gone = [p.name for p in self.superseded_dir.glob("*.parquet")] if self.superseded_dir.is_dir() else []
+        return not any(g.startswith(name.removesuffix(".parquet") + ".") for g in gone for name in then) \
+            and not (gone and not then)
+
+    def refuse_analysed_elsewhere(self, verb: str) -> None:
+        """One line when being `verb` here (run, analysed again) would put this machine's measurements
+        into, or in place of, results analysed from raw files this study no longer holds."""
+        if not self.analysed_elsewhere():
+            return
+        raise PqsimdError(
+            f"{self.path} cannot be {verb} here: its results/ were analysed from raw files its raw/ does not hold "
+            f"(measured elsewhere, e.g. a study sent in for a campaign), and this machine's measurements would take "
+            f"their place; its results are read as they were analysed: {command('show', self.path)}, "
+            f"{command('report', self.path)}; to measure this machine, use a new directory "
+            f"({command('run', 'NEW_DIR')} with the study's --preset and --schemes)")
+
     def job_records(self) -> dict[Path, dict[str, Any] | None]:
         return {p: store.read_job_record(p) for p in self.raw_files()}
 
@@ -552,5 +584,8 @@ def why_no_cliffs(directory: Path) -> str:
         how = "its builds as linked (--layout fixed)" if layout == LayoutMode.FIXED else "one laid-out copy of each build"
         return (f"its jobs time {how}, and a cliff is one copy far slower than the others of its group; "
                 f"a study with two or more copies per job has them: {command('run', d.parent / (d.name + '-layouts'), *again)}")
+    if sd.analysed_elsewhere():  # analyze would be refused: its raw files are not here
+        return ("it has no timed laid-out group: it counts only, or its results predate cliffs, and its raw files "
+                "are not here (analysed elsewhere), so only where they are can an analysis add them")
     return (f"it has no timed laid-out group: it counts only, or its results predate cliffs "
             f"({command('analyze', d)} adds them)")

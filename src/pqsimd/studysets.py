@@ -37,6 +37,7 @@ from . import isa as isa_mod
 from . import study as study_mod
 from .analyze import analyze_study
 from .analyze.campaign import is_campaign, run_campaign
+from .analyze.vlen import METRIC as VLEN_METRIC
 from .analyze.vlen import write_vlen_results
 from .errors import PqsimdError, command
 from .pipeline import run_study
@@ -48,11 +49,20 @@ def _csv(items: list) -> str:
     return ",".join(map(str, items))
 
 
-def _check_options(subs: list[tuple[Path, dict[str, Any]]]) -> None:
+def _check_options(subs: list[tuple[Path, dict[str, Any]]]) -> list[study_mod.Study]:
     """Each sub-study's options checked as a plain study's are (study.resolve writes nothing), before
     the set writes anything: a typo is refused in one line and leaves no half-made set."""
-    for sub, overrides in subs:
-        study_mod.resolve(StudyDir(sub), overrides)
+    return [study_mod.resolve(StudyDir(sub), overrides) for sub, overrides in subs]
+
+
+def _check_view(directory: Path, studies: list[study_mod.Study]) -> None:
+    """A vector-length set's view is made of its lengths' instruction counts (analyze/vlen.py): a set
+    whose metrics lack them is refused in one line before anything is built or measured."""
+    if studies and not any(VLEN_METRIC in s.metrics for s in studies):
+        metrics = ",".join(studies[0].metrics)
+        raise PqsimdError(f"--metric {metrics}: a vector-length set compares its lengths by their instruction counts, "
+                          f"which these metrics do not give; add them (--metric {metrics},{VLEN_METRIC}), or measure "
+                          f"one length per directory (--vlen N)")
 
 
 def _write_marker(directory: Path, name: str, text: str) -> bool:
@@ -109,23 +119,47 @@ def run_vlens(directory: Path, vlens: list[int] | None, overrides: dict[str, Any
     for v in vlens:
         target.at(v)  # one line for an ISA without a vector length, or a length its emulator lacks
     subs = vlen_sub_studies(directory, vlens)
-    _check_options([(sub, overrides | {"vlen": v}) for v, sub in subs])
+    _check_view(directory, _check_options([(sub, overrides | {"vlen": v}) for v, sub in subs]))
     made_dir = not directory.exists()
     fresh = _write_marker(directory, SET_FILE, "# pqsimd vector-length set: one sub-study per length in vlen/<N>/\n"
                           + tomli_w.dumps({"vlens": vlens, "isa": target.name}))
-    ok = True
+    failed = []
     try:
         for v, sub in subs:
-            ok = run_study(sub, overrides | {"vlen": v}, executor=executor, slurm_options=slurm_options,
-                           time_jobs=time_jobs) and ok
+            if not run_study(sub, overrides | {"vlen": v}, executor=executor, slurm_options=slurm_options,
+                             time_jobs=time_jobs):
+                failed.append(v)
     except PqsimdError:
         if fresh:
             _forget_set(directory, SET_FILE, VLEN_DIR, made_dir)
         raise
-    if not time_jobs:
-        return ok
+    if failed:
+        _say(_failed_lengths(directory, target, failed, len(vlens)))
+    if not time_jobs or len(failed) == len(vlens):
+        return not failed
     report_set(directory)
-    return ok
+    return not failed
+
+
+def _failed_lengths(directory: Path, target, failed: list[int], n: int) -> str:
+    """One line after the lengths' own lines: which lengths failed, and for 0 (the ISA without its vector
+    extension, where vector code fails its gate) what to do about it."""
+    line = (f"error: {directory}: the run at --vlen {_csv(failed)} failed (the lines above say what); "
+            + ("no length ran, so the set has no view" if len(failed) == n else
+               "the set's view is made of the lengths that ran"))
+    if 0 in failed:
+        ext = (target.vector or {}).get("extension", "vector")
+        line += (f"; at --vlen 0 {target.name} runs without its {ext} extension, where a build with {ext} code "
+                 f"fails its gate: keep 0 out of a set of such builds, or time the builds without {ext} code at 0 "
+                 f"in a study of its own ({command('run', 'NEW_DIR', '--isa', target.name, '--vlen', '0')} with "
+                 f"--variants)")
+    return line
+
+
+def _say(line: str) -> None:
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False).print(line, markup=False, soft_wrap=True)
 
 
 def _require_measured(directory: Path, subs: list[Path]) -> None:

@@ -26,6 +26,7 @@ def analyze_study(directory: Path, n_boot: int | None = None, seed: int | None =
     directory = Path(directory)
     if not directory.is_dir():
         raise PqsimdError(f"no study directory at {directory}; create one with `pqsimd run {directory}`")
+    StudyDir(directory).refuse_analysed_elsewhere("analysed again")
     final = StudyDir(directory).results_dir
     with staged_results(final) as results:
         _analyze(directory, results, n_boot, seed, adjust)

@@ -18,7 +18,8 @@ Which comparisons (metric ticks, the study's first compiler, never the self-chec
                           `slower` read off the interval (also where a verdict is withheld)
 
 How a sentence reads the evidence: S = t_base / t_var (the comparison's own estimate and interval),
-S_i = i_base / i_var (instructions per call, exact), and S / S_i the time per instruction's factor,
+S_i = i_base / i_var (instructions per call from the instruction records, else the mix's total: exact where
+every call runs the same instructions, else their median, said "varies per call"), and S / S_i the time per instruction's factor,
 so S = S_i × (S / S_i) holds exactly as printed. Vector shares and the mix class that changed come
 from results/mix; misses from results/sim (first geometry); slow instructions from llvm-mca (mca).
 Across sets, S_i(here) / S_i(there) = (base's growth) / (variant's growth) of instructions per call
@@ -39,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import command
-from ..model import EVIDENCE_WORDS
+from ..model import EVIDENCE_WORDS, speed_words
 from .write import write_or_remove
 
 TIME_METRIC = "ticks"
@@ -205,8 +206,9 @@ def _tag(kind: str) -> str:
 class Evidence:
     row: dict  # the comparison
     mix: OpMix
-    ins: dict[str, float]  # instructions per call by variant (the mix's total, else the instructions metric)
+    ins: dict[str, float]  # instructions per call by variant (the instruction records, else the mix's total)
     sim: dict[str, dict] = field(default_factory=dict)  # variant -> its sim row (first geometry)
+    varies: set[str] = field(default_factory=set)  # variants whose count differs between calls (fresh randomness)
 
     @property
     def base(self) -> str:
@@ -232,9 +234,10 @@ class Evidence:
         return self.speedup / si if _finite(si) and _finite(self.speedup) else math.nan
 
 
-def _speed_words(s: float, lo: float, hi: float) -> str:
+def _speed_words(s: float, lo: float, hi: float, verdict: object) -> str:
+    """The comparison's speed in words from its verdict (model.speed_words), its interval and the tag."""
     ci = f" [{lo:.3g}, {hi:.3g}]" if _finite(lo) and _finite(hi) else ""
-    return (f"{_x(s)} faster{ci}" if s >= 1 else f"{_x(1 / s)} slower ({_x(s)}{ci})") + f" ({_tag('ticks')})"
+    return speed_words(s, verdict, _x, ci) + f" ({_tag('ticks')})"
 
 
 def mechanism(e: Evidence) -> str:
@@ -243,8 +246,10 @@ def mechanism(e: Evidence) -> str:
     if not _finite(si):
         return ""
     b, v = e.ins[e.base], e.ins[e.var]
+    varies = [x for x in (e.base, e.var) if x in e.varies]
     ins = (f"{_x(si)} fewer instructions" if si >= 1 else f"{_x(1 / si)} more instructions") \
-        + f" ({_n(b)} → {_n(v)} per call, {_tag('instructions')})"
+        + f" ({_n(b)} → {_n(v)} per call, {_tag('instructions')}" \
+        + (f"; {' and '.join(varies)}'s count varies per call: the median" if varies else "") + ")"
     if not _finite(tf):
         return ins
     if _x(tf) == _x(1.0):
@@ -404,11 +409,17 @@ def select(hand: pd.DataFrame, stages: pd.DataFrame, families: dict, threshold: 
 
 # -- the table -----------------------------------------------------------------------------------
 
-def _instructions_of(groups: pd.DataFrame | None) -> dict[tuple, float]:
+def _instructions_of(groups: pd.DataFrame | None) -> tuple[dict[tuple, float], set[tuple]]:
+    """The instruction records' count per call of each (scheme, op, variant, compiler) (their median), and
+    the keys whose count varies between calls (not deterministic: an op that draws fresh randomness)."""
     if groups is None or groups.empty or "metric" not in groups.columns:
-        return {}
+        return {}, set()
     g = groups[groups["metric"] == INS_METRIC]
-    return {(r.scheme, r.op, r.variant, r.compiler): float(r.median) for r in g.itertuples(index=False)}
+    det = g["deterministic"] if "deterministic" in g.columns else pd.Series(True, index=g.index)
+    counts = {(r.scheme, r.op, r.variant, r.compiler): float(r.median) for r in g.itertuples(index=False)}
+    varies = {(r.scheme, r.op, r.variant, r.compiler) for r, d in zip(g.itertuples(index=False), det)
+              if not pd.isna(d) and not bool(d)}
+    return counts, varies
 
 
 def _sim_of(sim: pd.DataFrame | None) -> dict[tuple, dict]:
@@ -451,7 +462,7 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
     if not kinds:
         return pd.DataFrame(columns=COLUMNS)
     mix, mix_ops = tables.get("mix"), tables.get("mix_ops")
-    ins_metric, sim = _instructions_of(groups), _sim_of(tables.get("sim"))
+    (ins_metric, ins_varies), sim = _instructions_of(groups), _sim_of(tables.get("sim"))
     has_mix = mix is not None and len(mix) > 0
     fam_of = {s: name for name, f in families.items() for s in (f.get("schemes") or {})}
     set_labels = {s: (i or {}).get("label", s) for f in families.values() for s, i in (f.get("schemes") or {}).items()}
@@ -460,9 +471,12 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
     def evidence(r: dict) -> Evidence:
         b, v, comp = r["baseline"], r["variant"], r["compiler"]
         m = OpMix.of(mix, mix_ops, r["scheme"], r["op"], comp, [b, v])
-        ins = {x: m.total[x] if m.has(x) else ins_metric.get((r["scheme"], r["op"], x, comp), math.nan) for x in (b, v)}
+        # the instruction records' counts where the study has them (a separate mix run is one draw of an op
+        # that draws fresh randomness per call), else the mix's total
+        ins = {x: ins_metric.get((r["scheme"], r["op"], x, comp), m.total[x] if m.has(x) else math.nan) for x in (b, v)}
         s = {x: sim[(r["scheme"], r["op"], x, comp)] for x in (b, v) if (r["scheme"], r["op"], x, comp) in sim}
-        return Evidence(r, m, ins, s)
+        return Evidence(r, m, ins, s, {x for x in (b, v) if (r["scheme"], r["op"], x, comp) in ins_metric
+                                       and (r["scheme"], r["op"], x, comp) in ins_varies})
 
     rows = []
     by_key = {(r["scheme"], r["op"], r["stage"]): r for r in c.to_dict("records")}
@@ -472,7 +486,7 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
         e = evidence(r)
         fam = fam_of.get(r["scheme"], "")
         head = (f"{op_labels.get(fam, {}).get(r['op'], r['op'])} {set_labels.get(r['scheme'], r['scheme'])} "
-                f"{e.base} → {e.var}: {_speed_words(e.speedup, r.get('ci_low'), r.get('ci_high'))}")
+                f"{e.base} → {e.var}: {_speed_words(e.speedup, r.get('ci_low'), r.get('ci_high'), r.get('verdict'))}")
         mech = mechanism(e)
         parts = [mech] if mech else []
         used = ["ticks"] + (["instructions"] if mech else [])
@@ -487,7 +501,7 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
         second = []
         if vec:
             second.append(vec)
-        if e.speedup < 1 or kind == "slowdown":
+        if r.get("verdict") == "slower" or kind == "slowdown":  # the verdict, not the point estimate
             slow = slowdown_clause(e, tables.get("mca_mnemonics"), tables.get("mca"), mix)
             if slow:
                 second.append(slow)

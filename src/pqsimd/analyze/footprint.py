@@ -21,6 +21,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..model import SPEED_DIRECTIONS, speed_words
+
 COLUMNS = ["scheme", "family", "op", "compiler", "pair", "base", "variant", "end_to_end", "time_speedup", "time_ci_low",
            "time_ci_high", "time_ci_level", "time_verdict", "stack_base", "stack_variant", "stack_ratio", "size_base",
            "size_variant", "size_ratio", "sentence"]
@@ -51,12 +53,21 @@ def _pct(r: float) -> str:
     return f"{(r - 1) * 100:+.0f}%"
 
 
-def sentence(pair: str, base: str, variant: str, op: str, time: float, stack: float, size: float) -> str:
-    """'<variant> makes <op> 6.1× faster than <base> for +3% stack and +14% code' (the parts that are known)."""
+def _factor(v: float) -> str:
+    """A speed factor of a footprint sentence: 2 decimals below 10 (1.03×: never '1.0× slower'), then 1."""
+    return f"{v:.2f}×" if v < 10 else f"{v:.1f}×"
+
+
+def sentence(pair: str, base: str, variant: str, op: str, time: float, stack: float, size: float,
+             verdict: object = "n/a") -> str:
+    """'<variant> makes <op> 6.10× faster than <base> for +3% stack and +14% code' (the parts that are
+    known); the speed's word is the time comparison's verdict (model.speed_words): 'avx2 vs ref, <op>:
+    the same speed (0.99×, within the threshold) for +19% stack' where it is not faster or slower."""
     costs = [f"{_pct(x)} {w}" for x, w in ((stack, "stack"), (size, "code")) if math.isfinite(x)]
     if math.isfinite(time):
-        speed = f"{time:.1f}× faster" if time >= 1 else f"{1 / time:.1f}× slower"
-        head = f"{variant} makes {op} {speed} than {base}"
+        speed = speed_words(time, verdict, _factor)
+        head = (f"{variant} makes {op} {speed} than {base}" if str(verdict) in SPEED_DIRECTIONS
+                else f"{variant} vs {base}, {op}: {speed}")
     else:
         head = f"{variant} vs {base}, {op} (not timed):"
     return f"{head}{' for ' if math.isfinite(time) and costs else ' '}{' and '.join(costs)}".strip()
@@ -94,5 +105,6 @@ def footprint_table(comparisons: pd.DataFrame, groups: pd.DataFrame, families: d
                          "time_verdict": t.get("verdict", "n/a") if t else "not timed",
                          "stack_base": vals["stack"][0], "stack_variant": vals["stack"][1], "stack_ratio": ratio["stack"],
                          "size_base": vals["size"][0], "size_variant": vals["size"][1], "size_ratio": ratio["size"],
-                         "sentence": sentence(pair, base, var, op, sp, ratio["stack"], ratio["size"])})
+                         "sentence": sentence(pair, base, var, op, sp, ratio["stack"], ratio["size"],
+                                              t.get("verdict", "n/a") if t else "n/a")})
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -25,6 +25,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..errors import command
+
 COPIES_CAP = 16  # the most copies per job the study is asked for: each copy is relinked, gated and held open
 TRIM = 0.1  # copies_needed's variances are trimmed by this share on each side
 MAX_REPORTED = 1000  # copies_needed is written up to this (more: the layout alone sets the width)
@@ -62,10 +64,11 @@ def copies_needed(pairs, se2, slack: float = WIDTH_SLACK) -> tuple[float, float,
     return layout, rest, max(1, min(MAX_REPORTED, int(math.ceil(need - 1e-9))))
 
 
-def copies_record(comparisons: pd.DataFrame, per_job: int | None) -> dict:
+def copies_record(comparisons: pd.DataFrame, per_job: int | None, directory=None, jobs: int | None = None) -> dict:
     """How many copies per job the study's laid-out comparisons ask for (copies_needed), against what
     it ran and the cap: the 90th percentile over its csign rows, capped; rows that need more than it
-    ran, more than the cap."""
+    ran, more than the cap. The note's commands work on the study they are about (`directory`): its
+    plan fixed the copies per job, so more copies are a new directory's, more jobs (`jobs` now) its own."""
     rows = comparisons[(comparisons.get("method") == "csign")] if len(comparisons) and "method" in comparisons else \
         comparisons.iloc[:0]
     need = rows["copies_needed"].to_numpy(dtype=float) if "copies_needed" in rows else np.zeros(0)
@@ -83,13 +86,18 @@ def copies_record(comparisons: pd.DataFrame, per_job: int | None) -> dict:
                     f"error, the rest between jobs; a job's spins are shared by its copies, so only the layout's "
                     f"share falls with L); recommended: the 90th percentile over the comparisons, at most "
                     f"{COPIES_CAP} (each copy is relinked, gated and held open by its job)")}
+    here = directory if directory is not None else "DIR"
+    more_jobs = (command("run", here, "--jobs", 2 * int(jobs)) if jobs else
+                 f"{command('run', here, '--jobs', 'N')} with N above its jobs per group")
     if rec > have:
         out["note"] = (f"{out['rows_short']} of {out['rows']} laid-out comparisons would need more copies per job than "
-                       f"the study's {have}: run with --layouts {rec}")
+                       f"the study's {have}, which its plan fixed: {command('run', 'NEW_DIR', '--layouts', rec)} (a new "
+                       f"directory, with this study's other options) gives them; {more_jobs} narrows them here")
     if out["rows_beyond_cap"]:
         out["note"] = (out.get("note", "") + ("; " if out.get("note") else "") +
                        f"{out['rows_beyond_cap']} need more than the cap of {COPIES_CAP}: the study cannot afford "
-                       f"enough copies for them (their layout spread dwarfs the job-to-job spread); more jobs narrow them")
+                       f"enough copies for them (their layout spread dwarfs the job-to-job spread); more jobs narrow "
+                       f"them ({more_jobs})")
     return out
 
 

@@ -31,6 +31,25 @@ def warmup_record(directory: Path, design: str) -> dict:
             "warmup_ns": st.get("warmup_ns", 0) if design == Design.PAIRED else 0}
 
 
+def budget_record(directory: Path) -> dict:
+    """Which ops the study's time budget sized below the spins x reps it asked for (sizing.json against the
+    plan's settings): their intervals rest on fewer samples than the capped ops' (issue 45)."""
+    st = read_json_file(StudyDir(directory).plan_json).get("settings") or {}
+    if not st.get("budget") or not isinstance(st.get("spins"), int) or not isinstance(st.get("reps"), int):
+        return {"budget_s": st.get("budget") or None, "cut": 0}
+    sized = read_json_file(StudyDir(directory).sizing_json)
+    asked = st["spins"] * st["reps"]
+    shares: dict[str, float] = {}
+    for s in (sized.get("schemes") or {}).values():
+        for op, o in ((s.get("ops") or {}).items() if isinstance(s, dict) else ()):
+            if isinstance(o, dict) and isinstance(o.get("spins"), int) and isinstance(o.get("reps"), int):
+                share = o["spins"] * o["reps"] / asked
+                if share < 1:
+                    shares[op] = min(share, shares.get(op, 1.0))
+    return {"budget_s": st["budget"], "spins": st["spins"], "reps": st["reps"], "cut": len(shares),
+            "ops": sorted(shares), "least_share": min(shares.values()) if shares else None}
+
+
 SELF_CHECK_TOLERANCE_TICKS = 1.0  # the engine's acceptance for the empty op: 0 +- 1 tick per call
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .. import metrics as metrics_mod
-from ..analysis_settings import Settings, read_study_toml, resolve
+from ..analysis_settings import Settings, asked_record, read_study_toml, resolve
 from ..errors import PqsimdError
 from ..model import RESULTS_SCHEMA_VERSION, Chain, Design, JobKind
 from ..results import computed_from
@@ -40,7 +40,7 @@ from .groups import (EXACT_METRICS, MIN_CLOCK_STEPS, attach_resolution, build_gr
                      short_samples)
 from .load import drop_failed_builds, load_spins, not_timed_variants
 from .methods import ESTIMAND, estimand_of, methods
-from .records import (SELF_CHECK_TOLERANCE_TICKS, clock_record, layout_record, regimes_record, self_check_record,
+from .records import (SELF_CHECK_TOLERANCE_TICKS, budget_record, clock_record, layout_record, regimes_record, self_check_record,
                       shared_cpu_jobs, shared_cpu_record, shared_cpu_warning, warmup_record, with_cpu_share,
                       with_job_records)
 from .write import write_json, write_or_remove, write_spins, write_table
@@ -61,6 +61,7 @@ class Analysis:
     chain: Chain
     sources: dict  # computed_from: the files the results are computed from, read before anything else
     mix_only: bool
+    asked: dict = field(default_factory=dict)  # analysis_settings.asked_record: what the command line gave
     warnings: list[str] = field(default_factory=list)
     started: float = 0.0
     mark: float = 0.0
@@ -129,7 +130,8 @@ def start(directory: Path, results: Path, n_boot: int | None, seed: int | None, 
     raw_files = StudyDir(directory).raw_files()
     mix_only = bool(raw_files) and all(f.name.endswith(".mix.parquet") or sim.is_sim_file(f.name) or ct.is_ct_file(f.name)
                                        for f in raw_files)
-    return Analysis(directory, results, study, settings, ctx, chain, sources, mix_only, started=t0, mark=t0)
+    asked = asked_record(study, {"n_boot": n_boot, "seed": seed, "adjust": adjust})
+    return Analysis(directory, results, study, settings, ctx, chain, sources, mix_only, asked=asked, started=t0, mark=t0)
 
 
 def write_mix_only(a: Analysis) -> None:
@@ -141,7 +143,7 @@ def write_mix_only(a: Analysis) -> None:
     warnings += ct.write_ct_results(a.directory, a.results, ctx["chain"], ctx["families"])
     write_json({"schema_version": RESULTS_SCHEMA_VERSION, "mix_only": True, "chain": ctx["chain"],
                 "families": ctx["families"], "warnings": warnings, "isa": ctx["isa"], "vlen": ctx.get("vlen"),
-                "computed_from": a.sources}, a.results / "summary.json")
+                "computed_from": a.sources, "analysis_asked": a.asked}, a.results / "summary.json")
 
 
 # --- the steps ----------------------------------------------------------------------------------------------
@@ -390,7 +392,8 @@ def write_summary(a: Analysis) -> None:
     directory, ctx, settings, fam = a.directory, a.ctx, a.settings, a.fam
     data, groups_df, main = a.data, a.groups_df, a.main
     layout_rec = layout_record(directory, a.laid)
-    copies_rec = layout_mod.copies_record(main, (layout_rec or {}).get("copies_per_job"))
+    copies_rec = layout_mod.copies_record(main, (layout_rec or {}).get("copies_per_job"), directory,
+                                          (a.study.get("study") or {}).get("jobs"))
     if copies_rec.get("note"):
         a.warnings.append(f"layouts: {copies_rec['note']}")
     jobs = data.jobs
@@ -468,8 +471,10 @@ def write_summary(a: Analysis) -> None:
             "position0_flagged": int(groups_df["position0"].sum()),
         },
         "warmup": warmup_record(directory, ctx["design"]),
+        "budget": budget_record(directory),
         "clock": clock_record(data.jobs, groups_df[~groups_df["op"].isin(a.self_checks)], main),
         "computed_from": a.sources,
+        "analysis_asked": a.asked,
         "self_check": a.self_check,
         "warnings": a.warnings,
         "timing_s": a.timing,

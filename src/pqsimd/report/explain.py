@@ -8,6 +8,7 @@ and, with --metric sim, each variant's bottleneck with the simulated events behi
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -59,7 +60,13 @@ class _Data:
         self.mix = _read(results, "mix")
         self.bottleneck = _read(results, "bottleneck")
         self.sim = _read(results, "sim")
+        self.summary = _summary(results)
         if self.mix.empty and self.bottleneck.empty:
+            if StudyDir(self.directory).analysed_elsewhere():  # growing it here would time this machine into it
+                raise PqsimdError(f"{results} holds no instruction mix, and {self.directory}'s measurements were "
+                                  f"analysed elsewhere (no raw/ of them here), so it cannot be grown here; measure "
+                                  f"the mix on this machine in a new directory: "
+                                  f"{command('run', 'NEW_DIR', '--metric', 'mix')} with the study's --schemes")
             raise PqsimdError(f"{results} holds no instruction mix; add it to the study with "
                               f"{command('run', self.directory, '--metric', 'mix')}, then "
                               f"{command('analyze', self.directory)}")
@@ -67,7 +74,19 @@ class _Data:
         self.mca = _read(results, "mca")
         self.mcm = _read(results, "mca_mnemonics")
         self.groups = _read(results, "groups")
-        self.summary = _summary(results)
+        self.comparisons = _read(results, "comparisons")
+
+    def comparison(self, scheme: str, op: str, base: str, variant: str, compiler: str) -> dict:
+        """The ticks comparison `show` and the report print for base → variant (its speedup, interval and
+        verdict: the study's one number for it), or {} when the study has none (a pair off the chain)."""
+        c = self.comparisons
+        if c.empty or not {"metric", "baseline", "variant", "compiler"} <= set(c.columns):
+            return {}
+        m = ((c["metric"] == "ticks") & (c["scheme"] == scheme) & (c["op"] == op) & (c["baseline"] == base)
+             & (c["variant"] == variant) & (c["compiler"] == compiler))
+        if "baseline_compiler" in c.columns:
+            m &= c["baseline_compiler"].fillna(compiler) == compiler
+        return c[m].iloc[0].to_dict() if m.any() else {}
 
     def family(self, scheme: str) -> dict:
         for f in (self.summary.get("families") or {}).values():
@@ -134,8 +153,20 @@ def _factor(mca: pd.DataFrame) -> str:
     return fmt.num(f.iloc[0]) if len(f) else fmt.NA
 
 
+def _check_scheme(directory: Path, scheme: str) -> None:
+    """An unknown --scheme is named as such (with the nearest one) before anything says what the
+    results lack: a typo is not told to measure a mix."""
+    known = [s for f in (read_summary(directory).get("families") or {}).values() if isinstance(f, dict)
+             for s in (f.get("schemes") or {})]
+    if known and scheme not in known:
+        raise PqsimdError(f"no parameter set {scheme!r} in {directory}; it has: {', '.join(known)}"
+                          f"{did_you_mean(scheme, known)}")
+
+
 def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None = None,
                compiler: str | None = None) -> str:
+    if StudyDir(directory).results_dir.is_dir():
+        _check_scheme(Path(directory), scheme)
     d = _Data(directory)
     if d.mix.empty:  # --metric sim without mix: the bottlenecks and simulated events alone
         from .why import explain_lines
@@ -206,13 +237,14 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     ticks = {v: info[v].get("ticks") for v in chosen}
     timed = all(not fmt.is_missing(ticks[v]) for v in chosen)
     tpi = {v: info[v].get("ticks_per_instruction") for v in chosen}
+    comps = {v: d.comparison(scheme, op, base, v, compiler) for v in chosen[1:]}
     if timed:
         t = " · ".join(f"{v} {_q(ticks[v])}" for v in chosen)
-        sp = "; ".join(f"{v} {_ratio_words(ticks[base], ticks[v], 'faster', 'slower')}" for v in chosen[1:])
         tp = " → ".join(fmt.num(tpi[v]) for v in chosen)
         norm = info[chosen[-1]].get("family_norm_tpi")
-        row(f"time ({unit_of('ticks', d.summary.get('isa'))})", f"{t} per call ({sp}); ticks/instruction {tp}"
+        row(f"time ({unit_of('ticks', d.summary.get('isa'))})", f"{t} per call (each build's median); ticks/instruction {tp}"
             + (f" (family norm for {chosen[-1]}: {fmt.num(norm)})" if not fmt.is_missing(norm) else ""))
+        row("speedup", "; ".join(_speedup_text(comps[v], ticks[base], ticks[v], base, v) for v in chosen[1:]))
     else:
         row("time", "not measured in this study (run with --metric ticks,instructions,mix for ticks per instruction)")
 
@@ -259,7 +291,8 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
             row(name, text)
     seen = set()
     for v in chosen[1:]:
-        for name, text in _reason(d, scheme, op, compiler, base, v, total, counts, labels, mn, ticks, tpi, timed, mca, host):
+        for name, text in _reason(d, scheme, op, compiler, base, v, total, counts, labels, mn, ticks, tpi, timed, mca, host,
+                                  comps.get(v) or {}):
             if (name, text) not in seen:
                 row(name if not any(n == name for n, _ in seen) else "", text)
                 seen.add((name, text))
@@ -280,21 +313,42 @@ def _cand_text(g: dict, v: str) -> str:
     return f"{names}: llvm-mca latency {_q(g['latency'])} on {', '.join(g['slow'])}{fast}{est}"
 
 
+def _speedup_text(comp: dict, tb, tv, base: str, v: str) -> str:
+    """base → v's speedup as `show` and the report print it (the comparison's estimate, interval and
+    verdict); where the study has no such comparison, the ratio of the two medians, labelled as that."""
+    from ..model import speed_words
+
+    sp = comp.get("speedup")
+    if not fmt.is_missing(sp):
+        lo, hi = comp.get("ci_low"), comp.get("ci_high")
+        ci = f" {fmt.ci(lo, hi)}" if not (fmt.is_missing(lo) or fmt.is_missing(hi)) else ""
+        return f"{v} {speed_words(float(sp), comp.get('verdict'), fmt.times, ci)}"
+    return f"{v}: {fmt.times(tb / tv)} (the ratio of the two medians: the study compares no such pair)" \
+        if tb and tv else f"{v}: {fmt.NA}"
+
+
 def _reason(d: _Data, scheme, op, compiler, base, v, total, counts, labels, mn, ticks, tpi, timed, mca,
-            host) -> list[tuple[str, str]]:
+            host, comp: dict | None = None) -> list[tuple[str, str]]:
     """The likely reason for a slowdown (per call, or per instruction) from the data: instructions
     the variant adds that the cost model of this host makes slow, else the shift of classes and the
-    model's instructions per cycle; instructions other CPU models make slow on a line of their own."""
+    model's instructions per cycle; instructions other CPU models make slow on a line of their own.
+    Slower or the same: the comparison's verdict where the study has it (the number `show` prints),
+    else the two medians against the threshold."""
     thr = float(d.summary.get("threshold") or 0.0)  # a difference inside ±threshold is no difference
-    same = timed and ticks[base] > 0 and abs(ticks[v] / ticks[base] - 1) <= thr
-    slower = timed and not same and ticks[v] > ticks[base]
+    verdict = str((comp or {}).get("verdict") or "")
+    if timed and verdict in ("faster", "slower", "same"):
+        same, slower = verdict == "same", verdict == "slower"
+    else:
+        same = timed and ticks[base] > 0 and abs(ticks[v] / ticks[base] - 1) <= thr
+        slower = timed and not same and ticks[v] > ticks[base]
+    speed = float((comp or {}).get("speedup") or math.nan)
     tpi_up = timed and not same and not fmt.is_missing(tpi[base]) and not fmt.is_missing(tpi[v]) and tpi[v] > TPI_FLAG * tpi[base]
     cands = slow_candidates(d.mcm, mca, d.mix, scheme, op, compiler, base, v)
     on_host = [g for g in cands if host in g["slow"]] if host else []
     elsewhere = [g for g in cands if g not in on_host]
     rows: list[tuple[str, str]] = []
     if slower:
-        lead = (f"{v} is {fmt.times(ticks[v] / ticks[base])} slower than {base}"
+        lead = (f"{v} is {fmt.times(1 / speed if speed > 0 else ticks[v] / ticks[base])} slower than {base}"
                 + (f" although it executes {fmt.times(total[base] / total[v])} fewer instructions"
                    if total[v] and total[base] > total[v] else ""))
     elif tpi_up:
@@ -328,7 +382,12 @@ def _reason(d: _Data, scheme, op, compiler, base, v, total, counts, labels, mn, 
         rows.append(("likely reason", f"none needed: {v} and {base} take the same time within ±{thr:.0%} "
                      f"({fmt.num(ticks[base])} → {fmt.num(ticks[v])} ticks)"))
     elif timed:
-        rows.append(("likely reason", f"no slowdown: {v} is {_ratio_words(ticks[base], ticks[v], 'faster', 'slower')} with "
+        from ..model import speed_words
+
+        how = (speed_words(speed, verdict, fmt.times) if speed > 0 and verdict
+               else _ratio_words(ticks[base], ticks[v], 'faster', 'slower'))
+        rows.append(("likely reason", f"{'no slowdown' if verdict in ('', 'faster') else 'no slowdown shown'}: {v} is "
+                     f"{how} with "
                      f"{_ratio_words(total[base], total[v], 'fewer', 'more')} instructions (ticks per instruction "
                      f"{fmt.num(tpi[base])} → {fmt.num(tpi[v])})"))
     else:

@@ -63,6 +63,18 @@ def ordering_check(study: Results, fam: FamilyView, metric: str) -> list[str]:
     return out
 
 
+def _speed(row, level: bool = False) -> str:
+    """A comparison's speed in a headline: its verdict's words (model.speed_words) with its interval (and
+    the interval's level)."""
+    from ..model import speed_words
+
+    sp, lo, hi, lvl = interval(row)
+    ci = f" {fmt.ci(lo, hi)}" if not (fmt.is_missing(lo) or fmt.is_missing(hi)) else ""
+    if ci and level and not fmt.is_missing(lvl):
+        ci += f" ({fmt.level(lvl)} interval)"
+    return speed_words(sp, row.get("verdict"), fmt.times, ci)
+
+
 def headlines(study: Results, fam: FamilyView) -> list[str]:
     metric = study.primary_metric
     h = study.chain.hand
@@ -73,14 +85,13 @@ def headlines(study: Results, fam: FamilyView) -> list[str]:
     if h is not None and not df.empty and df["speedup"].notna().any():
         d = df[df["op"] != fam.self_check]
         best = d.loc[d["speedup"].idxmax()]
-        _sp, lo, hi, lvl = interval(best)
-        at = f" ({fmt.level(lvl)} interval)" if not fmt.is_missing(lvl) else ""
         out.append(f"The largest {h.label} speedup ({h.base}→{h.variant}) is {fam.label(best['op'])} at "
-                   f"{fam.scheme_label(best['scheme'])}: {fmt.times(best['speedup'])} {fmt.ci(lo, hi)}{at}.")
+                   f"{fam.scheme_label(best['scheme'])}: {_speed(best, level=True)}.")
         worst = d.loc[d["speedup"].idxmin()]
-        if worst["speedup"] < 1:
-            out.append(f"{h.variant} is slower than {h.base} on {fam.label(worst['op'])} at "
-                       f"{fam.scheme_label(worst['scheme'])}: {fmt.times(worst['speedup'])} (verdict {worst['verdict']}).")
+        if worst["speedup"] < 1:  # the word is the verdict's: a point estimate below 1 is not `slower`
+            where = f"{fam.label(worst['op'])} at {fam.scheme_label(worst['scheme'])}"
+            out.append(f"{h.variant} is slower than {h.base} on {where}: {_speed(worst)}." if worst["verdict"] == "slower"
+                       else f"The smallest {h.label} speedup ({h.base}→{h.variant}) is {where}: {_speed(worst)}.")
         parts = []
         for grp in fam.views.get("headlines") or []:
             r = _range(df, grp.get("ops", []))
@@ -257,6 +268,7 @@ def methods(study: Results) -> list[tuple[str, str]]:
         ("code layout", study.layout_note()),
         ("cliffs (laid-out copies far slower than the rest)", study.cliffs_note()),
         ("co-residency (paired/alone)", study.coresidency_note()),
+        ("time budget", study.budget_note() or "every op got the spins x reps asked for (or no budget)"),
         ("disturbed jobs", study.jobs_note()),
         ("regimes (jobs in two states)", study.regime_note() or "not checked (results of an older pqsimd)"),
         ("jobs that shared their CPU", study.shared_cpu_note() or "none: every timing job had its CPU to itself"),

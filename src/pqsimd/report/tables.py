@@ -152,8 +152,13 @@ def _ci_name(study: Results, rows: list[dict]) -> str:
 
 
 def _design(study: Results) -> str:
-    return (" Paired design: every variant timed in each job in a per-spin random order; speedups are medians of "
-            "the jobs' ratios." if study.design == Design.PAIRED else "")
+    """The design and the estimand of the table's speedups (Results.estimand_short: what the number is, and is
+    not), from what analyze recorded."""
+    short = study.estimand_short()
+    what = f" Speedup: {short}." if short else (" Speedups are medians of the jobs' ratios."
+                                                if study.design == Design.PAIRED else "")
+    return (" Paired design: every variant timed in each job in a per-spin random order." if study.design == Design.PAIRED
+            else "") + what
 
 
 # -- table 1 --------------------------------------------------------------------------------
@@ -221,7 +226,7 @@ def table1_hand_simd(study: Results, fam: FamilyView, metric: str, reference: st
     if mwu:
         stat.append(f"one-sided MWU p ≤ {fmt.pval(max(mwu))} (spin medians, descriptive)")
     caption = (f"{fam.title}: {h.label} speedup ({h.base} → {h.variant}, {style.metric_title(metric)}), "
-               f"{'median job ratio' if study.design == 'paired' else 'ratio'} with the {_ci_name(study, got)}." + (" " + "; ".join(stat) + "." if stat else "")
+               f"{'the typical layout' if study.estimand_short() and 'typical layout' in study.estimand_short() else 'median job ratio' if study.design == 'paired' else 'ratio'} with the {_ci_name(study, got)}." + (" " + "; ".join(stat) + "." if stat else "")
                + _design(study))
     if paper is not None:
         caption += f" paper: {about or 'the published table'}; ratio = ours / paper."

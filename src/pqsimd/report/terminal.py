@@ -121,6 +121,8 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
         con.print(Text(f"layout: {study.layout_note()}", style="dim"))
     if (study.summary.get("coresidency") or {}).get("rows"):
         con.print(Text(f"co-residency: {study.coresidency_note()}", style="dim"))
+    if study.budget_note():
+        con.print(Text(f"budget: {study.budget_note()}", style="dim"))
     shared = study.shared_cpu_note()
     if shared:
         con.print(Text(f"shared CPU: {shared}", style="bold yellow"))

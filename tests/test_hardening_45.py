@@ -1,0 +1,157 @@
+"""Issue 45's smaller defects, each on the level where it is decided (no study is run)."""
+
+import tomllib
+
+from pqsimd import study as study_mod
+
+
+def test_an_environment_override_is_never_written_into_study_toml(tmp_path, monkeypatch):
+    monkeypatch.setenv("PQSIMD_SHARED_CPU", "keep")
+    s = study_mod.resolve(tmp_path / "s", {})
+    assert s.shared_cpu == "keep"  # this run keeps shared jobs ...
+    assert "shared_cpu" not in tomllib.loads(s.to_toml())["study"]  # ... the study does not, for good
+    s = study_mod.resolve(tmp_path / "s", {"shared_cpu": "keep"})  # asked on the command line: the study's
+    assert tomllib.loads(s.to_toml())["study"]["shared_cpu"] == "keep"
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "study.toml").write_text(s.to_toml())
+    monkeypatch.setenv("PQSIMD_SHARED_CPU", "discard")
+    s = study_mod.resolve(tmp_path / "t", {})
+    assert s.shared_cpu == "discard" and tomllib.loads(s.to_toml())["study"]["shared_cpu"] == "keep"
+
+
+def test_the_methods_of_a_study_that_timed_nothing_do_not_describe_timing(tmp_path):
+    from pqsimd.analyze import analyze_study
+    from pqsimd.results import load_study
+    from synthetic import make_synthetic_study
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=1,
+                             spins=3, reps=1, medians={"ref": 1000, "avx2": 40}, seed=7, metric="instructions")
+    analyze_study(d)
+    r = load_study(d)
+    assert r.timed_nothing
+    design, warm, carry = r.design_notes()
+    text = " ".join((design, warm, carry, r.reading_note()))
+    assert "nothing timed" in design and "process" not in text and "spin" not in text and "interval is printed" not in text
+    assert "exact" in r.reading_note()
+
+
+def test_a_vector_length_set_whose_metrics_cannot_give_its_view_is_refused_before_anything(tmp_path):
+    import pytest
+
+    from pqsimd.errors import PqsimdError
+    from pqsimd.studysets import run_vlens
+
+    d = tmp_path / "set"
+    with pytest.raises(PqsimdError) as e:
+        run_vlens(d, [128, 256], {"isa": "riscv64", "metric": ["size"]})
+    line = str(e.value)
+    assert "\n" not in line and "instruction counts" in line and "--metric size,instructions" in line, line
+    assert not d.exists()  # nothing written, built or measured
+
+
+def test_a_vector_length_set_that_failed_at_zero_says_why_in_one_line(tmp_path, monkeypatch, capsys):
+    import pqsimd.studysets as sets
+
+    ran = []
+    monkeypatch.setattr(sets, "run_study", lambda sub, overrides, **k: ran.append(overrides["vlen"]) or overrides["vlen"])
+    monkeypatch.setattr(sets, "report_set", lambda d: ran.append("report"))
+    ok = sets.run_vlens(tmp_path / "set", [0, 256], {"isa": "riscv64", "metric": ["instructions"]})
+    err = capsys.readouterr().err.strip()
+    assert not ok and ran == [0, 256, "report"]  # the length that ran still gives its part of the view
+    assert len(err.splitlines()) == 1 and "--vlen 0 failed" in err and "without its V extension" in err, err
+    assert "pqsimd run NEW_DIR --isa riscv64 --vlen 0" in err
+
+
+def test_the_copies_advice_names_commands_that_work_on_the_study(tmp_path):
+    import pandas as pd
+
+    from pqsimd.analyze.layout import COPIES_CAP, copies_record
+
+    rows = pd.DataFrame({"method": ["csign"] * 10, "copies_needed": [COPIES_CAP + 4.0] * 2 + [12.0] * 8})
+    rec = copies_record(rows, 2, tmp_path / "study", jobs=10)
+    note = rec["note"]
+    # the plan fixed 2 copies per job: more copies are a new directory's, more jobs this study's own
+    assert "run with --layouts" not in note and f"`pqsimd run NEW_DIR --layouts {rec['recommended']}`" in note, note
+    assert f"`pqsimd run {tmp_path / 'study'} --jobs 20`" in note and "which its plan fixed" in note, note
+
+
+def test_tables_and_the_reading_note_name_the_estimand(tmp_path):
+    import json
+
+    from pqsimd.analyze import analyze_study
+    from pqsimd.model import ESTIMAND_SHORT
+    from pqsimd.report.tables import table1_hand_simd, table_full
+    from pqsimd.results import load_study
+    from synthetic import make_synthetic_study
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=6,
+                             spins=10, reps=3, medians={"ref": 1000, "avx2": 40}, seed=8, design="paired")
+    analyze_study(d)
+    path = d / "results" / "summary.json"
+    s = json.loads(path.read_text())
+    assert s["estimand"]["applies"] == "fixed"
+    s["estimand"]["applies"] = "laid_out"  # as a study with randomized layouts records it
+    path.write_text(json.dumps(s))
+    r = load_study(d)
+    fam = r.families[0]
+    for t in (table1_hand_simd(r, fam, "ticks"), table_full(r, fam, "ticks")):
+        assert f"Speedup: {ESTIMAND_SHORT['laid_out']}." in t.caption, t.caption
+    assert "typical layout: the median over jobs and layouts of copy-pair ratios" in ESTIMAND_SHORT["laid_out"]
+    assert "not the geometric mean over layouts" in r.reading_note()
+
+
+def test_the_coresidency_note_says_when_it_was_not_tested_with_power(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from pqsimd.analyze import analyze_study
+    from pqsimd.results import load_study
+    from synthetic import make_synthetic_study
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=3,
+                             spins=10, reps=3, medians={"ref": 1000, "avx2": 40}, seed=9)
+    analyze_study(d)
+    path = d / "results" / "summary.json"
+    s = json.loads(path.read_text())
+    rows = [{"metric": "ticks", "scheme": "ml-kem-512", "op": "ntt", "variant": v, "compiler": "gcc", "n_paired": 10,
+             "n_alone": 1, "ratio": 1.0, "ci_low": lo, "ci_high": hi, "flagged": False} for v, lo, hi in
+            (("ref", 0.88, 1.13), ("avx2", 0.89, 1.12))]
+    pd.DataFrame(rows).to_parquet(d / "results" / "coresidency.parquet")
+    s["coresidency"] = {"measured": True, "rows": 2, "flagged": 0, "level": 0.95, "median_ratio": 1.0, "worst": "x"}
+    path.write_text(json.dumps(s))
+    note = load_study(d).coresidency_note()
+    assert "not tested with power at 1 alone job(s) per group" in note and "±12.7%" in note and "--alone 5" in note, note
+    s["coresidency"]["median_halfwidth"] = 0.008  # ±0.8%: tested with power, no such line
+    path.write_text(json.dumps(s))
+    assert "power" not in load_study(d).coresidency_note()
+
+
+def test_the_ops_the_budget_cut_are_named_in_one_line(tmp_path):
+    import json
+
+    from pqsimd.analyze import analyze_study
+    from pqsimd.analyze.records import budget_record
+    from pqsimd.results import load_study
+    from synthetic import make_synthetic_study
+
+    d = tmp_path / "b"
+    d.mkdir()
+    (d / "plan.json").write_text(json.dumps({"settings": {"spins": 200, "reps": 20, "budget": 0.2}}))
+    ops = {"ntt": {"spins": 200, "reps": 20}, "kem_decaps": {"spins": 103, "reps": 10}, "gen_a": {"spins": 197, "reps": 20}}
+    (d / "sizing.json").write_text(json.dumps({"schemes": {"s1": {"ops": ops}}}))
+    rec = budget_record(d)
+    assert rec["cut"] == 2 and rec["ops"] == ["gen_a", "kem_decaps"] and abs(rec["least_share"] - 1030 / 4000) < 1e-12
+    (d / "plan.json").write_text(json.dumps({"settings": {"spins": 200, "reps": 20, "budget": None}}))
+    assert budget_record(d)["cut"] == 0  # no budget: nothing was cut
+
+    s = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=3,
+                             spins=10, reps=3, medians={"ref": 1000, "avx2": 40}, seed=10)
+    analyze_study(s)
+    path = s / "results" / "summary.json"
+    summary = json.loads(path.read_text())
+    assert "budget" in summary and load_study(s).budget_note() is None
+    summary["budget"] = rec
+    path.write_text(json.dumps(summary))
+    note = load_study(s).budget_note()
+    assert "2 op(s)" in note and "down to 26%" in note and "gen_a, kem_decaps" in note and "--budget" in note, note
