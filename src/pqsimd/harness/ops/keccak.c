@@ -89,7 +89,21 @@ static void extract_n(int n, int lane, uint8_t *data, unsigned off, unsigned len
 #endif
 }
 
+static void add_n(int n, int lane, const uint8_t *data, unsigned off, unsigned len);
+
+/* -DPQSIMD_KECCAK_FAULT=<lane> (a variant's flags; tests only): every N-way permutation flips one bit of
+ * that lane's state, so the gate must fail. Never set by a shipped variant. */
+static void fault(int n) {
+#ifdef PQSIMD_KECCAK_FAULT
+    static const uint8_t bit = 1;
+    if (PQSIMD_KECCAK_FAULT < n) add_n(n, PQSIMD_KECCAK_FAULT, &bit, 77, 1);
+#else
+    (void)n;
+#endif
+}
+
 static void permute_n(int n) {
+    fault(n);
     if ((n == 4 && PQSIMD_KECCAK_X4 == 1) || (n == 8 && PQSIMD_KECCAK_X8 == 1)) {
         for (int j = 0; j < n; j++) KeccakP1600_Permute_24rounds(&sl[j]);
         return;
