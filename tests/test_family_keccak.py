@@ -132,3 +132,42 @@ def test_a_corrupted_lane_fails_the_gate(tree, driver, family):
     assert all("differs from Python's hashlib.shake_256" in p for p in problems), problems
     r = verify.gate(tree, driver, [b], [SCHEME])[b.id]
     assert not r.passed
+
+
+# --- a host without AVX-512 (simulated: PQSIMD_HIDE_CPU_FLAGS) ---------------------------------------
+
+def test_hidden_flags_leave_cpu_flags_and_doctor_says_which_avx512_subsets(monkeypatch):
+    from pqsimd import doctor
+
+    real = machine.cpu_flags()
+    if not {"avx2"} <= real:
+        pytest.skip("an x86-64 host with AVX2 is needed")
+    monkeypatch.setenv(machine.HIDE_ENV, "avx512f, avx512vl avx512bw")
+    assert machine.cpu_flags() == real - AVX512
+    rows = {f.name: f for f in doctor.findings()}
+    subsets = rows["cpu: AVX-512 subsets"]
+    assert "F," not in subsets.detail + "," and "hides avx512bw, avx512f, avx512vl" in subsets.detail
+    # an opt-in variant's feature absent is a note, not a problem: the default study still runs here
+    assert rows["cpu: avx512f"].ok is None and "variant avx512" in rows["cpu: avx512f"].remedy
+    ok, line = doctor.verdict(list(rows.values()))
+    assert ok
+    monkeypatch.setenv(machine.HIDE_ENV, "avx2")
+    rows = {f.name: f for f in doctor.findings()}
+    assert rows["cpu: avx2"].ok is False and not doctor.verdict(list(rows.values()))[0]
+    monkeypatch.delenv(machine.HIDE_ENV)
+    have = {f.removeprefix("avx512").lstrip("_").upper() for f in real if f.startswith("avx512")}
+    detail = {f.name: f for f in doctor.findings()}["cpu: AVX-512 subsets"].detail
+    assert set(detail.split(", ")) == have or (not have and detail.startswith("none"))
+
+
+def test_without_avx512_the_variant_is_skipped_in_one_line_and_the_rest_gates(tmp_path, cli):
+    import os
+
+    env = {**os.environ, machine.HIDE_ENV: "avx512f avx512vl avx512bw"}
+    r = cli("run", tmp_path / "s", "--schemes", SCHEME, "--variants", "plain,avx2,avx512", "--preset", "quick",
+            "--no-run", env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = r.stdout + r.stderr
+    skips = [l for l in out.splitlines() if "skip" in l and "avx512" in l]
+    assert len(skips) == 1 and skips[0].endswith("this CPU lacks avx512f, avx512vl, avx512bw"), skips
+    assert "gate plain (gcc, keccak): passed" in out and "gate avx2 (gcc, keccak): passed" in out

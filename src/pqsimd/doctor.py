@@ -36,20 +36,48 @@ def _isa() -> list[Finding]:
 
     flags = machine.cpu_flags()
     needs: dict[str, list[str]] = {}
-    for v in catalog.builtin_variants().values():
+    default: set[str] = set()  # features the default study needs: their absence is a problem, else a note
+    variants = catalog.builtin_variants()
+    default_sources = {v.sources for v in variants.values() if v.default}
+    for v in variants.values():
         for f in v.requires_cpu:
             needs.setdefault(f, []).append(f"variant {v.id}")
+            if v.default:
+                default.add(f)
     for fam in catalog.families().values():
         for impl in fam.implementations.values():
             for f in impl.requires_cpu:
                 needs.setdefault(f, []).append(f"{fam.name}/{impl.name}")
+                if impl.name in default_sources:
+                    default.add(f)
     out = []
     for f, who in sorted(needs.items()):
         users = ", ".join(dict.fromkeys(who))
-        out.append(Finding(f"cpu: {f}", f in flags, "present" if f in flags else "absent",
+        out.append(Finding(f"cpu: {f}", True if f in flags else (False if f in default else None),
+                           "present" if f in flags else "absent",
                            "" if f in flags else f"{users} will be skipped on this CPU; run them on a machine with {f}",
                            affects="variants"))
     return out
+
+
+def _avx512() -> list[Finding]:
+    """The AVX-512 subsets the CPU has (x86-64 only): the avx512 variants need F, VL and BW; which of the
+    others it has (IFMA, VBMI, VNNI, FP16, ...) says what a -march=native build may use. Informs only."""
+    from . import isa
+    from .errors import PqsimdError
+
+    try:
+        if isa.host().name != "x86_64":
+            return []
+    except PqsimdError:
+        return []
+    have = sorted(f.removeprefix("avx512").lstrip("_").upper() for f in machine.cpu_flags() if f.startswith("avx512"))
+    hidden = sorted(f for f in machine.hidden_cpu_flags() if f.startswith("avx512"))
+    note = f" ({machine.HIDE_ENV} hides {', '.join(hidden)})" if hidden else ""
+    if not have:
+        return [Finding("cpu: AVX-512 subsets", None, f"none{note}",
+                        "variants that need AVX-512 are skipped here, one line each; the rest of a study runs")]
+    return [Finding("cpu: AVX-512 subsets", None, f"{', '.join(have)}{note}")]
 
 
 def _timer() -> list[Finding]:
@@ -224,7 +252,7 @@ def _tools() -> list[Finding]:
 
 
 def findings() -> list[Finding]:
-    found = _isa() + _timer() + _clock_step() + _frequency()
+    found = _isa() + _avx512() + _timer() + _clock_step() + _frequency()
     try:
         from .counters import doctor_checks  # hardware counters and energy
         found += [Finding(*c, affects=_AFFECTS.get(c[0], "")) for c in doctor_checks()]
