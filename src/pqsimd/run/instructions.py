@@ -44,6 +44,7 @@ from .. import machine, store
 from .. import study as study_mod
 from ..errors import CountError, tagged
 from ..studydir import StudyDir
+from . import stepcount
 from .backends import N1, N2, Callgrind, emulation, for_study
 from .metrics import pending, per_build_jobs
 
@@ -324,8 +325,7 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, list[Pair]], ops: list[s
         **emulation(backend),
         "calibration": {"overhead": 0, "call_overhead": float(call_overhead), "call_overhead_exact": _frac_text(call_overhead),
                         "unit": "instructions"},
-        "binaries": {b.id: store.sha256_file(lib)}, "tool": version, "backend": backend.name,
-        "command": backend.command(sd.driver_path, lib, scheme),
+        "binaries": {b.id: store.sha256_file(lib)}, **_counted_by(backend, sd.driver_path, lib, scheme, version),
         "n1": N1, "n2": N2, "repeats": REPEATS,
         "counts": {op: [[p.ir1, p.ir2] for p in pairs] for op, pairs in res.items()},
         "call_counts": {op: {"function": call_counter(scheme, op),
@@ -340,3 +340,14 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, list[Pair]], ops: list[s
         "started": started, "finished": datetime.now(timezone.utc).isoformat(),
     }
     return sd.write_raw(job.id, table, record)
+
+
+def _counted_by(backend, driver: Path, lib: Path, scheme: str, version: str) -> dict:
+    """The record's tool, backend and command: the study's backend's, or the single-step counter's for a build
+    the backend could not run (callgrind on AVX-512), with valgrind's reason."""
+    why = getattr(backend, "stepped", {}).get(lib.name)
+    if why is None:
+        return {"tool": version, "backend": backend.name, "command": backend.command(driver, lib, scheme)}
+    step = stepcount.Stepper()
+    return {"tool": "pqsimd stepcount (ptrace single-step, native)", "backend": step.name,
+            "command": step.command(driver, lib, scheme), "stepped_because": why}
