@@ -92,8 +92,8 @@ def test_equal_to_callgrind_on_an_avx2_build(tree, driver, ptrace_ok):
     if callgrind.valgrind_version() is None:
         pytest.skip("valgrind is not installed")
     b = _keccak(tree, driver, "avx2")
-    by_callgrind = [n for n, _ in callgrind.count_instructions_batch(driver.path, b.library, "keccak-p1600", REQUESTS)]
-    by_stepping = [n for n, _ in stepcount.Stepper().count_batch(driver.path, b.library, "keccak-p1600", REQUESTS)]
+    by_callgrind = [n for n, *_ in callgrind.count_instructions_batch(driver.path, b.library, "keccak-p1600", REQUESTS)]
+    by_stepping = [n for n, *_ in stepcount.Stepper().count_batch(driver.path, b.library, "keccak-p1600", REQUESTS)]
     assert by_stepping == by_callgrind
     assert by_stepping[1] - by_stepping[0] > 8 * 1000  # a real permutation was stepped, not an empty call
 
@@ -111,6 +111,6 @@ def test_the_callgrind_backend_steps_what_valgrind_cannot_run(tree, driver, ptra
         callgrind.count_instructions_batch(driver.path, b.library, "keccak-p1600", REQUESTS[:2])
     assert e.value.unsupported and "EVEX" in e.value.unsupported
     backend = Callgrind()
-    got = [n for n, _ in backend.count_batch(driver.path, b.library, "keccak-p1600", REQUESTS)]
-    assert got == [n for n, _ in stepcount.Stepper().count_batch(driver.path, b.library, "keccak-p1600", REQUESTS)]
+    got = [n for n, *_ in backend.count_batch(driver.path, b.library, "keccak-p1600", REQUESTS)]
+    assert got == [n for n, *_ in stepcount.Stepper().count_batch(driver.path, b.library, "keccak-p1600", REQUESTS)]
     assert "EVEX" in backend.stepped[b.library.name]

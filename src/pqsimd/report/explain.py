@@ -67,6 +67,7 @@ class _Data:
         self.mca = _read(results, "mca")
         self.mcm = _read(results, "mca_mnemonics")
         self.groups = _read(results, "groups")
+        self.hash_share = _read(results, "hash_share")
         self.summary = _summary(results)
 
     def family(self, scheme: str) -> dict:
@@ -169,6 +170,9 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     rel = "; ".join(f"{v}: {_ratio_words(total[base], total[v], 'fewer', 'more')}" for v in chosen[1:]
                     if _ratio_words(total[base], total[v], 'fewer', 'more'))
     row("instructions/call", ins + (f"  ({rel})" if rel else ""))
+    hs = hash_share_text(d.hash_share, scheme, op, compiler, chosen)
+    if hs:
+        row("hash share", hs)
 
     for v in chosen[1:]:
         dtot = total[base] - total[v]
@@ -352,3 +356,23 @@ def _model_ipc(mca, host, base, v, total) -> str:
     meas = (f" (measured {fmt.num(total[base] / mb)} → {fmt.num(total[v] / mv)})"
             if not fmt.is_missing(mb) and not fmt.is_missing(mv) and mb > 0 and mv > 0 else "")
     return f"this host's model ({host}) predicts {fmt.num(ib)} → {fmt.num(iv)} instructions per cycle{meas}"
+
+
+def hash_share_text(table: pd.DataFrame, scheme: str, op: str, compiler: str, variants: list[str]) -> str:
+    """Each variant's share of instructions inside Keccak/SHA-3/SHA-2 entry points (results/hash_share) and the
+    Amdahl bound it puts on a faster hash; n/a for a variant counted without call arcs (single-stepped)."""
+    if table.empty:
+        return ""
+    sel = table[(table["scheme"] == scheme) & (table["op"] == op) & (table["compiler"] == compiler)]
+    if sel.empty:
+        return ""
+    parts = []
+    for v in variants:
+        r = sel[sel["variant"] == v]
+        if r.empty:
+            parts.append(f"{v} n/a")
+            continue
+        share, bound = float(r["share"].iloc[0]), float(r["amdahl_bound"].iloc[0])
+        limit = "the op is all hashing" if share >= 0.9995 else f"a faster hash gives at most {fmt.times(bound)}"
+        parts.append(f"{v} {fmt.pct(share)} ({limit})")
+    return " · ".join(parts)

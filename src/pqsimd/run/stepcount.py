@@ -107,14 +107,14 @@ class Stepper:
         return "pqsimd stepcount (ptrace single-step, native)"
 
     def count_batch(self, driver: Path, library: Path, scheme: str, requests) -> list:
-        """[(instructions, None)] per (op, calls, counter) request, all in one process (a counter's
+        """[(instructions, None, None)] per (op, calls, counter) request, all in one process (a counter's
         calls are not seen: None, as the QEMU plugin)."""
         args = ["count", str(library), scheme, *(x for op, calls, _ in requests for x in (op, str(calls)))]
         got = run(Path(driver), args)
         if len(got) != len(requests):
             raise CountError(f"{requests[0][0]} ...: the single-step counter saw {len(got)} calls of {FUNCTION}, "
                              f"expected {len(requests)}")
-        return [(n, None) for n in got]
+        return [(n, None, None) for n in got]  # no call arcs: neither a counter's calls nor the hash share
 
     def command(self, driver: Path, library: Path, scheme: str, extra: tuple[str, ...] = ()) -> list[str]:
         return ["stepcount", "<out>", f"<{FUNCTION} address>", "<pie>", "--", str(driver), "count", str(library), scheme,
