@@ -171,3 +171,24 @@ def test_without_avx512_the_variant_is_skipped_in_one_line_and_the_rest_gates(tm
     skips = [l for l in out.splitlines() if "skip" in l and "avx512" in l]
     assert len(skips) == 1 and skips[0].endswith("this CPU lacks avx512f, avx512vl, avx512bw"), skips
     assert "gate plain (gcc, keccak): passed" in out and "gate avx2 (gcc, keccak): passed" in out
+
+
+def test_per_unit_view_is_checked_and_explain_divides_by_it(family):
+    import pandas as pd
+
+    from pqsimd import familyschema
+    from pqsimd.errors import PqsimdError
+    from pqsimd.report.explain import per_unit_text
+
+    pu = family.views["per_unit"]
+    assert pu["unit"] == "permutation" and pu["ops"] == {"permute_x1": 1, "permute_x4": 4, "permute_x8": 8}
+    g = pd.DataFrame([{"metric": "ticks", "scheme": SCHEME, "op": o, "variant": "avx512", "compiler": "gcc", "median": m}
+                      for o, m in (("permute_x4", 700.0), ("permute_x8", 1000.0))])
+    text = per_unit_text(g, pu, SCHEME, "gcc", "TSC ticks")
+    assert "avx512: permute_x4 175, permute_x8 125" in text and text.endswith("(TSC ticks per permutation)")
+    for bad, needle in (({"unit": "p", "ops": {"permute_x4": 0}}, "per_unit ops.permute_x4"),
+                        ({"unit": "p", "ops": {"nope": 2}}, "names op 'nope'"),
+                        ({"ops": {"permute_x4": 4}}, "per_unit unit")):
+        with pytest.raises(PqsimdError, match=needle) as e:
+            familyschema.check_views({"per_unit": bad}, tuple(family.ops), family.schemes, "keccak.toml")
+        assert "\n" not in str(e.value)

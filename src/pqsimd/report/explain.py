@@ -173,6 +173,9 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     hs = hash_share_text(d.hash_share, scheme, op, compiler, chosen)
     if hs:
         row("hash share", hs)
+    pu = (fam.get("views") or {}).get("per_unit") or {}
+    if op in (pu.get("ops") or {}):
+        row(f"per {pu['unit']}", per_unit_text(d.groups, pu, scheme, compiler, unit_of("ticks", d.summary.get("isa"))))
 
     for v in chosen[1:]:
         dtot = total[base] - total[v]
@@ -376,3 +379,21 @@ def hash_share_text(table: pd.DataFrame, scheme: str, op: str, compiler: str, va
         limit = "the op is all hashing" if share >= 0.9995 else f"a faster hash gives at most {fmt.times(bound)}"
         parts.append(f"{v} {fmt.pct(share)} ({limit})")
     return " · ".join(parts)
+
+
+def per_unit_text(groups: pd.DataFrame, per_unit: dict, scheme: str, compiler: str, tick_unit: str) -> str:
+    """Every variant's median time of each op of the family's per_unit view over its units per call (e.g. ticks
+    per Keccak permutation of the 1-, 4- and 8-way ops): the width effect is a variant's row read left to right."""
+    if groups.empty or "metric" not in groups:
+        return "no times in this study"
+    g = groups[(groups["metric"] == "ticks") & (groups["scheme"] == scheme) & (groups["compiler"] == compiler)]
+    parts = []
+    for v in dict.fromkeys(g["variant"]):
+        cells = []
+        for o, n in per_unit["ops"].items():
+            r = g[(g["variant"] == v) & (g["op"] == o)]
+            if len(r):
+                cells.append(f"{o} {_q(float(r['median'].iloc[0]) / int(n))}")
+        if cells:
+            parts.append(f"{v}: " + ", ".join(cells))
+    return ("; ".join(parts) + f" ({tick_unit} per {per_unit['unit']})") if parts else "no times in this study"
