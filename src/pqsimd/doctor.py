@@ -60,24 +60,28 @@ def _isa() -> list[Finding]:
     return out
 
 
-def _avx512() -> list[Finding]:
-    """The AVX-512 subsets the CPU has (x86-64 only): the avx512 variants need F, VL and BW; which of the
-    others it has (IFMA, VBMI, VNNI, FP16, ...) says what a -march=native build may use. Informs only."""
+def _feature_groups() -> list[Finding]:
+    """The subsets of each feature group of the host's ISA the CPU has (data/isas.toml `feature_groups`, x86-64:
+    AVX-512 F, VL, BW, ...: the AVX-512 variants need F, VL and BW, -march=native builds may use the rest).
+    Informs only."""
     from . import isa
     from .errors import PqsimdError
 
     try:
-        if isa.host().name != "x86_64":
-            return []
+        groups = isa.host().feature_groups or {}
     except PqsimdError:
         return []
-    have = sorted(f.removeprefix("avx512").lstrip("_").upper() for f in machine.cpu_flags() if f.startswith("avx512"))
-    hidden = sorted(f for f in machine.hidden_cpu_flags() if f.startswith("avx512"))
-    note = f" ({machine.HIDE_ENV} hides {', '.join(hidden)})" if hidden else ""
-    if not have:
-        return [Finding("cpu: AVX-512 subsets", None, f"none{note}",
-                        "variants that need AVX-512 are skipped here, one line each; the rest of a study runs")]
-    return [Finding("cpu: AVX-512 subsets", None, f"{', '.join(have)}{note}")]
+    out = []
+    for name, prefix in groups.items():
+        have = sorted(f.removeprefix(prefix).lstrip("_").upper() for f in machine.cpu_flags() if f.startswith(prefix))
+        hidden = sorted(f for f in machine.hidden_cpu_flags() if f.startswith(prefix))
+        note = f" ({machine.HIDE_ENV} hides {', '.join(hidden)})" if hidden else ""
+        if have:
+            out.append(Finding(f"cpu: {name} subsets", None, f"{', '.join(have)}{note}"))
+        else:
+            out.append(Finding(f"cpu: {name} subsets", None, f"none{note}",
+                               f"variants that need {name} are skipped here, one line each; the rest of a study runs"))
+    return out
 
 
 def _timer() -> list[Finding]:
@@ -252,7 +256,7 @@ def _tools() -> list[Finding]:
 
 
 def findings() -> list[Finding]:
-    found = _isa() + _avx512() + _timer() + _clock_step() + _frequency()
+    found = _isa() + _feature_groups() + _timer() + _clock_step() + _frequency()
     try:
         from .counters import doctor_checks  # hardware counters and energy
         found += [Finding(*c, affects=_AFFECTS.get(c[0], "")) for c in doctor_checks()]

@@ -4,7 +4,7 @@ common/; its KAT program is PQClean's test/ program with -DPQCLEAN_NAMESPACE.
 
 [implementations.<name>] keys: `common` (files of common/ it links; PQClean's randombytes.c never,
 the harness brings its own), `defines` (for the op table), `folder` (the implementation's folder and
-namespace when they are another implementation's: `avx512vl` is PQClean's avx2 code), `crate_units`
+namespace when they are another implementation's: ML-KEM's AVX-512VL one is PQClean's AVX2 folder), `crate_units`
 (units of another pinned crate linked in, e.g. XKCP's AVX-512VL 4-way Keccak in place of common/keccak4x:
 {crate, tree, units, includes, cflags}; cflags are for those units only and come before the variant's)."""
 
@@ -22,7 +22,7 @@ CRATE_UNIT_KEYS = ("crate", "tree", "units", "includes", "cflags")
 def check(table: dict, where: str) -> None:
     folder = table.get("folder")
     if folder is not None and (not isinstance(folder, str) or not folder or "/" in folder):
-        raise PqsimdError(f"{where}: `folder` must name an implementation folder (e.g. avx2), got {folder!r}")
+        raise PqsimdError(f"{where}: `folder` must name an implementation folder of the PQClean tree, got {folder!r}")
     cu = table.get("crate_units")
     if cu is not None:
         if not isinstance(cu, dict) or sorted(set(cu) - set(CRATE_UNIT_KEYS)):
