@@ -114,3 +114,27 @@ def test_the_callgrind_backend_steps_what_valgrind_cannot_run(tree, driver, ptra
     got = [n for n, *_ in backend.count_batch(driver.path, b.library, "keccak-p1600", REQUESTS)]
     assert got == [n for n, *_ in stepcount.Stepper().count_batch(driver.path, b.library, "keccak-p1600", REQUESTS)]
     assert "EVEX" in backend.stepped[b.library.name]
+
+
+def test_profiles_equal_callgrinds_and_the_backend_profiles_avx512_by_stepping(tree, driver, ptrace_ok):
+    """The --profile form gives callgrind's per-(object, address) profile exactly on the AVX2 build, and the
+    callgrind backend's profile_batch hands an AVX-512 build to it (the mix of AVX-512 code)."""
+    from pqsimd.run import callgrind
+    from pqsimd.run.backends import Callgrind
+
+    if callgrind.valgrind_version() is None:
+        pytest.skip("valgrind is not installed")
+    req = [("permute_x4", 2), ("permute_x4", 4)]
+    b = _keccak(tree, driver, "avx2")
+    by_callgrind = [p for p, _ in Callgrind().profile_batch(driver.path, b.library, "keccak-p1600", req)]
+    by_stepping = [p for p, _ in stepcount.Stepper().profile_batch(driver.path, b.library, "keccak-p1600", req)]
+    assert by_stepping == by_callgrind and sum(by_stepping[1].values()) > sum(by_stepping[0].values()) > 1000
+    if not {"avx512f", "avx512vl", "avx512bw"} <= machine.cpu_flags():
+        return
+    b = _keccak(tree, driver, "avx512")
+    backend = Callgrind()
+    prof = [p for p, _ in backend.profile_batch(driver.path, b.library, "keccak-p1600", req)]
+    counts = [n for n, *_ in stepcount.Stepper().count_batch(driver.path, b.library, "keccak-p1600",
+                                                            [(o, n, None) for o, n in req])]
+    assert [sum(p.values()) for p in prof] == counts and b.library.name in backend.stepped
+    assert any(str(b.library) == obj for obj, _ in prof[0])  # addresses in the variant's own object

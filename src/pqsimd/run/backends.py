@@ -88,8 +88,18 @@ class Callgrind:
             return got
 
     def profile_batch(self, driver: Path, library: Path, scheme: str, requests) -> list:
-        got = callgrind.run_callgrind_batch(driver, library, scheme, requests, extra=callgrind.PROFILE_ARGS,
-                                            read=callgrind.parse_profile)
+        try:
+            got = callgrind.run_callgrind_batch(driver, library, scheme, requests, extra=callgrind.PROFILE_ARGS,
+                                                read=callgrind.parse_profile)
+        except CountError as e:  # AVX-512: the same profile by single-stepping (run/stepcount.py)
+            if not e.unsupported:
+                raise
+            stepper = stepcount.Stepper(self.isa)
+            if stepper.version() is None:
+                raise CountError(f"{e}; and it cannot be single-stepped instead: {stepper.missing}", e.unsupported) from None
+            got = stepper.profile_batch(driver, library, scheme, requests)
+            self.stepped[Path(library).name] = str(e)
+            return got
         return [(p, None) for p in got]  # disassembly: objdump of each object
 
     def events_batch(self, driver: Path, library: Path, scheme: str, requests, geometry) -> list:

@@ -6,7 +6,8 @@ the driver's pqsimd_measure, and single-steps each of its calls from its first i
 the instructions executed inside it, callees included: what callgrind's `--toggle-collect=pqsimd_measure`
 counts (tests/test_stepcount.py: equal to callgrind's totals on an AVX2 build, and to a loop of known
 length of EVEX instructions). One trap per instruction: about 5-20 µs each here, so a call of 100,000
-instructions takes a second or two; it counts, it does not profile (no mix, no simulated events).
+instructions takes a second or two. With --profile it also gives each call's executions per instruction
+address, the exact dynamic profile the mix reads; it simulates no caches or branches (no sim metric).
 """
 
 from __future__ import annotations
@@ -63,17 +64,34 @@ def symbol(program: Path, name: str = FUNCTION) -> tuple[int, bool]:
     return addr, int.from_bytes(head[16:18], "little") == 3  # e_type ET_DYN: relative to the load address
 
 
-def run(program: Path, args: list[str], name: str = FUNCTION) -> list[int]:
-    """The instructions of every call of `name` while `program args...` runs, in call order."""
+def _step(program: Path, args: list[str], name: str, profile: bool) -> str:
     addr, pie = symbol(program, name)
     with tempfile.TemporaryDirectory(prefix="pqsimd-step-") as d:
         out = Path(d) / "counts"
-        proc = subprocess.run([str(binary()), str(out), f"{addr:x}", "1" if pie else "0", "--", str(program), *args],
+        proc = subprocess.run([str(binary()), str(out), f"{addr:x}", "1" if pie else "0",
+                               *(["--profile"] if profile else []), "--", str(program), *args],
                               capture_output=True, text=True, timeout=TIMEOUT_S)
         if proc.returncode != 0:
             why = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
             raise CountError(f"single-stepping {program.name} {' '.join(args[:4])} failed: {why}")
-        return [int(x) for x in out.read_text().split()]
+        return out.read_text()
+
+
+def run(program: Path, args: list[str], name: str = FUNCTION) -> list[int]:
+    """The instructions of every call of `name` while `program args...` runs, in call order."""
+    return [int(x) for x in _step(program, args, name, False).split()]
+
+
+def run_profiles(program: Path, args: list[str], name: str = FUNCTION) -> list[tuple[int, dict[tuple[str, int], int]]]:
+    """Every call of `name`: (its instructions, {(file, address as objdump prints it): executions})."""
+    out: list[tuple[int, dict[tuple[str, int], int]]] = []
+    for line in _step(program, args, name, True).splitlines():
+        if line.startswith("# "):
+            out.append((int(line[2:]), {}))
+        elif line and out:
+            path, addr, n = line.rsplit("\t", 2)
+            out[-1][1][(path, int(addr, 16))] = int(n)
+    return out
 
 
 def available() -> str | None:
@@ -115,6 +133,16 @@ class Stepper:
             raise CountError(f"{requests[0][0]} ...: the single-step counter saw {len(got)} calls of {FUNCTION}, "
                              f"expected {len(requests)}")
         return [(n, None, None) for n in got]  # no call arcs: neither a counter's calls nor the hash share
+
+    def profile_batch(self, driver: Path, library: Path, scheme: str, requests) -> list:
+        """[({(object, address): executions}, None)] per (op, calls) request, one process: the exact dynamic
+        profile the mix reads (disassembly: objdump of each object, as for callgrind's)."""
+        args = ["count", str(library), scheme, *(x for op, calls in requests for x in (op, str(calls)))]
+        got = run_profiles(Path(driver), args)
+        if len(got) != len(requests):
+            raise CountError(f"{requests[0][0]} ...: the single-step counter saw {len(got)} calls of {FUNCTION}, "
+                             f"expected {len(requests)}")
+        return [(prof, None) for _, prof in got]
 
     def command(self, driver: Path, library: Path, scheme: str, extra: tuple[str, ...] = ()) -> list[str]:
         return ["stepcount", "<out>", f"<{FUNCTION} address>", "<pie>", "--", str(driver), "count", str(library), scheme,
