@@ -192,3 +192,18 @@ def test_per_unit_view_is_checked_and_explain_divides_by_it(family):
         with pytest.raises(PqsimdError, match=needle) as e:
             familyschema.check_views({"per_unit": bad}, tuple(family.ops), family.schemes, "keccak.toml")
         assert "\n" not in str(e.value)
+
+
+def test_a_campaign_names_the_comparisons_only_some_hosts_have():
+    """An AVX2-only host skipped avx512: the campaign says which comparison exists only where."""
+    import pandas as pd
+
+    from pqsimd.analyze.campaign import KEY, _only_here
+
+    def arm(pairs):
+        return pd.DataFrame([{"metric": "ticks", "scheme": SCHEME, "op": o, "baseline": b, "variant": v}
+                             for b, v in pairs for o in ("permute_x4", "permute_x8")]).set_index(KEY)
+
+    rows = {"zen5": arm([("plain", "avx2"), ("avx2", "avx512")]), "haswell": arm([("plain", "avx2")])}
+    keys = [k for k in rows["zen5"].index if k in rows["haswell"].index]
+    assert _only_here(rows, "zen5", keys) == "avx2 → avx512 only in zen5"
