@@ -559,7 +559,7 @@ def _arms(members: list[Member], subset: dict[str, list[str]]) -> list[Arm]:
 
 
 def _only_here(rows: dict[str, pd.DataFrame], name: str, keys: list) -> str:
-    """Which comparisons only some arms have (e.g. avx2 -> avx512 where one host lacks AVX-512 and skipped the
+    """Which comparisons only some arms have (e.g. the AVX-512 one where a host lacks AVX-512 and skipped that
     variant), as baseline -> variant with the arms that have it."""
     common = set(keys)
     pairs: dict[str, list[str]] = {}
