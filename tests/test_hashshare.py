@@ -73,3 +73,4 @@ def test_real_builds(tree, driver):
     assert got[0][2] == got[1][2] == 0
     share = (got[3][2] - got[2][2]) / (got[3][0] - got[2][0])
     assert 0.3 < share < 1
+
