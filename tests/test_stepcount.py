@@ -138,3 +138,17 @@ def test_profiles_equal_callgrinds_and_the_backend_profiles_avx512_by_stepping(t
                                                             [(o, n, None) for o, n in req])]
     assert [sum(p.values()) for p in prof] == counts and b.library.name in backend.stepped
     assert any(str(b.library) == obj for obj, _ in prof[0])  # addresses in the variant's own object
+
+
+def test_a_signal_outside_the_function_reaches_the_program_and_counting_goes_on(tmp_path, ptrace_ok):
+    """A signal the program gets between counted calls is delivered (its handler runs, uncounted) and the next
+    call is counted as before."""
+    src = tmp_path / "sig.c"
+    src.write_text(PROGRAM.replace("%s", LOOP["plain"].replace("\n", "\\n"))
+                   .replace("#include <stdlib.h>", "#include <stdlib.h>\n#include <signal.h>\nstatic volatile int got;\n"
+                            "static void on(int s) { got = s; }")
+                   .replace("for (int i = 1; i < argc; i++) target(atol(argv[i]));",
+                            "signal(SIGUSR1, on);\n    for (int i = 1; i < argc; i++) { target(atol(argv[i])); raise(SIGUSR1); }\n"
+                            "    if (got != SIGUSR1) return 9;"))
+    subprocess.run(["gcc", "-O2", str(src), "-o", str(tmp_path / "sig")], check=True, capture_output=True)
+    assert stepcount.run(tmp_path / "sig", ["3", "5"], name="target") == [13, 21]

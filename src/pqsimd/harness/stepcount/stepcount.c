@@ -145,8 +145,10 @@ int main(int argc, char **argv) {
     if (errno) return die("read the function's first instruction");
     long trap = (orig & ~0xffL) | 0xcc;
     if (ptrace(PTRACE_POKETEXT, pid, (void *)addr, (void *)trap) != 0) return die("set the breakpoint");
+    long deliver = 0; /* a signal the program got outside the counted function: passed on at the next continue */
     for (;;) {
-        if (ptrace(PTRACE_CONT, pid, NULL, NULL) != 0) return die("continue");
+        if (ptrace(PTRACE_CONT, pid, NULL, (void *)deliver) != 0) return die("continue");
+        deliver = 0;
         if (waitpid(pid, &st, 0) < 0) return die("wait");
         if (WIFEXITED(st)) {
             fclose(out);
@@ -160,11 +162,7 @@ int main(int argc, char **argv) {
         struct user_regs_struct r;
         ptrace(PTRACE_GETREGS, pid, NULL, &r);
         if (WSTOPSIG(st) != SIGTRAP || r.rip != addr + 1) {
-            /* not our breakpoint: give the program its signal */
-            ptrace(PTRACE_CONT, pid, NULL, (void *)(long)WSTOPSIG(st));
-            if (waitpid(pid, &st, 0) < 0) return die("wait");
-            if (WIFEXITED(st)) return WEXITSTATUS(st);
-            if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+            deliver = WSTOPSIG(st) == SIGTRAP ? 0 : WSTOPSIG(st); /* not our breakpoint: the program's signal */
             continue;
         }
         ptrace(PTRACE_POKETEXT, pid, (void *)addr, (void *)orig);
