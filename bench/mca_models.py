@@ -91,7 +91,7 @@ b.ne .Lt
     "x86_64": {
         "triple": "x86_64-unknown-linux-gnu", "extra": ["-x86-asm-syntax=intel"],
         "cpus": ["znver1", "znver2", "znver3", "znver4", "haswell", "skylake", "skylake-avx512", "icelake-server",
-                 "sapphirerapids", "alderlake"],
+                 "sapphirerapids", "emeraldrapids", "graniterapids", "alderlake"],
         "sample": """\
 .Lt:
 add rax, rbx

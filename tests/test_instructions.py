@@ -137,15 +137,27 @@ def test_parsers():
 
 
 @pytest.mark.skipif("avx512f" not in machine.cpu_flags(), reason="needs an AVX-512 CPU to build an AVX-512 variant")
-def test_avx512_variant_is_skipped_with_the_reason(tmp_path):
+def test_avx512_variant_is_single_stepped_with_valgrinds_reason(tmp_path):
+    """Valgrind cannot decode the AVX-512 build: it is counted by single-stepping it natively (run/stepcount.py),
+    and the job record says so with valgrind's reason; where ptrace is not allowed it is skipped with both reasons."""
+    from pqsimd import store
+    from pqsimd.run import stepcount
+
     d = tmp_path / "native"
     r = run_cli("run", d, *QUICK, "--variants", "ref-native,ref")
     assert r.returncode == 0, r.stderr
-    line = next(l for l in r.stderr.splitlines() if "ref-native.gcc.ml-kem: skipped for metric instructions" in l)
-    assert "valgrind cannot decode" in line  # one line, with the reason
-    assert [p.name for p in StudyDir(d).raw_files()] == ["ref.gcc.ml-kem-512.instructions.parquet"]
     info = json.loads((d / "manifest.json").read_text())["metrics"]["instructions"]
-    assert "AVX-512" in info["skipped"]["ref-native.gcc.ml-kem"]
+    if stepcount.available() is not None:
+        line = next(l for l in r.stderr.splitlines() if "ref-native.gcc.ml-kem: skipped for metric instructions" in l)
+        assert "valgrind cannot decode" in line and "single-stepped" in line
+        assert "AVX-512" in info["skipped"]["ref-native.gcc.ml-kem"]
+        return
+    assert [p.name for p in StudyDir(d).raw_files()] == ["ref-native.gcc.ml-kem-512.instructions.parquet",
+                                                         "ref.gcc.ml-kem-512.instructions.parquet"]
+    rec = store.read_job_record(d / "raw" / "ref-native.gcc.ml-kem-512.instructions.parquet")
+    assert rec["backend"] == "ptrace-step" and "AVX-512" in rec["stepped_because"]
+    assert store.read_job_record(d / "raw" / "ref.gcc.ml-kem-512.instructions.parquet")["backend"] == "callgrind"
+    assert not info["skipped"]
 
 
 def test_without_valgrind_the_metric_is_unavailable_with_the_reason(tmp_path, monkeypatch):

@@ -362,16 +362,25 @@ def test_without_llvm_mca_the_estimate_is_unavailable_and_the_mix_goes_on(tmp_pa
 # --- AVX-512: valgrind cannot run it ------------------------------------------------------------
 
 @pytest.mark.skipif("avx512f" not in machine.cpu_flags(), reason="needs an AVX-512 CPU to build an AVX-512 variant")
-def test_avx512_variant_is_skipped_with_the_reason(tmp_path):
+def test_avx512_variant_is_profiled_by_single_stepping(tmp_path):
+    """Valgrind cannot run the AVX-512 build: its mix comes from single-stepping it (run/stepcount.py --profile),
+    the record says so with valgrind's reason; where ptrace is not allowed it is skipped with the reason."""
+    from pqsimd import store
+    from pqsimd.run import stepcount
+
     d = tmp_path / "native"
     r = run_cli("run", d, "--preset", "quick", "--schemes", SCHEME, "--ops", "ntt,empty", "--metric", "mix",
                 "--variants", "ref-native,ref", "--mca-cpu", "znver3")
     assert r.returncode == 0, r.stderr
-    line = next(l for l in r.stderr.splitlines() if "ref-native.gcc.ml-kem: skipped for metric mix" in l)
-    assert "valgrind cannot decode" in line
-    assert [p.name for p in StudyDir(d).raw_files()] == [f"ref.gcc.{SCHEME}.mix.parquet"]
     info = json.loads((d / "manifest.json").read_text())["metrics"]["mix"]
-    assert "AVX-512" in info["skipped"]["ref-native.gcc.ml-kem"]
+    if stepcount.available() is not None:
+        line = next(l for l in r.stderr.splitlines() if "ref-native.gcc.ml-kem: skipped for metric mix" in l)
+        assert "valgrind cannot decode" in line
+        assert "AVX-512" in info["skipped"]["ref-native.gcc.ml-kem"]
+        return
+    assert [p.name for p in StudyDir(d).raw_files()] == [f"ref-native.gcc.{SCHEME}.mix.parquet", f"ref.gcc.{SCHEME}.mix.parquet"]
+    rec = store.read_job_record(d / "raw" / f"ref-native.gcc.{SCHEME}.mix.parquet")
+    assert rec["backend"] == "ptrace-step" and "AVX-512" in rec["stepped_because"] and not info["skipped"]
 
 
 # --- units ---------------------------------------------------------------------------------------

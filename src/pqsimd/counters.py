@@ -185,7 +185,8 @@ def doctor_checks() -> list[tuple[str, bool | None, str, str]]:
                      "and --metric instructions gives exact instruction counts"))
     if "avx512f" in machine.cpu_flags():
         rows.append(("valgrind and AVX-512", None, "this CPU has AVX-512: -march=native builds use it",
-                     "valgrind cannot decode AVX-512 (EVEX) instructions, so --metric instructions skips such "
-                     "variants with the reason; ticks still work"))
+                     "valgrind cannot decode AVX-512 (EVEX) instructions: --metric instructions and mix count such "
+                     "builds by single-stepping them natively (ptrace; slower), --metric sim skips them with the "
+                     "reason; ticks still work"))
     rows.append(energy.doctor_check())
     return rows

@@ -36,19 +36,51 @@ def _isa() -> list[Finding]:
 
     flags = machine.cpu_flags()
     needs: dict[str, list[str]] = {}
-    for v in catalog.builtin_variants().values():
+    default: set[str] = set()  # features the default study needs: their absence is a problem, else a note
+    variants = catalog.builtin_variants()
+    default_sources = {v.sources for v in variants.values() if v.default}
+    for v in variants.values():
         for f in v.requires_cpu:
             needs.setdefault(f, []).append(f"variant {v.id}")
+            if v.default:
+                default.add(f)
     for fam in catalog.families().values():
         for impl in fam.implementations.values():
             for f in impl.requires_cpu:
                 needs.setdefault(f, []).append(f"{fam.name}/{impl.name}")
+                if impl.name in default_sources:
+                    default.add(f)
     out = []
     for f, who in sorted(needs.items()):
         users = ", ".join(dict.fromkeys(who))
-        out.append(Finding(f"cpu: {f}", f in flags, "present" if f in flags else "absent",
+        out.append(Finding(f"cpu: {f}", True if f in flags else (False if f in default else None),
+                           "present" if f in flags else "absent",
                            "" if f in flags else f"{users} will be skipped on this CPU; run them on a machine with {f}",
                            affects="variants"))
+    return out
+
+
+def _feature_groups() -> list[Finding]:
+    """The subsets of each feature group of the host's ISA the CPU has (data/isas.toml `feature_groups`, x86-64:
+    AVX-512 F, VL, BW, ...: the AVX-512 variants need F, VL and BW, -march=native builds may use the rest).
+    Informs only."""
+    from . import isa
+    from .errors import PqsimdError
+
+    try:
+        groups = isa.host().feature_groups or {}
+    except PqsimdError:
+        return []
+    out = []
+    for name, prefix in groups.items():
+        have = sorted(f.removeprefix(prefix).lstrip("_").upper() for f in machine.cpu_flags() if f.startswith(prefix))
+        hidden = sorted(f for f in machine.hidden_cpu_flags() if f.startswith(prefix))
+        note = f" ({machine.HIDE_ENV} hides {', '.join(hidden)})" if hidden else ""
+        if have:
+            out.append(Finding(f"cpu: {name} subsets", None, f"{', '.join(have)}{note}"))
+        else:
+            out.append(Finding(f"cpu: {name} subsets", None, f"none{note}",
+                               f"variants that need {name} are skipped here, one line each; the rest of a study runs"))
     return out
 
 
@@ -224,7 +256,7 @@ def _tools() -> list[Finding]:
 
 
 def findings() -> list[Finding]:
-    found = _isa() + _timer() + _clock_step() + _frequency()
+    found = _isa() + _feature_groups() + _timer() + _clock_step() + _frequency()
     try:
         from .counters import doctor_checks  # hardware counters and energy
         found += [Finding(*c, affects=_AFFECTS.get(c[0], "")) for c in doctor_checks()]

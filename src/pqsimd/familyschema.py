@@ -17,7 +17,7 @@ OP_LIST_VIEWS = ("table1", "cross_parameter", "end_to_end")
 TEXT_VIEWS = ("cross_parameter_note", "end_to_end_title", "reference", "claims", "macro_prefix")
 GROUP_VIEWS = ("headlines", "ordering")  # lists of {label, ops}
 VIEW_KEYS = (*OP_LIST_VIEWS, *TEXT_VIEWS, *GROUP_VIEWS, "distribution", "ranges", "portfolio",
-             "counterpart")  # portfolio: catalog; counterpart: check_counterpart
+             "counterpart", "per_unit")  # portfolio: catalog; counterpart: check_counterpart
 
 
 def _fail(where: str, what: str) -> PqsimdError:
@@ -181,6 +181,15 @@ def check_views(views: dict, ops: tuple[str, ...], schemes: dict, where: str) ->
     for key in GROUP_VIEWS:
         if key in views:
             _groups(views[key], ops, where, key)
+    if "per_unit" in views:  # {unit = "permutation", ops = {op = units per call}}: explain's figures per unit
+        pu = views["per_unit"]
+        if not isinstance(pu, dict) or not isinstance(pu.get("ops"), dict):
+            raise _fail(where, f"`[views] per_unit` must be a table {{ unit = ..., ops = {{ op = n }} }}, got {pu!r}")
+        _unknown(pu, ("unit", "ops"), where, "views.per_unit")
+        _text(pu.get("unit"), where, "[views] per_unit unit")
+        _ops(list(pu["ops"]), ops, where, "[views] per_unit ops")
+        for op, n in pu["ops"].items():
+            _positive_int(n, where, f"[views] per_unit ops.{op}")
     if "distribution" in views:
         dist = views["distribution"]
         if not isinstance(dist, dict):

@@ -45,7 +45,16 @@ def cpu_flags() -> set[str]:
         key = isa.host().features
     except PqsimdError:  # an ISA pqsimd has no data for
         key = "flags"
-    return set(cpuinfo().get(key, "").split())
+    return set(cpuinfo().get(key, "").split()) - hidden_cpu_flags()
+
+
+HIDE_ENV = "PQSIMD_HIDE_CPU_FLAGS"  # e.g. "avx512f avx512vl": this host read as one without them
+
+
+def hidden_cpu_flags() -> set[str]:
+    """The CPU features $PQSIMD_HIDE_CPU_FLAGS (space- or comma-separated) takes away from cpu_flags(): a host
+    with AVX-512 plays one without (what variants are skipped, what doctor says); nothing else changes."""
+    return set(os.environ.get(HIDE_ENV, "").replace(",", " ").split())
 
 
 def virtualization() -> str | None:

@@ -43,6 +43,9 @@ def key(cmd: list[str], work: Path, salt: str) -> str | None:
     o = cmd.index("-o")
     h.update("\0".join(cmd[:o] + cmd[o + 2:]).replace(str(work), PLACEHOLDER).encode())
     h.update(proc.stdout)
+    src = Path(cmd[cmd.index("-c") + 1])
+    if src.suffix == ".s":  # assembly that is not preprocessed: -E gives nothing, so its own bytes are the text
+        h.update((work / src).read_bytes())
     return h.hexdigest()
 
 

@@ -74,7 +74,7 @@ def _nothing_to_build(study: study_mod.Study, target, skip_lines: list[str]) -> 
 
 def _missing_cpu_features(required: tuple[str, ...]) -> list[str]:
     flags = machine.cpu_flags()
-    return [f for f in required if f not in flags]
+    return [f for f in dict.fromkeys(required) if f not in flags]  # a feature the variant and its sources both need: once
 
 
 def resolve_compilers(study: study_mod.Study) -> tuple[list[Compiler], list[str]]:

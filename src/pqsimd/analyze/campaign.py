@@ -558,6 +558,20 @@ def _arms(members: list[Member], subset: dict[str, list[str]]) -> list[Arm]:
     return [Arm(m, c, f"{m.label} · {c}" if several else m.label) for m, c in pairs]
 
 
+def _only_here(rows: dict[str, pd.DataFrame], name: str, keys: list) -> str:
+    """Which comparisons only some arms have (e.g. the AVX-512 one where a host lacks AVX-512 and skipped that
+    variant), as baseline -> variant with the arms that have it."""
+    common = set(keys)
+    pairs: dict[str, list[str]] = {}
+    for k in rows[name].index:
+        if k not in common:
+            pair = f"{k[3]} → {k[4]}"
+            pairs.setdefault(pair, [])
+    for pair in pairs:
+        pairs[pair] = [a for a, r in rows.items() if any(f"{k[3]} → {k[4]}" == pair for k in r.index)]
+    return "; ".join(f"{p} only in {', '.join(arms)}" for p, arms in pairs.items())
+
+
 def _rows(arm: Arm, subset: dict[str, list[str]]) -> pd.DataFrame:
     c = arm.member.study.comparisons.copy()
     for k in ("metric", "scheme", "op", "baseline", "variant", "compiler", "baseline_compiler", "stage", "method"):
@@ -600,7 +614,8 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
     rows = {a.name: _rows(a, spec.subset).set_index(KEY) for a in arms}
     keys = [k for k in rows[arms[0].name].index if all(k in rows[a.name].index for a in arms)]
     dropped = {a.name: len(rows[a.name]) - len(keys) for a in arms}
-    notes += [f"{n}: {d} comparisons not in every study, left out" for n, d in dropped.items() if d]
+    notes += [f"{n}: {d} comparisons not in every study, left out ({_only_here(rows, n, keys)})"
+              for n, d in dropped.items() if d]
 
     speed, evs = [], {}
     for a in arms:

@@ -23,7 +23,7 @@ from ..model import RESULTS_SCHEMA_VERSION, Chain, Design, JobKind
 from ..results import computed_from
 from ..studydir import StudyDir
 from . import attribution as attribution_mod
-from . import bottleneck, claims, ct, explanations, mechanism, mix, sim
+from . import bottleneck, claims, ct, explanations, hashshare, mechanism, mix, sim
 from . import coresidency as coresidency_mod
 from . import crossimpl as crossimpl_mod
 from . import footprint as footprint_mod
@@ -380,6 +380,11 @@ def write_constant_time(a: Analysis) -> None:
     a.warnings += ct.write_ct_results(a.directory, a.results, a.ctx["chain"], a.ctx["families"])
 
 
+def write_hash_share(a: Analysis) -> None:
+    """Each counted op's share of instructions inside hash entry points, and its Amdahl bound (results/hash_share)."""
+    write_or_remove(hashshare.hash_share_table(a.directory), a.results, "hash_share")
+
+
 def write_explanations(a: Analysis) -> None:
     """A sentence from the evidence for every headline, outlier and slowdown (results/explanations)."""
     a.warnings += explanations.write_explanations(a.directory, a.results, a.main, a.groups_df, a.chain,
@@ -484,7 +489,8 @@ def write_summary(a: Analysis) -> None:
 
 STEPS: tuple[Callable[[Analysis], None], ...] = (
     load, make_groups, draw_jobs, compare, check_aa, check_coresidency, diagnose,
-    write_tables, write_cliffs, write_mechanism, write_constant_time, write_explanations, write_summary,
+    write_tables, write_cliffs, write_mechanism, write_constant_time, write_hash_share, write_explanations,
+    write_summary,
 )
 
 

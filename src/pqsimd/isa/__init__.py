@@ -51,6 +51,7 @@ class Isa:
     cc: tuple[str, ...] = ()  # a study's compilers when --cc is not given (empty: the default, gcc)
     cpu_template: str = ""  # qemu_cpu as data/isas.toml writes it ({vlen} in it)
     stack: dict | None = None  # the ABI's red zone and return address in a frame ([stack]: stackbound.py)
+    feature_groups: dict | None = None  # name -> CPU-feature prefix whose subsets `pqsimd doctor` names (AVX-512)
 
     def at(self, vlen: int | None) -> "Isa":
         """This ISA at vector length `vlen` (None: its default): qemu_cpu with the length filled in,

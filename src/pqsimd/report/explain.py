@@ -75,6 +75,7 @@ class _Data:
         self.mcm = _read(results, "mca_mnemonics")
         self.groups = _read(results, "groups")
         self.comparisons = _read(results, "comparisons")
+        self.hash_share = _read(results, "hash_share")
 
     def comparison(self, scheme: str, op: str, base: str, variant: str, compiler: str) -> dict:
         """The ticks comparison `show` and the report print for base → variant (its speedup, interval and
@@ -200,6 +201,12 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     rel = "; ".join(f"{v}: {_ratio_words(total[base], total[v], 'fewer', 'more')}" for v in chosen[1:]
                     if _ratio_words(total[base], total[v], 'fewer', 'more'))
     row("instructions/call", ins + (f"  ({rel})" if rel else ""))
+    hs = hash_share_text(d.hash_share, scheme, op, compiler, chosen)
+    if hs:
+        row("hash share", hs)
+    pu = (fam.get("views") or {}).get("per_unit") or {}
+    if op in (pu.get("ops") or {}):
+        row(f"per {pu['unit']}", per_unit_text(d.groups, pu, scheme, compiler, unit_of("ticks", d.summary.get("isa"))))
 
     for v in chosen[1:]:
         dtot = total[base] - total[v]
@@ -411,3 +418,41 @@ def _model_ipc(mca, host, base, v, total) -> str:
     meas = (f" (measured {fmt.num(total[base] / mb)} → {fmt.num(total[v] / mv)})"
             if not fmt.is_missing(mb) and not fmt.is_missing(mv) and mb > 0 and mv > 0 else "")
     return f"this host's model ({host}) predicts {fmt.num(ib)} → {fmt.num(iv)} instructions per cycle{meas}"
+
+
+def hash_share_text(table: pd.DataFrame, scheme: str, op: str, compiler: str, variants: list[str]) -> str:
+    """Each variant's share of instructions inside Keccak/SHA-3/SHA-2 entry points (results/hash_share) and the
+    Amdahl bound it puts on a faster hash; n/a for a variant counted without call arcs (single-stepped)."""
+    if table.empty:
+        return ""
+    sel = table[(table["scheme"] == scheme) & (table["op"] == op) & (table["compiler"] == compiler)]
+    if sel.empty:
+        return ""
+    parts = []
+    for v in variants:
+        r = sel[sel["variant"] == v]
+        if r.empty:
+            parts.append(f"{v} n/a")
+            continue
+        share, bound = float(r["share"].iloc[0]), float(r["amdahl_bound"].iloc[0])
+        limit = "the op is all hashing" if share >= 0.9995 else f"a faster hash gives at most {fmt.times(bound)}"
+        parts.append(f"{v} {fmt.pct(share)} ({limit})")
+    return " · ".join(parts)
+
+
+def per_unit_text(groups: pd.DataFrame, per_unit: dict, scheme: str, compiler: str, tick_unit: str) -> str:
+    """Every variant's median time of each op of the family's per_unit view over its units per call (e.g. ticks
+    per Keccak permutation of the 1-, 4- and 8-way ops): the width effect is a variant's row read left to right."""
+    if groups.empty or "metric" not in groups:
+        return "no times in this study"
+    g = groups[(groups["metric"] == "ticks") & (groups["scheme"] == scheme) & (groups["compiler"] == compiler)]
+    parts = []
+    for v in dict.fromkeys(g["variant"]):
+        cells = []
+        for o, n in per_unit["ops"].items():
+            r = g[(g["variant"] == v) & (g["op"] == o)]
+            if len(r):
+                cells.append(f"{o} {_q(float(r['median'].iloc[0]) / int(n))}")
+        if cells:
+            parts.append(f"{v}: " + ", ".join(cells))
+    return ("; ".join(parts) + f" ({tick_unit} per {per_unit['unit']})") if parts else "no times in this study"

@@ -30,7 +30,7 @@ from pathlib import Path
 from .. import isa as isa_mod
 from ..errors import CountError, PqsimdError
 from ..isa import qemu
-from . import callgrind
+from . import callgrind, stepcount
 
 # The counting protocol every backend runs: the warm call, then N1 and N2 calls; per call is the
 # difference over N2 - N1, so setup and the warm call cancel.
@@ -59,6 +59,7 @@ class Callgrind:
 
     def __init__(self, isa=None):
         self.isa = isa
+        self.stepped: dict[str, str] = {}  # library file name -> why valgrind could not count it
 
     def version(self) -> str | None:
         return callgrind.valgrind_version()
@@ -72,11 +73,33 @@ class Callgrind:
     # Several requests, one process (the driver's count command takes them all): valgrind starts once
     # per (build, set) instead of once per op and run, which was most of the cost of counting.
     def count_batch(self, driver: Path, library: Path, scheme: str, requests) -> list:
-        return callgrind.count_instructions_batch(driver, library, scheme, requests)
+        """Counts under callgrind; a build valgrind cannot run (AVX-512) is counted by single-stepping it
+        natively (run/stepcount.py: the same instructions, exactly), remembered in `stepped`."""
+        try:
+            return callgrind.count_instructions_batch(driver, library, scheme, requests)
+        except CountError as e:
+            if not e.unsupported:
+                raise
+            stepper = stepcount.Stepper(self.isa)
+            if stepper.version() is None:
+                raise CountError(f"{e}; and it cannot be single-stepped instead: {stepper.missing}", e.unsupported) from None
+            got = stepper.count_batch(driver, library, scheme, requests)
+            self.stepped[Path(library).name] = str(e)
+            return got
 
     def profile_batch(self, driver: Path, library: Path, scheme: str, requests) -> list:
-        got = callgrind.run_callgrind_batch(driver, library, scheme, requests, extra=callgrind.PROFILE_ARGS,
-                                            read=callgrind.parse_profile)
+        try:
+            got = callgrind.run_callgrind_batch(driver, library, scheme, requests, extra=callgrind.PROFILE_ARGS,
+                                                read=callgrind.parse_profile)
+        except CountError as e:  # AVX-512: the same profile by single-stepping (run/stepcount.py)
+            if not e.unsupported:
+                raise
+            stepper = stepcount.Stepper(self.isa)
+            if stepper.version() is None:
+                raise CountError(f"{e}; and it cannot be single-stepped instead: {stepper.missing}", e.unsupported) from None
+            got = stepper.profile_batch(driver, library, scheme, requests)
+            self.stepped[Path(library).name] = str(e)
+            return got
         return [(p, None) for p in got]  # disassembly: objdump of each object
 
     def events_batch(self, driver: Path, library: Path, scheme: str, requests, geometry) -> list:

@@ -44,6 +44,7 @@ from .. import machine, store
 from .. import study as study_mod
 from ..errors import CountError, tagged
 from ..studydir import StudyDir
+from . import stepcount
 from .backends import N1, N2, Callgrind, emulation, for_study
 from .metrics import pending, per_build_jobs
 
@@ -59,6 +60,15 @@ class Pair:
     n2: int = N2
     calls1: int | None = None
     calls2: int | None = None
+    hash1: int | None = None  # Ir inside hash entry points (run/hashshare.py), when the backend sees call arcs
+    hash2: int | None = None
+
+    @property
+    def hashed(self) -> Fraction | None:
+        """Instructions per call inside hash entry points (the same difference as `exact`)."""
+        if self.hash1 is None or self.hash2 is None:
+            return None
+        return Fraction(self.hash2 - self.hash1, self.batch)
 
     @property
     def counted(self) -> Fraction | None:
@@ -104,7 +114,11 @@ def measure_pairs(driver: Path, library: Path, scheme: str, ops: list[str], n1: 
     backend = backend or Callgrind()
     requests = [(op, n, call_counter(scheme, op)) for op in ops for n in (n1, n2)]
     got = backend.count_batch(driver, library, scheme, requests)
-    return {op: Pair(got[2 * k][0], got[2 * k + 1][0], n1, n2, got[2 * k][1], got[2 * k + 1][1])
+    def hashed(g):  # a backend without call arcs (the QEMU plugin, single-stepping) has no hash share
+        return g[2] if len(g) > 2 else None
+
+    return {op: Pair(got[2 * k][0], got[2 * k + 1][0], n1, n2, got[2 * k][1], got[2 * k + 1][1],
+                     hashed(got[2 * k]), hashed(got[2 * k + 1]))
             for k, op in enumerate(ops)}
 
 
@@ -324,8 +338,7 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, list[Pair]], ops: list[s
         **emulation(backend),
         "calibration": {"overhead": 0, "call_overhead": float(call_overhead), "call_overhead_exact": _frac_text(call_overhead),
                         "unit": "instructions"},
-        "binaries": {b.id: store.sha256_file(lib)}, "tool": version, "backend": backend.name,
-        "command": backend.command(sd.driver_path, lib, scheme),
+        "binaries": {b.id: store.sha256_file(lib)}, **_counted_by(backend, sd.driver_path, lib, scheme, version),
         "n1": N1, "n2": N2, "repeats": REPEATS,
         "counts": {op: [[p.ir1, p.ir2] for p in pairs] for op, pairs in res.items()},
         "call_counts": {op: {"function": call_counter(scheme, op),
@@ -335,8 +348,22 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, list[Pair]], ops: list[s
                                          "renamed in this build): not counted"})}
                         for op in ops if call_counter(scheme, op)},
         "per_call_exact": {op: [_frac_text(per_call(p, call_overhead)) for p in res[op]] for op in ops},
+        # instructions per call inside Keccak/SHA-3/SHA-2 entry points (data/hash.toml; callgrind's call arcs)
+        "hash_per_call_exact": {op: [_frac_text(p.hashed) for p in res[op]] for op in ops
+                                if all(p.hashed is not None for p in res[op])},
         "deterministic": deterministic,
         **not_counted(sd, study, job),
         "started": started, "finished": datetime.now(timezone.utc).isoformat(),
     }
     return sd.write_raw(job.id, table, record)
+
+
+def _counted_by(backend, driver: Path, lib: Path, scheme: str, version: str) -> dict:
+    """The record's tool, backend and command: the study's backend's, or the single-step counter's for a build
+    the backend could not run (callgrind on AVX-512), with valgrind's reason."""
+    why = getattr(backend, "stepped", {}).get(lib.name)
+    if why is None:
+        return {"tool": version, "backend": backend.name, "command": backend.command(driver, lib, scheme)}
+    step = stepcount.Stepper()
+    return {"tool": "pqsimd stepcount (ptrace single-step, native)", "backend": step.name,
+            "command": step.command(driver, lib, scheme), "stepped_because": why}

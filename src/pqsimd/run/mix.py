@@ -44,6 +44,7 @@ from .. import machine, store
 from ..errors import tagged
 from ..studydir import StudyDir
 from . import instructions as ins
+from . import stepcount
 from .classify import config, mix_file, mix_width
 from .costmodel import McaError, mca_estimate, mca_host_cpu, mca_version, resolve_mca_cpus
 from .disasm import Disassemblies, Located, guest_disassembly, locate, objdump_path
@@ -216,7 +217,7 @@ def execute(sd: StudyDir, study, jobs: list, todo: list, console: Console | None
     console.print(f"mix ({version}{', ' + info['mca']['tool'] + ' for ' + ', '.join(cpus) if mca and cpus else ''}): "
                   f"{len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")
     ok = ins.run_per_op(sd, study, todo, console, info, metric=METRIC, label=f"{backend.name} mix runs", repeats=1,
-                        measure=lambda d, lib, s, ops: measure_profiles(d, lib, s, ops, backend=None if callgrind else backend),
+                        measure=lambda d, lib, s, ops: measure_profiles(d, lib, s, ops, backend=backend),
                         write=lambda j, res, started: _write_job(sd, study, j, {op: (ps[0] if ps else None)
                                                                                 for op, ps in res.items()},
                                                                  started, version, cpus, mca, backend))
@@ -251,8 +252,8 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, ProfilePair | None], sta
         "calibration": {"overhead": 0, "unit": "instructions", "self_check": self_check,
                         "self_check_per_call": (_frac(sum(pairs[self_check].diff().values()), pairs[self_check].batch)
                                                 if self_check in pairs else None)},
-        "binaries": {b.id: store.sha256_file(lib)}, "tool": version, "backend": backend.name, "isa": cfg.isa,
-        "command": backend.command(sd.driver_path, lib, scheme, PROFILE_ARGS),
+        "binaries": {b.id: store.sha256_file(lib)}, "isa": cfg.isa,
+        **_profiled_by(backend, sd.driver_path, lib, scheme, version),
         "objdump": ([objdump_path(), "-d", "-w", "-M", "intel", "--no-show-raw-insn", "<object>"]
                     if backend.name == Callgrind.name else None),
         "objects": extra["objects"], "classes": list(cfg.classes), "mix_toml": mix_file(isa),
@@ -275,3 +276,15 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, ProfilePair | None], sta
         "started": started, "finished": datetime.now(timezone.utc).isoformat(),
     }
     return sd.write_raw(job.id, table, record)
+
+
+def _profiled_by(backend, driver: Path, lib: Path, scheme: str, version: str) -> dict:
+    """The record's tool, backend and command: the study's backend's, or the single-step counter's for a build
+    the backend could not run (callgrind on AVX-512), with valgrind's reason."""
+    why = getattr(backend, "stepped", {}).get(lib.name)
+    if why is None:
+        return {"tool": version, "backend": backend.name, "command": backend.command(driver, lib, scheme, PROFILE_ARGS)}
+    step = stepcount.Stepper()
+    return {"tool": "pqsimd stepcount (ptrace single-step, native)", "backend": step.name,
+            "command": [*step.command(driver, lib, scheme)[:4], "--profile", *step.command(driver, lib, scheme)[4:]],
+            "stepped_because": why}

@@ -1,0 +1,42 @@
+"""The hash share of every counted op (issue 44): instructions per call inside Keccak/SHA-3/SHA-2 entry points
+(data/hash.toml, counted from callgrind's call arcs by run/hashshare.py and recorded in each instructions job
+record as `hash_per_call_exact`) over the op's instructions per call, and the Amdahl bound it puts on a faster
+hash: an op whose share is s runs at most 1 / (1 - s) times faster however fast the hash gets.
+
+results/hash_share: scheme, op, variant, compiler, instructions (per call, the empty call's overhead included,
+as hashed), hashed (per call), share, amdahl_bound. Builds counted without call arcs (single-stepped AVX-512
+builds, the QEMU plugin) have no row: their share is n/a.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+from statistics import median
+
+import pandas as pd
+
+from ..studydir import StudyDir
+
+COLUMNS = ["scheme", "op", "variant", "compiler", "instructions", "hashed", "share", "amdahl_bound"]
+METRIC = "instructions"
+
+
+def hash_share_table(directory: Path) -> pd.DataFrame:
+    rows = []
+    for rec in StudyDir(directory).job_records().values():
+        if not isinstance(rec, dict) or rec.get("metric") != METRIC or not rec.get("hash_per_call_exact"):
+            continue
+        n1, n2 = int(rec.get("n1", 0)), int(rec.get("n2", 0))
+        for op, hashed in rec["hash_per_call_exact"].items():
+            counts = rec.get("counts", {}).get(op) or []
+            if not hashed or not counts or n2 <= n1:
+                continue
+            ins = median(float(Fraction(b - a, n2 - n1)) for a, b in counts)
+            h = median(float(Fraction(x)) for x in hashed)
+            share = h / ins if ins > 0 else math.nan
+            rows.append({"scheme": rec.get("scheme"), "op": op, "variant": rec.get("variant"),
+                         "compiler": rec.get("compiler"), "instructions": ins, "hashed": h, "share": share,
+                         "amdahl_bound": 1 / (1 - share) if share < 1 else math.inf})
+    return pd.DataFrame(rows, columns=COLUMNS)
