@@ -4,6 +4,7 @@ cell whole when piped."""
 
 from __future__ import annotations
 
+import sys
 import ast
 import os
 import re
@@ -355,3 +356,16 @@ def test_the_report_names_the_machines_microarchitecture_as_doctor_does():
     assert _machine_name(zen5) == "AMD EPYC (Zen 5)"
     unknown = {"cpu_model": "Some CPU", "cpu_vendor": "AuthenticAMD", "cpu_family": 99, "cpu_model_number": 1}
     assert _machine_name(unknown) == "Some CPU" and _machine_name({}) == "n/a"
+
+
+def test_a_hint_names_pqsimd_as_the_user_started_it(monkeypatch):
+    """`.venv/bin/pqsimd run study` (README, `make study`) gets hints a shell finds from there; a pqsimd
+    found on PATH (an absolute argv[0]) or `python -m` gets the bare name."""
+    from pqsimd.errors import command
+
+    monkeypatch.setattr(sys, "argv", [".venv/bin/pqsimd", "run", "study"])
+    assert command("run", "study") == "`.venv/bin/pqsimd run study`"
+    monkeypatch.setattr(sys, "argv", ["/usr/local/bin/pqsimd", "run", "study"])
+    assert command("run", "my study") == "`pqsimd run 'my study'`"
+    monkeypatch.setattr(sys, "argv", ["/x/pqsimd/cli.py"])
+    assert command("show", "s") == "`pqsimd show s`"

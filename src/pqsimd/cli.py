@@ -518,7 +518,9 @@ def campaign(out: Path, studies: tuple[Path, ...], labels: str | None, n_boot: i
     results = run_campaign(out, list(studies), {k: _csv(v) for k, v in subset.items()}, _csv(labels),
                            n_boot=n_boot or DEFAULT_BOOT, seed=DEFAULT_SEED if seed is None else seed)
     report = write_campaign_report(out)
-    click.echo(f"campaign results in {results}, report in {report}/ — `pqsimd show {out}` prints the table")
+    from .errors import command
+
+    click.echo(f"campaign results in {results}, report in {report}/ — {command('show', out)} prints the table")
 
 
 @cli.command()
