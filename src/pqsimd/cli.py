@@ -418,6 +418,7 @@ def show(directory: Path, metric: str | None, stage: str | None, compiler: str |
         return
     from .report.terminal import show_study
 
+    _analyse_again_if_older(directory)  # a metric measured since the last analysis is shown, as report shows it
     show_study(directory, metric=metric, stage=stage, compiler=compiler, beside=beside)
 
 
