@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import machine
-from .console import stdout_console
+from .console import PROSE_WIDTH, stdout_console
 
 
 @dataclass
@@ -279,7 +279,7 @@ def verdict(found: list[Finding]) -> tuple[bool, str]:
 
 
 def run_doctor(console: Console | None = None) -> bool:
-    console = console or stdout_console()
+    console = console or stdout_console(piped_width=PROSE_WIDTH)
     table = Table(title=f"pqsimd doctor: {host_name()}", title_justify="left")
     for col in ("check", "status", "detail", "remedy"):
         table.add_column(col, overflow="fold", no_wrap=col in ("check", "status"))

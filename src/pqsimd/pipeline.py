@@ -17,12 +17,13 @@ from . import isa as isa_mod
 from . import metrics as metrics_mod
 from . import study as study_mod
 from .build import Build, Compiler, build_driver, build_variant, compiler_id, find_compiler, unavailable
+from .console import log_console
 from .errors import Interrupted, PqsimdError, command, tagged
 from .ids import build_id
 from .run import plan as plan_mod
 from .studydir import StudyDir
 
-console = Console(stderr=True, highlight=False)
+console = log_console(highlight=False)
 
 
 def _git_commit() -> str | None:
