@@ -5,6 +5,7 @@ and the run say the load; the analysis says how far the estimates move without t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -52,3 +53,44 @@ def test_without_a_shared_probe_it_takes_two_attempts_and_discard_never_keeps(tm
     assert "an earlier attempt of job j shared its CPU" in said[0]
     other = _study(tmp_path, "other", None)  # another study in the same process decides for itself
     assert not job.keeps_shared(other, adapt)
+
+
+def test_the_load_names_the_program_running_on_each_cpu(tmp_path):
+    """A program spinning on one CPU is seen there (/proc/PID/stat: running, last on that CPU) and makes
+    that CPU busy; doctor's row says so and its verdict line too."""
+    import os
+    import subprocess
+    import sys
+
+    from pqsimd import doctor
+
+    cpu = max(os.sched_getaffinity(0))
+    spin = subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])
+    try:
+        name = (Path(f"/proc/{spin.pid}/comm")).read_text().strip()
+        import time
+        time.sleep(0.3)  # pinned and spinning
+        load = cpuclaim.current_load()
+        assert set(load.busy) == os.sched_getaffinity(0) and load.busy[cpu] > cpuclaim.BUSY_ABOVE
+        assert any(p.split(" ×")[0] == name for p in load.programs.get(cpu, [])), load.programs
+        avg = [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+        assert load.average is not None and all(abs(a - b) < 2.0 for a, b in zip(load.average, avg))
+        assert f"CPU {cpu} " in load.describe() and name in load.describe() and not load.quiet
+        row = doctor._load()[0]
+        assert row.name == "machine load" and row.ok is None and row.detail.startswith("busy: load average")
+        ok, line = doctor.verdict([row])
+        assert "other programs keep the CPUs busy now" in line
+    finally:
+        spin.kill()
+        spin.wait()
+
+
+def test_the_run_estimates_its_time_from_the_probe_and_its_share_of_the_cpu():
+    from pqsimd.run.timing import estimate_line
+
+    quiet = {"schemes": {"a": {"probe_cpu_share": {"waited_fraction": 0.01}}}}
+    assert estimate_line({"j1": 60.0, "j2": 60.0}, quiet).startswith("timing: 2 job(s), about 2 min of timed budgets")
+    assert "while the machine stays this busy" not in estimate_line({"j1": 60.0}, quiet)
+    busy = {"schemes": {"a": {"probe_cpu_share": {"waited_fraction": 0.2}}, "b": {"probe_cpu_share": {"waited_fraction": 0.5}}}}
+    line = estimate_line({"j1": 60.0, "j2": 60.0}, busy)  # 120 s of budgets at half a CPU: 240 s
+    assert "the probe waited 50% of its time for its CPU: about 4 min while the machine stays this busy" in line
