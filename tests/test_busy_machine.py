@@ -94,3 +94,15 @@ def test_the_run_estimates_its_time_from_the_probe_and_its_share_of_the_cpu():
     busy = {"schemes": {"a": {"probe_cpu_share": {"waited_fraction": 0.2}}, "b": {"probe_cpu_share": {"waited_fraction": 0.5}}}}
     line = estimate_line({"j1": 60.0, "j2": 60.0}, busy)  # 120 s of budgets at half a CPU: 240 s
     assert "the probe waited 50% of its time for its CPU: about 4 min while the machine stays this busy" in line
+
+
+def test_one_jobs_interval_is_not_labelled_zero_percent():
+    """A quick study (J = 2) with one job that shared its CPU leaves one job without it: its [x, x] has
+    confidence 0, printed '(0%)' before; now it says there is no interval."""
+    from pqsimd.results import Levels, level_text
+
+    lv = Levels.of([0.0, 0.5, 0.95])
+    assert lv.after(0.0) == " (one job: no interval)" and lv.after(0.5) == " (50%)"
+    assert "0%" not in lv.text().replace("50%", "").replace("95%", "") and lv.text().startswith("50% to 95%")
+    assert Levels.of([0.0]).text() == "none (one job: no interval)"
+    assert level_text(0.5) == "50%"
