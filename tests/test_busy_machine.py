@@ -106,3 +106,39 @@ def test_one_jobs_interval_is_not_labelled_zero_percent():
     assert "0%" not in lv.text().replace("50%", "").replace("95%", "") and lv.text().startswith("50% to 95%")
     assert Levels.of([0.0]).text() == "none (one job: no interval)"
     assert level_text(0.5) == "50%"
+
+
+def test_a_set_whose_run_measured_nothing_says_so_not_run_it_first(tmp_path):
+    """Right after `pqsimd run rv --isa riscv64 --vlen ...` whose every counting job failed, the set was
+    told to be run first; now the line says this run measured nothing and where the reasons are."""
+    from pqsimd.errors import PqsimdError
+    from pqsimd.studysets import _refuse_measured_nothing
+
+    a, b = tmp_path / "rv" / "vlen" / "128", tmp_path / "rv" / "vlen" / "256"
+    for d in (a, b):
+        d.mkdir(parents=True)
+    (StudyDir(a).raw_dir).mkdir()
+    (StudyDir(a).raw_dir / "x.gcc.s.instructions.parquet").write_bytes(b"PAR1")
+    with pytest.raises(PqsimdError) as e:
+        _refuse_measured_nothing(tmp_path / "rv", [a, b])
+    msg = str(e.value)
+    assert f"this run measured nothing in {b}:" in msg and str(a) + "," not in msg and "\n" not in msg
+    assert "doctor" in msg and f"run {tmp_path / 'rv'}`" in msg and "first" not in msg
+    _refuse_measured_nothing(tmp_path / "rv", [a])  # measured: nothing to say
+
+
+def test_doctor_says_an_emulated_isa_counts_only_when_its_plugin_builds(tmp_path, monkeypatch):
+    """doctor said `--isa riscv64` ok while counting there could not work; it now builds the QEMU
+    counting plugin (cached) and says so when it does not build: a header that is not QEMU's."""
+    from pqsimd import doctor
+
+    bogus = tmp_path / "qemu-plugin.h"
+    bogus.write_text("#error this is not QEMU's plugin API header\n")
+    monkeypatch.setenv("PQSIMD_QEMU_PLUGIN_HEADER", str(bogus))
+    monkeypatch.setenv("PQSIMD_CACHE", str(tmp_path / "cache"))  # no plugin cached from a good header
+    rows = [r for r in doctor._cross() if not r.detail.startswith("missing")]
+    if not rows:
+        pytest.skip("no emulated ISA's tools installed here (doctor names them as missing)")
+    for r in rows:
+        assert r.ok is None and "the QEMU counting plugin does not build" in r.detail, r
+        assert "does not compile" in r.remedy and "\n" not in r.remedy

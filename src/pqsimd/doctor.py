@@ -145,6 +145,12 @@ def _cross() -> list[Finding]:
             except PqsimdError as e:
                 out.append(Finding(f"--isa {name}", None, "builds and runs; counting needs QEMU's plugin header", str(e)))
                 continue
+            try:  # the header alone is not the plugin: it must compile here (cached once it has)
+                qemu.plugin()
+            except PqsimdError as e:
+                out.append(Finding(f"--isa {name}", None, "builds and runs; the QEMU counting plugin does not build",
+                                   str(e)))
+                continue
         builds = f"{', '.join(target.cc)} (its default --cc) and {target.gnu_triple}-gcc" if target.cc \
             else f"{target.gnu_triple}-gcc"
         lengths = (f" (--vlen {target.vector['min']}-{target.vector['max']}, default {target.vector['default']})"
