@@ -98,13 +98,13 @@ def test_the_run_estimates_its_time_from_the_probe_and_its_share_of_the_cpu():
 
 def test_one_jobs_interval_is_not_labelled_zero_percent():
     """A quick study (J = 2) with one job that shared its CPU leaves one job without it: its [x, x] has
-    confidence 0, printed '(0%)' before; now it says there is no interval."""
+    confidence 0, printed '(0%)' before; now it says it has no confidence."""
     from pqsimd.results import Levels, level_text
 
     lv = Levels.of([0.0, 0.5, 0.95])
-    assert lv.after(0.0) == " (one job: no interval)" and lv.after(0.5) == " (50%)"
+    assert lv.after(0.0) == " (no confidence: too few jobs)" and lv.after(0.5) == " (50%)"
     assert "0%" not in lv.text().replace("50%", "").replace("95%", "") and lv.text().startswith("50% to 95%")
-    assert Levels.of([0.0]).text() == "none (one job: no interval)"
+    assert Levels.of([0.0]).text() == "no confidence (too few jobs)"
     assert level_text(0.5) == "50%"
 
 

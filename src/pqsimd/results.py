@@ -459,8 +459,8 @@ class Results:
             if not (isinstance(sp, (int, float)) and np.isfinite(sp)):
                 return str(verdict)
             iv = f" [{lo:.4g}, {hi:.4g}] ({level_text(level)})" if np.isfinite(lo) and np.isfinite(hi) else ""
-            if not _has_level(level):  # one job left: its value, no interval (a "[x, x] (0%)" says nothing)
-                iv = " (one job: no interval)"
+            if not _has_level(level):  # e.g. one job left: "[x, x] (0%)" says nothing
+                iv = f" [{lo:.4g}, {hi:.4g}] (no confidence: too few jobs)" if iv else ""
             return f"×{sp:.4g}{iv} {verdict}"
         p = f"without_{what}_"
         jobs = int(g(f"{p}jobs") or 0)
@@ -634,9 +634,9 @@ class Levels:
         own: where a reader finds each interval's level (a figure: the results column)."""
         if not self.values:
             return "n/a"
-        real = [v for v in self.values if _has_level(v)]  # one job's [x, x] is no interval, and no "0%"
+        real = [v for v in self.values if _has_level(v)]  # an interval of no confidence is not labelled "0%"
         if not real:
-            return "none (one job: no interval)"
+            return "no confidence (too few jobs)"
         if not self.per_row:
             return level_text(real[0])
         if len(real) == 1:
@@ -652,12 +652,13 @@ class Levels:
         except (TypeError, ValueError):
             return ""
         if np.isfinite(v) and not _has_level(v):
-            return " (one job: no interval)"
+            return " (no confidence: too few jobs)"
         return f" ({level_text(v)})" if np.isfinite(v) else ""
 
 
 def _has_level(level) -> bool:
-    """An interval with a confidence above 0 (one job's [x, x] has none); an unknown level counts as one."""
+    """An interval with a confidence above 0 (one job's [x, x] has none, nor a box over three 50% cells);
+    an unknown level counts as one."""
     try:
         v = float(level)
     except (TypeError, ValueError):
