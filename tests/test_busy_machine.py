@@ -142,3 +142,18 @@ def test_doctor_says_an_emulated_isa_counts_only_when_its_plugin_builds(tmp_path
     for r in rows:
         assert r.ok is None and "the QEMU counting plugin does not build" in r.detail, r
         assert "does not compile" in r.remedy and "\n" not in r.remedy
+
+
+def test_a_job_stopped_at_its_limit_while_starved_is_run_again_not_excluded():
+    """The limit is 60 s + 10 × the estimate; a driver that waited for its CPU (shared) and had it for
+    less than 10 × the estimate was starved, not hung (refo0 of ML-KEM-512 was excluded from a study at
+    load 5-9: indcpa_enc, estimate 8.21 s, stopped at 142 s); one that had its CPU longer is hung."""
+    from pqsimd.run import limits
+
+    lim = limits._limit(8.21)
+    assert lim["seconds"] == 142.1 and lim["estimate"] == 8.21
+    assert limits.starved(lim, cpu_seconds=55.0, shared=True)  # waited ~60% of 142 s
+    assert not limits.starved(lim, cpu_seconds=55.0, shared=False)  # had its CPU: it was slow on its own
+    assert not limits.starved(lim, cpu_seconds=90.0, shared=True)  # more than the work allowed: a loop
+    assert not limits.starved(limits._limit(None), cpu_seconds=1.0, shared=True)  # no estimate: no judgement
+    assert not limits.starved(limits._limit(0.2), cpu_seconds=30.0, shared=True)  # a small op spinning at 50%

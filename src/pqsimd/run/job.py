@@ -351,7 +351,10 @@ def _time(sd: StudyDir, job_id: str, job: dict, plan: dict, study: study_mod.Stu
                               pass_fds=files.pass_fds) as proc:
             priority_problem = cpuclaim.timing_priority(proc.pid)  # before it loads and calibrates
 
+            at_expiry: list[cpuclaim.Share | None] = []
+
             def expire() -> None:
+                at_expiry.append(cpuclaim.share_of(proc.pid))  # how much of the limit it had its CPU
                 timed_out.set()
                 child.stop(proc)
 
@@ -372,6 +375,10 @@ def _time(sd: StudyDir, job_id: str, job: dict, plan: dict, study: study_mod.Stu
             finally:
                 if watchdog:
                     watchdog.cancel()
+        if rc != 0 and timed_out.is_set() and at_expiry and at_expiry[0] is not None \
+                and limits.starved(limit, at_expiry[0].cpu_seconds, at_expiry[0].shared):
+            # not hung: starved (an -O0 build was left out of a study on a machine at load 5-9): run again
+            raise CpuWasShared(cpu, at_expiry[0])
         if rc != 0:
             stderr = log.read_text(errors="replace")
             died = death_of(f"job {job_id}", stderr, ids_, job["scheme"], limit if timed_out.is_set() else None)
