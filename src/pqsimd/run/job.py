@@ -391,9 +391,9 @@ def _time(sd: StudyDir, job_id: str, job: dict, plan: dict, study: study_mod.Stu
             if not keeps_shared(sd, study):
                 if not adapt_to_busy(sd, study, job_id, share, discarded, notify):
                     raise CpuWasShared(cpu, share)
-            elif notify:
+            elif notify and study.shared_cpu == SharedCpu.KEEP:  # adapt said it once, when it began to keep
                 notify(f"job {job_id}: kept although CPU {cpu} was shared with another program ({share.waited()}): "
-                       f"marked in jobs.csv (--shared-cpu {study.shared_cpu})")
+                       f"marked in jobs.csv (--shared-cpu keep)")
         files.check_unchanged(f"job {job_id}", sd.path)  # the bytes timed are the bytes checked and recorded
         with open(tmp) as f:
             try:
