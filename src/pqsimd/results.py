@@ -576,9 +576,12 @@ def _changes(w: dict) -> str:
 
 def moves_text(m: dict | None, lead: str = "") -> str:
     """'; the estimates move little: without / with median 1.000, range 0.976-1.031, 298 of 315 within
-    ±2%' from a without_* record's estimates; "" when none was recomputed."""
-    if not m or not m.get("n"):
+    ±2%' from a without_* record's estimates (recomputed rows only); "" from a record of an older pqsimd."""
+    if not m:
         return ""
+    if not m.get("n"):
+        return (f"{lead}no estimate remains without them (too few other jobs): how far they moved the estimates is "
+                f"measured only by a quiet rerun")
     within = m["within_threshold"] / m["n"]
     how = "little" if within >= 0.9 else "much" if within < 0.5 else "some"
     return (f"{lead}the estimates move {how}: without / with median {m['median']:.3f}, range {m['min']:.3f}-"

@@ -148,7 +148,7 @@ def shared_cpu_warning(rec: dict) -> str:
     return (f"shared CPU: {rec['jobs']} of {rec['timing_jobs']} timing jobs waited more than a quarter of their time "
             f"for their CPU (another program used it) and were kept: {jobs}{more} (share of the time waited); "
             f"{rec['groups']} group(s) and {rec['comparisons']} comparison(s) use them; without them "
-            f"{w['verdicts_changed']} of {w['recomputed']} verdict(s) change{moves_text(w.get('estimates'), '; ')} "
+            f"{w['verdicts_changed']} of {w['recomputed']} verdict(s) change{moves_text(w.get('estimates') if w.get('recomputed') else None, '; ')} "
             "(comparisons.csv without_shared_*, jobs.csv shared_cpu)")
 
 
