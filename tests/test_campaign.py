@@ -143,9 +143,13 @@ def test_comparable_is_judged_by_the_crates_the_compared_builds_use(tmp_path):
 
     old = member("old", 1, **{"avx2-crate": "1.0"})
     new = member("new", 5, **{"avx2-crate": "1.0", "unused-crate": "0.1.0"})
+    summary = json.loads((new / "results" / "summary.json").read_text())  # timed on a busy machine
+    summary["shared_cpu"] = {"jobs": 7, "timing_jobs": 10, "waited_fraction": {}}
+    (new / "results" / "summary.json").write_text(json.dumps(summary))
     run_campaign(tmp_path / "c", [old, new], {}, n_boot=200)
     notes = json.loads((tmp_path / "c" / "results" / "campaign.json").read_text())["differences"]
     assert any("unused-crate" in n and "no compared build uses" in n for n in notes), notes
+    assert "new: 7 of 10 timing jobs shared their CPU with another program" in " ".join(notes)
     newer = member("newer", 6, **{"avx2-crate": "1.1", "unused-crate": "0.1.0"})
     with pytest.raises(PqsimdError, match="not comparable") as e:
         run_campaign(tmp_path / "d", [old, newer], {})

@@ -371,6 +371,11 @@ def check_comparable(members: list[Member], subset: dict[str, list[str]]) -> lis
                 notes.append(f"{who}: compiler {c} is {cb[c]} vs {ca[c]}")
     if refused:
         raise PqsimdError("the studies are not comparable: " + "; ".join(refused))
+    for m in members:  # a member timed on a busy machine: its speedups are there, with that said
+        shared = m.study.summary.get("shared_cpu") or {}
+        if isinstance(shared, dict) and shared.get("jobs"):
+            notes.append(f"{m.label}: {shared['jobs']} of {shared.get('timing_jobs')} timing jobs shared their CPU with "
+                         f"another program (kept, marked: its own report gives each verdict without them)")
     return notes
 
 
