@@ -297,7 +297,7 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         low = cpuclaim.priority_note()  # an unprivileged `nice pqsimd run`: said before anything is timed
         if low:
             console.print(tagged("priority", "yellow", low), soft_wrap=True)
-        load = cpuclaim.current_load()  # what else runs here, before anything is timed
+        load = cpuclaim.current_load(window=cpuclaim.WINDOW_S)  # what else runs here, before anything is timed
         console.print(f"machine: {load.describe()}" + ("" if load.quiet else
                       f"; jobs that share a CPU are {'kept, marked' if study.shared_cpu == 'keep' else 'discarded'}"
                       + (" until the sizing probe and a job show the CPUs stay busy, then kept, marked"
