@@ -283,6 +283,23 @@ def test_the_real_campaign_zen5_vs_emerald_rapids(tmp_path):
     assert (out / "report" / "index.html").exists()
 
 
+FRESH = SHARED / "xeon-avx512-ml-kem-standard"  # a fresh clone's `make study` of a pqsimd that pins more crates
+
+
+@pytest.mark.skipif(not (ZEN5.is_dir() and FRESH.is_dir()), reason=f"the shared real studies are not at {SHARED}")
+def test_a_fresh_standard_study_beside_the_shipped_zen5_one(tmp_path):
+    """It was refused: 'the sources differ (pinned crate slh-dsa absent vs 0.1.0)', a crate no compared
+    build uses, with the sides the wrong way round."""
+    out = tmp_path / "c"
+    cli = subprocess.run([sys.executable, "-m", "pqsimd.cli", "campaign", str(out), str(ZEN5), str(FRESH),
+                          "--schemes", "ml-kem-768", "--ops", "NTT,decaps", "--bootstrap", "200"], capture_output=True,
+                         text=True)
+    assert cli.returncode == 0, cli.stderr
+    notes = json.loads((out / "results" / "campaign.json").read_text())["differences"]
+    assert any("slh-dsa" in n and "no compared build uses" in n for n in notes), notes
+    assert set(_ratios(out)["scheme"]) == {"ml-kem-768"}
+
+
 def test_separate_design_and_exact_counts(tmp_path):
     """Separate-design studies (the ratio of geometric means of job medians, each build's jobs
     resampled on their own) and deterministic counts (exact ratios) make a campaign too."""
