@@ -35,11 +35,15 @@ EMR_MACHINE = {"cpu_model": "Intel(R) Xeon(R) Processor", "vendor_id": "GenuineI
                "cpu_model_number": "207", "stepping": "2", "virtualization": "kvm"}
 
 
-def _records(d: Path, machine: dict, compilers=("gcc",), crate_version="0.1.1") -> None:
-    """The manifest and plan a run writes, as far as a campaign reads them."""
+def _records(d: Path, machine: dict, compilers=("gcc",), crate_version="0.1.1", crates=None, families=None) -> None:
+    """The manifest and plan a run writes, as far as a campaign reads them; crates: further pinned
+    crates {name: version}; families: {family: its TOML's text}."""
     chain = {"extra_baseline": "ref", "steps": [{"stage": "hand_simd", "from": "ref", "to": "avx2", "label": "hand SIMD"}]}
+    pinned = {"pqcrypto-mlkem": {"version": crate_version, "checksum": "c"},
+              **{k: {"version": v, "checksum": f"c{v}"} for k, v in (crates or {}).items()}}
     manifest = {"tool": {"name": "pqsimd", "git_commit": "0" * 40}, "machine": machine, "isa": {"name": "x86_64"},
-                "source": {"origin": "crate", "crates": {"pqcrypto-mlkem": {"version": crate_version, "checksum": "c"}}},
+                "source": {"origin": "crate", "crate": "pqcrypto-mlkem", "crates": pinned},
+                **({"families": {f: {"toml": t} for f, t in families.items()}} if families else {}),
                 "compilers": {c: {"id": c, "version": f"{c} (Debian 12.2.0) 12.2.0"} for c in compilers},
                 "chain": chain, "jobs": {"paired.ml-kem-512.0": {"calibration": {"granularity": 2, "tsc_hz": 2.6e9}}}}
     (d / "manifest.json").write_text(json.dumps(manifest))
@@ -99,7 +103,7 @@ def test_no_machine_effect_where_there_is_none_and_same_microarchitecture_said(b
     (lambda d: (d / "study.toml").write_text((d / "study.toml").read_text()
                                               + '\n[variants.avx2]\nsources = "avx2"\nflags = ["-O2", "-mavx2"]\n'),
      "variant avx2 differs"),
-    (lambda d: _records(d, EMR_MACHINE, crate_version="0.1.0"), "pinned crate pqcrypto-mlkem 0.1.1 vs 0.1.0"),
+    (lambda d: _records(d, EMR_MACHINE, crate_version="0.1.0"), "pinned crate pqcrypto-mlkem 0.1.0 in other, 0.1.1 in zen5"),
 ])
 def test_an_incomparable_study_is_refused_in_one_line(base, tmp_path, change, needle):
     other = tmp_path / "other"
@@ -121,6 +125,36 @@ def test_an_incomparable_study_is_refused_in_one_line(base, tmp_path, change, ne
                          capture_output=True, text=True)
     assert cli.returncode == 2 and len(cli.stderr.strip().splitlines()) == 1 and needle in cli.stderr
     assert "Traceback" not in cli.stderr
+
+
+# the synthetic family: ref from the PQClean tree's crate, avx2 from a crate of its own
+FAMILY_TOML = '[implementations.clean]\n[implementations.avx2]\ncrate = "avx2-crate"\n[implementations.unused]\ncrate = "unused-crate"\n'
+
+
+def test_comparable_is_judged_by_the_crates_the_compared_builds_use(tmp_path):
+    """A pinned crate no compared build uses (a later pqsimd pins more) does not refuse a campaign and
+    is said in a note; one a compared build uses does, naming each side with its own version."""
+    def member(name, seed, **crates):
+        d = synthetic_member(tmp_path / name, seed, ZEN5_MACHINE if seed == 1 else EMR_MACHINE)
+        (d / "study.toml").write_text((d / "study.toml").read_text() + '\n[variants.ref]\nsources = "clean"\nflags = ["-O3"]\n'
+                                      '\n[variants.avx2]\nsources = "avx2"\nflags = ["-O3", "-mavx2"]\n')
+        _records(d, ZEN5_MACHINE if seed == 1 else EMR_MACHINE, crates=crates, families={"ml-kem": FAMILY_TOML})
+        return d
+
+    old = member("old", 1, **{"avx2-crate": "1.0"})
+    new = member("new", 5, **{"avx2-crate": "1.0", "unused-crate": "0.1.0"})
+    summary = json.loads((new / "results" / "summary.json").read_text())  # timed on a busy machine
+    summary["shared_cpu"] = {"jobs": 7, "timing_jobs": 10, "waited_fraction": {}}
+    (new / "results" / "summary.json").write_text(json.dumps(summary))
+    run_campaign(tmp_path / "c", [old, new], {}, n_boot=200)
+    notes = json.loads((tmp_path / "c" / "results" / "campaign.json").read_text())["differences"]
+    assert any("unused-crate" in n and "no compared build uses" in n for n in notes), notes
+    assert "new: 7 of 10 timing jobs shared their CPU with another program" in " ".join(notes)
+    newer = member("newer", 6, **{"avx2-crate": "1.1", "unused-crate": "0.1.0"})
+    with pytest.raises(PqsimdError, match="not comparable") as e:
+        run_campaign(tmp_path / "d", [old, newer], {})
+    assert "newer vs old: the sources differ (variant avx2 of ml-kem: pinned crate avx2-crate 1.1 in newer, 1.0 in old)" \
+        in str(e.value), str(e.value)
 
 
 def test_other_ops_need_a_stated_subset(base, tmp_path):
@@ -247,6 +281,23 @@ def test_the_real_campaign_zen5_vs_emerald_rapids(tmp_path):
     assert np.allclose(r["ratio"], r["speedup"] / r["speedup_reference"], rtol=1e-9)
     assert ((r["ci_low"] <= r["ratio"]) & (r["ratio"] <= r["ci_high"])).all()
     assert (out / "report" / "index.html").exists()
+
+
+FRESH = SHARED / "xeon-avx512-ml-kem-standard"  # a fresh clone's `make study` of a pqsimd that pins more crates
+
+
+@pytest.mark.skipif(not (ZEN5.is_dir() and FRESH.is_dir()), reason=f"the shared real studies are not at {SHARED}")
+def test_a_fresh_standard_study_beside_the_shipped_zen5_one(tmp_path):
+    """It was refused: 'the sources differ (pinned crate slh-dsa absent vs 0.1.0)', a crate no compared
+    build uses, with the sides the wrong way round."""
+    out = tmp_path / "c"
+    cli = subprocess.run([sys.executable, "-m", "pqsimd.cli", "campaign", str(out), str(ZEN5), str(FRESH),
+                          "--schemes", "ml-kem-768", "--ops", "NTT,decaps", "--bootstrap", "200"], capture_output=True,
+                         text=True)
+    assert cli.returncode == 0, cli.stderr
+    notes = json.loads((out / "results" / "campaign.json").read_text())["differences"]
+    assert any("slh-dsa" in n and "no compared build uses" in n for n in notes), notes
+    assert set(_ratios(out)["scheme"]) == {"ml-kem-768"}
 
 
 def test_separate_design_and_exact_counts(tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -144,3 +145,26 @@ def test_the_report_has_the_footprint_tables_and_names_bytes(fx):
         text = t.read_text()
         assert "the bytes" in text and not SPEED_WORDS.search(text), t.name
     assert not list(fam.glob("table_decomposition*"))  # a product of byte ratios is no speedup decomposition
+
+
+def test_show_analyses_a_metric_measured_since_the_last_analysis(fx, tmp_path):
+    """`run DIR --metric stack,size` on an analysed study, then `show DIR --metric stack`: the stack is
+    measured, so show analyses again (as report does) rather than say the study has no such metric."""
+    d = tmp_path / "s"
+    shutil.copytree(fx, d, ignore=shutil.ignore_patterns("report"))
+    aside = tmp_path / "aside"
+    aside.mkdir()
+    for v in ("ref", "avx2"):  # the study as it was before `--metric stack` (its size measured)
+        shutil.move(StudyDir(d).raw_path(f"{v}.gcc.stack-fixture.stack"), aside)
+    shutil.rmtree(d / "results")
+    assert run_cli("analyze", d, env=ENV).returncode == 0
+    r = run_cli("show", d, "--metric", "stack", env=ENV)
+    assert r.returncode != 0 and "no metric 'stack' in this study" in r.stderr  # the study before the stack ran
+    later = (d / "results" / "summary.json").stat().st_mtime + 10
+    for f in aside.iterdir():  # the stack jobs, written after the analysis
+        shutil.move(f, StudyDir(d).raw_dir / f.name)
+        os.utime(StudyDir(d).raw_dir / f.name, (later, later))
+    r = run_cli("show", d, "--metric", "stack", env=ENV)
+    assert r.returncode == 0, r.stderr
+    assert "newer than results/: analysing again first" in r.stderr
+    assert "bytes vs baseline" in r.stdout and "4,104" in r.stdout

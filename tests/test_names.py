@@ -4,6 +4,7 @@ cell whole when piped."""
 
 from __future__ import annotations
 
+import sys
 import ast
 import os
 import re
@@ -132,12 +133,27 @@ def test_recorded_op_names_come_from_the_results_families():
 
 
 def test_list_shows_each_ops_label_beside_its_id(capsys, monkeypatch):
-    monkeypatch.delenv("COLUMNS", raising=False)  # captured output is piped: as wide as its content
+    monkeypatch.setenv("COLUMNS", "400")  # a terminal wide enough that no op's cell wraps
     pqsimd_group.main(["list"], standalone_mode=False, prog_name="pqsimd")
     out = capsys.readouterr().out
     assert "poly_getnoise_eta1 (noise)" in out and "indcpa_keypair (iKeypair)" in out
     assert "invntt (" not in out  # INVNTT differs only in case: either is accepted
     assert "[ml-kem, kind kem, default]" in out  # the family's bracket is text, not markup
+
+
+def test_list_and_doctor_piped_wrap_their_cells_at_a_readable_width(capsys, monkeypatch):
+    """Piped (captured), list and doctor were as wide as their longest cell (~300 and ~900 columns);
+    their prose cells wrap at console.PROSE_WIDTH instead, and no cell is cut."""
+    from pqsimd.console import PROSE_WIDTH
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    pqsimd_group.main(["list"], standalone_mode=False, prog_name="pqsimd")
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= PROSE_WIDTH and "…" not in out
+    assert "poly_getnoise_eta1" in out and "indcpa_keypair" in out
+    doctor.run_doctor()
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= PROSE_WIDTH and "…" not in out and "valgrind" in out
 
 
 def test_the_reports_methods_map_each_label_to_its_op_id_and_show_suggests_near_names(tmp_path):
@@ -332,8 +348,12 @@ def test_piped_tables_are_as_wide_as_their_cells(tmp_path):
 
     out = _piped("list")
     kem = catalog.families()["ml-kem"]
-    row = next(line for line in out.splitlines() if line.lstrip().startswith("ml-kem-512"))
-    assert ", ".join(f"{op} ({label})" if label.lower() != op else op for op, label in kem.op_names().items()) in row
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.lstrip().startswith("ml-kem-512"))
+    col = lines[first - 1].index("ops (the report's label)")  # the ops cell wraps (console.PROSE_WIDTH)
+    end = next(i for i in range(first, len(lines)) if lines[i].lstrip().startswith("from data"))
+    cell = " ".join(line[col:].strip() for line in lines[first:end] if line[col:].strip())
+    assert ", ".join(f"{op} ({label})" if label.lower() != op else op for op, label in kem.op_names().items()) in cell
     a = synthetic_member(tmp_path / "zen5", 1, ZEN5_MACHINE)
     b = synthetic_member(tmp_path / "emr", 2, EMR_MACHINE)
     out = _piped("compare", a, b, "--speedups", "--ops", "INVNTT,NTT")
@@ -355,3 +375,16 @@ def test_the_report_names_the_machines_microarchitecture_as_doctor_does():
     assert _machine_name(zen5) == "AMD EPYC (Zen 5)"
     unknown = {"cpu_model": "Some CPU", "cpu_vendor": "AuthenticAMD", "cpu_family": 99, "cpu_model_number": 1}
     assert _machine_name(unknown) == "Some CPU" and _machine_name({}) == "n/a"
+
+
+def test_a_hint_names_pqsimd_as_the_user_started_it(monkeypatch):
+    """`.venv/bin/pqsimd run study` (README, `make study`) gets hints a shell finds from there; a pqsimd
+    found on PATH (an absolute argv[0]) or `python -m` gets the bare name."""
+    from pqsimd.errors import command
+
+    monkeypatch.setattr(sys, "argv", [".venv/bin/pqsimd", "run", "study"])
+    assert command("run", "study") == "`.venv/bin/pqsimd run study`"
+    monkeypatch.setattr(sys, "argv", ["/usr/local/bin/pqsimd", "run", "study"])
+    assert command("run", "my study") == "`pqsimd run 'my study'`"
+    monkeypatch.setattr(sys, "argv", ["/x/pqsimd/cli.py"])
+    assert command("show", "s") == "`pqsimd show s`"

@@ -66,6 +66,14 @@ def test_paired_study_marks_shared_jobs_and_gives_the_verdicts_without_them(tmp_
     assert rec["without_shared"]["verdicts_changed"] == 2 and rec["without_shared"]["changes"] == {"~ -> faster": 2}
     line = next(w for w in s["warnings"] if w.startswith("shared CPU:"))
     assert "2 of 10 timing jobs" in line and "paired.ml-kem-512.3 (45%)" in line and "2 of 2 verdict(s) change" in line
+    # and how far the estimates move: every verdict changes while each estimate stays within ±2% (the
+    # shared jobs are 2 of 10: the median job ratio hardly moves), which the verdicts alone do not say
+    moves = rec["without_shared"]["estimates"]
+    ratio = (c["without_shared_speedup"] / c["speedup"]).to_numpy()
+    assert moves["n"] == 2 and moves["within_threshold"] == 2 and moves["threshold"] == 0.02
+    assert (moves["median"], moves["min"], moves["max"]) == pytest.approx((np.median(ratio), ratio.min(), ratio.max()))
+    assert abs(moves["median"] - 1) < 0.02
+    assert "the estimates move little: without / with median" in line and "2 of 2 within ±2%" in line
 
 
 def test_quiet_study_has_no_shared_jobs_and_no_recomputed_rows(tmp_path):

@@ -95,9 +95,10 @@ def cli() -> None:
 @click.option("--cpu", type=int, default=None,
               help="CPU to pin every job to (default: each job chooses an allowed CPU that is idle when it starts)")
 @click.option("--shared-cpu", "shared_cpu", type=click.Choice(choices(SharedCpu)), default=None,
-              help="a job whose CPU another program used: discard (default) runs it again, on an idle CPU when "
+              help="a job whose CPU another program used: discard runs it again, on an idle CPU when "
                    "there is one; keep keeps it, marked in jobs.csv, its groups and comparisons flagged, the "
-                   "verdicts shown with and without such jobs (for a machine you cannot get quiet)")
+                   "verdicts shown with and without such jobs (for a machine you cannot get quiet); adapt "
+                   "(default) discards until the sizing probe and a job's attempts show the CPUs busy, then keeps")
 @click.option("--cc", type=str, default=None,
               help="compiler(s), comma list (default gcc), e.g. gcc-12,clang-16 or id=/path/to/cc")
 @click.option("--design", type=click.Choice(choices(Design)), default=None,
@@ -249,9 +250,9 @@ def list_() -> None:
     from rich.text import Text
 
     from . import catalog
-    from .console import stdout_console
+    from .console import PROSE_WIDTH, stdout_console
 
-    con = stdout_console()
+    con = stdout_console(piped_width=PROSE_WIDTH)
     for fam in catalog.families().values():
         # a Text, so "[ml-kem, kind kem]" is printed, not taken for markup
         t = Table(title=Text(f"{fam.title}  [{fam.name}, kind {fam.kind}{', default' if fam.default else ''}]"),
@@ -427,6 +428,7 @@ def show(directory: Path, metric: str | None, stage: str | None, compiler: str |
     from .report.terminal import show_study
     from .results import has_comparisons
 
+    _analyse_again_if_older(directory)  # a metric measured since the last analysis is shown, as report shows it
     if (metric == "ct" or not has_comparisons(directory)) and ct_view.has_ct(directory):
         from rich.console import Console
 
@@ -532,7 +534,9 @@ def campaign(out: Path, studies: tuple[Path, ...], labels: str | None, n_boot: i
     results = run_campaign(out, list(studies), {k: _csv(v) for k, v in subset.items()}, _csv(labels),
                            n_boot=n_boot or DEFAULT_BOOT, seed=DEFAULT_SEED if seed is None else seed)
     report = write_campaign_report(out)
-    click.echo(f"campaign results in {results}, report in {report}/ — `pqsimd show {out}` prints the table")
+    from .errors import command
+
+    click.echo(f"campaign results in {results}, report in {report}/ — {command('show', out)} prints the table")
 
 
 @cli.command()

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import machine
-from .console import stdout_console
+from .console import PROSE_WIDTH, stdout_console
 
 
 @dataclass
@@ -177,6 +177,12 @@ def _cross() -> list[Finding]:
             except PqsimdError as e:
                 out.append(Finding(f"--isa {name}", None, "builds and runs; counting needs QEMU's plugin header", str(e)))
                 continue
+            try:  # the header alone is not the plugin: it must compile here (cached once it has)
+                qemu.plugin()
+            except PqsimdError as e:
+                out.append(Finding(f"--isa {name}", None, "builds and runs; the QEMU counting plugin does not build",
+                                   str(e)))
+                continue
         builds = f"{', '.join(target.cc)} (its default --cc) and {target.gnu_triple}-gcc" if target.cc \
             else f"{target.gnu_triple}-gcc"
         lengths = (f" (--vlen {target.vector['min']}-{target.vector['max']}, default {target.vector['default']})"
@@ -255,8 +261,23 @@ def _tools() -> list[Finding]:
     return out
 
 
+def _load() -> list[Finding]:
+    """How busy the CPUs are now (/proc/loadavg, /proc/stat over half a second) and what runs on them:
+    a timing job on a busy CPU waits for it, and what the run does then (--shared-cpu)."""
+    from .run import cpuclaim
+
+    load = cpuclaim.current_load()
+    if load.quiet:
+        return [Finding("machine load", True, load.describe(), affects="time")]
+    return [Finding("machine load", None, f"busy: {load.describe()}",
+                    f"{load.busy_cpus} of {len(load.busy)} CPU(s) run other programs: timing jobs will share them; "
+                    f"by default (--shared-cpu adapt) a run keeps such jobs, marked, once the sizing probe and a job "
+                    f"show the CPUs busy, and gives every verdict with and without them; for clean timings stop those "
+                    f"programs or time later", affects="time")]
+
+
 def findings() -> list[Finding]:
-    found = _isa() + _feature_groups() + _timer() + _clock_step() + _frequency()
+    found = _isa() + _feature_groups() + _timer() + _clock_step() + _frequency() + _load()
     try:
         from .counters import doctor_checks  # hardware counters and energy
         found += [Finding(*c, affects=_AFFECTS.get(c[0], "")) for c in doctor_checks()]
@@ -302,6 +323,8 @@ def verdict(found: list[Finding]) -> tuple[bool, str]:
     caveats = [f.name for f in found if f.affects == "time" and f.ok is None]
     if caveats:
         line += f" (timing notes: {', '.join(caveats)})"
+    if any(f.name == "machine load" and f.ok is None for f in found):
+        line += "; other programs keep the CPUs busy now (machine load): timings share them"
     if variants:
         line += f"; {', '.join(map(_why, variants))}: what needs it is skipped here"
     absent = [f.name for f in found if f.affects in ("counters", "energy") and f.ok is not True]
@@ -311,7 +334,7 @@ def verdict(found: list[Finding]) -> tuple[bool, str]:
 
 
 def run_doctor(console: Console | None = None) -> bool:
-    console = console or stdout_console()
+    console = console or stdout_console(piped_width=PROSE_WIDTH)
     table = Table(title=f"pqsimd doctor: {host_name()}", title_justify="left")
     for col in ("check", "status", "detail", "remedy"):
         table.add_column(col, overflow="fold", no_wrap=col in ("check", "status"))

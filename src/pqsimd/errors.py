@@ -2,7 +2,9 @@
 
 import difflib
 import errno
+import os
 import shlex
+import sys
 from collections.abc import Iterable
 
 
@@ -10,9 +12,19 @@ class PqsimdError(Exception):
     """A problem the user can fix; the message names the problem and the fix."""
 
 
+def invoked() -> str:
+    """pqsimd as the user typed it: `.venv/bin/pqsimd` (what the README and `make study` run) where it
+    was started by a relative path, which a bare `pqsimd` would not find; else `pqsimd`."""
+    typed = sys.argv[0] if sys.argv else ""
+    if os.path.basename(typed) == "pqsimd" and os.sep in typed and not os.path.isabs(typed):
+        return typed
+    return "pqsimd"
+
+
 def command(*args: object) -> str:
-    """A pqsimd command line for a hint, quoted so it is safe to paste (spaces, $(...), quotes)."""
-    return "`" + shlex.join(["pqsimd", *(str(a) for a in args)]) + "`"
+    """A pqsimd command line for a hint, quoted so it is safe to paste (spaces, $(...), quotes), in the
+    form the user started pqsimd with (`invoked`)."""
+    return "`" + shlex.join([invoked(), *(str(a) for a in args)]) + "`"
 
 
 def did_you_mean(given: object, valid: Iterable[object]) -> str:

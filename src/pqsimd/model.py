@@ -60,6 +60,8 @@ class SharedCpu(StrEnum):
     """What happens to a timing job whose CPU another program used (run/cpuclaim.py)."""
     DISCARD = "discard"  # run again, on an idle CPU when there is one
     KEEP = "keep"  # kept, marked; the verdicts are shown with and without such jobs
+    ADAPT = "adapt"  # discard while the CPUs are quiet; once the sizing probe and a job's attempts show them
+    # busy, keep (as keep) for the rest of the run, said in one line with the command for a quiet rerun
 
 
 # The results/ a study's analysis writes (analyze) and results.py reads: one version, here.
@@ -91,7 +93,7 @@ UNRECORDED_LAYOUT = LayoutMode.FIXED  # studies planned before layouts were rand
 DEFAULT_ALONE_LAYOUTS = AloneLayouts.PAIRED
 UNRECORDED_ALONE_LAYOUTS = AloneLayouts.OWN
 DEFAULT_MULTIPLICITY = Multiplicity.FCR
-DEFAULT_SHARED_CPU = SharedCpu.DISCARD
+DEFAULT_SHARED_CPU = SharedCpu.ADAPT
 
 
 def choices(kind: type[StrEnum]) -> list[str]:

@@ -17,12 +17,13 @@ from . import isa as isa_mod
 from . import metrics as metrics_mod
 from . import study as study_mod
 from .build import Build, Compiler, build_driver, build_variant, compiler_id, find_compiler, unavailable
+from .console import log_console
 from .errors import Interrupted, PqsimdError, command, tagged
 from .ids import build_id
 from .run import plan as plan_mod
 from .studydir import StudyDir
 
-console = Console(stderr=True, highlight=False)
+console = log_console(highlight=False)
 
 
 def _git_commit() -> str | None:
@@ -297,6 +298,12 @@ def _run_locked(sd: StudyDir, overrides: dict[str, Any], executor: str, slurm_op
         low = cpuclaim.priority_note()  # an unprivileged `nice pqsimd run`: said before anything is timed
         if low:
             console.print(tagged("priority", "yellow", low), soft_wrap=True)
+        load = cpuclaim.current_load(window=cpuclaim.WINDOW_S)  # what else runs here, before anything is timed
+        console.print(f"machine: {load.describe()}" + ("" if load.quiet else
+                      f"; jobs that share a CPU are {'kept, marked' if study.shared_cpu == 'keep' else 'discarded'}"
+                      + (" until the sizing probe and a job show the CPUs stay busy, then kept, marked"
+                         if study.shared_cpu == "adapt" else "") + f" (--shared-cpu {study.shared_cpu})"),
+                      markup=False, soft_wrap=True)
     if study.budget is not None and time_jobs and metrics_mod.plan_jobs_needed(study.metrics):
         from .run import sizing as sizing_mod
 

@@ -39,7 +39,7 @@ from .analyze import analyze_study
 from .analyze.campaign import is_campaign, run_campaign
 from .analyze.vlen import METRIC as VLEN_METRIC
 from .analyze.vlen import write_vlen_results
-from .errors import PqsimdError, command
+from .errors import PqsimdError, command, invoked
 from .pipeline import run_study
 from .studydir import (CAMPAIGN_DIR, MACHINE_SET_FILE, MACHINES_DIR, SET_FILE, VLEN_DIR, StudyDir, is_machine_set,
                        is_vlen_set, machine_studies, read_machine_set, vlen_set, vlen_sub_studies)
@@ -137,6 +137,7 @@ def run_vlens(directory: Path, vlens: list[int] | None, overrides: dict[str, Any
         _say(_failed_lengths(directory, target, failed, len(vlens)))
     if not time_jobs or len(failed) == len(vlens):
         return not failed
+    _refuse_measured_nothing(directory, [sub for _, sub in subs])
     report_set(directory)
     return not failed
 
@@ -160,6 +161,16 @@ def _say(line: str) -> None:
     from rich.console import Console
 
     Console(stderr=True, highlight=False).print(line, markup=False, soft_wrap=True)
+
+
+def _refuse_measured_nothing(directory: Path, subs: list[Path]) -> None:
+    """Right after the set's run: a sub-study whose every job failed is said as that (the lines above
+    give each job's reason, e.g. a counting tool missing), not as a set still to be run."""
+    empty = [sub for sub in subs if not StudyDir(sub).has_data() and not StudyDir(sub).results("summary.json").is_file()]
+    if empty:
+        raise PqsimdError(f"this run measured nothing in {', '.join(map(str, empty))}: every job of it failed (the lines "
+                          f"above say why: fix that, e.g. what `{invoked()} doctor` names), then "
+                          f"{command('run', directory)} continues the set")
 
 
 def _require_measured(directory: Path, subs: list[Path]) -> None:
@@ -234,6 +245,7 @@ def run_machines(directory: Path, names: list[str] | None, overrides: dict[str, 
         raise
     if not time_jobs:
         return ok
+    _refuse_measured_nothing(directory, subs)
     report_machines(directory, again=True)
     return ok
 

@@ -228,6 +228,69 @@ def _sources(m: Member) -> dict:
             "tree": None if src.get("origin") == "crate" else src.get("root")}
 
 
+def _implementation_tables(m: Member) -> dict[str, dict | None]:
+    """Per family of the study: its `[implementations]` as the study's own family TOML (manifest
+    `families`) says them; None where the manifest holds no TOML (an older or synthetic study)."""
+    out: dict[str, dict | None] = {}
+    for fam, rec in (m.study.manifest.get("families") or {}).items():
+        try:
+            out[fam] = tomllib.loads((rec or {}).get("toml") or "").get("implementations") or {} \
+                if (rec or {}).get("toml") else None
+        except tomllib.TOMLDecodeError:
+            out[fam] = None
+    return out
+
+
+def sources_used(m: Member, variants: list[str]) -> dict[tuple, dict[str, tuple]]:
+    """What code the compared builds were made from: per (family, variant) the sources it used,
+    {what: identity}: `pinned crate NAME` (version, checksum) from its implementation's `crate`, or the
+    PQClean tree's crate when the implementation names none; `checkout NAME` (describe, content sha256);
+    `source tree` (a --source study's root). A crate pinned but used by no compared build is not
+    there. Where the study does not say which implementation a variant builds (no family TOML, no
+    main crate among several), every pinned crate is, as before."""
+    src = m.study.manifest.get("source") or {}
+    crates = {k: (v.get("version"), v.get("checksum")) for k, v in (src.get("crates") or {}).items()}
+    checkouts = {k: (v.get("describe"), v.get("sha256")) for k, v in (src.get("checkouts") or {}).items()}
+    if src.get("origin") not in (None, "crate"):
+        tree = {"source tree": (str(src.get("root")),)}
+    else:
+        main = src.get("crate") or (next(iter(crates)) if len(crates) == 1 else None)
+        tree = {f"pinned crate {main}": crates.get(main, ("absent",))} if main else None
+    every = {**{f"pinned crate {k}": v for k, v in crates.items()}, **(tree or {})}
+    defs = m.study.study.get("variants") or {}
+    impls = _implementation_tables(m) or {None: None}
+    out: dict[tuple, dict[str, tuple]] = {}
+    for fam, table in impls.items():
+        for v in variants:
+            impl = (table or {}).get(str((defs.get(v) or {}).get("sources") or ""))
+            if table is None or tree is None:
+                out[fam, v] = every
+            elif isinstance(impl, dict) and impl.get("crate"):
+                out[fam, v] = {f"pinned crate {impl['crate']}": crates.get(impl["crate"], ("absent",))}
+            elif isinstance(impl, dict) and impl.get("checkout"):
+                out[fam, v] = {f"checkout {impl['checkout']}": checkouts.get(impl["checkout"], ("absent",))}
+            else:
+                out[fam, v] = tree
+    return out
+
+
+def _sources_differ(ref: Member, m: Member, variants: list[str]) -> str | None:
+    """The first difference between the sources of the compared builds, both sides named; None if
+    every compared build of both studies was made from the same code."""
+    a, b = sources_used(ref, variants), sources_used(m, variants)
+    for key in sorted(set(a) & set(b) or set(a) | set(b), key=str):
+        sa, sb = a.get(key) or {}, b.get(key) or {}
+        for what in sorted(set(sa) | set(sb)):
+            ia, ib = sa.get(what, ("absent",)), sb.get(what, ("absent",))
+            if ia != ib:
+                fam, v = key
+                build = f"variant {v}" + (f" of {fam}" if fam else "")
+                # the version, or where both name the same one, the content that tells them apart
+                xa, xb = (ia[0], ib[0]) if ia[0] != ib[0] else (f"{ia[0]} ({str(ia[-1])[:12]})", f"{ib[0]} ({str(ib[-1])[:12]})")
+                return f"{build}: {what} {xb} in {m.label}, {xa} in {ref.label}"
+    return None
+
+
 def _variant_defs(m: Member) -> dict:
     return {v: (d.get("sources"), tuple(d.get("flags") or ())) for v, d in (m.study.study.get("variants") or {}).items()}
 
@@ -256,12 +319,15 @@ def check_comparable(members: list[Member], subset: dict[str, list[str]]) -> lis
                                   f"state only what every study measured")
     for m in members[1:]:
         who = f"{m.label} vs {ref.label}"
-        if _sources(m) != _sources(ref):
-            a, b = _sources(ref), _sources(m)
-            diff = [k for k in sorted(set(a["crates"]) | set(b["crates"])) if a["crates"].get(k) != b["crates"].get(k)]
-            what = (f"pinned crate {diff[0]} {a['crates'].get(diff[0], ('absent',))[0]} vs "
-                    f"{b['crates'].get(diff[0], ('absent',))[0]}" if diff else f"source {a['origin']} vs {b['origin']}")
-            refused.append(f"{who}: the sources differ ({what})")
+        compared = subset.get("variants") or sorted(set(_set_of(ref, "variants")) & set(_set_of(m, "variants")))
+        differ = _sources_differ(ref, m, compared)
+        if differ:
+            refused.append(f"{who}: the sources differ ({differ})")
+        elif _sources(m) != _sources(ref):
+            ca, cb = _sources(ref)["crates"], _sources(m)["crates"]
+            other = sorted(k for k in set(ca) | set(cb) if ca.get(k) != cb.get(k))
+            notes.append(f"{who}: pinned crate{'s' * (len(other) != 1)} {', '.join(other) or 'none'} differ, "
+                         f"which no compared build uses")
         if m.isa != ref.isa:
             refused.append(f"{who}: ISA {m.isa} vs {ref.isa} (a cross-ISA comparison is `pqsimd report DIR --beside OTHER`)")
         if m.design != ref.design:
@@ -305,6 +371,11 @@ def check_comparable(members: list[Member], subset: dict[str, list[str]]) -> lis
                 notes.append(f"{who}: compiler {c} is {cb[c]} vs {ca[c]}")
     if refused:
         raise PqsimdError("the studies are not comparable: " + "; ".join(refused))
+    for m in members:  # a member timed on a busy machine: its speedups are there, with that said
+        shared = m.study.summary.get("shared_cpu") or {}
+        if isinstance(shared, dict) and shared.get("jobs"):
+            notes.append(f"{m.label}: {shared['jobs']} of {shared.get('timing_jobs')} timing jobs shared their CPU with "
+                         f"another program (kept, marked: its own report gives each verdict without them)")
     return notes
 
 

@@ -711,13 +711,33 @@ def family_warnings(df: pd.DataFrame, fam: FamilyLevel) -> list[str]:
     return out
 
 
-def without_record(df: pd.DataFrame, what: str, top: int = 20) -> dict:
+def estimate_moves(done: pd.DataFrame, what: str, threshold: float | None = None) -> dict:
+    """How far the estimates move without a set of jobs: per recomputed comparison with both estimates
+    the ratio without / with, its median, range, 5th and 95th percentiles, and how many lie within
+    ±threshold (the study's equivalence band; its setting when not given). A verdict can change (to
+    withheld: too few jobs left) while the estimate stays where it was; this says which."""
+    if not len(done) or f"without_{what}_speedup" not in done.columns:
+        return {"n": 0}
+    a = pd.to_numeric(done["speedup"], errors="coerce").to_numpy(dtype=float)
+    b = pd.to_numeric(done[f"without_{what}_speedup"], errors="coerce").to_numpy(dtype=float)
+    ok = np.isfinite(a) & np.isfinite(b) & (a > 0) & (b > 0)
+    if not ok.any():
+        return {"n": 0}
+    r = b[ok] / a[ok]
+    t = float(threshold if threshold is not None else Settings.threshold)
+    return {"n": int(ok.sum()), "median": float(np.median(r)), "min": float(r.min()), "max": float(r.max()),
+            "p05": float(np.quantile(r, 0.05)), "p95": float(np.quantile(r, 0.95)), "threshold": t,
+            "within_threshold": int((np.abs(np.log(r)) <= np.log1p(t)).sum())}
+
+
+def without_record(df: pd.DataFrame, what: str, top: int = 20, threshold: float | None = None) -> dict:
     """What recomputing without a set of jobs did (what: "minority" or "shared"): how many rows were
     recomputed, how many verdicts change, how, and the first `top` changes."""
     col = f"without_{what}_verdict"
     done = df[df[col].fillna("").astype(str) != ""] if len(df) and col in df.columns else df.iloc[:0]
     changed = done[done[col] != done["verdict"]] if len(done) else done
     return {"recomputed": int(len(done)), "verdicts_changed": int(len(changed)),
+            "estimates": estimate_moves(done, what, threshold),
             "changes": {f"{a} -> {b}": int(n) for (a, b), n in Counter(zip(changed["verdict"], changed[col])).items()},
             "changed": [{k: (str(r[k]) if k != f"without_{what}_jobs" else int(r[k]))
                          for k in ("scheme", "op", "baseline", "variant", "compiler", "verdict", col,

@@ -135,11 +135,13 @@ def methods(settings: Settings, fam: FamilyLevel | None, design: str, estimand: 
                    "often in the other ops' smaller clusters, else the upper); without_minority_*: the comparison "
                    "recomputed without them, its interval at the family's level and the verdict read off it",
         "shared_cpu": "a timing job whose driver waited more than 25% of its time (and >= 0.05 s) for its CPU, another "
-                      "program using it, is discarded and run again, or kept with `pqsimd run DIR --shared-cpu keep` "
+                      "program using it, is discarded and run again, or kept with `pqsimd run DIR --shared-cpu keep`, "
+                      "or (the default, adapt) kept once the sizing probe and a job's attempt showed the CPUs busy "
                       "(jobs.csv shared_cpu, cpu_waited_fraction); groups and comparisons count the kept jobs they use "
                       "(shared_cpu_jobs) and each comparison that uses any is recomputed without them "
                       "(without_shared_*: the same estimate and interval, the separate design's job-level test again "
-                      "over its blocks, at the family's level; summary shared_cpu counts the verdicts that change)",
+                      "over its blocks, at the family's level; summary shared_cpu counts the verdicts that change and "
+                      "how far the estimates move: the ratio without / with, its median, range and 5-95%)",
         "drift": "per job, the least-squares slope of 8 block medians of consecutive spins (t test, 6 df: robust "
                  "to the spins' autocorrelation) of what the estimate uses: per-spin log ratios (paired) or log spin "
                  "medians (separate); a comparison's p is the smallest job p times its jobs (Bonferroni), "

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..errors import PqsimdError
 from ..model import UNRECORDED_LAYOUT, Design, LayoutMode
+from ..results import moves_text
 from ..studydir import StudyDir
 from . import jobs as jobs_mod
 from .compare import without_record
@@ -143,7 +144,8 @@ def with_cpu_share(jobs_table: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame
     return out.astype({"shared_cpu": bool, "disturbed": bool})
 
 
-def shared_cpu_record(jobs: pd.DataFrame, groups_df: pd.DataFrame, main: pd.DataFrame) -> dict:
+def shared_cpu_record(jobs: pd.DataFrame, groups_df: pd.DataFrame, main: pd.DataFrame,
+                      threshold: float | None = None) -> dict:
     """summary.json shared_cpu: the timing jobs that shared their CPU and how long they waited, the
     groups and comparisons that use them, and the verdicts with and without them."""
     timing = jobs[jobs["metric_kind"] == "ticks"] if len(jobs) and "metric_kind" in jobs.columns else jobs
@@ -153,7 +155,7 @@ def shared_cpu_record(jobs: pd.DataFrame, groups_df: pd.DataFrame, main: pd.Data
     if rec["jobs"]:
         uses = main["shared_cpu_jobs"].to_numpy(dtype=float) > 0 if len(main) else np.zeros(0, bool)
         rec.update(groups=int((groups_df["shared_cpu_jobs"] > 0).sum()), comparisons=int(uses.sum()),
-                   without_shared=without_record(main, "shared"))
+                   without_shared=without_record(main, "shared", threshold=threshold))
     return rec
 
 
@@ -165,8 +167,9 @@ def shared_cpu_warning(rec: dict) -> str:
     return (f"shared CPU: {rec['jobs']} of {rec['timing_jobs']} timing jobs waited more than a quarter of their time "
             f"for their CPU (another program used it) and were kept: {jobs}{more} (share of the time waited); "
             f"{rec['groups']} group(s) and {rec['comparisons']} comparison(s) use them; without them "
-            f"{w['verdicts_changed']} of {w['recomputed']} verdict(s) change (comparisons.csv without_shared_*, "
-            "jobs.csv shared_cpu)")
+            f"{w['verdicts_changed']} of {w['recomputed']} verdict(s) change{moves_text(w.get('estimates') if w.get('recomputed') else None, '; ')} "
+            "(comparisons.csv without_shared_*, jobs.csv shared_cpu)")
+
 
 
 def clock_record(jobs: pd.DataFrame, groups_df: pd.DataFrame, comparisons: pd.DataFrame) -> dict:

@@ -226,7 +226,7 @@ def compare(a: Analysis) -> None:
     jobs_table = job_diagnostics(a.groups, comparisons, settings.threshold, a.self_checks)
     a.judged = len(jobs_table)
     a.jobs_table = with_job_records(with_cpu_share(jobs_table, data.jobs), data.jobs)
-    a.shared = shared_cpu_record(data.jobs, a.groups_df, main)
+    a.shared = shared_cpu_record(data.jobs, a.groups_df, main, settings.threshold)
     if a.shared["jobs"]:
         warnings.append(shared_cpu_warning(a.shared))
     a.attribution = attribution_mod.attribution_table(comparisons, a.ablations, settings.threshold,

@@ -277,6 +277,11 @@ def _without(study: Results, con: Console) -> None:
             continue
         con.print(Text(title, style="bold underline"))
         con.print(Text(note or "", style="dim"), soft_wrap=True)
+        left = pd.to_numeric(rows[f"without_{what}_jobs"], errors="coerce").fillna(0) if f"without_{what}_jobs" in rows \
+            else pd.Series(1, index=rows.index)
+        if not (left > 0).any():  # every job was in the set: nothing is left to list row by row
+            con.print()
+            continue
         for _, r in rows.head(WITHOUT_LINES).iterrows():
             changed = r[f"without_{what}_verdict"] != r["verdict"]
             con.print(Text(("* " if changed else "  ") + study.without_line(r, what),

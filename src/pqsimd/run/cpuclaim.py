@@ -180,6 +180,75 @@ def busy_fractions(cpus: set[int] | list[int], window: float = WINDOW_S) -> dict
     return out
 
 
+LOAD_WINDOW_S = 0.5  # how long doctor and the start of a run watch the CPUs to say how busy they are
+
+
+def loadavg() -> tuple[float, float, float] | None:
+    """The kernel's 1, 5 and 15 minute load averages (/proc/loadavg); None where it has none."""
+    try:
+        return tuple(float(x) for x in Path("/proc/loadavg").read_text().split()[:3])  # type: ignore[return-value]
+    except (OSError, ValueError):
+        return None
+
+
+def running_programs(exclude: set[int] | None = None) -> dict[int, list[str]]:
+    """Per CPU, the programs running or runnable on it now (state R in /proc/PID/stat, field 39: the
+    CPU it last ran on), by command name with a count; pqsimd's own process left out."""
+    exclude = {os.getpid(), *(exclude or set())}
+    out: dict[int, dict[str, int]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) in exclude:
+            continue
+        try:
+            text = (d / "stat").read_text()
+            name, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+            if rest[0] != "R":
+                continue
+            cpu = int(rest[39 - 3])
+        except (OSError, ValueError, IndexError):
+            continue
+        out.setdefault(cpu, {}).setdefault(name, 0)
+        out[cpu][name] += 1
+    return {c: [f"{n}" + (f" ×{k}" if k > 1 else "") for n, k in sorted(v.items(), key=lambda x: -x[1])]
+            for c, v in out.items()}
+
+
+@dataclass(frozen=True)
+class Load:
+    """What the CPUs are doing now: the load averages, each allowed CPU's busy share over a window and
+    the programs running on it."""
+    average: tuple[float, float, float] | None
+    busy: dict[int, float]
+    programs: dict[int, list[str]]
+
+    @property
+    def busy_cpus(self) -> int:
+        return sum(1 for b in self.busy.values() if b == b and b > BUSY_ABOVE)
+
+    @property
+    def quiet(self) -> bool:
+        return self.busy_cpus == 0
+
+    def describe(self) -> str:
+        avg = (f"load average {self.average[0]:.2f}, {self.average[1]:.2f}, {self.average[2]:.2f} (1, 5, 15 min) "
+               f"on {len(self.busy)} CPU(s)" if self.average else f"{len(self.busy)} CPU(s)")
+
+        def one(c: int) -> str:
+            b = self.busy.get(c, float("nan"))
+            who = self.programs.get(c) or []
+            shown = f" ({', '.join(who[:3])}{', ...' if len(who) > 3 else ''})" if who else ""
+            return f"CPU {c} {b:.0%} busy{shown}" if b == b else f"CPU {c} (unknown)"
+        return f"{avg}; now {', '.join(one(c) for c in sorted(self.busy))}"
+
+
+def current_load(cpus: set[int] | None = None, window: float = LOAD_WINDOW_S) -> Load:
+    """The load now, over `window` seconds, of the allowed CPUs (default: this process's)."""
+    cpus = set(cpus if cpus is not None else os.sched_getaffinity(0))
+    busy = busy_fractions(cpus, window)
+    programs = {c: v for c, v in running_programs().items() if c in cpus}
+    return Load(loadavg(), busy, programs)
+
+
 def lock_holder(cpu: int) -> str | None:
     """Who holds CPU `cpu`'s pqsimd lock right now (None: nobody)."""
     try:

@@ -26,6 +26,7 @@ import pyarrow.csv as pacsv
 from .. import catalog, counters, machine, store
 from .. import study as study_mod
 from ..errors import PqsimdError, command, os_problem
+from ..model import SharedCpu
 from ..studydir import StudyDir
 from . import child, cpuclaim, layouts, limits, loaded
 from .plan import job_builds
@@ -198,7 +199,7 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
     while True:
         # discard: a job waits for an idle CPU before it runs (a shared one would be thrown away);
         # keep: it runs at once on the idlest
-        choice = choose_cpu(study, notify, f"job {job_id}", wait=study.shared_cpu == "discard")
+        choice = choose_cpu(study, notify, f"job {job_id}", wait=not keeps_shared(sd, study))
         try:
             return _run_once(sd, job_id, progress, build_on_node, study, notify, len(shared), choice)
         except BuildDied as e:
@@ -215,6 +216,50 @@ def run_job(directory: Path | StudyDir, job_id: str, progress: Callable[[int, in
             if notify:
                 notify(f"job {job_id}: discarded and run again: CPU {e.cpu} was shared with another program "
                        f"({e.share.waited()})")
+
+
+# adapt: per study (its absolute path), why this run keeps the jobs that share their CPU; set once the
+# CPUs proved busy (the sizing probe and a job's attempt, or two attempts of one job), for the run
+_ADAPTED: dict[str, str] = {}
+
+
+def keeps_shared(sd: StudyDir, study: study_mod.Study) -> bool:
+    """Whether a job that shares its CPU is kept now: keep, or adapt once the CPUs proved busy."""
+    return study.shared_cpu == SharedCpu.KEEP or (study.shared_cpu == SharedCpu.ADAPT
+                                                   and str(sd.path.absolute()) in _ADAPTED)
+
+
+def probe_share(sd: StudyDir) -> float | None:
+    """The largest share of its time a sizing probe of the study waited for its CPU, among the probes
+    that shared it (sizing.json); None when none did."""
+    shares = [float((s.get("probe_cpu_share") or {}).get("waited_fraction") or 0.0)
+              for s in ((sd.read_sizing() or {}).get("schemes") or {}).values()
+              if isinstance(s, dict) and (s.get("probe_cpu_share") or {}).get("shared")]
+    return max(shares) if shares else None
+
+
+def adapt_to_busy(sd: StudyDir, study: study_mod.Study, job_id: str, share: cpuclaim.Share, discarded: int,
+                  notify: Callable[[str], None] | None) -> bool:
+    """Under adapt: whether this shared attempt is the evidence that the CPUs stay busy (the sizing probe
+    shared its CPU too, or an earlier attempt of this job did); if so the run keeps such jobs from now
+    on, said once in one line with the command for a quiet rerun."""
+    if study.shared_cpu != SharedCpu.ADAPT:
+        return False
+    key = str(sd.path.absolute())
+    if key in _ADAPTED:
+        return True
+    probe = probe_share(sd)
+    if probe is None and discarded < 1:
+        return False
+    why = (f"the sizing probe waited {probe:.0%} of its time for its CPU" if probe is not None
+           else f"an earlier attempt of job {job_id} shared its CPU")
+    _ADAPTED[key] = why
+    if notify:
+        quiet = sd.path.parent / f"{sd.path.name}-quiet"
+        notify(f"the CPUs stay busy ({why}, job {job_id} {share.waited_fraction:.0%}): this run keeps the jobs that "
+               f"share their CPU, marked, and the analysis gives every verdict and estimate with and without them; "
+               f"for a quiet rerun on an idle machine: {command('run', quiet, '--shared-cpu', 'discard')}")
+    return True
 
 
 class CpuWasShared(Exception):
@@ -306,7 +351,10 @@ def _time(sd: StudyDir, job_id: str, job: dict, plan: dict, study: study_mod.Stu
                               pass_fds=files.pass_fds) as proc:
             priority_problem = cpuclaim.timing_priority(proc.pid)  # before it loads and calibrates
 
+            at_expiry: list[cpuclaim.Share | None] = []
+
             def expire() -> None:
+                at_expiry.append(cpuclaim.share_of(proc.pid))  # how much of the limit it had its CPU
                 timed_out.set()
                 child.stop(proc)
 
@@ -327,6 +375,10 @@ def _time(sd: StudyDir, job_id: str, job: dict, plan: dict, study: study_mod.Stu
             finally:
                 if watchdog:
                     watchdog.cancel()
+        if rc != 0 and timed_out.is_set() and at_expiry and at_expiry[0] is not None \
+                and limits.starved(limit, at_expiry[0].cpu_seconds, at_expiry[0].shared):
+            # not hung: starved (an -O0 build was left out of a study on a machine at load 5-9): run again
+            raise CpuWasShared(cpu, at_expiry[0])
         if rc != 0:
             stderr = log.read_text(errors="replace")
             died = death_of(f"job {job_id}", stderr, ids_, job["scheme"], limit if timed_out.is_set() else None)
@@ -336,9 +388,10 @@ def _time(sd: StudyDir, job_id: str, job: dict, plan: dict, study: study_mod.Stu
                 (stderr.strip().splitlines() or [f"exit code {rc}"])[-1]
             raise PqsimdError(f"job {job_id}: driver failed ({files.named(why)}); log: {log}")
         if share is not None and share.shared:
-            if study.shared_cpu != "keep":
-                raise CpuWasShared(cpu, share)
-            if notify:
+            if not keeps_shared(sd, study):
+                if not adapt_to_busy(sd, study, job_id, share, discarded, notify):
+                    raise CpuWasShared(cpu, share)
+            elif notify and study.shared_cpu == SharedCpu.KEEP:  # adapt said it once, when it began to keep
                 notify(f"job {job_id}: kept although CPU {cpu} was shared with another program ({share.waited()}): "
                        f"marked in jobs.csv (--shared-cpu keep)")
         files.check_unchanged(f"job {job_id}", sd.path)  # the bytes timed are the bytes checked and recorded
@@ -363,6 +416,8 @@ def _time(sd: StudyDir, job_id: str, job: dict, plan: dict, study: study_mod.Stu
             "driver_sha256": store.sha256_file(driver),
             "cpu": cpu,
             "cpu_share": {**share.record(), "discarded_before": discarded, "policy": study.shared_cpu,
+                          **({"adapted": _ADAPTED.get(str(sd.path.absolute()), "")}
+                             if study.shared_cpu == SharedCpu.ADAPT and share.shared else {}),
                           "priority_problem": priority_problem} if share else None,
             "cpu_choice": {"busy": {str(c): round(b, 3) for c, b in choice.busy.items()},
                            "held": {str(c): h for c, h in choice.held.items()}, "fixed": choice.fixed},

@@ -30,7 +30,16 @@ def _limit(estimate: float | None) -> dict[str, Any]:
     if estimate is None:
         return {"seconds": None, "from": "none: the gate recorded no op times for a build (an older pqsimd)"}
     return {"seconds": round(FLOOR_S + FACTOR * estimate, 1), "from": f"{FLOOR_S:g} s + {FACTOR:g} × the estimate "
-                                                                      f"{estimate:.3g} s"}
+                                                                      f"{estimate:.3g} s", "estimate": estimate}
+
+
+def starved(limit: dict[str, Any], cpu_seconds: float, shared: bool) -> bool:
+    """A process stopped at its limit did not hang but was starved: it waited for its CPU (`shared`,
+    cpuclaim's rule) and had it for less than FACTOR × its estimate, the work the limit allows beyond
+    the floor. A build stuck in a loop has its CPU for most of the limit; one that waited for it on a
+    busy machine is run again, never left out of the study."""
+    est = limit.get("estimate")
+    return bool(shared) and isinstance(est, (int, float)) and cpu_seconds < FACTOR * est
 
 
 def job_limit(study, scheme: str, builds: list[str], timed: dict[str, list[bool]], op_seconds: list[dict | None],

@@ -17,6 +17,26 @@ def timing_jobs(sd: StudyDir, study, plan: dict, executor: str) -> list[Job]:
     return out
 
 
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def estimate_line(weights: dict[str, float], sizing: dict) -> str:
+    """The run's time, estimated from the sizing probe before the first job: the jobs' budgets (each
+    op's expected seconds), and, where the probe shared its CPU, that time over the share the probe had
+    of it (a CPU shared as the probe's was gives a job that much less of each second)."""
+    budget = sum(weights.values())
+    waited = [float((s.get("probe_cpu_share") or {}).get("waited_fraction") or 0.0)
+              for s in (sizing.get("schemes") or {}).values() if isinstance(s, dict)]
+    worst = max(waited, default=0.0)
+    line = (f"timing: {len(weights)} job(s), about {_minutes(budget)} of timed budgets (the sizing probe's estimate; "
+            f"each job adds its start)")
+    if worst > 0.25:
+        line += (f"; the probe waited {worst:.0%} of its time for its CPU: about {_minutes(budget / (1 - worst))} "
+                 f"while the machine stays this busy")
+    return line
+
+
 def run(sd: StudyDir, study, ctx: RunContext) -> bool:
     plan, console = ctx.plan, ctx.console
     jobs = timing_jobs(sd, study, plan, ctx.executor)
@@ -41,5 +61,7 @@ def run(sd: StudyDir, study, ctx: RunContext) -> bool:
     if sizing is not None:  # the overall ETA comes from the budgets: each job weighs its expected seconds
         weights = {j.id: sum(o["expected_s"] for o in sizing["schemes"].get(j.info["scheme"], {}).get("ops", {}).values())
                    for j in todo}
+    if weights:
+        console.print(estimate_line(weights, sizing), markup=False, soft_wrap=True)
     failures = local.execute(sd, [j.info for j in todo], study, console=console, weights=weights)
     return not failures
