@@ -61,7 +61,7 @@ def _factor(v: float) -> str:
 def sentence(pair: str, base: str, variant: str, op: str, time: float, stack: float, size: float,
              verdict: object = "n/a") -> str:
     """'<variant> makes <op> 6.10× faster than <base> for +3% stack and +14% code' (the parts that are
-    known); the speed's word is the time comparison's verdict (model.speed_words): 'avx2 vs ref, <op>:
+    known); the speed's word is the time comparison's verdict (model.speed_words): '<variant> vs <base>, <op>:
     the same speed (0.99×, within the threshold) for +19% stack' where it is not faster or slower."""
     costs = [f"{_pct(x)} {w}" for x, w in ((stack, "stack"), (size, "code")) if math.isfinite(x)]
     if math.isfinite(time):
