@@ -185,7 +185,9 @@ def link_command(link: list[str], out: Path, padding_obj: Path, seed: int, lld: 
     shuffle = [f"-Wl,--shuffle-sections={glob}={seed}" for glob in settings()["shuffle"]]
     # the variant's flags come last in the build's link (they win); -fuse-ld before them stays ours
     # unless a variant names its own linker, which then cannot be laid out (relink reports it)
-    return [*cmd[:at + 1], str(padding_obj), f"-B{_tool_dir(lld)}", "-fuse-ld=lld", *shuffle, *cmd[at + 1:]]
+    # a copy is timed, never read for source lines: its line tables (build.DEBUG_FLAGS) stay in the build
+    return [*cmd[:at + 1], str(padding_obj), f"-B{_tool_dir(lld)}", "-fuse-ld=lld", *shuffle, "-Wl,--strip-debug",
+            *cmd[at + 1:]]
 
 
 def relink(link: list[str], seed: int, out: Path, assembler: list[str] | None = None,
