@@ -429,7 +429,8 @@ def show(directory: Path, metric: str | None, stage: str | None, compiler: str |
     from .results import has_comparisons
 
     _analyse_again_if_older(directory)  # a metric measured since the last analysis is shown, as report shows it
-    if (metric == "ct" or not has_comparisons(directory)) and ct_view.has_ct(directory):
+    verdicts_only = metric in metrics_registry.REGISTRY and metrics_registry.REGISTRY[metric].verdicts
+    if (verdicts_only or not has_comparisons(directory)) and ct_view.has_ct(directory):
         from rich.console import Console
 
         ct_view.show(directory, Console())  # constant time alone (`--metric ct`, or a study that only tested it)
