@@ -120,6 +120,48 @@ def test_an_unknown_secret_buffer_is_one_line_from_the_driver(study):
     assert p.returncode == 2 and "names no buffer sk" in p.stderr and len(p.stderr.splitlines()) == 1
 
 
+def test_the_native_tracer_and_lackey_agree_on_every_fixture_site(study):
+    """Two independent tracers (breakpoints natively, valgrind's lackey) reach the same verdict and
+    difference for every site of the fixture, and the record says which one confirmed it."""
+    sd = StudyDir(study)
+    driver, lib = sd.gated_driver(), sd.gated_library("ref.gcc.ctfix")
+    ops = _record(study)["ops"]
+    for op in ("secret_branch", "secret_index", "offset_loop", "random_branch"):
+        secrets = ops[op]["secrets"]
+        sites = [ct.Site(**{**s, "verdict": "", "witnesses": [], "difference": "", "tracer": ""})
+                 for s in ops[op]["sites"] if s["verdict"] in ("leak", "unconfirmed") and s["kind"] != "div"]
+        fast = [ct.Site(**vars(x)) for x in sites]
+        ct.confirm(driver, lib, "ct-fixture", op, secrets, fast)
+        ct.confirm(driver, lib, "ct-fixture", op, secrets, sites, natively=False)
+        assert [x.tracer for x in fast] == ["sitetrace"] * len(fast) and {x.tracer for x in sites} == {"lackey"}
+        assert [(x.verdict, x.difference) for x in fast] == [(x.verdict, x.difference) for x in sites], op
+
+
+def test_the_native_tracer_refuses_a_bad_site_in_one_line(study):
+    sd = StudyDir(study)
+    cmd = [str(sd.gated_driver()), "sitetrace", str(sd.gated_library("ref.gcc.ctfix")), "ct-fixture", "secret_index", "0"]
+    for bad, needle in (("b:12", "cannot read site 'b:12'"), ("a:1:xmm0:-:1:0", "cannot read site"),
+                        ("d:1", "the op's process ended before its call")):
+        p = subprocess.run([*cmd, bad, "--", *(["sk"] if bad == "d:1" else ["secret"])], capture_output=True, text=True)
+        assert p.returncode == 2 and needle in p.stderr, (bad, p.stderr)
+
+
+@pytest.mark.parametrize("text, kind, length, spec", [
+    ("movzbl (%rsi,%rcx,1),%ecx", "address", 4, "a:9:rsi:rcx:1:0"),
+    ("mov 0x10(%rsp,%rax,2),%dx", "address", 5, "a:9:rsp:rax:2:16"),
+    ("vmovdqu -0x20(%rdi),%ymm0", "address", 5, "a:9:rdi:-:1:-32"),
+    ("movzwl (,%r8d,2),%eax", "address", 8, "a:9:-:r8d:2:0"),
+    ("mov %fs:0x28,%rax", "address", 9, None),  # a segment
+    ("mov 0x2f0e(%rip),%rax", "address", 7, None),  # never secret-dependent; lackey if memcheck says so
+    ("vpgatherdd %ymm2,(%rax,%ymm1,4),%ymm3", "address", 6, None),  # a vector index
+    ("rep stos %rax,%es:(%rdi)", "address", 3, None),
+    ("jae 8b30 <f+0x40>", "branch", 2, "b:9:2"),
+    ("div %edi", "div", 2, "d:9"),
+])
+def test_a_site_is_named_for_the_native_tracer_when_its_address_can_be_computed(text, kind, length, spec):
+    assert ct.native_site(kind, 9, text, length) == spec
+
+
 # --- the parts, without valgrind -----------------------------------------------------------------------------
 
 MEMCHECK_XML = """<?xml version="1.0"?><valgrindoutput>

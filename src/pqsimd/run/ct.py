@@ -12,14 +12,17 @@ by traces. One job per (build, scheme), exact and deterministic.
    A site inside a function the family names public ([ct.public]: the standard makes its inputs
    public, e.g. ML-KEM's rho) is declassified: listed with the reason, never a leak.
 2. Confirmation. memcheck alone is not proof: a compiler may offset a loop counter by a secret and
-   branch the same way for every secret. Each remaining site is traced exactly (valgrind's lackey,
-   every instruction and memory access inside the call) on VARIATIONS different secrets, public
-   inputs fixed (driver `ct` variation 0..VARIATIONS-1): a site whose successors (branch) or
-   addresses (address) differ between two secrets is a `leak`, with those two as witnesses; one
-   whose traces are identical is `unconfirmed`.
+   branch the same way for every secret. Each remaining site is traced exactly on VARIATIONS different
+   secrets, public inputs fixed (driver `ct` variation 0..VARIATIONS-1): a site whose successors (branch)
+   or addresses (address) differ between two secrets is a `leak`, with those two as witnesses; one whose
+   traces are identical is `unconfirmed`. The tracer is `driver sitetrace`: the call runs natively with a
+   breakpoint on each site (address randomization off, so addresses compare between runs), which records
+   the successor, the address computed from the instruction's registers, or the dividend. A site whose
+   address it cannot compute (a segment, a vector index) is traced by valgrind's lackey instead (every
+   instruction and access of the call: exact too, ~1000x slower).
 3. Divisions (KyberSlash): memcheck sees no branch in an integer division whose dividend is secret, yet its
-   latency depends on it. `driver divtrace` (natively, ptrace breakpoints on every div and idiv of LIB)
-   records each executed division's dividend over the same secrets: dividends that differ make a `div` leak.
+   latency depends on it. Every div and idiv of LIB is a site of the same native runs: dividends that differ
+   between the secrets make a `div` leak.
    Floating-point divisions and square roots are not checked; the record says so (`not_checked`).
 4. Timing evidence (dudect, `driver ct-time`): natively, calls with one fixed secret and calls with fresh
    ones in random order, public inputs fixed; analyze computes Welch's t (stats/dudect.py). Evidence
@@ -63,7 +66,7 @@ TIMEOUT = 900  # seconds for one valgrind run
 RANDOM = "random"
 HARNESS_FRAMES = ("ct_call", "pqsimd_cmd_ct", "main", "(below main)")
 NOT_CHECKED = ("floating-point divisions and square roots on a secret operand are not checked (integer divisions are: "
-               "their dividends over the secrets, driver divtrace)")
+               "their dividends over the secrets, driver sitetrace)")
 LEAK_KINDS = ("branch", "address", "div")
 _DIV = re.compile(r"^\s*([0-9a-f]+):\s+(?:i?div[bwlq]?)\s", re.M)
 
@@ -82,6 +85,7 @@ class Site:
     verdict: str = ""  # leak | unconfirmed | declassified | not a leak (cmov)
     witnesses: list[int] = field(default_factory=list)  # two variations whose traces differ
     difference: str = ""
+    tracer: str = ""  # what confirmed it: sitetrace (natively) or lackey
 
 
 def _frame_text(frame, tag: str) -> str:
@@ -116,15 +120,47 @@ def parse_memcheck(xml_text: str, base: int, library: Path) -> list[Site]:
     return list(sites.values())
 
 
-def instruction_at(library: Path, offset: int, objdump: list[str] | tuple[str, ...] = ("objdump",)) -> str:
-    """The instruction at `offset` in LIB, as objdump prints it ("jae 1234 <f+0x40>" -> "jae")."""
+def disassemble(library: Path, offset: int, objdump: list[str] | tuple[str, ...] = ("objdump",)
+                ) -> list[tuple[int, str]]:
+    """The instructions from `offset` on in LIB (a few), as (offset, objdump's text) pairs."""
     proc = subprocess.run([*objdump, "-d", "--no-show-raw-insn", f"--start-address={offset}",
-                           f"--stop-address={offset + 16}", str(library)], capture_output=True, text=True)
+                           f"--stop-address={offset + 32}", str(library)], capture_output=True, text=True)
+    out = []
     for line in proc.stdout.splitlines():
         parts = line.split(":", 1)
         if len(parts) == 2 and parts[0].strip() and all(c in "0123456789abcdef" for c in parts[0].strip()):
-            return " ".join(parts[1].split()[:2])
-    return "?"
+            out.append((int(parts[0], 16), parts[1].split("#")[0].strip()))
+    return out
+
+
+def instruction_at(library: Path, offset: int, objdump: list[str] | tuple[str, ...] = ("objdump",)) -> str:
+    """The instruction at `offset` in LIB, as objdump prints it ("jae 1234 <f+0x40>" -> "jae 1234")."""
+    got = disassemble(library, offset, objdump)
+    return " ".join(got[0][1].split()[:2]) if got else "?"
+
+
+# AT&T memory operand: [segment:]disp(base,index,scale)
+_MEMORY = re.compile(r"(?<![%\w])(%[a-z]s:)?(-?0x[0-9a-f]+|-?\d+)?\((%\w+)?(?:,(%\w+))?(?:,(\d))?\)")
+_GPR = re.compile(r"^(r[a-ds]x|r[sd]i|r[bs]p|r\d+|e[a-ds]x|e[sd]i|e[bs]p|r\d+d)$")
+
+
+def native_site(kind: str, offset: int, text: str, length: int) -> str | None:
+    """The site as `driver sitetrace` names it (b:OFF:LEN, a:OFF:BASE:INDEX:SCALE:DISP, d:OFF), or None when
+    its address cannot be computed from general registers (a segment, rip, a vector index, no operand):
+    lackey traces those."""
+    if kind == "div":
+        return f"d:{offset}"
+    if kind != "address":
+        return f"b:{offset}:{length}" if length > 0 else None
+    found = _MEMORY.findall(text.split(" ", 1)[1] if " " in text else "")
+    if len(found) != 1:
+        return None
+    segment, disp, base, index, scale = found[0]
+    regs = [r.lstrip("%") for r in (base, index) if r]
+    if segment or not regs or not all(_GPR.match(r) for r in regs):
+        return None
+    return (f"a:{offset}:{base.lstrip('%') or '-'}:{index.lstrip('%') or '-'}:{scale or 1}:"
+            f"{int(disp, 0) if disp else 0}")
 
 
 def refine_kind(site: Site) -> str:
@@ -280,87 +316,117 @@ def trace(driver: Path, library: Path, scheme: str, op: str, secrets: list[str],
     return {off: (st.executions, st.taken, st.digest.hexdigest()[:16]) for off, st in state.items()}
 
 
-def confirm(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], sites: list[Site],
-            variations: int = VARIATIONS) -> list[str]:
-    """Each site with an offset traced on `variations` secrets: traces that differ make it a leak.
-    Returns the secrets the driver filled itself (the setup does not vary them)."""
-    todo = {s.offset: s.kind for s in sites if s.offset is not None}
-    runs: list[dict[int, tuple[int, int, str]]] = []
+def native_trace(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], variation: int,
+                 specs: list[str]) -> tuple[dict[int, tuple[int, int, str, bool]], set[str], bool]:
+    """One native call under `driver sitetrace`: per site offset (executions, taken, digest, cut), the
+    secrets the driver filled itself, and whether address randomization stayed on."""
+    what = f"driver sitetrace {library.name} {scheme} {op}"
+    proc = _run([str(driver), "sitetrace", str(library), scheme, op, str(variation), *specs, "--", *secrets], what)
+    if proc.returncode:
+        raise PqsimdError(f"{what}: {(proc.stderr.strip().splitlines() or [f'exit {proc.returncode}'])[-1]}")
+    out: dict[int, tuple[int, int, str, bool]] = {}
     filled: set[str] = set()
-    if todo:  # the secrets' traces side by side (each is one valgrind process)
-        with ThreadPoolExecutor(max_workers=_workers()) as pool:
-            runs = list(pool.map(lambda v: trace(driver, library, scheme, op, secrets, v, todo, filled),
-                                 range(variations)))
+    aslr = False
+    for line in proc.stdout.splitlines():
+        f = line.split("\t")
+        if f[0] == "site":
+            out[int(f[1])] = (int(f[2]), int(f[3]), f[4], f[5] == "1")
+        elif f[0] == "filled":
+            filled.add(f[1].strip())
+        elif f[0] == "aslr":
+            aslr = True
+    return out, filled, aslr
+
+
+def _verdict(s: Site, runs: list[dict], what: str) -> None:
+    """A site's verdict from its traces over the variations: differing ones make a leak, two witnesses."""
+    seen: dict[str, int] = {}
+    for v, run in enumerate(runs):
+        seen.setdefault(run[s.offset][2], v)
+    if len(seen) > 1:
+        a, b = list(seen.values())[:2]
+        (ea, ta, *_), (eb, tb, *_) = runs[a][s.offset], runs[b][s.offset]
+        s.verdict = "leak"
+        s.witnesses = [a, b]
+        if ea != eb:
+            s.difference = f"executed {ea} vs {eb} times"
+        elif s.kind == "branch" and ta != tb:
+            s.difference = f"taken {ta} vs {tb} of {ea} times"
+        else:
+            s.difference = f"other {what} ({ea} executions each)"
+    else:
+        e, _, _, *cut = runs[0][s.offset]
+        s.verdict = "unconfirmed"
+        first = f"the first {e} executions" if cut and cut[0] else f"{e} executions"
+        s.difference = f"the same trace for {len(runs)} secrets ({first})"
+
+
+WHAT = {"branch": "successors", "address": "addresses", "div": "dividends"}
+
+
+def confirm(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], sites: list[Site],
+            variations: int = VARIATIONS, divisions: list[int] | None = None,
+            objdump: list[str] | tuple[str, ...] = ("objdump",), natively: bool = True
+            ) -> tuple[list[str], list[Site]]:
+    """Each site with an offset traced on `variations` secrets, public inputs fixed: traces that differ make
+    it a leak. Natively (`driver sitetrace`, breakpoints on the sites) where its address can be computed, else
+    under lackey. The integer divisions at `divisions` (offsets in LIB) are traced in the same runs: those
+    whose dividends differ are returned as div leaks. Returns (the secrets the driver filled itself, the
+    division leaks). natively=False: every site under lackey (the two tracers' agreement is tested)."""
+    native: dict[int, str] = {}
+    lackey: dict[int, str] = {}
     for s in sites:
         if s.offset is None:
             s.verdict = "unconfirmed"
             s.difference = "outside the library: not traced"
             continue
-        seen: dict[str, int] = {}
-        for v, run in enumerate(runs):
-            seen.setdefault(run[s.offset][2], v)
-        if len(seen) > 1:
-            a, b = list(seen.values())[:2]
-            (ea, ta, _), (eb, tb, _) = runs[a][s.offset], runs[b][s.offset]
-            s.verdict = "leak"
-            s.witnesses = [a, b]
-            if ea != eb:
-                s.difference = f"executed {ea} vs {eb} times"
-            elif s.kind == "address":
-                s.difference = f"other addresses ({ea} accesses each)"
-            elif ta != tb:
-                s.difference = f"taken {ta} vs {tb} of {ea} times"
-            else:
-                s.difference = f"other successors ({ea} executions each)"
-        else:
-            e, t, _ = runs[0][s.offset]
-            s.verdict = "unconfirmed"
-            s.difference = f"the same trace for {len(runs)} secrets ({e} executions)"
-    return sorted(filled)
+        code = disassemble(library, s.offset, objdump)
+        length = code[1][0] - code[0][0] if len(code) > 1 else 0
+        spec = native_site(s.kind, s.offset, code[0][1] if code else "", length) if natively else None
+        (native if spec else lackey)[s.offset] = spec or s.kind
+    for off in divisions or ():
+        native.setdefault(off, f"d:{off}")
+    filled: set[str] = set()
+    runs: list[dict] = []
+    if native:
+        with ThreadPoolExecutor(max_workers=_workers()) as pool:
+            got = list(pool.map(lambda v: native_trace(driver, library, scheme, op, secrets, v,
+                                                       list(native.values())), range(variations)))
+        runs = [g[0] for g in got]
+        for g in got:
+            filled |= g[1]
+        if any(g[2] for g in got):  # addresses do not compare between randomized runs: lackey's instead
+            for s in sites:
+                if s.offset in native and s.kind == "address":
+                    lackey[s.offset] = "address"
+    if lackey:  # the secrets' traces side by side (each is one valgrind process)
+        with ThreadPoolExecutor(max_workers=_workers()) as pool:
+            slow = list(pool.map(lambda v: trace(driver, library, scheme, op, secrets, v, lackey, filled),
+                                 range(variations)))
+        runs = [{**(runs[v] if runs else {}), **slow[v]} for v in range(variations)]
+    for s in sites:
+        if s.offset is not None:
+            _verdict(s, runs, WHAT.get(s.kind, "traces"))
+            s.tracer = "lackey" if s.offset in lackey else "sitetrace"
+    named = {s.offset for s in sites}
+    div_leaks = []
+    for off in sorted(o for o in divisions or () if o not in named):
+        if not any(r[off][0] for r in runs):
+            continue
+        fn, file, line, frames = source_frames(None, library, off)
+        d = Site(off, "div", fn, file, line, instruction_at(library, off, objdump),
+                 "a division's dividend depends on the secret", frames)
+        _verdict(d, runs, WHAT["div"])
+        d.tracer = "sitetrace"
+        if d.verdict == "leak":
+            div_leaks.append(d)
+    return sorted(filled), div_leaks
 
 
 def division_offsets(library: Path, objdump: list[str] | tuple[str, ...] = ("objdump",)) -> list[int]:
     """Offsets of every integer division (div, idiv) in LIB (x86-64 objdump syntax)."""
     proc = subprocess.run([*objdump, "-d", "--no-show-raw-insn", str(library)], capture_output=True, text=True)
     return [int(m.group(1), 16) for m in _DIV.finditer(proc.stdout)]
-
-
-def dividends(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], variation: int,
-              offsets: list[int]) -> dict[int, list[str]]:
-    """offset -> the dividends (rdx:rax) of each execution of that division in one native call (divtrace)."""
-    cmd = [str(driver), "divtrace", str(library), scheme, op, str(variation), *map(str, offsets), "--", *secrets]
-    proc = _run(cmd, f"driver divtrace {library.name} {scheme} {op}")
-    if proc.returncode:
-        raise PqsimdError(f"driver divtrace {library.name} {scheme} {op}: "
-                          f"{(proc.stderr.strip().splitlines() or [f'exit {proc.returncode}'])[-1]}")
-    out: dict[int, list[str]] = {}
-    for line in proc.stdout.splitlines():
-        off, rdx, rax = line.split("\t")
-        out.setdefault(int(off), []).append(f"{rdx}:{rax}")
-    return out
-
-
-def division_sites(driver: Path, library: Path, scheme: str, op: str, secrets: list[str], offsets: list[int],
-                   variations: int = VARIATIONS) -> list[Site]:
-    """The divisions the call executes whose dividends differ between secrets (public inputs fixed): leaks of
-    kind div (variable latency), with two witnesses; a division on the same operands for every secret is none."""
-    if not offsets:
-        return []
-    runs = [dividends(driver, library, scheme, op, secrets, v, offsets) for v in range(variations)]
-    sites = []
-    for off in sorted({o for r in runs for o in r}):
-        seen: dict[tuple[str, ...], int] = {}
-        for v, r in enumerate(runs):
-            seen.setdefault(tuple(r.get(off, [])), v)
-        if len(seen) < 2:
-            continue
-        (sa, a), (sb, b) = list(seen.items())[:2]
-        fn, file, line, _ = source_frames(None, library, off)
-        diff = (f"executed {len(sa)} vs {len(sb)} times" if len(sa) != len(sb) else
-                f"other dividends ({len(sa)} divisions each)")
-        sites.append(Site(off, "div", fn, file, line, instruction_at(library, off), "a division's dividend depends on "
-                          "the secret", [fn], None, "leak", [a, b], diff))
-    return sites
 
 
 QEMU_SCOPE = ("under qemu-user: execution counts per instruction compared over the secrets (branches); no taint, "
@@ -438,9 +504,9 @@ def test_op(driver: Path, library: Path, scheme: str, op: str, secrets: list[str
             s.verdict = "declassified"
         elif s.kind not in LEAK_KINDS:
             s.verdict = "not a leak" if s.kind == "cmov" else "unconfirmed"
-    filled = confirm(driver, library, scheme, op, secrets, [s for s in sites if not s.verdict], variations)
-    if divisions:
-        sites += division_sites(driver, library, scheme, op, secrets, divisions, variations)
+    filled, div_leaks = confirm(driver, library, scheme, op, secrets, [s for s in sites if not s.verdict],
+                                variations, divisions, objdump)
+    sites += div_leaks
     return {"verdict": op_verdict(sites), "secrets": secrets, "sites": [asdict(s) for s in sites],
             "variations": variations, **({"filled": filled} if filled else {})}
 
@@ -568,8 +634,9 @@ def ct_job(sd: StudyDir, study, job, isa) -> Path:
            "isa": isa.name, "binaries": {b.id: store.sha256_file(sd.variant_path(b.id))},
            "seconds": round(time.monotonic() - t0, 3), "started": started,
            "finished": datetime.now(timezone.utc).isoformat(),
-           "method": f"memcheck taint of the op's secret inputs for one call, each site traced by lackey on "
-                     f"{VARIATIONS} secrets (public inputs fixed): traces that differ = leak",
+           "method": f"memcheck taint of the op's secret inputs for one call, each site traced on {VARIATIONS} "
+                     f"secrets (public inputs fixed; natively by breakpoints, else by lackey): traces that differ "
+                     f"= leak",
            "not_checked": NOT_CHECKED, "public": fam.public_functions(), "ops": results,
            "command": [str(sd.driver_path), "ct", str(lib), scheme]}
     return sd.write_raw(job.id, table, rec)

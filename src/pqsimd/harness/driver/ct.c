@@ -22,7 +22,7 @@
 #define PQSIMD_HAVE_MEMCHECK 1
 #endif
 #endif
-#ifndef PQSIMD_HAVE_MEMCHECK /* without valgrind's header: marks that mark nothing (ct-time, divtrace run natively) */
+#ifndef PQSIMD_HAVE_MEMCHECK /* without valgrind's header: marks that mark nothing (ct-time, sitetrace run natively) */
 #define VALGRIND_MAKE_MEM_UNDEFINED(p, n) ((void)(p), (void)(n))
 #define VALGRIND_MAKE_MEM_DEFINED(p, n) ((void)(p), (void)(n))
 #endif
@@ -208,9 +208,12 @@ int pqsimd_cmd_ct(int argc, char **argv) {
            (unsigned long long)(uintptr_t)&pqsimd_ct_marker);
     fflush(stdout);
     if (getenv("PQSIMD_CT_STOP")) {
-        raise(SIGSTOP); /* driver divtrace sets its breakpoints now (divtrace.c) */
+        raise(SIGSTOP); /* driver sitetrace sets its breakpoints now (sitetrace.c) */
     }
     ct_call(c.op);
+    if (getenv("PQSIMD_CT_STOP")) {
+        raise(SIGSTOP); /* and takes them away */
+    }
     c.v.entry->random_mark(NULL);
     /* What the call left secret is nobody's business after it: no report from the driver's exit. */
     for (int i = 0; i < c.s->n_buffers; i++) {

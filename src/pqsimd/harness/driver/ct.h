@@ -21,8 +21,8 @@
 int pqsimd_cmd_ct(int argc, char **argv);
 /* driver ct-time LIB SCHEME OP N SEED [SECRET...]: dudect's fixed-vs-random timing, "class ticks" per call */
 int pqsimd_cmd_ct_time(int argc, char **argv);
-/* driver divtrace LIB SCHEME OP V OFFSET... -- SECRET...: every integer division's dividend (divtrace.c) */
-int pqsimd_cmd_divtrace(int argc, char **argv);
+/* driver sitetrace LIB SCHEME OP V SITE... -- SECRET...: what each site does in one native call (sitetrace.c) */
+int pqsimd_cmd_sitetrace(int argc, char **argv);
 /* driver buffers LIB SCHEME: the op table's named buffers (name, bytes), one per line */
 int pqsimd_cmd_buffers(int argc, char **argv);
 

@@ -15,7 +15,7 @@
  *   driver stack LIB SCHEME [OP...]         per op: "op bytes_a5 bytes_5a", its peak stack (stack.h)
  *   driver ct LIB SCHEME OP V [SECRET...]   one call with its secrets marked, inputs of variation V (ct.h)
  *   driver ct-time LIB SCHEME OP N SEED [S...] dudect's fixed-vs-random timing of the op (ct.h)
- *   driver divtrace LIB SCHEME OP V OFF... -- S...  each integer division's dividend (divtrace.c)
+ *   driver sitetrace LIB SCHEME OP V SITE... -- S... what each ct site does, natively (sitetrace.c)
  *   driver buffers LIB SCHEME               the op table's named buffers (ct.h)
  */
 #define _GNU_SOURCE
@@ -472,7 +472,7 @@ static int cmd_stack(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        return die("usage: driver list|calibrate|step|run|probe|gate|smoke|count|where|stack|ct|ct-time|divtrace|buffers ...", NULL);
+        return die("usage: driver list|calibrate|step|run|probe|gate|smoke|count|where|stack|ct|ct-time|sitetrace|buffers ...", NULL);
     }
     const char *cmd = argv[1];
     pqsimd_guard_install();
@@ -513,8 +513,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "ct-time") == 0) {
         return pqsimd_cmd_ct_time(argc, argv);
     }
-    if (strcmp(cmd, "divtrace") == 0) {
-        return pqsimd_cmd_divtrace(argc, argv);
+    if (strcmp(cmd, "sitetrace") == 0) {
+        return pqsimd_cmd_sitetrace(argc, argv);
     }
     if (strcmp(cmd, "buffers") == 0) {
         return pqsimd_cmd_buffers(argc, argv);
