@@ -40,6 +40,7 @@ EXPECTED = {  # op -> (verdict, kinds of its non-declassified sites, line of the
     "ct_select": ("clean", set(), None),
     "offset_loop": ("unconfirmed", {"branch"}, _line("offset loop")),
     "public_branch": ("clean", set(), None),
+    "line_check": ("clean", set(), None),
     "random_branch": ("leak", {"branch"}, _line("random")),
     "no_secret": ("n/a", set(), None),
     "secret_div": ("leak", {"div"}, _line("div")),
@@ -95,6 +96,19 @@ def test_declassified_sites_are_listed_with_the_reason_and_never_a_leak(study):
     assert declassified and all("pqsimd_fixture_public_rejection" in s["declassified"] for s in declassified)
     assert all(s["line"] == _line("declassified") for s in declassified)
     assert "stand-in for a value the standard makes public" in declassified[0]["declassified"]
+    # "FUNCTION @ LINE": the branch on a value made public inline, by its source line
+    (s,) = _record(study)["ops"]["line_check"]["sites"]
+    assert s["verdict"] == "declassified" and s["line"] == _line("public line") and "revealed > 4080" in s["source"]
+    assert s["declassified"].startswith(f"at ctfix_ops.c:{_line('public line')} ") and "rejection check" in s["declassified"]
+
+
+def test_a_line_pattern_declassifies_only_its_function_and_line():
+    site = lambda fn, src: ct.Site(1, "branch", fn, "sign.c", 7, "ja 10", "", [fn], source=src)
+    sites = [site("x_sign_signature", "if (n > OMEGA) {"), site("x_sign_signature", "if (sk[i] > 3) {"),
+             site("x_keypair", "if (n > OMEGA) {"), site("x_sign_signature", "")]
+    ct.declassify(sites, {"*sign_signature* @ *> OMEGA*": "the hint's weight"})
+    assert [s.declassified is not None for s in sites] == [True, False, False, False]
+    assert sites[0].declassified == "at sign.c:7 `if (n > OMEGA) {`: the hint's weight"
 
 
 def test_results_table_show_and_report(study):
@@ -255,6 +269,7 @@ def test_ops_without_secrets_or_without_named_buffers_are_na_with_the_reason():
     ('[ct.secret]\nct_select = "secret"', "must list the op table's secret buffers"),
     ('[ct]\nsecrets = {}', "unknown key(s) in [ct]"),
     ('[ct.public]\n"*f*" = 3', "[ct] public must be a table"),
+    ('[ct.public]\n"*f* @ " = "why"', "FUNCTION @ SOURCE LINE"),
 ])
 def test_a_bad_ct_table_is_one_line_naming_it(table, needle):
     from pqsimd import catalog

@@ -225,7 +225,9 @@ def check_views(views: dict, ops: tuple[str, ...], schemes: dict, where: str) ->
 
 def check_ct(ct: dict, ops: tuple[str, ...], where: str) -> None:
     """[ct]: `secret` (op -> the op table's buffers or "random" that are secret), `public` (a function
-    name pattern -> why the standard makes its inputs public: sites inside it are declassified)."""
+    name pattern -> why the standard makes its inputs public: sites inside it are declassified; or
+    "FUNCTION @ LINE", both patterns: the sites of that function whose source line matches LINE, where a
+    value becomes public that no function of its own computes)."""
     _unknown(ct, ("secret", "public"), where, "ct")
     secret = ct.get("secret", {})
     if not isinstance(secret, dict):
@@ -237,3 +239,8 @@ def check_ct(ct: dict, ops: tuple[str, ...], where: str) -> None:
     public = ct.get("public", {})
     if not isinstance(public, dict) or not all(isinstance(v, str) and v for v in public.values()):
         raise _fail(where, f"[ct] public must be a table of function pattern = \"why it is public\", got {public!r}")
+    for key in public:
+        fn, at, line = (part.strip() for part in key.partition("@"))
+        if not fn or (at and not line):
+            raise _fail(where, f"[ct.public] {key!r}: write a function pattern, or \"FUNCTION @ SOURCE LINE\" "
+                               f"(both glob patterns, e.g. \"*sign_signature* @ *chknorm(*\")")

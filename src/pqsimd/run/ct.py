@@ -41,6 +41,7 @@ number of confirmed leak sites (-1: n/a); the job record holds every op's verdic
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import re
 import socket
@@ -86,11 +87,29 @@ class Site:
     witnesses: list[int] = field(default_factory=list)  # two variations whose traces differ
     difference: str = ""
     tracer: str = ""  # what confirmed it: sitetrace (natively) or lackey
+    source: str = ""  # the text of its source line (file:line), when the file is there
 
 
 def _frame_text(frame, tag: str) -> str:
     el = frame.find(tag)
     return el.text if el is not None and el.text else ""
+
+
+def source_line(directory: str, file: str, line: int | None) -> str:
+    """The text of FILE:LINE (stripped), or "" when the file is not there."""
+    if not file or not line:
+        return ""
+    path = Path(directory) / file if directory else Path(file)
+    try:
+        lines = _read_lines(str(path))
+    except OSError:
+        return ""
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+@functools.lru_cache(maxsize=64)
+def _read_lines(path: str) -> list[str]:
+    return Path(path).read_text(errors="replace").splitlines()
 
 
 def parse_memcheck(xml_text: str, base: int, library: Path) -> list[Site]:
@@ -115,6 +134,7 @@ def parse_memcheck(xml_text: str, base: int, library: Path) -> list[Site]:
         kind = {"UninitCondition": "branch", "UninitValue": "address"}.get(kind_m, "other")
         site = Site(offset, kind, _frame_text(at, "fn") or "?", _frame_text(at, "file"), int(line) if line else None,
                     "", what, [n for n in (_frame_text(f, "fn") for f in inner) if n])
+        site.source = source_line(_frame_text(at, "dir"), site.file, site.line)
         key = offset if offset is not None else (site.function, site.file, site.line, kind)
         sites.setdefault(key, site)
     return list(sites.values())
@@ -173,13 +193,22 @@ def refine_kind(site: Site) -> str:
 
 def declassify(sites: list[Site], public: dict[str, str]) -> None:
     """A site with a frame in a function the family names public is declassified (inlined frames
-    count: memcheck names them from the line tables)."""
+    count: memcheck names them from the line tables); a "FUNCTION @ LINE" entry declassifies the sites of
+    FUNCTION whose source line matches LINE (a branch on a value the standard makes public, computed inline)."""
+    whole = {p: why for p, why in public.items() if "@" not in p}
+    lines = [(*(part.strip() for part in p.split("@", 1)), why) for p, why in public.items() if "@" in p]
     for s in sites:
         for fn in s.stack or [s.function]:
-            pattern = next((p for p in public if fnmatch.fnmatchcase(fn, p)), None)
+            pattern = next((p for p in whole if fnmatch.fnmatchcase(fn, p)), None)
             if pattern:
-                s.declassified = f"in {fn}: {public[pattern]}"
+                s.declassified = f"in {fn}: {whole[pattern]}"
                 break
+        if s.declassified or not s.source:
+            continue
+        hit = next(((f, why) for f, ln, why in lines
+                    if fnmatch.fnmatchcase(s.function, f) and fnmatch.fnmatchcase(s.source, ln)), None)
+        if hit:
+            s.declassified = f"at {s.file}:{s.line} `{s.source}`: {hit[1]}"
 
 
 def _driver_cmd(driver: Path, library: Path, scheme: str, op: str, variation: int, secrets: list[str]) -> list[str]:
@@ -473,7 +502,8 @@ def trace_compare(isa, driver: Path, library: Path, scheme: str, op: str, secret
         a = next(i for i, c in enumerate(counts) if c != counts[0])
         disas = next((r[pc].disas for r in runs if pc in r), "?")
         site = Site(off, "branch", fn, file, line, disas, "execution counts differ between secrets", frames,
-                    verdict="leak", witnesses=[0, a], difference=f"executed {counts[0]} vs {counts[a]} times")
+                    verdict="leak", witnesses=[0, a], difference=f"executed {counts[0]} vs {counts[a]} times",
+                    source=source_line("", file, line))
         first_by_function[fn] = (off, site)
     sites = [s for _, s in first_by_function.values()]
     declassify(sites, public)

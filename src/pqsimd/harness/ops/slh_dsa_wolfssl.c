@@ -170,11 +170,20 @@ static int api_verify(const uint8_t *s, size_t slen, const uint8_t *m, size_t ml
 static pqsimd_sizes sizes;
 static const pqsimd_api api = {.keypair = api_keypair, .sign = api_sign, .verify = api_verify};
 
+/* The constant-time test's secrets (data/families/slh-dsa.toml [ct.secret]): SK.seed || SK.prf of the fixed
+ * key (its first 2n bytes; PK.seed and PK.root after them are public), of keypair's seeds, and the hedged
+ * signature's opt_rand. Their lengths are the set's, filled in below. */
+static pqsimd_buffer buffers[] = {{"sk", key.sk, 0}, {"seeds", seeds, 0}, {"opt_rand", addrnd, 0}};
+
 /* The sizes come from wolfSSL (per set); the registration below reads them after this runs. */
 __attribute__((constructor(102))) static void STATIC_NAME(sizes_of_set)(void) {
     sizes.public_key = (size_t)wc_SlhDsaKey_PublicSizeFromParam(PARAM);
     sizes.secret_key = (size_t)wc_SlhDsaKey_PrivateSizeFromParam(PARAM);
     sizes.signature = (size_t)wc_SlhDsaKey_SigSizeFromParam(PARAM);
+    size_t nn = sizes.public_key / 2; /* pk = PK.seed || PK.root */
+    buffers[0].len = 2 * nn;
+    buffers[1].len = 2 * nn;
+    buffers[2].len = nn;
 }
 
-PQSIMD_REGISTER(ops, PQSIMD_KIND_SIGN, sizes, api)
+PQSIMD_REGISTER_BUFFERS(ops, PQSIMD_KIND_SIGN, sizes, api, buffers)
