@@ -206,6 +206,18 @@ def test_declassification_by_any_frame_of_the_stack():
     assert sites[1].declassified is None
 
 
+@pytest.mark.parametrize("instruction, kind", [
+    ("movzbl (%rsi,%rcx,1),%ecx", "address"),
+    ("psrlq %xmm1,%xmm0", "operand"),          # memcheck wants a defined shift count: no address
+    ("movdqa 0x7b5fe(%rip),%xmm5", "operand"),  # a constant address
+    ("call *%rax", "branch"),                   # an indirect call: its target
+    ("jmp *0x8(%rax,%rdx,8)", "branch"),
+    ("rep stos %rax,%es:(%rdi)", "address"),
+])
+def test_what_memcheck_calls_a_value_use_is_read_from_the_instruction(instruction, kind):
+    assert ct.refine_kind(ct.Site(1, "address", "f", "f.c", 1, instruction, "")) == kind
+
+
 def test_conditional_moves_and_sets_are_not_branches():
     s = ct.Site(1, "branch", "f", "f.c", 1, "cmovne %rax,%rbx", "")
     assert ct.refine_kind(s) == "cmov"

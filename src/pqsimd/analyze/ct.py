@@ -4,7 +4,7 @@ and which step of the chain introduced or removed each leak.
 Tables (results/):
   constant_time   one row per (scheme, op, variant, compiler, site): the op's verdict (leak, unconfirmed,
                   clean, n/a), the site's function, file, line, offset, instruction, kind (branch,
-                  address, cmov, other), its own verdict (leak, unconfirmed, declassified, not a leak),
+                  address, cmov, operand, div, other), its own verdict (leak, unconfirmed, declassified, not a leak),
                   the two witness secrets and what differs between their traces; an op without a site
                   is one row with the site columns empty, an n/a op one row with its reason (`why`)
   ct_stages       one row per (scheme, compiler, chain step, change, first site) where the two builds'

@@ -8,6 +8,8 @@ by traces. One job per (build, scheme), exact and deterministic.
      branch    a conditional jump on a secret (timing and cache: a leak on every CPU)
      address   a load or store whose address depends on a secret (a cache line: a leak)
      cmov      a conditional move or set on a secret: constant time on x86-64, shown as such
+     operand   a secret in an operand memcheck wants defined that is no address (a vector shift count):
+               constant time on x86-64, shown as such
      other     anything else memcheck says about a secret (a system call argument)
    A site inside a function the family names public ([ct.public]: the standard makes its inputs
    public, e.g. ML-KEM's rho) is declassified: listed with the reason, never a leak.
@@ -184,10 +186,21 @@ def native_site(kind: str, offset: int, text: str, length: int) -> str | None:
 
 
 def refine_kind(site: Site) -> str:
-    """memcheck says 'depends on' for jumps, moves and sets alike: the instruction says which."""
-    mnemonic = site.instruction.split(" ")[0]
+    """memcheck says 'depends on' for jumps, moves and sets alike, and 'use of a value' for addresses and any
+    other operand it wants defined: the instruction says which. An indirect jump or call is a branch (its
+    target); a register-only or rip-relative instruction has no secret address: `operand` (a vector shift
+    count, a lane select), constant time on x86-64."""
+    mnemonic, _, operands = site.instruction.partition(" ")
     if site.kind == "branch" and mnemonic.startswith(("cmov", "set", "vpcmov", "fcmov", "adc", "sbb")):
         return "cmov"
+    if site.kind == "address" and site.instruction not in ("", "?"):
+        if mnemonic.startswith(("call", "jmp")) and operands.startswith("*"):
+            return "branch"
+        if mnemonic.startswith(("rep", "movs", "stos", "lods", "cmps", "scas")):
+            return "address"
+        memory = _MEMORY.findall(operands)
+        if not memory or all(base == "%rip" and not index for _, _, base, index, _ in memory):
+            return "operand"
     return site.kind
 
 
@@ -532,8 +545,10 @@ def test_op(driver: Path, library: Path, scheme: str, op: str, secrets: list[str
     for s in sites:
         if s.declassified:
             s.verdict = "declassified"
+        elif s.kind in ("cmov", "operand"):
+            s.verdict = "not a leak"
         elif s.kind not in LEAK_KINDS:
-            s.verdict = "not a leak" if s.kind == "cmov" else "unconfirmed"
+            s.verdict = "unconfirmed"
     filled, div_leaks = confirm(driver, library, scheme, op, secrets, [s for s in sites if not s.verdict],
                                 variations, divisions, objdump)
     sites += div_leaks
