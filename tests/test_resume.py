@@ -47,6 +47,17 @@ def test_no_budget_stays_no_budget_on_resume_and_in_a_slurm_task(tmp_path, cli, 
     assert r.returncode == 0, r.stderr
 
 
+def test_no_cap_stays_no_cap_when_the_study_grows(tmp_path, cli):
+    """--max-call 0 (no cap) is written into study.toml: a later `run DIR --metric ...` does not bring back
+    the preset's cap and refuse the study as changed."""
+    d = tmp_path / "s"
+    r = cli("run", d, *SMALL, "--variants", "ref", "--jobs", "1", "--max-call", "0", "--metric", "size", env=ENV)
+    assert r.returncode == 0, r.stderr
+    assert "max_call_s = 0" in (d / "study.toml").read_text()
+    r = cli("run", d, "--metric", "size", env=ENV)
+    assert r.returncode == 0, r.stderr
+
+
 def flaky_compiler(tmp_path: Path) -> tuple[Path, Path]:
     """A compiler that fails on the variant marked -DPQSIMD_FLAKY while `marker` exists."""
     marker = tmp_path / "broken"

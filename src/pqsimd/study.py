@@ -171,8 +171,8 @@ class Study:
         d: dict[str, Any] = {}
         for k in KEYS:
             v = self.from_environment[k] if k in self.from_environment else getattr(self, k)
-            if k == "budget" and v is None:
-                v = 0  # "no budget" must be written: left out, the preset's budget would come back
+            if k in ("budget", "max_call_s") and v is None:
+                v = 0  # "no budget", "no cap" must be written: left out, the preset's value would come back
             if k == "ablation" and not v:
                 continue
             if v is not None:
