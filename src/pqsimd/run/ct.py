@@ -45,6 +45,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import hashlib
+import os
 import re
 import socket
 import subprocess
@@ -228,9 +229,10 @@ def _driver_cmd(driver: Path, library: Path, scheme: str, op: str, variation: in
     return [str(driver), "ct", str(library), scheme, op, str(variation), *secrets]
 
 
-def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
+def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT,
+                              env={**os.environ, **env} if env else None)
     except subprocess.TimeoutExpired:
         raise PqsimdError(f"{what}: no answer within {TIMEOUT} s") from None
     return proc
@@ -558,6 +560,7 @@ def test_op(driver: Path, library: Path, scheme: str, op: str, secrets: list[str
 
 DUDECT_BUDGET_S = 1.0  # per op: the fixed-vs-random calls (and each call's two setups) within about this
 DUDECT_MAX, DUDECT_MIN = 2000, 50  # calls
+DUDECT_LIMIT_S = 3 * DUDECT_BUDGET_S  # ct-time stops there, however many calls it has
 
 
 def dudect_calls(call_s: float | None) -> int:
@@ -572,7 +575,9 @@ def time_classes(driver: Path, library: Path, scheme: str, op: str, secrets: lis
     """dudect's measurements (driver ct-time): the class of each call (0 fixed secret, 1 fresh) and its ticks,
     natively; the statistic is analyze's (stats/dudect.py)."""
     cmd = [str(driver), "ct-time", str(library), scheme, op, str(calls), str(seed), *secrets]
-    proc = _run(cmd, f"driver ct-time {library.name} {scheme} {op}")
+    # a hard stop: a setup that makes a key pair per secret can cost far more than the call
+    proc = _run(cmd, f"driver ct-time {library.name} {scheme} {op}",
+                env={"PQSIMD_CT_TIME_LIMIT_S": f"{DUDECT_LIMIT_S:g}"})
     if proc.returncode:
         raise PqsimdError(f"driver ct-time {library.name} {scheme} {op}: "
                           f"{(proc.stderr.strip().splitlines() or [f'exit {proc.returncode}'])[-1]}")

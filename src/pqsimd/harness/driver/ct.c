@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "count_marker.h"
 #include "guard.h"
@@ -231,7 +232,9 @@ int pqsimd_cmd_ct(int argc, char **argv) {
 
 /* driver ct-time LIB SCHEME OP N SEED [SECRET...]: dudect's fixed-vs-random test. N measurements, each
  * of one call whose class is drawn at random (SEED): class 0 has one fixed secret (variation 1), class 1
- * a fresh one (variation 2, 3, ...); public inputs fixed in both. "class ticks" per line. */
+ * a fresh one (variation 2, 3, ...); public inputs fixed in both. "class ticks" per line. With
+ * PQSIMD_CT_TIME_LIMIT_S set, it stops early once that many seconds have passed: a setup that makes a key
+ * pair per secret (Falcon, McEliece) costs far more than the call. */
 int pqsimd_cmd_ct_time(int argc, char **argv) {
     if (argc < 7) {
         return fail("usage: ct-time LIB SCHEME OP N SEED [SECRET...]", NULL);
@@ -248,7 +251,17 @@ int pqsimd_cmd_ct_time(int argc, char **argv) {
     prepare(&c, 1, 0);
     c.op->call(); /* warm: lazy binding and first-call effects stay out */
     uint64_t state = seed;
+    const char *limit_text = getenv("PQSIMD_CT_TIME_LIMIT_S");
+    double limit = limit_text ? atof(limit_text) : 0;
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
     for (uint64_t k = 0; k < n; k++) {
+        if (limit > 0) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if ((double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec) > limit) {
+                break;
+            }
+        }
         int cls = (int)(splitmix(&state) & 1);
         prepare(&c, cls ? 2 + k : 1, 0);
         uint64_t t0 = pqsimd_timer_start();

@@ -94,11 +94,10 @@ static void op_hash_to_point(void) {
 /* Everything deterministic, made once per process: keygen at -O0 takes tenths of a second and
  * every op's setup (and the probe) would redo it. */
 static void setup_inputs(void) {
-    static int done;
-    if (done) {
+    static pqsimd_once once;
+    if (!pqsimd_once_per_variation(&once)) {
         return;
     }
-    done = 1;
     uint8_t seed[48];
     fill(seed, sizeof seed, 1);
     inner_shake256_context krng;

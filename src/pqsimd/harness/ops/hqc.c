@@ -54,11 +54,10 @@ static void fill(uint8_t *b, size_t n, uint8_t salt_byte) {
 }
 
 static void setup_inputs(void) {
-    static int done;
-    if (done) {
+    static pqsimd_once once;
+    if (!pqsimd_once_per_variation(&once)) {
         return;
     }
-    done = 1;
     fill(pool, sizeof pool, 1);
     const pqsimd_variant *pv = pqsimd_variant_entry();
     pv->random_pool(pool, sizeof pool);

@@ -84,12 +84,14 @@ _Static_assert(SK_BYTES == 40 + IRR_BYTES + COND_BYTES + SYS_N / 8, "secret key 
  * fixed public key T of the set's size. Every op here is constant-time, so its cost does not
  * depend on which valid inputs it gets (pq-crystals' test_speed times uninitialised buffers). */
 static void setup_inputs(void) {
-    static int done;
-    if (done) {
+    static pqsimd_once once;
+    if (!pqsimd_once_per_variation(&once)) {
         return;
     }
-    done = 1;
     uint8_t seed[33] = {7};
+    for (size_t i = 1; i < sizeof seed; i++) { /* another Goppa polynomial per variation (0: the timed one) */
+        seed[i] = pqsimd_variation_byte(3, i);
+    }
     uint8_t fbytes[2 * SYS_T];
     do { /* the minimal polynomial of a fixed element of GF(2^mt); rarely of degree < t: next seed */
         shake256(fbytes, sizeof fbytes, seed, sizeof seed);
@@ -98,8 +100,10 @@ static void setup_inputs(void) {
         }
         seed[0]++;
     } while (genpoly_gen(irr, f_in) != 0);
-    for (int j = 0; j < (1 << GFBITS); j++) { /* j -> 1445 j + 291 mod 2^m: a permutation */
-        pi[j] = (int16_t)((j * 1445 + 291) & ((1 << GFBITS) - 1));
+    /* j -> a j + b mod 2^m with a odd: a permutation (a = 1445, b = 291 for the timed inputs, others per variation) */
+    int a = 1445 + 2 * pqsimd_variation_byte(4, 0), b = 291 + pqsimd_variation_byte(4, 1);
+    for (int j = 0; j < (1 << GFBITS); j++) {
+        pi[j] = (int16_t)((j * a + b) & ((1 << GFBITS) - 1));
     }
     controlbitsfrompermutation(cbits, pi, GFBITS, 1 << GFBITS);
     fill(sk, 40, 1);
@@ -145,11 +149,10 @@ static void permutation_of(int16_t *p, const uint8_t *bits) {
  * randomness, its permutation read back from its control bits (pk_gen sorts perm, so perm[pi[j]] = j
  * gives back pi). Should that not succeed, the first of a fixed sequence of permutations that does. */
 static void setup_pk_gen(void) {
-    static int done;
-    if (done) {
+    static pqsimd_once once;
+    if (!pqsimd_once_per_variation(&once)) {
         return;
     }
-    done = 1;
     fill(pool, sizeof pool, 1);
     const pqsimd_variant *v = pqsimd_variant_entry();
     v->random_pool(pool, sizeof pool);

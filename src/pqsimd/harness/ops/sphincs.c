@@ -151,12 +151,11 @@ static void setup_inputs(void) {
 /* The key and the signature are deterministic (a fixed pool): made once per process, since at -O0
  * one signature of an 's' set takes seconds and three ops (and the probe) would redo it. */
 static void setup_sign(void) {
-    static int done;
+    static pqsimd_once once;
     setup_inputs();
-    if (done) {
+    if (!pqsimd_once_per_variation(&once)) {
         return;
     }
-    done = 1;
     const pqsimd_variant *v = pqsimd_variant_entry();
     v->random_pool(coins, sizeof coins);
     NS(crypto_sign_keypair)(pk, sk);
