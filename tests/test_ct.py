@@ -108,6 +108,9 @@ def test_a_line_pattern_declassifies_only_its_function_and_line():
              site("x_keypair", "if (n > OMEGA) {"), site("x_sign_signature", "")]
     ct.declassify(sites, {"*sign_signature* @ *> OMEGA*": "the hint's weight"})
     assert [s.declassified is not None for s in sites] == [True, False, False, False]
+    brackets = [site("compute_public", "if (tt[u] == 0) {"), site("compute_public", "if (ttu == 0) {")]
+    ct.declassify(brackets, {"*compute_public* @ *tt[u] == 0*": "rejected"})  # brackets are C, not a glob class
+    assert [s.declassified is not None for s in brackets] == [True, False]
     assert sites[0].declassified == "at sign.c:7 `if (n > OMEGA) {`: the hint's weight"
 
 

@@ -220,9 +220,15 @@ def declassify(sites: list[Site], public: dict[str, str]) -> None:
         if s.declassified or not s.source:
             continue
         hit = next(((f, why) for f, ln, why in lines
-                    if fnmatch.fnmatchcase(s.function, f) and fnmatch.fnmatchcase(s.source, ln)), None)
+                    if fnmatch.fnmatchcase(s.function, f) and _line_glob(ln).fullmatch(s.source)), None)
         if hit:
             s.declassified = f"at {s.file}:{s.line} `{s.source}`: {hit[1]}"
+
+
+@functools.lru_cache(maxsize=256)
+def _line_glob(pattern: str) -> re.Pattern:
+    """A source line pattern: * and ? are wildcards, everything else literal (C has brackets: tt[u])."""
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern))
 
 
 def _driver_cmd(driver: Path, library: Path, scheme: str, op: str, variation: int, secrets: list[str]) -> list[str]:
