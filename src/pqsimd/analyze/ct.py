@@ -97,16 +97,36 @@ def _first_leak(rows: pd.DataFrame) -> tuple[str, int] | None:
     return f"the {s['kind']} in {s['function']} ({s['file']}{line})", len(leaks)
 
 
+def _present_steps(steps: list[dict[str, Any]], present: set[str]) -> list[dict[str, Any]]:
+    """The chain's steps between the variants the study built: a variant it left out (a study of refo0,
+    ref and avx2 has no refnv) joins the steps on either side into one (refo0 → ref: "compiler + auto-vec"),
+    as the speed comparisons compare refo0 with ref; a variant built but untested (n/a) still splits them."""
+    out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for st in steps:
+        if not pending and st["from"] not in present:
+            continue  # the chain starts later in this study
+        pending.append(st)
+        if st["to"] in present:
+            if len(pending) == 1:
+                out.append(st)
+            else:
+                out.append({"stage": "+".join(s["stage"] for s in pending), "from": pending[0]["from"],
+                            "to": st["to"], "label": " + ".join(s.get("label") or s["stage"] for s in pending)})
+            pending = []
+    return out
+
+
 def stage_table(sites: pd.DataFrame, chain: dict[str, Any]) -> pd.DataFrame:
     """Per chain step whose builds were both tested (unconfirmed and n/a builds say nothing either way):
     where a leak appears or goes, one row per (scheme, compiler, step, change, first site) with the ops
-    it holds for, in the family's op order."""
-    steps = [*(chain.get("steps") or []), *(chain.get("also") or [])]
+    it holds for, in the family's op order. A chain variant the study did not build is stepped over."""
     if not len(sites):
         return pd.DataFrame(columns=STAGE_COLUMNS)
     found: dict[tuple, dict[str, Any]] = {}
     for (scheme, op, compiler), g in sites.groupby(["scheme", "op", "compiler"], sort=False):
         verdict = g.groupby("variant")["verdict"].first().to_dict()
+        steps = [*_present_steps(list(chain.get("steps") or []), set(verdict)), *(chain.get("also") or [])]
         for st in steps:
             a, b = verdict.get(st["from"]), verdict.get(st["to"])
             if a not in ("leak", "clean") or b not in ("leak", "clean") or a == b:
@@ -145,5 +165,6 @@ def write_ct_results(directory: Path, results: Path, chain: dict[str, Any], fami
     if not len(leaks):
         return []
     builds = sorted({f"{v} ({c})" for v, c in zip(leaks["variant"], leaks["compiler"])})
-    return [f"constant time: {len(leaks)} (op, build) pairs leak a secret through a branch or an address, confirmed "
-            f"by traces, in {', '.join(builds)} (results/constant_time.csv; `pqsimd show DIR --metric ct`)"]
+    return [f"constant time: {len(leaks)} (op, build) pairs leak a secret through a branch, an address or a division, "
+            f"confirmed by traces, in {', '.join(builds)} (results/constant_time.csv; "
+            f"`pqsimd show {directory} --metric ct`)"]
