@@ -438,3 +438,17 @@ def test_the_leak_warning_names_the_study_and_divisions(tmp_path, monkeypatch):
     assert len(warnings) == 1
     assert f"`pqsimd show {tmp_path} --metric ct`" in warnings[0] and "DIR" not in warnings[0]
     assert "a division" in warnings[0]
+
+
+def test_builds_are_listed_in_the_chains_order(tmp_path, monkeypatch):
+    """The ct table's columns follow the chain (refo0, refnv, ref), as the speed table beside it does, not
+    the raw files' alphabetical order (ref before refo0; adversarial pass, issue 45)."""
+    from pqsimd.report.ct import verdict_matrix
+
+    sites = _sites([("ref", "gcc", "clean"), ("refnv", "gcc", "leak"), ("refo0", "gcc", "leak")])
+    monkeypatch.setattr(ct_analysis, "site_table", lambda records, families: sites)
+    monkeypatch.setattr(ct_analysis, "ct_records", lambda directory: [])
+    (tmp_path / "results").mkdir()
+    ct_analysis.write_ct_results(tmp_path, tmp_path / "results", CHAIN, {})
+    m = verdict_matrix(pd.read_parquet(tmp_path / "results" / "constant_time.parquet"))
+    assert [c for c in m.columns if c in ("ref", "refnv", "refo0")] == ["refo0", "refnv", "ref"]

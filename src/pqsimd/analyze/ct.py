@@ -153,9 +153,22 @@ def stage_table(sites: pd.DataFrame, chain: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=STAGE_COLUMNS)
 
 
+def in_chain_order(sites: pd.DataFrame, chain: dict[str, Any]) -> pd.DataFrame:
+    """The rows with their builds in the chain's order (refo0, refnv, ref, avx2, then the `also` steps'
+    variants; others after, as found), as the speed tables list them, not the raw files' alphabetical order."""
+    order: list[str] = []
+    for st in [*(chain.get("steps") or []), *(chain.get("also") or [])]:
+        order += [v for v in (st["from"], st["to"]) if v not in order]
+    if not len(sites):
+        return sites
+    rank = {v: i for i, v in enumerate(order)}
+    key = sites["variant"].map(lambda v: rank.get(v, len(rank)))
+    return sites.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
 def write_ct_results(directory: Path, results: Path, chain: dict[str, Any], families: dict[str, Any]) -> list[str]:
     """results/constant_time and ct_stages (none without ct jobs); warnings: the leaks, one line."""
-    sites = site_table(ct_records(directory), families)
+    sites = in_chain_order(site_table(ct_records(directory), families), chain)
     write_or_remove(sites, results, "constant_time")
     write_or_remove(stage_table(sites, chain), results, "ct_stages")
     if not len(sites):
