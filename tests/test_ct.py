@@ -452,3 +452,14 @@ def test_builds_are_listed_in_the_chains_order(tmp_path, monkeypatch):
     ct_analysis.write_ct_results(tmp_path, tmp_path / "results", CHAIN, {})
     m = verdict_matrix(pd.read_parquet(tmp_path / "results" / "constant_time.parquet"))
     assert [c for c in m.columns if c in ("ref", "refnv", "refo0")] == ["refo0", "refnv", "ref"]
+
+
+def test_another_compiler_that_removes_a_leak_is_named():
+    """docs/constant-time.md's `--cc gcc,clang-16`: the step that removed gcc's branch is the compiler, named
+    with the study's first compiler as the baseline (adversarial pass, issue 45)."""
+    sites = _sites([("ref", "clang-16", "clean"), ("ref", "gcc", "leak")])
+    st = ct_analysis.stage_table(sites, CHAIN, ["gcc", "clang-16"])
+    assert len(st) == 1
+    row = st.iloc[0]
+    assert (row["stage"], row["change"], row["compiler"], row["variant"]) == ("cross_compiler", "removed", "clang-16", "ref")
+    assert row["sentence"].startswith("compiler gcc → clang-16 removed the branch in poly_frommsg (poly.c:124) (ref)")

@@ -117,7 +117,7 @@ def _present_steps(steps: list[dict[str, Any]], present: set[str]) -> list[dict[
     return out
 
 
-def stage_table(sites: pd.DataFrame, chain: dict[str, Any]) -> pd.DataFrame:
+def stage_table(sites: pd.DataFrame, chain: dict[str, Any], compilers: list[str] | None = None) -> pd.DataFrame:
     """Per chain step whose builds were both tested (unconfirmed and n/a builds say nothing either way):
     where a leak appears or goes, one row per (scheme, compiler, step, change, first site) with the ops
     it holds for, in the family's op order. A chain variant the study did not build is stepped over."""
@@ -144,9 +144,31 @@ def stage_table(sites: pd.DataFrame, chain: dict[str, Any]) -> pd.DataFrame:
                 "op": [], "label": []})
             row["op"].append(op)
             row["label"].append(str(g["label"].iloc[0]))
+    # another compiler of the same build (--cc gcc,clang-16): the study's first compiler is the baseline
+    for (scheme, op, variant), g in sites.groupby(["scheme", "op", "variant"], sort=False) if compilers else ():
+        verdict = g.groupby("compiler")["verdict"].first().to_dict()
+        order = [c for c in (compilers or []) if c in verdict] + [c for c in verdict if c not in (compilers or [])]
+        for c in order[1:]:
+            a, b = verdict.get(order[0]), verdict.get(c)
+            if a not in ("leak", "clean") or b not in ("leak", "clean") or a == b:
+                continue
+            change = "introduced" if b == "leak" else "removed"
+            first = _first_leak(g[g["compiler"].eq(c if change == "introduced" else order[0])])
+            if first is None:
+                continue
+            where, n = first
+            key = (scheme, c, "cross_compiler", variant, change, where)
+            row = found.setdefault(key, {
+                "scheme": scheme, "family": g["family"].iloc[0], "compiler": c, "stage": "cross_compiler",
+                "stage_label": f"compiler {order[0]} → {c}", "base": variant, "variant": variant, "change": change,
+                "sites": where + (f" and {n - 1} more site{'s' if n > 2 else ''}" if n > 1 else ""),
+                "op": [], "label": [], "_step": f"{variant}"})
+            row["op"].append(op)
+            row["label"].append(str(g["label"].iloc[0]))
     rows = []
     for r in found.values():
-        r["sentence"] = (f"{r['stage_label']} {r['change']} {r['sites']} ({r['compiler']}, {r['base']} → {r['variant']}): "
+        step = r.pop("_step", None) or f"{r['compiler']}, {r['base']} → {r['variant']}"
+        r["sentence"] = (f"{r['stage_label']} {r['change']} {r['sites']} ({step}): "
                          f"{r['scheme']} {', '.join(r['label'])}")
         r["op"], r["label"] = ",".join(r["op"]), ",".join(r["label"])
         rows.append(r)
@@ -166,11 +188,12 @@ def in_chain_order(sites: pd.DataFrame, chain: dict[str, Any]) -> pd.DataFrame:
     return sites.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
 
 
-def write_ct_results(directory: Path, results: Path, chain: dict[str, Any], families: dict[str, Any]) -> list[str]:
+def write_ct_results(directory: Path, results: Path, chain: dict[str, Any], families: dict[str, Any],
+                     compilers: list[str] | None = None) -> list[str]:
     """results/constant_time and ct_stages (none without ct jobs); warnings: the leaks, one line."""
     sites = in_chain_order(site_table(ct_records(directory), families), chain)
     write_or_remove(sites, results, "constant_time")
-    write_or_remove(stage_table(sites, chain), results, "ct_stages")
+    write_or_remove(stage_table(sites, chain, compilers), results, "ct_stages")
     if not len(sites):
         return []
     ops = sites.drop_duplicates(["scheme", "op", "variant", "compiler"])
