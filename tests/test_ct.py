@@ -442,3 +442,54 @@ def test_aarch64_under_qemu_compares_execution_counts_over_the_secrets(tmp_path)
     assert site["function"] == "pqsimd_fixture_secret_branch" and site["line"] in (_line("branch"), _line("branch") + 1)
     assert all(s["verdict"] == "declassified" for s in ops["public_branch"]["sites"])
     assert "qemu" in ops["ct_select"]["scope"] and "addresses" in ops["ct_select"]["scope"]
+
+
+def test_a_chain_variant_the_study_left_out_is_stepped_over():
+    """A study of refo0, ref and avx2 (no refnv) compares refo0 with ref for speed; its ct steps do the
+    same: the leak -O0 has and -O3 removes is named, by both steps' labels (adversarial pass, issue 45)."""
+    st = ct_analysis.stage_table(_sites([("refo0", "gcc", "leak"), ("ref", "gcc", "clean")]), CHAIN)
+    assert len(st) == 1
+    row = st.iloc[0]
+    assert (row["base"], row["variant"], row["change"]) == ("refo0", "ref", "removed")
+    assert row["stage_label"] == "compiler + auto-vec"
+    # a variant that was built but untested (n/a) is not stepped over: it says nothing either way
+    assert ct_analysis.stage_table(_sites([("refo0", "gcc", "leak"), ("refnv", "gcc", "n/a"),
+                                           ("ref", "gcc", "clean")]), CHAIN).empty
+
+
+def test_the_leak_warning_names_the_study_and_divisions(tmp_path, monkeypatch):
+    """The warning's advice is a command that works on the study it is about (no `DIR`), and it names the
+    division leaks it counts (adversarial pass, issue 45)."""
+    sites = _sites([("ref", "gcc", "leak")]).assign(kind="div")
+    monkeypatch.setattr(ct_analysis, "site_table", lambda records, families: sites)
+    monkeypatch.setattr(ct_analysis, "ct_records", lambda directory: [])
+    (tmp_path / "results").mkdir()
+    warnings = ct_analysis.write_ct_results(tmp_path, tmp_path / "results", CHAIN, {})
+    assert len(warnings) == 1
+    assert f"`pqsimd show {tmp_path} --metric ct`" in warnings[0] and "DIR" not in warnings[0]
+    assert "a division" in warnings[0]
+
+
+def test_builds_are_listed_in_the_chains_order(tmp_path, monkeypatch):
+    """The ct table's columns follow the chain (refo0, refnv, ref), as the speed table beside it does, not
+    the raw files' alphabetical order (ref before refo0; adversarial pass, issue 45)."""
+    from pqsimd.report.ct import verdict_matrix
+
+    sites = _sites([("ref", "gcc", "clean"), ("refnv", "gcc", "leak"), ("refo0", "gcc", "leak")])
+    monkeypatch.setattr(ct_analysis, "site_table", lambda records, families: sites)
+    monkeypatch.setattr(ct_analysis, "ct_records", lambda directory: [])
+    (tmp_path / "results").mkdir()
+    ct_analysis.write_ct_results(tmp_path, tmp_path / "results", CHAIN, {})
+    m = verdict_matrix(pd.read_parquet(tmp_path / "results" / "constant_time.parquet"))
+    assert [c for c in m.columns if c in ("ref", "refnv", "refo0")] == ["refo0", "refnv", "ref"]
+
+
+def test_another_compiler_that_removes_a_leak_is_named():
+    """docs/constant-time.md's `--cc gcc,clang-16`: the step that removed gcc's branch is the compiler, named
+    with the study's first compiler as the baseline (adversarial pass, issue 45)."""
+    sites = _sites([("ref", "clang-16", "clean"), ("ref", "gcc", "leak")])
+    st = ct_analysis.stage_table(sites, CHAIN, ["gcc", "clang-16"])
+    assert len(st) == 1
+    row = st.iloc[0]
+    assert (row["stage"], row["change"], row["compiler"], row["variant"]) == ("cross_compiler", "removed", "clang-16", "ref")
+    assert row["sentence"].startswith("compiler gcc → clang-16 removed the branch in poly_frommsg (poly.c:124) (ref)")

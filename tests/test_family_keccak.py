@@ -207,3 +207,17 @@ def test_a_campaign_names_the_comparisons_only_some_hosts_have():
     rows = {"zen5": arm([("plain", "avx2"), ("avx2", "avx512")]), "haswell": arm([("plain", "avx2")])}
     keys = [k for k in rows["zen5"].index if k in rows["haswell"].index]
     assert _only_here(rows, "zen5", keys) == "avx2 → avx512 only in zen5"
+
+
+@pytest.mark.parametrize("variants", [["plain", "avx2", "avx512"], ["avx2", "avx512vl", "avx2-evex"]])
+def test_the_avx512_commands_of_the_readme_warn_of_no_uncompared_variant(variants):
+    """README's two AVX-512 commands compare every variant (the chain's `also` steps), so no footnote may say
+    "extra variant(s) ... not compared with 'ref'" (adversarial pass, issue 45); a variant nothing compares
+    is still named."""
+    from pqsimd.analyze.compare import plan_pairs
+
+    pairs, warnings = plan_pairs(catalog.chain("x86_64"), variants, ["gcc"])
+    assert {v for _, _, (v, _) in pairs} | {b for _, (b, _), _ in pairs} == set(variants)
+    assert not [w for w in warnings if "not compared" in w]
+    _, warnings = plan_pairs(catalog.chain("x86_64"), [*variants, "wolfssl-c"], ["gcc"])
+    assert [w for w in warnings if "not compared" in w and "wolfssl-c" in w and variants[-1] not in w]

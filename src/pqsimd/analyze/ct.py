@@ -97,16 +97,36 @@ def _first_leak(rows: pd.DataFrame) -> tuple[str, int] | None:
     return f"the {s['kind']} in {s['function']} ({s['file']}{line})", len(leaks)
 
 
-def stage_table(sites: pd.DataFrame, chain: dict[str, Any]) -> pd.DataFrame:
+def _present_steps(steps: list[dict[str, Any]], present: set[str]) -> list[dict[str, Any]]:
+    """The chain's steps between the variants the study built: a variant it left out (a study of refo0,
+    ref and avx2 has no refnv) joins the steps on either side into one (refo0 → ref: "compiler + auto-vec"),
+    as the speed comparisons compare refo0 with ref; a variant built but untested (n/a) still splits them."""
+    out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for st in steps:
+        if not pending and st["from"] not in present:
+            continue  # the chain starts later in this study
+        pending.append(st)
+        if st["to"] in present:
+            if len(pending) == 1:
+                out.append(st)
+            else:
+                out.append({"stage": "+".join(s["stage"] for s in pending), "from": pending[0]["from"],
+                            "to": st["to"], "label": " + ".join(s.get("label") or s["stage"] for s in pending)})
+            pending = []
+    return out
+
+
+def stage_table(sites: pd.DataFrame, chain: dict[str, Any], compilers: list[str] | None = None) -> pd.DataFrame:
     """Per chain step whose builds were both tested (unconfirmed and n/a builds say nothing either way):
     where a leak appears or goes, one row per (scheme, compiler, step, change, first site) with the ops
-    it holds for, in the family's op order."""
-    steps = [*(chain.get("steps") or []), *(chain.get("also") or [])]
+    it holds for, in the family's op order. A chain variant the study did not build is stepped over."""
     if not len(sites):
         return pd.DataFrame(columns=STAGE_COLUMNS)
     found: dict[tuple, dict[str, Any]] = {}
     for (scheme, op, compiler), g in sites.groupby(["scheme", "op", "compiler"], sort=False):
         verdict = g.groupby("variant")["verdict"].first().to_dict()
+        steps = [*_present_steps(list(chain.get("steps") or []), set(verdict)), *(chain.get("also") or [])]
         for st in steps:
             a, b = verdict.get(st["from"]), verdict.get(st["to"])
             if a not in ("leak", "clean") or b not in ("leak", "clean") or a == b:
@@ -124,20 +144,56 @@ def stage_table(sites: pd.DataFrame, chain: dict[str, Any]) -> pd.DataFrame:
                 "op": [], "label": []})
             row["op"].append(op)
             row["label"].append(str(g["label"].iloc[0]))
+    # another compiler of the same build (--cc gcc,clang-16): the study's first compiler is the baseline
+    for (scheme, op, variant), g in sites.groupby(["scheme", "op", "variant"], sort=False) if compilers else ():
+        verdict = g.groupby("compiler")["verdict"].first().to_dict()
+        order = [c for c in (compilers or []) if c in verdict] + [c for c in verdict if c not in (compilers or [])]
+        for c in order[1:]:
+            a, b = verdict.get(order[0]), verdict.get(c)
+            if a not in ("leak", "clean") or b not in ("leak", "clean") or a == b:
+                continue
+            change = "introduced" if b == "leak" else "removed"
+            first = _first_leak(g[g["compiler"].eq(c if change == "introduced" else order[0])])
+            if first is None:
+                continue
+            where, n = first
+            key = (scheme, c, "cross_compiler", variant, change, where)
+            row = found.setdefault(key, {
+                "scheme": scheme, "family": g["family"].iloc[0], "compiler": c, "stage": "cross_compiler",
+                "stage_label": f"compiler {order[0]} → {c}", "base": variant, "variant": variant, "change": change,
+                "sites": where + (f" and {n - 1} more site{'s' if n > 2 else ''}" if n > 1 else ""),
+                "op": [], "label": [], "_step": f"{variant}"})
+            row["op"].append(op)
+            row["label"].append(str(g["label"].iloc[0]))
     rows = []
     for r in found.values():
-        r["sentence"] = (f"{r['stage_label']} {r['change']} {r['sites']} ({r['compiler']}, {r['base']} → {r['variant']}): "
+        step = r.pop("_step", None) or f"{r['compiler']}, {r['base']} → {r['variant']}"
+        r["sentence"] = (f"{r['stage_label']} {r['change']} {r['sites']} ({step}): "
                          f"{r['scheme']} {', '.join(r['label'])}")
         r["op"], r["label"] = ",".join(r["op"]), ",".join(r["label"])
         rows.append(r)
     return pd.DataFrame(rows, columns=STAGE_COLUMNS)
 
 
-def write_ct_results(directory: Path, results: Path, chain: dict[str, Any], families: dict[str, Any]) -> list[str]:
+def in_chain_order(sites: pd.DataFrame, chain: dict[str, Any]) -> pd.DataFrame:
+    """The rows with their builds in the chain's order (refo0, refnv, ref, avx2, then the `also` steps'
+    variants; others after, as found), as the speed tables list them, not the raw files' alphabetical order."""
+    order: list[str] = []
+    for st in [*(chain.get("steps") or []), *(chain.get("also") or [])]:
+        order += [v for v in (st["from"], st["to"]) if v not in order]
+    if not len(sites):
+        return sites
+    rank = {v: i for i, v in enumerate(order)}
+    key = sites["variant"].map(lambda v: rank.get(v, len(rank)))
+    return sites.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
+def write_ct_results(directory: Path, results: Path, chain: dict[str, Any], families: dict[str, Any],
+                     compilers: list[str] | None = None) -> list[str]:
     """results/constant_time and ct_stages (none without ct jobs); warnings: the leaks, one line."""
-    sites = site_table(ct_records(directory), families)
+    sites = in_chain_order(site_table(ct_records(directory), families), chain)
     write_or_remove(sites, results, "constant_time")
-    write_or_remove(stage_table(sites, chain), results, "ct_stages")
+    write_or_remove(stage_table(sites, chain, compilers), results, "ct_stages")
     if not len(sites):
         return []
     ops = sites.drop_duplicates(["scheme", "op", "variant", "compiler"])
@@ -145,5 +201,6 @@ def write_ct_results(directory: Path, results: Path, chain: dict[str, Any], fami
     if not len(leaks):
         return []
     builds = sorted({f"{v} ({c})" for v, c in zip(leaks["variant"], leaks["compiler"])})
-    return [f"constant time: {len(leaks)} (op, build) pairs leak a secret through a branch or an address, confirmed "
-            f"by traces, in {', '.join(builds)} (results/constant_time.csv; `pqsimd show DIR --metric ct`)"]
+    return [f"constant time: {len(leaks)} (op, build) pairs leak a secret through a branch, an address or a division, "
+            f"confirmed by traces, in {', '.join(builds)} (results/constant_time.csv; "
+            f"`pqsimd show {directory} --metric ct`)"]

@@ -140,7 +140,7 @@ def write_mix_only(a: Analysis) -> None:
     warnings = mix.write_mix_results(a.directory, a.results, groups=None, chain=ctx["chain"], core_per_tsc=None,
                                      families=ctx["families"], isa=ctx["isa"], vlen=ctx.get("vlen"))
     warnings += write_why_results(a.directory, a.results, None, a.chain, None, ctx)
-    warnings += ct.write_ct_results(a.directory, a.results, ctx["chain"], ctx["families"])
+    warnings += ct.write_ct_results(a.directory, a.results, ctx["chain"], ctx["families"], ctx.get("compilers"))
     write_json({"schema_version": RESULTS_SCHEMA_VERSION, "mix_only": True, "chain": ctx["chain"],
                 "families": ctx["families"], "warnings": warnings, "isa": ctx["isa"], "vlen": ctx.get("vlen"),
                 "computed_from": a.sources, "analysis_asked": a.asked}, a.results / "summary.json")
@@ -377,7 +377,8 @@ def write_mechanism(a: Analysis) -> None:
 def write_constant_time(a: Analysis) -> None:
     """Constant time beside speed: the ct jobs' verdicts and sites, and the chain steps that introduced or
     removed a leak (results/constant_time, ct_stages)."""
-    a.warnings += ct.write_ct_results(a.directory, a.results, a.ctx["chain"], a.ctx["families"])
+    a.warnings += ct.write_ct_results(a.directory, a.results, a.ctx["chain"], a.ctx["families"],
+                                      a.ctx.get("compilers"))
 
 
 def write_hash_share(a: Analysis) -> None:
