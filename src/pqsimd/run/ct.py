@@ -143,6 +143,9 @@ def parse_memcheck(xml_text: str, base: int, library: Path) -> list[Site]:
     return list(sites.values())
 
 
+_COMMENT = re.compile(r"\s+(?:#\s|//|<)")  # objdump's comment or symbol after an instruction (not aarch64's #imm)
+
+
 def disassemble(library: Path, offset: int, objdump: list[str] | tuple[str, ...] = ("objdump",)
                 ) -> list[tuple[int, str]]:
     """The instructions from `offset` on in LIB (a few), as (offset, objdump's text) pairs."""
@@ -152,14 +155,15 @@ def disassemble(library: Path, offset: int, objdump: list[str] | tuple[str, ...]
     for line in proc.stdout.splitlines():
         parts = line.split(":", 1)
         if len(parts) == 2 and parts[0].strip() and all(c in "0123456789abcdef" for c in parts[0].strip()):
-            out.append((int(parts[0], 16), parts[1].split("#")[0].strip()))
+            out.append((int(parts[0], 16), _COMMENT.split(parts[1], 1)[0].strip()))
     return out
 
 
 def instruction_at(library: Path, offset: int, objdump: list[str] | tuple[str, ...] = ("objdump",)) -> str:
-    """The instruction at `offset` in LIB, as objdump prints it ("jae 1234 <f+0x40>" -> "jae 1234")."""
+    """The instruction at `offset` in LIB, as objdump prints it ("jae 1234 <f+0x40>" -> "jae 1234",
+    "ldr x0, [x1, #8]" whole)."""
     got = disassemble(library, offset, objdump)
-    return " ".join(got[0][1].split()[:2]) if got else "?"
+    return " ".join(got[0][1].split()) if got else "?"
 
 
 # AT&T memory operand: [segment:]disp(base,index,scale)
@@ -403,12 +407,16 @@ def _verdict(s: Site, runs: list[dict], what: str) -> None:
         elif s.kind == "branch" and ta != tb:
             s.difference = f"taken {ta} vs {tb} of {ea} times"
         else:
-            s.difference = f"other {what} ({ea} executions each)"
+            s.difference = f"other {what} ({_times(ea)} each)"
     else:
         e, _, _, *cut = runs[0][s.offset]
         s.verdict = "unconfirmed"
-        first = f"the first {e} executions" if cut and cut[0] else f"{e} executions"
+        first = f"the first {_times(e)}" if cut and cut[0] else _times(e)
         s.difference = f"the same trace for {len(runs)} secrets ({first})"
+
+
+def _times(n: int) -> str:
+    return f"{n} execution" if n == 1 else f"{n} executions"
 
 
 WHAT = {"branch": "successors", "address": "addresses", "div": "dividends"}
@@ -607,7 +615,8 @@ def op_plan(fam, scheme: str, ops: list[str], buffers: list[str]) -> dict[str, d
             out[op] = {"verdict": "n/a", "why": "no secret input ([ct.secret] of the family names none)"}
         elif missing:
             out[op] = {"verdict": "n/a", "secrets": secrets,
-                       "why": (f"this implementation's op table names no buffer {', '.join(missing)}" if buffers else
+                       "why": (f"[ct.secret] names {', '.join(missing)}, which this implementation's op table does not "
+                               f"(it names {', '.join(buffers)})" if buffers else
                                "this implementation's op table names no buffers (pqsimd_buffer)")}
         else:
             out[op] = {"secrets": secrets}
@@ -641,7 +650,7 @@ def ct_job(sd: StudyDir, study, job, isa) -> Path:
         if op in plan and "secrets" in plan[op]:
             plan[op] = {"verdict": "n/a", "secrets": plan[op]["secrets"],
                         "why": f"one call takes {secs:.2g} s, over the study's cap of {study.max_call_s:g} s "
-                               f"(max_call_s; --max-call 0 lifts it)"}
+                               f"(max_call_s; a new study with --max-call 0 lifts it)"}
     from .job import build_ops
 
     seconds = build_ops(sd, b.id, scheme) or {}
