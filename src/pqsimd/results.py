@@ -116,8 +116,8 @@ class Results:
 
     @property
     def speed_metrics(self) -> list[str]:
-        """The study's metrics whose ratio is a speedup (not a cost in bytes: metrics.is_cost)."""
-        return [m for m in self.metrics if not metrics_mod.is_cost(m)]
+        """The study's metrics whose ratio is a speedup (metrics.Ratio.SPEEDUP; not stack, size)."""
+        return [m for m in self.metrics if metrics_mod.reads_as_speedup(m)]
 
     @property
     def timed_nothing(self) -> bool:

@@ -465,8 +465,9 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
             vc = variance_components(np.exp(lv), group.job)
             comp = dict(job_cv=vc.job_cv, between_var=vc.between_var, within_sd=vc.within_sd, deff=vc.deff,
                         n_eff=vc.n_eff)
-        elif metrics_registry.is_cost(group.metric):
-            notes.append(f"0 bytes of {group.metric}: no ratio of bytes against it")
+        elif metrics_registry.of(group.metric).zero_is_measured:
+            notes.append(f"0 {metrics_registry.of(group.metric).unit} of {group.metric}: no ratio of "
+                         f"{metrics_registry.of(group.metric).unit} against it")
         else:
             notes.append("job medians <= 0 (below timer resolution): outliers and icc on the linear scale, "
                          "no ratios, no variance components")

@@ -199,13 +199,12 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
 
 def _show_table(title: str, unit: str, body: list, study: Results, notes: _Footnotes, metric: str | None = None) -> Table:
     """One parameter set's table of `show`: every interval with the level analyze computed for it, in
-    the header when the table's intervals share one, else after each interval. A cost metric (stack,
-    size: metrics.is_cost) is exact bytes per op: its column says the variant's bytes against the
-    baseline's (× and %) and its verdict more/fewer bytes, never a speedup."""
+    the header when the table's intervals share one, else after each interval. A metric whose ratio
+    reads as a change (metrics.Ratio.CHANGE: stack, size, exact per op) gets the change table."""
     from .. import metrics as metrics_mod
 
-    if metrics_mod.is_cost(metric):
-        return _cost_table(title, unit, body)
+    if not metrics_mod.reads_as_speedup(metric):
+        return _change_table(title, unit, body, metric)
     rows = [b for b in body if b is not None]
     med_lv = Levels.of(g.get("median_ci_level") for _, _, g, _ in rows if g)
     sp_lv = Levels.of(r.get("ci_level") for _, _, _, r in rows if r and not fmt.is_missing(r.get("speedup")))
@@ -245,9 +244,11 @@ def _show_table(title: str, unit: str, body: list, study: Results, notes: _Footn
     return t
 
 
-def _cost_table(title: str, unit: str, body: list) -> Table:
+def _change_table(title: str, unit: str, body: list, metric: str | None) -> Table:
+    """The metric's exact value per build, the variant's against the baseline's (× and %) and the verdict
+    in the metric's words (more/fewer bytes), never a speedup."""
     t = Table(title=title, title_justify="left", header_style="bold", box=None, pad_edge=False)
-    for col, just in (("op", "left"), ("variant", "left"), (unit, "right"), ("vs", "left"), ("bytes vs baseline", "right"),
+    for col, just in (("op", "left"), ("variant", "left"), (unit, "right"), ("vs", "left"), (f"{unit} vs baseline", "right"),
                       ("verdict", "left")):
         t.add_column(col, justify=just, no_wrap=True)
     for b in body:
@@ -259,8 +260,8 @@ def _cost_table(title: str, unit: str, body: list) -> Table:
         if not row:
             t.add_row(name, var_text, med, "", "", "")
             continue
-        t.add_row(name, var_text, med, row.get("baseline", "") or "", fmt.bytes_change(row.get("speedup")),
-                  Text(fmt.cost_verdict(row.get("verdict", fmt.NA))))
+        t.add_row(name, var_text, med, row.get("baseline", "") or "", fmt.ratio(metric, row.get("speedup")),
+                  Text(fmt.verdict(metric, row.get("verdict", fmt.NA))))
     return t
 
 
