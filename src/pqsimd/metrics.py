@@ -103,12 +103,11 @@ REGISTRY: dict[str, Metric] = {m.name: m for m in (
 )}
 
 
-# The metrics other modules name (each a key of REGISTRY): the study's time, the exact count beside it, and
-# the default of --metric. Code outside this module writes these, never the strings.
-TIME = "ticks"
-COUNT = "instructions"
+# The metrics other modules name (each a key of REGISTRY): the study's time, the exact count beside it, the
+# default of --metric, and each metric's own name for the modules that run or analyse it. Code outside this
+# module writes these, never the strings (tests/test_metric_names.py).
+TIME, COUNT, COUNTERS, ENERGY, MIX, SIM, STACK, SIZE, CT = REGISTRY
 DEFAULT = TIME
-assert {TIME, COUNT, DEFAULT} <= set(REGISTRY)
 
 
 def unit_of(metric: str, isa_name: str | None = None) -> str:
@@ -157,6 +156,13 @@ def of(name: str | None) -> Metric:
 def reads_as_speedup(name: str | None) -> bool:
     """Whether a ratio of this metric between two builds is a speedup (Ratio.SPEEDUP), not a change."""
     return of(name).reads_as_speedup
+
+
+def primary(names) -> str:
+    """A study's primary metric among the metrics its results hold: the first whose ratio is a speedup, the
+    time first (then by name); a study of costs alone (stack, size) has its first cost."""
+    ms = sorted(set(names), key=lambda m: (m != TIME, m))
+    return ([m for m in ms if reads_as_speedup(m)] or ms or [DEFAULT])[0]
 
 
 def counted_by_backend(name: str) -> bool:

@@ -94,7 +94,7 @@ class Results:
         for df in (self.comparisons, self.groups):
             if "metric" in df.columns:
                 ms.update(df["metric"].dropna().astype(str))
-        return sorted(ms, key=lambda m: (m != "ticks", m))
+        return sorted(ms, key=lambda m: (m != metrics_mod.TIME, m))
 
     @property
     def isa(self) -> str | None:
@@ -129,8 +129,7 @@ class Results:
     @property
     def primary_metric(self) -> str:
         """The first speed metric (ticks first); a study of costs alone (stack, size) has its first cost."""
-        ms = self.speed_metrics or self.metrics
-        return ms[0] if ms else "ticks"
+        return metrics_mod.primary(self.metrics)
 
     @cached_property
     def chain(self) -> Chain:
@@ -211,6 +210,13 @@ class Results:
         """results/explanations (analyze/explanations.py): a sentence per headline, outlier and slowdown;
         empty for results of a pqsimd before it or a study with nothing to explain."""
         return read_table(self.directory, "explanations", strict=False)
+
+    @cached_property
+    def headlines(self) -> pd.DataFrame:
+        """results/headlines (analyze/explanations.headline_picks, the one headline rule): per family the hand
+        stage's largest and smallest speedup and each headline range's ends, of the primary metric; empty for
+        results of a pqsimd before it."""
+        return read_table(self.directory, "headlines", strict=False)
 
     def explanation_missing(self, family: str) -> str:
         """The one line a family's explanations give when instruction counts or the mix were not measured."""

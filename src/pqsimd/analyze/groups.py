@@ -351,7 +351,7 @@ def short_samples(spins: pd.DataFrame, jobs: pd.DataFrame, groups_df: pd.DataFra
     need = {"granularity", "overhead", "call_overhead", "cpu_model"}
     if not len(groups_df) or "batch" not in spins or not need <= set(jobs.columns):
         return out
-    t = spins[spins["metric"] == "ticks"]
+    t = spins[spins["metric"] == metrics_registry.TIME]
     if not len(t):
         return out
     keys = ["metric", "scheme", "op", "variant", "compiler", "job"]
@@ -432,7 +432,7 @@ def attach_resolution(groups: dict[GroupKey, Group], spins: pd.DataFrame, jobs: 
     jcat = pd.Categorical(spins["job"])
     per_job = step.reindex(pd.Index(jcat.categories.astype(str))).fillna(1.0).to_numpy(dtype=float)
     metric = spins["metric"].astype(str).to_numpy()
-    unit = np.where(metric == "ticks", per_job[jcat.codes], 1.0)
+    unit = np.where(metric == metrics_registry.TIME, per_job[jcat.codes], 1.0)
     unit[np.isin(metric, list(EXACT_METRICS))] = 0.0
     lattice = unit / np.maximum(spins["batch"].to_numpy(dtype=float), 1.0)
     worst = spins[keys].assign(lattice=lattice).groupby(keys, observed=True, sort=False)["lattice"].max()
