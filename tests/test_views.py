@@ -92,3 +92,33 @@ def test_a_failing_part_costs_only_itself(monkeypatch):
     assert made == {"broken": parts.Made()} and notes[0].startswith("a broken view skipped: TypeError")
     assert parts.as_made(([1], [("t", {})], {"f": ["x"]})) == parts.Made([1], ["t"], {"f": ["x"]}, [])
     assert parts.as_made(["t"]) == parts.Made([], ["t"], {}, [])
+
+
+def test_the_hash_share_is_a_part_of_show_and_the_report(tmp_path):
+    """Issue 44's hash share (results/hash_share) as the first view built as a part: its table in the
+    report's files and a section of show, from results/ alone."""
+    from report_fake import make_fake_study
+    from rich.console import Console
+
+    from pqsimd.analyze.write import write_table
+    from pqsimd.report import hashshare
+    from pqsimd.report.terminal import show_study
+    from pqsimd.results import load_study
+
+    d = make_fake_study(tmp_path / "s", schemes=["ml-kem-512"], ops=["gen_a", "ntt"], jobs=2, spins=4, reps=2)
+    write_table(pd.DataFrame([
+        {"scheme": "ml-kem-512", "op": "gen_a", "variant": "ref", "compiler": "gcc", "instructions": 1000.0,
+         "hashed": 800.0, "share": 0.8, "amdahl_bound": 5.0},
+        {"scheme": "ml-kem-512", "op": "ntt", "variant": "ref", "compiler": "gcc", "instructions": 500.0,
+         "hashed": 0.0, "share": 0.0, "amdahl_bound": 1.0}]), d / "results", "hash_share")
+    study = load_study(d)
+    _figs, tables = hashshare.hash_share_parts(study, tmp_path / "report")
+    assert [t.name for t in tables] == ["table_hash_share_ml-kem"]
+    assert (tmp_path / "report" / "hashshare" / "table_hash_share_ml-kem.csv").is_file()
+    con = Console(record=True, width=200)
+    show_study(d, console=con)
+    out = con.export_text()
+    assert "how much of each op is hashing" in out
+    section = out.split("how much of each op is hashing", 1)[1]
+    line = next(x for x in section.splitlines() if x.lstrip().startswith("gen_a"))
+    assert "80%" in line and "5.00×" in line
