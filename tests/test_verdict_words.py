@@ -67,7 +67,7 @@ def test_footprint_sentences_say_the_time_verdict():
 
 def rewrite_headlines(d, comparisons, study) -> None:
     """results/headlines as analyze would write them over `comparisons` (the one headline rule)."""
-    from pqsimd.analyze.explanations import headline_table
+    from pqsimd.headlines import headline_table
     from pqsimd.analyze.write import write_table
 
     write_table(headline_table(comparisons, study.summary["families"], study.chain, study.primary_metric,

@@ -34,7 +34,8 @@ def _hand(rows):
 
 
 def test_one_headline_rule_for_the_report_and_the_explanations():
-    from pqsimd.analyze.explanations import headline_picks, select
+    from pqsimd.analyze.explanations import select
+    from pqsimd.headlines import headline_picks
 
     fam = {"schemes": {"s1": {}, "s2": {}}, "views": {"headlines": [{"label": "kernels", "ops": ["ntt", "invntt"]},
                                                                      {"label": "one", "ops": ["gen"]}]}}
@@ -56,7 +57,7 @@ def test_one_headline_rule_for_the_report_and_the_explanations():
 
 
 def test_the_headline_table_is_of_the_primary_metric_and_never_of_a_cost():
-    from pqsimd.analyze.explanations import headline_table
+    from pqsimd.headlines import headline_table
     from pqsimd.model import Chain
 
     chain = Chain.from_dict({"steps": [{"stage": "hand_simd", "from": "ref", "to": "avx2", "hand": True}]})

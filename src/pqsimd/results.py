@@ -216,7 +216,13 @@ class Results:
         """results/headlines (analyze/explanations.headline_picks, the one headline rule): per family the hand
         stage's largest and smallest speedup and each headline range's ends, of the primary metric; empty for
         results of a pqsimd before it."""
-        return read_table(self.directory, "headlines", strict=False)
+        t = read_table(self.directory, "headlines", strict=False)
+        if t.empty and not (StudyDir(self.directory).results_dir / "headlines.parquet").exists():
+            from .headlines import headline_table  # results of an older pqsimd: the same rule over its comparisons
+
+            t = headline_table(self.comparisons, self.summary.get("families") or {}, self.chain, self.primary_metric,
+                               self.primary_compiler)
+        return t
 
     def explanation_missing(self, family: str) -> str:
         """The one line a family's explanations give when instruction counts or the mix were not measured."""
