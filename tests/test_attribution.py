@@ -199,7 +199,7 @@ def test_the_report_and_show_present_the_attribution(tmp_path):
     from synthetic import make_synthetic_study
 
     from pqsimd.analyze import analyze_study
-    from pqsimd.report import write_report
+    from pqsimd.studysets import report_study as write_report
     from pqsimd.report.terminal import show_study
 
     med = {"impl-c": 1000.0, "impl-ntt": 250.0, "impl-keccak": 500.0, "impl-full": 125.0}

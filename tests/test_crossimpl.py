@@ -93,7 +93,7 @@ def test_the_view_through_analyze_report_and_show(tmp_path):
     from synthetic import make_synthetic_study
 
     from pqsimd.analyze import analyze_study
-    from pqsimd.report import write_report
+    from pqsimd.studysets import report_study as write_report
     from pqsimd.report.terminal import show_study
 
     d = make_synthetic_study(tmp_path / "x", schemes=("ml-kem-768",), variants=("ref", "avx2", "wolfssl-c", "wolfssl"),

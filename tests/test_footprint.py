@@ -64,17 +64,20 @@ def test_no_stack_or_size_gives_no_footprint():
 
 
 def test_stack_and_size_are_costs_in_bytes_told_as_changes():
-    assert [m for m in metrics.names() if metrics.is_cost(m)] == ["stack", "size"]
-    assert not metrics.is_cost("ticks") and not metrics.is_cost("instructions") and not metrics.is_cost(None)
+    assert [m for m in metrics.names() if not metrics.reads_as_speedup(m)] == ["stack", "size"]
+    assert all(metrics.reads_as_speedup(m) for m in ("ticks", "instructions", None, "cycles"))
+    assert [metrics.get(m).per for m in ("stack", "size", "ticks")] == [metrics.Per.OP, metrics.Per.OP, metrics.Per.CALL]
     # analyze's speedup of a cost is base / variant bytes: 0.4 means the variant has 2.5 times the bytes
-    assert fmt.bytes_change(0.4) == "2.50× the bytes (+150%)"
-    assert fmt.bytes_change(2.0) == "0.500× the bytes (−50%)"
-    assert fmt.bytes_change(1.0) == "1× the bytes (same)"
-    assert fmt.bytes_change(float("nan")) == fmt.bytes_change(0) == fmt.NA
-    assert [fmt.cost_verdict(v) for v in ("faster", "slower", "same", "~")] == ["fewer bytes", "more bytes",
-                                                                                "same bytes", "~"]
+    assert fmt.ratio("size", 0.4) == "2.50× the bytes (+150%)"
+    assert fmt.ratio("stack", 2.0) == "0.500× the bytes (−50%)"
+    assert fmt.ratio("size", 1.0) == "1× the bytes (same)"
+    assert fmt.ratio("size", float("nan")) == fmt.ratio("size", 0) == fmt.NA
+    assert fmt.ratio("ticks", 0.4) == "0.400×"
+    assert [fmt.verdict("stack", v) for v in ("faster", "slower", "same", "~")] == ["fewer bytes", "more bytes",
+                                                                                   "same bytes", "~"]
+    assert fmt.verdict("ticks", "faster") == "faster"
     for s in (0.4, 2.0, 1.0):
-        assert not SPEED_WORDS.search(fmt.bytes_change(s))
+        assert not SPEED_WORDS.search(fmt.ratio("size", s))
 
 
 # --- end to end on the stackfix fixture: ref (clean C) -> avx2 (the same C with -mavx2) ---------------------

@@ -133,7 +133,7 @@ def test_the_portfolio_view_in_the_report_and_show(tmp_path):
     from synthetic import make_synthetic_study
 
     from pqsimd.analyze import analyze_study
-    from pqsimd.report import write_report
+    from pqsimd.studysets import report_study as write_report
     from pqsimd.report.terminal import show_study
 
     d = make_synthetic_study(tmp_path / "p", schemes=("ml-kem-512", "ml-dsa-44"), variants=("ref", "avx2"),

@@ -15,7 +15,7 @@ import tempfile
 
 import pytest
 
-from pqsimd.report import write_report
+from pqsimd.studysets import report_study as write_report
 from report_fake import make_fake_study
 
 CHECK = """

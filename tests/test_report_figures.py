@@ -16,7 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from pqsimd.report import files, style, write_report  # noqa: E402
+from pqsimd.report import files, style  # noqa: E402
+from pqsimd.studysets import report_study as write_report  # noqa: E402
 from pqsimd.report.figures import _across_sets  # noqa: E402
 from report_fake import REF_TICKS, make_fake_study, write_fake_mix  # noqa: E402
 

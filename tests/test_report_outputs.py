@@ -13,7 +13,8 @@ from conftest import require_tool
 
 from pqsimd import catalog
 from pqsimd.errors import PqsimdError
-from pqsimd.report import fmt, write_report
+from pqsimd.report import fmt
+from pqsimd.studysets import report_study as write_report
 from pqsimd.report.figures import FIGURES
 from pqsimd.report.macros import NAME_RE, camel, number_words
 from report_fake import make_fake_study
@@ -317,7 +318,7 @@ def test_the_energy_section_shows_measured_energy(tmp_path):
     from synthetic import make_synthetic_study
 
     from pqsimd.analyze import analyze_study
-    from pqsimd.report import write_report
+    from pqsimd.studysets import report_study as write_report
 
     d = make_synthetic_study(tmp_path / "s", variants=("ref", "avx2"), ops=("ntt",), jobs=3, spins=10, reps=3,
                              metric=("ticks", "energy_package"), medians={"ref": 600.0, "avx2": 60.0},

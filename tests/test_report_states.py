@@ -14,7 +14,7 @@ from rich.console import Console
 from synthetic import make_synthetic_study
 
 from pqsimd.analyze import analyze_study
-from pqsimd.report import write_report
+from pqsimd.studysets import report_study as write_report
 from pqsimd.report.terminal import show_study
 
 SHARED = (2, 5, 7, 10)  # of 12 jobs: another program took their CPU, and their avx2 ran 50% slower

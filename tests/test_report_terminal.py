@@ -12,7 +12,7 @@ from rich.console import Console
 
 from pqsimd.errors import PqsimdError
 from pqsimd.analyze.crossstudy import compare_studies as compare_table
-from pqsimd.report.terminal import compare_studies, show_study
+from pqsimd.report.terminal import print_comparison, show_study
 from report_fake import make_fake_study
 from synthetic import make_synthetic_study
 
@@ -100,7 +100,7 @@ def test_compare_ratio_ci_and_verdict(pair):
 def test_compare_prints_rows_and_na(pair):
     a, b = pair
     con = _console()
-    compare_studies(a, b, console=con)
+    print_comparison(a, b, compare_table(a, b), console=con)
     out = con.export_text()
     from pqsimd.results import Levels
 
@@ -115,7 +115,7 @@ def test_compare_prints_rows_and_na(pair):
 
 def test_compare_needs_both_studies(pair, tmp_path):
     with pytest.raises(PqsimdError, match="no study directory"):
-        compare_studies(pair[0], tmp_path / "nope", console=_console())
+        print_comparison(pair[0], tmp_path / "nope", compare_table(pair[0], tmp_path / "nope"), console=_console())
 
 
 @pytest.mark.parametrize("jobs, small", [(2, True), (6, False)])

@@ -338,7 +338,7 @@ def analyze(directory: Path, n_boot: int | None, seed: int | None, adjust: str |
               help="a study of another ISA: a cross-ISA section (hand SIMD on each, per op)")
 def report(directory: Path, reference: str | None, beside: Path | None) -> None:
     """Figures, tables and index.html into DIRECTORY/report/."""
-    from .report import write_report
+    from .studysets import report_study
     from .studydir import CAMPAIGN, MACHINE_SET, STUDY, VLEN_SET, is_machine_set, is_vlen_set, require_kind
 
     if require_kind(directory, "report", (STUDY, CAMPAIGN, VLEN_SET, MACHINE_SET)) == CAMPAIGN:
@@ -355,7 +355,7 @@ def report(directory: Path, reference: str | None, beside: Path | None) -> None:
         return
 
     _analyse_again_if_older(directory)
-    out = write_report(directory, reference=reference, beside=beside)
+    out = report_study(directory, reference=reference, beside=beside)
     click.echo(f"report written to {out}/ — open {out / 'index.html'}")
 
 
@@ -435,6 +435,10 @@ def show(directory: Path, metric: str | None, stage: str | None, compiler: str |
 
         ct_view.show(directory, Console())  # constant time alone (`--metric ct`, or a study that only tested it)
         return
+    if beside is not None:
+        from .studysets import prepare_beside
+
+        prepare_beside(directory, beside)  # the cross-ISA tables show prints after the study's
     show_study(directory, metric=metric, stage=stage, compiler=compiler, beside=beside)
 
 
@@ -507,9 +511,10 @@ def compare(dir_a: Path, dir_b: Path, speedups: bool, stage: str | None, labels:
         spec = read_spec(Path("."), [dir_a, dir_b], {k: _csv(v) for k, v in subset.items()}, _csv(labels))
         show_campaign(from_tables(build_campaign(spec)), stage=stage)
         return
-    from .report.terminal import compare_studies
+    from .analyze.crossstudy import compare_studies
+    from .report.terminal import print_comparison
 
-    compare_studies(dir_a, dir_b)
+    print_comparison(dir_a, dir_b, compare_studies(dir_a, dir_b))
 
 
 @cli.command()

@@ -38,7 +38,7 @@ PARANOID_PATH = Path("/proc/sys/kernel/perf_event_paranoid")
 
 def metric_name(event: str) -> str:
     """The raw-schema metric of a perf event."""
-    return "retired_instructions" if event == "instructions" else event.replace("-", "_")
+    return "retired_instructions" if event == "instructions" else event.replace("-", "_")  # not a metric: a perf event
 
 
 def check_events(events: Iterable[str]) -> list[str]:

@@ -64,6 +64,9 @@ class SharedCpu(StrEnum):
     # busy, keep (as keep) for the rest of the run, said in one line with the command for a quiet rerun
 
 
+# A campaign's results/ (analyze/campaign.py writes, report/campaign.py reads): one version, here.
+CAMPAIGN_SCHEMA_VERSION = 2  # 2: members whose spins.parquet disagrees with their comparisons are refused
+
 # The results/ a study's analysis writes (analyze) and results.py reads: one version, here.
 RESULTS_SCHEMA_VERSION = 7  # 2: compiler columns, design, chain and families in summary.json, spins.parquet;
 # 3: job-level test columns, verdicts same/withheld, variance components; 4: one estimand and one

@@ -94,7 +94,7 @@ class Results:
         for df in (self.comparisons, self.groups):
             if "metric" in df.columns:
                 ms.update(df["metric"].dropna().astype(str))
-        return sorted(ms, key=lambda m: (m != "ticks", m))
+        return sorted(ms, key=lambda m: (m != metrics_mod.TIME, m))
 
     @property
     def isa(self) -> str | None:
@@ -116,8 +116,8 @@ class Results:
 
     @property
     def speed_metrics(self) -> list[str]:
-        """The study's metrics whose ratio is a speedup (not a cost in bytes: metrics.is_cost)."""
-        return [m for m in self.metrics if not metrics_mod.is_cost(m)]
+        """The study's metrics whose ratio is a speedup (metrics.Ratio.SPEEDUP; not stack, size)."""
+        return [m for m in self.metrics if metrics_mod.reads_as_speedup(m)]
 
     @property
     def timed_nothing(self) -> bool:
@@ -129,8 +129,7 @@ class Results:
     @property
     def primary_metric(self) -> str:
         """The first speed metric (ticks first); a study of costs alone (stack, size) has its first cost."""
-        ms = self.speed_metrics or self.metrics
-        return ms[0] if ms else "ticks"
+        return metrics_mod.primary(self.metrics)
 
     @cached_property
     def chain(self) -> Chain:
@@ -211,6 +210,19 @@ class Results:
         """results/explanations (analyze/explanations.py): a sentence per headline, outlier and slowdown;
         empty for results of a pqsimd before it or a study with nothing to explain."""
         return read_table(self.directory, "explanations", strict=False)
+
+    @cached_property
+    def headlines(self) -> pd.DataFrame:
+        """results/headlines (analyze/explanations.headline_picks, the one headline rule): per family the hand
+        stage's largest and smallest speedup and each headline range's ends, of the primary metric; empty for
+        results of a pqsimd before it."""
+        t = read_table(self.directory, "headlines", strict=False)
+        if t.empty and not (StudyDir(self.directory).results_dir / "headlines.parquet").exists():
+            from .headlines import headline_table  # results of an older pqsimd: the same rule over its comparisons
+
+            t = headline_table(self.comparisons, self.summary.get("families") or {}, self.chain, self.primary_metric,
+                               self.primary_compiler)
+        return t
 
     def explanation_missing(self, family: str) -> str:
         """The one line a family's explanations give when instruction counts or the mix were not measured."""

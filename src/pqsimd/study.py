@@ -96,7 +96,7 @@ class Study:
     cpu: int | None = None  # None: each job chooses an idle allowed CPU (run/cpuclaim.choose)
     seed: int = 1
     preset: str = "standard"
-    metrics: list[str] = field(default_factory=lambda: ["ticks"])
+    metrics: list[str] = field(default_factory=lambda: [metrics_mod.DEFAULT])
     source: str | None = None  # None: the pinned crate
     mca_cpus: list[str] | None = None  # --metric mix: llvm-mca CPU models (None: the host's)
     sim_cpus: list[str] | None = None  # --metric sim: cache geometries (None: the host's)
@@ -412,18 +412,18 @@ def resolve(directory: Path | StudyDir, overrides: dict[str, Any]) -> Study:
     _check_size(merged)
     if merged.get("ops") is not None:
         merged["ops"] = _check_ops(merged["ops"], merged["schemes"], where)
-    _check_names("metric", merged.get("metrics", ["ticks"]), metrics_mod.names(), where)
-    metrics_mod.check_isa(merged.get("metrics", ["ticks"]), target)
+    _check_names("metric", merged.get("metrics", [metrics_mod.DEFAULT]), metrics_mod.names(), where)
+    metrics_mod.check_isa(merged.get("metrics", [metrics_mod.DEFAULT]), target)
     if merged.get("mca_cpus"):
         from .run.costmodel import check_mca_cpus  # late: only a study that names cost-model CPUs pays for llvm-mca's list
 
-        if "mix" not in merged.get("metrics", ["ticks"]):
+        if metrics_mod.MIX not in merged.get("metrics", [metrics_mod.DEFAULT]):
             raise PqsimdError("--mca-cpu names CPU models for the cost model of --metric mix; add mix to --metric")
         check_mca_cpus(merged["mca_cpus"], target)
     if merged.get("sim_cpus"):
         from . import caches
 
-        if "sim" not in merged.get("metrics", ["ticks"]):
+        if metrics_mod.SIM not in merged.get("metrics", [metrics_mod.DEFAULT]):
             raise PqsimdError("--sim-cpu names cache geometries for --metric sim; add sim to --metric")
         caches.check(merged["sim_cpus"])
     if merged["batch"] != "auto" and not (merged["batch"].isdigit() and 1 <= int(merged["batch"]) <= MAX_BATCH):

@@ -202,7 +202,7 @@ def report_set(directory: Path) -> Path:
         analyse_set(directory)
     from .report.vlen import write_vlen_report  # late: matplotlib only when a report is written
 
-    return write_vlen_report(directory)
+    return write_vlen_report(directory, report_study)
 
 
 def show_set_missing(directory: Path) -> None:
@@ -276,3 +276,40 @@ def machine_campaign(directory: Path) -> Path:
         _require_measured(directory, machine_studies(directory))
         raise PqsimdError(f"{directory} has no campaign yet; run {command('analyze', directory)}")
     return campaign
+
+
+# --- one study: analysed (and its cross-ISA tables written) before the report reads results/ --------------
+
+def ensure_analysed(directory: Path) -> None:
+    """Analyse a study whose results/ is missing (the report reads results/ only)."""
+    from .report import has_results
+
+    if not has_results(directory) and StudyDir(directory).has_data():
+        analyze_study(directory)
+
+
+def prepare_beside(directory: Path, beside: Path | None) -> None:
+    """The cross-ISA tables of `beside` (a study of another ISA) into DIR/results/, or, without one, an
+    earlier --beside's removed (it is not this report's)."""
+    from .analyze.crossisa import remove_cross_isa, write_cross_isa
+    from .results import check_study_dir
+
+    if beside is not None:
+        beside = check_study_dir(Path(beside))
+        ensure_analysed(beside)
+        write_cross_isa(directory, beside)
+    else:
+        remove_cross_isa(directory)
+
+
+def report_study(directory: Path, reference: str | None = None, beside: Path | None = None) -> Path:
+    """`pqsimd report DIR` of one study: analysed first where results/ is missing, the cross-ISA tables of
+    `beside` written, then the report (report/ reads results/ only)."""
+    from .report import check_reference, write_report
+    from .results import check_study_dir
+
+    check_reference(reference)
+    directory = check_study_dir(Path(directory))
+    ensure_analysed(directory)
+    prepare_beside(directory, beside)
+    return write_report(directory, reference=reference)

@@ -29,13 +29,13 @@ from typing import Any
 
 import pandas as pd
 
+from .. import metrics as metrics_mod
+
 LIMITERS = ("frontend", "memory", "branches", "core")
 COLUMNS = ["geometry", "scheme", "op", "variant", "compiler", "limiter", "confidence", "dominance", "share",
            "est_frontend", "est_memory", "est_branches", "est_core", "core_source", "instructions", "I1_misses",
            "D1_misses", "LL_misses", "mispredicts", "mca_cycles", "measured_cycles", "evidence", "inputs",
            "geometry_text"]
-LABELS = {"frontend": "front end / I-cache", "memory": "data memory", "branches": "branches",
-          "core": "core", "core-throughput": "core (throughput-bound)", "core-latency": "core (latency-bound)"}
 
 
 @lru_cache(maxsize=1)
@@ -111,7 +111,7 @@ def _mca_cycles(mca: pd.DataFrame | None) -> dict[tuple, tuple[float, str]]:
 def _measured(groups: pd.DataFrame | None, core_per_tsc: float | None) -> dict[tuple, float]:
     if groups is None or groups.empty or "metric" not in groups.columns:
         return {}
-    g = groups[groups["metric"] == "ticks"]
+    g = groups[groups["metric"] == metrics_mod.TIME]
     scale = core_per_tsc if _finite(core_per_tsc) else 1.0
     return {(r.scheme, r.op, r.variant, r.compiler): float(r.median) * scale for r in g.itertuples(index=False)}
 
@@ -141,7 +141,3 @@ def bottleneck_table(sim: pd.DataFrame, groups: pd.DataFrame | None = None, mca:
         row["evidence"] = evidence(row)
         rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def label(limiter: str) -> str:
-    return LABELS.get(limiter, limiter)

@@ -59,9 +59,9 @@ from ..studydir import CAMPAIGN_FILE, StudyDir
 from ..studydir import CAMPAIGN_SUMMARY as SUMMARY_FILE
 from ..stats.interval import verdict_of, weighted_median
 from ..stats.multiplicity import family_level
+from ..model import CAMPAIGN_SCHEMA_VERSION
 from .write import write_json, write_table
 
-CAMPAIGN_SCHEMA_VERSION = 2  # 2: members whose spins.parquet disagrees with their comparisons are refused
 KEY = ["metric", "scheme", "op", "baseline", "variant"]
 RATIO_VERDICTS = {"faster": "larger", "slower": "smaller", "same": "same", "~": "~"}
 DEFAULT_BOOT = 4000

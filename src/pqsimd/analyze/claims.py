@@ -24,6 +24,8 @@ from typing import Any
 
 import pandas as pd
 
+from .. import metrics as metrics_mod
+
 COLUMNS = ["claim", "text", "section", "geometry", "verdict", "evidence", "why", "geometry_text", "model_limits"]
 SUPPORTED, CONTRADICTED, UNTESTABLE = "supported", "contradicted", "not testable here"
 NOT_MEASURED = "not measured: needs --metric {}"
@@ -33,7 +35,7 @@ QUANTITY_METRIC = {"limiter": "sim", "vector_share": "mix", "instructions": "ins
 
 
 def metric_of(quantity: str) -> str:
-    return QUANTITY_METRIC.get(quantity, "sim")
+    return QUANTITY_METRIC.get(quantity, metrics_mod.SIM)
 
 
 def _fmt(x: Any) -> str:
@@ -51,7 +53,7 @@ def _instructions(groups: pd.DataFrame | None, sim: pd.DataFrame, mix_ops: pd.Da
             for r in t.to_dict("records"):
                 out[(r["scheme"], r["op"], r["variant"])] = float(r[col])
     if groups is not None and len(groups) and "metric" in groups.columns:
-        for r in groups[groups["metric"] == "instructions"].itertuples(index=False):
+        for r in groups[groups["metric"] == metrics_mod.COUNT].itertuples(index=False):
             out[(r.scheme, r.op, r.variant)] = float(r.median)
     return out
 
@@ -83,7 +85,7 @@ class Numbers:
                 return None
             hit = t[(t["scheme"] == scheme) & (t["op"] == op) & (t["variant"] == variant)]
             return float(hit["vector_share"].iloc[0]) if len(hit) else None
-        if quantity == "instructions":
+        if quantity == "instructions":  # not a metric: a claim's quantity
             return self.instructions.get((scheme, op, variant))
         if quantity == "instructions_ratio":
             b, v = self.instructions.get((scheme, op, baseline)), self.instructions.get((scheme, op, variant))

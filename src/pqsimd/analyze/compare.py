@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..stats import bootstrap as bs
 from ..stats import drift as drift_mod
-from ..metrics import is_cost
+from .. import metrics as metrics_mod
 from ..model import Chain, Design
 from ..results import level_text
 from ..stats.effect import delta_from_u, delta_job_bootstrap, pair_balance, u_statistic
@@ -801,10 +801,11 @@ def compare_all(groups: dict[GroupKey, Group], chain: Chain, variants: Sequence[
                     continue
                 if not (base.positive and var.positive):
                     bad = base if not base.positive else var
-                    if is_cost(bad.metric):  # 0 bytes is a measurement (a leaf routine writes no stack)
+                    m = metrics_mod.of(bad.metric)
+                    if m.zero_is_measured:  # 0 bytes is a measurement (a leaf routine writes no stack)
                         rows.append(_na_row(metric, scheme, op, stage, b, v, base, var,
-                                            f"{bad.variant} ({bad.compiler}) uses 0 bytes of {bad.metric} here: no "
-                                            f"ratio of bytes (results/footprint has both sides)"))
+                                            f"{bad.variant} ({bad.compiler}) uses 0 {m.unit} of {bad.metric} here: no "
+                                            f"ratio of {m.unit} (results/footprint has both sides)"))
                         continue
                     why = ("count <= 0 after subtracting the harness's own count" if bad.metric in EXACT_METRICS
                            else "below timer resolution after overhead subtraction")

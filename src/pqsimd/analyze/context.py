@@ -14,6 +14,7 @@ from ..errors import PqsimdError
 from ..model import RECORDED_DESIGN, Chain, Design, LayoutMode
 from ..studydir import StudyDir
 from . import attribution as attribution_mod
+from .. import metrics as metrics_mod
 
 
 def read_json_file(path: Path) -> dict:
@@ -114,7 +115,7 @@ def ordered_groups(groups: dict, study: dict, variants: list[str], compilers: li
 
     def key(k):
         metric, scheme, op, variant, compiler = k
-        return ((metric != "ticks", metric), (s_rank.get(scheme, len(s_rank)), _natural(scheme)),
+        return ((metric != metrics_mod.TIME, metric), (s_rank.get(scheme, len(s_rank)), _natural(scheme)),
                 (o_rank.get(op, len(o_rank)), op), (c_rank.get(compiler, len(c_rank)), compiler),
                 (v_rank.get(variant, len(v_rank)), variant))
 

@@ -37,6 +37,7 @@ import math
 import numpy as np
 import pandas as pd
 from ..stats.interval import Evidence, resolution_halfwidth
+from .. import metrics as metrics_mod
 
 COLUMNS = ["metric", "scheme", "op", "variant", "compiler", "n_paired", "n_alone", "ratio", "ci_low", "ci_high",
            "ci_level", "df", "resolution", "flagged", "note"]
@@ -175,7 +176,7 @@ def coresidency(groups: dict, alone: dict, alpha: float, threshold: float,
     """groups: the study's (paired) groups; alone: the groups of its alone jobs (analyze/groups.build_groups);
     matched: alone job r loaded paired job r's copies (`alone_layouts = "paired"`)."""
     pairs = [(k, groups[k], g) for k, g in alone.items()
-             if k[0] == "ticks" and k in groups and g.positive and groups[k].positive]
+             if k[0] == metrics_mod.TIME and k in groups and g.positive and groups[k].positive]
     if not pairs:
         return pd.DataFrame(columns=COLUMNS), {"measured": bool(alone), "rows": 0}
     if matched:

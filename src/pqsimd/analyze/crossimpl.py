@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .. import metrics as metrics_mod
+
 CROSSIMPL_COLUMNS = [
     "scheme", "op", "compiler", "implementation", "c_variant", "simd_variant",
     "hand_simd", "hand_simd_ci_low", "hand_simd_ci_high", "hand_simd_ci_level", "hand_simd_verdict",
@@ -51,7 +53,7 @@ def _index(comparisons: pd.DataFrame) -> dict[tuple, pd.Series]:
     out: dict[tuple, pd.Series] = {}
     if comparisons is None or not len(comparisons):
         return out
-    c = comparisons[comparisons["metric"] == "ticks"] if "metric" in comparisons else comparisons
+    c = comparisons[comparisons["metric"] == metrics_mod.TIME] if "metric" in comparisons else comparisons
     for _, r in c.iterrows():
         if r.get("baseline_compiler", r["compiler"]) != r["compiler"]:
             continue  # cross-compiler rows compare compilers, not implementations
@@ -125,9 +127,9 @@ def counterparts_table(comparisons: pd.DataFrame, groups: pd.DataFrame, families
     if not steps or comparisons is None or not len(comparisons):
         return pd.DataFrame(columns=COUNTERPART_COLUMNS)
     hand = steps[-1]
-    c = comparisons[(comparisons.get("metric", "ticks") == "ticks") & (comparisons["stage"] == hand["stage"])]
+    c = comparisons[(comparisons.get("metric", metrics_mod.TIME) == metrics_mod.TIME) & (comparisons["stage"] == hand["stage"])]
     hand_rows = {(r["scheme"], r["op"], r["compiler"]): r for _, r in c.iterrows()}
-    g = groups[groups["metric"] == "ticks"] if groups is not None and len(groups) else pd.DataFrame()
+    g = groups[groups["metric"] == metrics_mod.TIME] if groups is not None and len(groups) else pd.DataFrame()
     medians = {(r["scheme"], r["op"], r["variant"], r["compiler"]): r for _, r in g.iterrows()}
     rows = []
     for fam, f in families.items():

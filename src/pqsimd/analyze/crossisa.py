@@ -28,10 +28,11 @@ from ..model import Chain
 from ..results import read_summary, read_table
 from ..studydir import StudyDir
 from .write import write_json, write_table
+from .. import metrics as metrics_mod
 
 PERMUTE_CLASSES = ("shuffle_lane", "shuffle_cross")
 VECTOR_MUL_CLASS = "vec_mul"
-INS_METRIC = "instructions"
+INS_METRIC = metrics_mod.COUNT
 
 
 def _side(directory: Path) -> dict:

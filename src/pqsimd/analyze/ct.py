@@ -26,8 +26,9 @@ import pandas as pd
 from ..stats import dudect as dudect_stats
 from ..studydir import StudyDir
 from .write import write_or_remove
+from .. import metrics as metrics_mod
 
-METRIC = "ct"
+METRIC = metrics_mod.CT
 CT_FILE_SUFFIX = f".{METRIC}.parquet"
 COLUMNS = ["scheme", "family", "op", "label", "variant", "compiler", "verdict", "secrets", "why", "function", "file",
            "line", "offset", "instruction", "kind", "site_verdict", "declassified", "witnesses", "difference",

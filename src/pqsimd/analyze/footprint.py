@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from ..model import SPEED_DIRECTIONS, speed_words
+from .. import metrics as metrics_mod
 
 COLUMNS = ["scheme", "family", "op", "compiler", "pair", "base", "variant", "end_to_end", "time_speedup", "time_ci_low",
            "time_ci_high", "time_ci_level", "time_verdict", "stack_base", "stack_variant", "stack_ratio", "size_base",
@@ -80,7 +81,7 @@ def footprint_table(comparisons: pd.DataFrame, groups: pd.DataFrame, families: d
     med: dict[tuple, float] = {(r.metric, r.scheme, r.op, r.variant, r.compiler): float(r.median)
                                for r in groups[groups["metric"].isin(["stack", "size"])].itertuples(index=False)}
     present = {k[3] for k in med}
-    ticks = comparisons[comparisons["metric"] == "ticks"] if comparisons is not None and len(comparisons) else None
+    ticks = comparisons[comparisons["metric"] == metrics_mod.TIME] if comparisons is not None and len(comparisons) else None
     times = {} if ticks is None else {(r["scheme"], r["op"], r["baseline"], r["variant"], r["compiler"]): r
                                       for r in ticks.to_dict("records")}
     fam_of = {s: name for name, f in families.items() for s in (f.get("schemes") or {})}

@@ -351,7 +351,7 @@ def short_samples(spins: pd.DataFrame, jobs: pd.DataFrame, groups_df: pd.DataFra
     need = {"granularity", "overhead", "call_overhead", "cpu_model"}
     if not len(groups_df) or "batch" not in spins or not need <= set(jobs.columns):
         return out
-    t = spins[spins["metric"] == "ticks"]
+    t = spins[spins["metric"] == metrics_registry.TIME]
     if not len(t):
         return out
     keys = ["metric", "scheme", "op", "variant", "compiler", "job"]
@@ -432,7 +432,7 @@ def attach_resolution(groups: dict[GroupKey, Group], spins: pd.DataFrame, jobs: 
     jcat = pd.Categorical(spins["job"])
     per_job = step.reindex(pd.Index(jcat.categories.astype(str))).fillna(1.0).to_numpy(dtype=float)
     metric = spins["metric"].astype(str).to_numpy()
-    unit = np.where(metric == "ticks", per_job[jcat.codes], 1.0)
+    unit = np.where(metric == metrics_registry.TIME, per_job[jcat.codes], 1.0)
     unit[np.isin(metric, list(EXACT_METRICS))] = 0.0
     lattice = unit / np.maximum(spins["batch"].to_numpy(dtype=float), 1.0)
     worst = spins[keys].assign(lattice=lattice).groupby(keys, observed=True, sort=False)["lattice"].max()
@@ -465,8 +465,9 @@ def describe(group: Group, alpha: float, threshold: float) -> dict:
             vc = variance_components(np.exp(lv), group.job)
             comp = dict(job_cv=vc.job_cv, between_var=vc.between_var, within_sd=vc.within_sd, deff=vc.deff,
                         n_eff=vc.n_eff)
-        elif metrics_registry.is_cost(group.metric):
-            notes.append(f"0 bytes of {group.metric}: no ratio of bytes against it")
+        elif metrics_registry.of(group.metric).zero_is_measured:
+            notes.append(f"0 {metrics_registry.of(group.metric).unit} of {group.metric}: no ratio of "
+                         f"{metrics_registry.of(group.metric).unit} against it")
         else:
             notes.append("job medians <= 0 (below timer resolution): outliers and icc on the linear scale, "
                          "no ratios, no variance components")

@@ -18,9 +18,10 @@ from statistics import median
 import pandas as pd
 
 from ..studydir import StudyDir
+from .. import metrics as metrics_mod
 
 COLUMNS = ["scheme", "op", "variant", "compiler", "instructions", "hashed", "share", "amdahl_bound"]
-METRIC = "instructions"
+METRIC = metrics_mod.COUNT
 
 
 def hash_share_table(directory: Path) -> pd.DataFrame:

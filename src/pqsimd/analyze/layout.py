@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import command
+from .. import metrics as metrics_mod
 
 COPIES_CAP = 16  # the most copies per job the study is asked for: each copy is relinked, gated and held open
 TRIM = 0.1  # copies_needed's variances are trimmed by this share on each side
@@ -183,7 +184,7 @@ def identical_code_check(comparisons: pd.DataFrame, gamma: float) -> dict:
     miss rate that n rows without a false verdict still allow, and how many rows it would take to
     test the family's level (n with (1 - 0.95)^(1/n) <= gamma... i.e. zero misses in n rows ruling
     out a miss rate above gamma at 95%)."""
-    rows = comparisons[comparisons["identical_code"] & (comparisons["metric"] == "ticks")] \
+    rows = comparisons[comparisons["identical_code"] & (comparisons["metric"] == metrics_mod.TIME)] \
         if "identical_code" in comparisons else comparisons.iloc[:0]
     wrong = rows[rows["verdict"].isin(["faster", "slower"])]
     how = rows["identical_code_how"].value_counts().to_dict() if "identical_code_how" in rows else {}

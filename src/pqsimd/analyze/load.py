@@ -28,6 +28,7 @@ from .mix import MIX_FILE_SUFFIX
 from .ct import is_ct_file
 from .sim import is_sim_file
 from ..studydir import StudyDir
+from .. import metrics as metrics_mod
 
 JOB_METADATA_KEY = b"pqsimd.job"
 KEY_COLUMNS = ("metric", "scheme", "variant", "compiler", "op", "job")
@@ -169,7 +170,7 @@ def _sample_lattice(table: pa.Table) -> int | None:
     else:
         ticks = np.asarray(metric.to_pylist(), dtype=object)
     raw = table.column("raw").to_numpy(zero_copy_only=False)
-    return lattice_step(raw[ticks == "ticks"])
+    return lattice_step(raw[ticks == metrics_mod.TIME])
 
 
 def _steps(calibration, lattice: int | None) -> dict:
@@ -221,7 +222,7 @@ def _planned_jobs(directory: Path) -> list[str] | None:
     path = StudyDir(directory).plan_json
     if not path.exists():
         return None
-    metrics = read_study_toml(directory).get("study", {}).get("metrics", ["ticks"])
+    metrics = read_study_toml(directory).get("study", {}).get("metrics", [metrics_mod.DEFAULT])
     if not {"ticks", "counters"} & set(metrics):
         return None
     try:
@@ -257,7 +258,7 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
             continue
         parts.append(part)
         meta = meta or {}
-        if meta.get("metric", "ticks") == "ticks" and isinstance(meta.get("calibration"), dict):
+        if meta.get("metric", metrics_mod.TIME) == metrics_mod.TIME and isinstance(meta.get("calibration"), dict):
             calibrations.append(meta["calibration"])
         d, codes = part["job"]
         for job in sorted({d[i] for i in np.unique(codes)}):
@@ -349,7 +350,7 @@ def check_settings(jobs: pd.DataFrame, directory: Path) -> None:
         return  # a study from before settings were fixed in the plan
     want = json.dumps(plan["settings"], sort_keys=True)
     planned = {j.get("id") for j in plan.get("jobs", []) if isinstance(j, dict)}
-    timing = jobs[jobs["metric_kind"] == "ticks"]
+    timing = jobs[jobs["metric_kind"] == metrics_mod.TIME]
     foreign = sorted(set(timing.loc[~timing["job"].isin(planned), "file"]))
     if foreign:
         raise PqsimdError(f"{directory / 'raw'}: {', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''} "

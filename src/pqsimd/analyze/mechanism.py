@@ -17,9 +17,10 @@ import numpy as np
 import pandas as pd
 
 from ..model import Chain
+from .. import metrics as metrics_mod
 
-TIME_METRIC = "ticks"
-INS_METRIC = "instructions"
+TIME_METRIC = metrics_mod.TIME
+INS_METRIC = metrics_mod.COUNT
 BAND = 0.10  # S_t / S_i beyond ±10% reads as "ILP/throughput" (above) or "lower IPC" (below)
 SAME_INSTRUCTIONS = 0.001  # instruction counts within 0.1%: the two binaries do the same work
 LAYOUT = 0.02  # ... and a time ratio beyond ±2% then comes from where the code sits (or noise), not what it runs

@@ -38,10 +38,11 @@ from ..run import mix as run_mix
 from ..studydir import StudyDir
 from ..metrics import unit_of
 from .context import with_isa
+from .. import metrics as metrics_mod
 
 MIX_FILE_SUFFIX = ".mix.parquet"
-TIME_METRIC = "ticks"
-INS_METRIC = "instructions"
+TIME_METRIC = metrics_mod.TIME
+INS_METRIC = metrics_mod.COUNT
 TABLES = ("mix", "mix_ratios", "mix_ops", "mca", "mca_mnemonics")
 
 COLUMNS = {
@@ -285,8 +286,8 @@ def mix_results(source: Path, groups: pd.DataFrame | None = None, chain: Any = N
             q = pred / meas
             r["predicted_vs_measured"] = q
             r["agreement"] = "agrees" if 1 / factor <= q <= factor else ("model lower" if q < 1 else "model higher")
-            r["note"] = (f"measured in {unit_of('ticks', isa)} × core_per_tsc (est. core cycles)" if core_per_tsc else
-                         f"measured in {unit_of('ticks', isa)} (no core_per_tsc: not core cycles)")
+            r["note"] = (f"measured in {unit_of(metrics_mod.TIME, isa)} × core_per_tsc (est. core cycles)" if core_per_tsc else
+                         f"measured in {unit_of(metrics_mod.TIME, isa)} (no core_per_tsc: not core cycles)")
             if r["host_cpu"] and r["cpu"] != r["host_cpu"]:
                 r["note"] += f"; the model is {r['cpu']}, the measuring host is {r['host_cpu']} (llvm-mca's name)"
     out["mca"] = pd.DataFrame(rows_mca, columns=COLUMNS["mca"])

@@ -15,6 +15,7 @@ from ..studydir import StudyDir
 from . import jobs as jobs_mod
 from .compare import without_record
 from .context import read_json_file
+from .. import metrics as metrics_mod
 
 
 def warmup_record(directory: Path, design: str) -> dict:
@@ -58,7 +59,7 @@ def self_check_record(groups: pd.DataFrame, self_checks: set[str]) -> dict:
     """What the families' self-check ops (empty functions) read per call in ticks: the call cost the
     harness's loop calibration did not remove. Every timed op carries about that much, so an op of
     T ticks is biased by about reading / T."""
-    g = groups[(groups["metric"] == "ticks") & groups["op"].isin(self_checks)] if len(groups) else groups
+    g = groups[(groups["metric"] == metrics_mod.TIME) & groups["op"].isin(self_checks)] if len(groups) else groups
     if not len(g):
         return {"groups": 0}
     med = g["median"].to_numpy(dtype=float)
@@ -126,7 +127,7 @@ def with_cpu_share(jobs_table: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame
     """results/jobs with every timing job's shared_cpu and cpu_waited_fraction: the judged rows get
     theirs, and a timing job no row judged (too few jobs or comparisons) gets a row of its own."""
     cols = ["shared_cpu", "cpu_waited_fraction"]
-    timing = jobs[jobs["metric_kind"] == "ticks"] if len(jobs) and "metric_kind" in jobs.columns else jobs
+    timing = jobs[jobs["metric_kind"] == metrics_mod.TIME] if len(jobs) and "metric_kind" in jobs.columns else jobs
     if not len(timing) or not set(cols) <= set(timing.columns):
         return jobs_table.assign(shared_cpu=False, cpu_waited_fraction=np.nan)
     share = timing.drop_duplicates("job").set_index("job")[cols]
@@ -148,7 +149,7 @@ def shared_cpu_record(jobs: pd.DataFrame, groups_df: pd.DataFrame, main: pd.Data
                       threshold: float | None = None) -> dict:
     """summary.json shared_cpu: the timing jobs that shared their CPU and how long they waited, the
     groups and comparisons that use them, and the verdicts with and without them."""
-    timing = jobs[jobs["metric_kind"] == "ticks"] if len(jobs) and "metric_kind" in jobs.columns else jobs
+    timing = jobs[jobs["metric_kind"] == metrics_mod.TIME] if len(jobs) and "metric_kind" in jobs.columns else jobs
     shared = timing[timing["shared_cpu"].astype(bool)] if "shared_cpu" in timing.columns else timing.iloc[:0]
     rec = {"jobs": int(shared["job"].nunique()), "timing_jobs": int(timing["job"].nunique()) if len(timing) else 0,
            "waited_fraction": {str(j): float(f) for j, f in zip(shared["job"], shared["cpu_waited_fraction"])}}
@@ -179,7 +180,7 @@ def clock_record(jobs: pd.DataFrame, groups_df: pd.DataFrame, comparisons: pd.Da
     job's as analyze used it (load._steps: its samples' lattice, else its calibration's), and the
     jobs whose calibration said otherwise are counted."""
     clocks: dict[str, int] = {}
-    ticks_jobs = jobs[(jobs["metric_kind"] == "ticks") & np.isfinite(jobs["step"].to_numpy(dtype=float))] \
+    ticks_jobs = jobs[(jobs["metric_kind"] == metrics_mod.TIME) & np.isfinite(jobs["step"].to_numpy(dtype=float))] \
         if len(jobs) and {"metric_kind", "step"} <= set(jobs.columns) else jobs.iloc[0:0]
     for _, j in ticks_jobs.iterrows():
         key = f"{j['timer']} step {j['step']:g} ticks" + (
@@ -194,7 +195,7 @@ def clock_record(jobs: pd.DataFrame, groups_df: pd.DataFrame, comparisons: pd.Da
                  "calibrated": sorted({int(x) for x in cal_s[np.isfinite(cal_s)]}),
                  "samples": sorted({int(x) for x in data_s[np.isfinite(data_s)]})}
     rel = groups_df["resolution_rel"].to_numpy(dtype=float) if "resolution_rel" in groups_df else np.zeros(0)
-    ticks = (groups_df["metric"] == "ticks").to_numpy() if len(groups_df) else np.zeros(0, bool)
+    ticks = (groups_df["metric"] == metrics_mod.TIME).to_numpy() if len(groups_df) else np.zeros(0, bool)
     rel = np.where(ticks & np.isfinite(rel), rel, 0.0)
     worst = int(np.argmax(rel)) if rel.size else -1
     limited = comparisons["resolution_limited"].astype(bool) if len(comparisons) and \

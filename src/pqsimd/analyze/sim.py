@@ -24,10 +24,11 @@ import pyarrow.parquet as pq
 
 from ..ids import geometry_of_job
 from ..studydir import StudyDir
+from .. import metrics as metrics_mod
 
-METRIC = "sim"
+METRIC = metrics_mod.SIM
 PREFIX = "sim."
-INS_METRIC = "instructions"
+INS_METRIC = metrics_mod.COUNT
 
 # Derived quantities: name -> (events summed, what it is)
 DERIVED = {

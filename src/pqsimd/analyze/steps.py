@@ -307,7 +307,7 @@ def diagnose(a: Analysis) -> None:
                         f"in {self_check['groups']} group(s), outside 0 +- {SELF_CHECK_TOLERANCE_TICKS:g} in {self_check['outside']}: "
                         f"every timed call carries about that much call cost, so ops under {100 * w:,.0f} ticks are biased "
                         "by more than 1% (ratios of two such ops partly cancel it)")
-    if (a.data.spins["metric"] == "ticks").any():
+    if (a.data.spins["metric"] == metrics_mod.TIME).any():
         warnings.append(f"times are {metrics_mod.tick_note(a.ctx['isa'])}")
 
 
@@ -325,7 +325,7 @@ def write_tables(a: Analysis) -> None:
     write_or_remove(a.attribution, results, "attribution")
     write_spins(a.data.spins, results)
     a.core_per_tsc = cpt = mechanism.core_per_tsc(list(a.data.calibrations))
-    ins_records = [r for r in StudyDir(a.directory).job_records().values() if r and r.get("metric") == "instructions"]
+    ins_records = [r for r in StudyDir(a.directory).job_records().values() if r and r.get("metric") == metrics_mod.COUNT]
     for name, table in (("instructions", mechanism.instruction_table(groups_df, a.chain, a.self_checks)),
                         ("ilp", mechanism.ilp_table(groups_df, a.chain, cpt, a.self_checks)),
                         ("call_counts", mechanism.call_counts_table(ins_records))):
@@ -391,6 +391,17 @@ def write_explanations(a: Analysis) -> None:
     a.warnings += explanations.write_explanations(a.directory, a.results, a.main, a.groups_df, a.chain,
                                                   a.ctx["families"], a.compilers[0] if a.compilers else None,
                                                   a.settings.threshold)
+
+
+def write_headlines(a: Analysis) -> None:
+    """What the report's headlines name (results/headlines): the one headline rule (explanations.headline_picks)
+    over the primary metric's hand stage, within the study's first compiler."""
+    metrics_present = set(a.main["metric"].dropna().astype(str)) if "metric" in a.main.columns else set()
+    if a.groups_df is not None and "metric" in a.groups_df.columns:
+        metrics_present |= set(a.groups_df["metric"].dropna().astype(str))
+    table = explanations.headline_table(a.main, a.ctx["families"], a.chain, metrics_mod.primary(metrics_present),
+                                        a.compilers[0] if a.compilers else None)
+    write_or_remove(table, a.results, "headlines")
 
 
 def write_summary(a: Analysis) -> None:
@@ -491,7 +502,7 @@ def write_summary(a: Analysis) -> None:
 STEPS: tuple[Callable[[Analysis], None], ...] = (
     load, make_groups, draw_jobs, compare, check_aa, check_coresidency, diagnose,
     write_tables, write_cliffs, write_mechanism, write_constant_time, write_hash_share, write_explanations,
-    write_summary,
+    write_headlines, write_summary,
 )
 
 
@@ -548,7 +559,7 @@ def job_diagnostics(groups: dict, comparisons: pd.DataFrame, threshold: float, s
 def instruction_counts(groups) -> dict[tuple[str, str, str, str], float]:
     """(variant, compiler, scheme, op) -> exact instructions per call, where the study counted them."""
     return {(g.variant, g.compiler, g.scheme, g.op): float(g.median) for g in groups.values()
-            if g.metric == "instructions" and g.deterministic}
+            if g.metric == metrics_mod.COUNT and g.deterministic}
 
 
 

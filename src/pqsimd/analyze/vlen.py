@@ -28,8 +28,9 @@ from ..studydir import vlen_sub_studies
 from ..results import read_summary, read_table
 from ..studydir import StudyDir
 from .write import write_json, write_table
+from .. import metrics as metrics_mod
 
-METRIC = "instructions"
+METRIC = metrics_mod.COUNT
 COLUMNS = ["scheme", "op", "stage", "baseline", "variant", "compiler", "vlen", "base_instructions",
            "var_instructions", "ratio", "reference_vlen", "ratio_reference", "relative", "verdict"]
 COUNT_COLUMNS = ["scheme", "op", "variant", "compiler", "vlen", "instructions", "constant"]

@@ -157,3 +157,43 @@ def attribution_parts(study: Results, outdir: Path) -> tuple[list, list, dict[st
             if metric == study.primary_metric or fam.name not in found:
                 found.setdefault(fam.name, []).extend(sentences(fam, rows))
     return figs, tabs, found
+
+
+def show(study: Results, con, metric: str, compiler: str | None) -> None:
+    """Where inside an ablated implementation the speedup comes from: each kernel group's Shapley
+    share of C -> native with its interval, per op and parameter set (results/attribution)."""
+    from rich.table import Table
+
+    att = study.attribution
+    if not len(att):
+        return
+    att = att[(att["metric"] == metric) & ((att["compiler"] == compiler) if compiler else True)]
+    for fam in study.families:
+        rows = att[att["scheme"].isin(fam.schemes)]
+        if rows.empty:
+            continue
+        groups = list(dict.fromkeys(rows["group"]))
+        impl = ", ".join(dict.fromkeys(rows["implementation"]))
+        tot_lv, sh_lv = Levels.of(rows["total_ci_level"]), Levels.of(rows.loc[rows["share"].notna(), "share_ci_level"])
+        how = ", ".join(sorted({str(x) for x in rows["shapley_ci_method"].dropna() if str(x)})) or "n/a"
+        t = Table(title=f"{fam.title} · where {impl}'s speedup over its C comes from (Shapley share of log speedup)",
+                  caption=f"intervals: the total's {tot_lv.text()}; the shares' {sh_lv.text()} ({how})",
+                  caption_justify="left", title_justify="left", header_style="bold", box=None, pad_edge=False)
+        for col in ("op", "set", "C → native", *groups, "interaction"):
+            t.add_column(col, justify="left" if col in ("op", "set") else "right", no_wrap=True)
+        prev = None
+        for op in fam.sort_ops(set(rows["op"])):
+            for s in fam.schemes:
+                d = rows[(rows["op"] == op) & (rows["scheme"] == s)].set_index("group")
+                if d.empty:
+                    continue
+                r0 = d.iloc[0]
+                shares = [f"{fmt.pct(d.loc[g, 'share'])} [{fmt.pct(d.loc[g, 'share_ci_low'])}, "
+                          f"{fmt.pct(d.loc[g, 'share_ci_high'])}]{sh_lv.after(d.loc[g, 'share_ci_level'])}"
+                          if g in d.index and not fmt.is_missing(d.loc[g, "share"]) else fmt.NA for g in groups]
+                t.add_row(fam.label(op) if op != prev else "", fam.scheme_label(s),
+                          f"{fmt.times(r0['total'])} {fmt.ci(r0['total_ci_low'], r0['total_ci_high'])}"
+                          f"{tot_lv.after(r0['total_ci_level'])}", *shares, fmt.times(r0["interaction"]))
+                prev = op
+        con.print(t)
+        con.print()

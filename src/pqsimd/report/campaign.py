@@ -103,9 +103,8 @@ def _read(results: Path, name: str) -> pd.DataFrame:
 
 
 def load_campaign(directory: Path) -> Campaign:
-    from ..analyze.campaign import SUMMARY_FILE
-
-    from ..analyze.campaign import CAMPAIGN_SCHEMA_VERSION
+    from ..model import CAMPAIGN_SCHEMA_VERSION
+    from ..studydir import CAMPAIGN_SUMMARY as SUMMARY_FILE
 
     results = Path(directory) / "results"
     summary = read_json(results / SUMMARY_FILE)

@@ -51,7 +51,6 @@ def _found(directory: Path, r) -> dict | None:
 
 def show_cliffs(directory, select: dict[str, str] | None = None, console: Console | None = None) -> None:
     """The flagged groups, one finding per cliff copy, and every re-timing with its explanation."""
-    from ..analyze.cliffs import explanation
     from ..errors import PqsimdError
     from ..studydir import why_no_cliffs
 
@@ -190,3 +189,55 @@ def cliff_parts(study, outdir: Path) -> tuple[list, list]:
                             "verdict", "belongs"], rows=rows, data=rt, align="llllccccl")
         tabs.append((tab, write_table(tab, outdir)))
     return figs, tabs
+
+
+def explanation(retime_rows: pd.DataFrame, placement_rows: pd.DataFrame, sim_rows: pd.DataFrame,
+                found: dict | None, moved: pd.DataFrame) -> list[str]:
+    """The parts of one re-timed cliff's story, each labelled measured, static or simulated."""
+    parts = []
+    if len(retime_rows):
+        for r in retime_rows.itertuples():
+            parts.append(f"measured, {r.test}: {r.ratio:.3f}× [{r.ci_low:.3f}, {r.ci_high:.3f}] at {r.ci_level:.0%} over "
+                         f"{r.processes} processes: {r.verdict} (the study: {r.study_ratio:.3f}×)")
+        parts.append(f"the cliff belongs to: {retime_rows['belongs'].iloc[0]}")
+    if len(placement_rows):
+        objs = placement_rows[placement_rows["kind"] != "stack"]  # not a metric: a placement kind
+        d = objs[objs["differs"] != "same"]
+        m64 = d[d["differs"].str.contains("mod64", na=False)]
+        st = placement_rows[placement_rows["kind"] == "stack"]  # not a metric: a placement kind
+        stack = (f"; stack offsets {int(st['addr_worst'].iloc[0])} and {int(st['addr_typical'].iloc[0])} B"
+                 if len(st) else "")
+        parts.append(f"static: {len(d)} of {len(objs)} objects of the op's call tree sit elsewhere modulo 4096 or 64 "
+                     f"({len(m64)} modulo 64){stack} (results/cliff_placement.csv)")
+    if len(sim_rows):
+        diff = sim_rows[sim_rows["differs"].astype(bool)]
+        parts.append("simulated (callgrind): " + (", ".join(f"{r.event} {r.worst:,.1f} vs {r.typical:,.1f} per call"
+                                                             for r in diff.itertuples()) if len(diff) else
+                                                   "no event differs (I1/D1/LL misses, branch mispredictions within 1%): "
+                                                   "the cause is outside the model (µop cache, loop buffer, 4K aliasing, "
+                                                   "branch-target buffers, prefetchers are not simulated)"))
+    if found:
+        if found.get("stack"):
+            parts.append(f"measured search: the stack offset {found['stack']['on']} B (on) → {found['stack']['off']} B "
+                         f"(off) turns the cliff off (under address-space randomization the stack's address modulo "
+                         f"4096 also changes with every process)")
+        if found.get("block"):
+            b = found["block"]
+            text = (f"measured search: moving the {b['kind']} sections after pad {b['pad']} turns the cliff off "
+                    f"(on at shifts {', '.join(map(str, found.get('on', [])))} B, off at "
+                    f"{', '.join(map(str, found.get('off', [])))} B); the op's objects in that block: "
+                    f"{', '.join(b['objects'][:6])}")
+            parts.append(text)
+            if found.get("candidates"):
+                parts.append("named: moved in every probe that turned the cliff off: "
+                             + ", ".join(found["candidates"][:8]))
+            if len(moved):
+                for obj, g in moved.groupby("object", sort=False):
+                    on = g[g["state"] == "on"]
+                    off = g[g["state"] == "off"]
+                    parts.append(f"placement {obj}: cliff on at mod 64 {sorted(set(on['mod64']))}, mod 4096 "
+                                 f"{sorted(set(on['mod4096']))}; off at mod 64 {sorted(set(off['mod64']))}, mod 4096 "
+                                 f"{sorted(set(off['mod4096']))}")
+        if found.get("note"):
+            parts.append(f"search: {found['note']}")
+    return parts

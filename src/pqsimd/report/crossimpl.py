@@ -105,7 +105,7 @@ def crossimpl_parts(study: Results, outdir: Path) -> tuple[list, list]:
     return [], tables
 
 
-def show(study: Results, con) -> None:
+def show(study: Results, con, metric: str | None = None, compiler: str | None = None) -> None:
     """`pqsimd show`: the two tables in the terminal (nothing when the study has neither)."""
     from rich.table import Table as RichTable
     from rich.text import Text

@@ -178,3 +178,8 @@ def write_alone(directory: Path) -> Path:
             f"</h1>{html_section(directory)}</body></html>")
     write_text(outdir / "index.html", page)
     return outdir
+
+
+def show_part(study, con: Console, metric: str | None = None, compiler: str | None = None) -> None:
+    """`pqsimd show`'s constant-time section beside speed (results/constant_time)."""
+    show(study.directory, con)

@@ -18,7 +18,8 @@ from . import fmt
 from ..results import counting_tool, read_summary, read_table
 from ..studydir import StudyDir
 from ..metrics import unit_of
-from ..analyze.explanations import OpMix, class_shift, slow_candidates
+from ..mixreading import OpMix, class_shift, slow_candidates
+from .. import metrics as metrics_mod
 
 TPI_FLAG = 1.25  # ticks per instruction this much above the baseline's: a per-instruction slowdown
 LABEL_W = 20
@@ -83,7 +84,7 @@ class _Data:
         c = self.comparisons
         if c.empty or not {"metric", "baseline", "variant", "compiler"} <= set(c.columns):
             return {}
-        m = ((c["metric"] == "ticks") & (c["scheme"] == scheme) & (c["op"] == op) & (c["baseline"] == base)
+        m = ((c["metric"] == metrics_mod.TIME) & (c["scheme"] == scheme) & (c["op"] == op) & (c["baseline"] == base)
              & (c["variant"] == variant) & (c["compiler"] == compiler))
         if "baseline_compiler" in c.columns:
             m &= c["baseline_compiler"].fillna(compiler) == compiler
@@ -181,7 +182,7 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     sel = (d.mix["scheme"] == scheme) & (d.mix["op"] == op) & (d.mix["compiler"] == compiler)
     mx = d.mix[sel]
     mn = mx[mx["level"] == "mnemonic"]
-    om = OpMix.of(d.mix, d.ops, scheme, op, compiler, chosen)  # the one reading of the mix (analyze/explanations)
+    om = OpMix.of(d.mix, d.ops, scheme, op, compiler, chosen)  # the one reading of the mix (mixreading.py)
     labels, total, counts = om.labels, om.total, om.counts
 
     def opsrow(v):
@@ -206,7 +207,7 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
         row("hash share", hs)
     pu = (fam.get("views") or {}).get("per_unit") or {}
     if op in (pu.get("ops") or {}):
-        row(f"per {pu['unit']}", per_unit_text(d.groups, pu, scheme, compiler, unit_of("ticks", d.summary.get("isa"))))
+        row(f"per {pu['unit']}", per_unit_text(d.groups, pu, scheme, compiler, unit_of(metrics_mod.TIME, d.summary.get("isa"))))
 
     for v in chosen[1:]:
         dtot = total[base] - total[v]
@@ -249,7 +250,7 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
         t = " · ".join(f"{v} {_q(ticks[v])}" for v in chosen)
         tp = " → ".join(fmt.num(tpi[v]) for v in chosen)
         norm = info[chosen[-1]].get("family_norm_tpi")
-        row(f"time ({unit_of('ticks', d.summary.get('isa'))})", f"{t} per call (each build's median); ticks/instruction {tp}"
+        row(f"time ({unit_of(metrics_mod.TIME, d.summary.get('isa'))})", f"{t} per call (each build's median); ticks/instruction {tp}"
             + (f" (family norm for {chosen[-1]}: {fmt.num(norm)})" if not fmt.is_missing(norm) else ""))
         row("speedup", "; ".join(_speedup_text(comps[v], ticks[base], ticks[v], base, v) for v in chosen[1:]))
     else:
@@ -445,7 +446,7 @@ def per_unit_text(groups: pd.DataFrame, per_unit: dict, scheme: str, compiler: s
     per Keccak permutation of the 1-, 4- and 8-way ops): the width effect is a variant's row read left to right."""
     if groups.empty or "metric" not in groups:
         return "no times in this study"
-    g = groups[(groups["metric"] == "ticks") & (groups["scheme"] == scheme) & (groups["compiler"] == compiler)]
+    g = groups[(groups["metric"] == metrics_mod.TIME) & (groups["scheme"] == scheme) & (groups["compiler"] == compiler)]
     parts = []
     for v in dict.fromkeys(g["variant"]):
         cells = []

@@ -24,6 +24,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 from ..model import Design
 from . import files, fmt, style  # noqa: E402
 from ..results import FamilyView, Levels, Results  # noqa: E402
+from .. import metrics as metrics_mod
 
 FORMATS = ("pdf", "png", "svg")
 DPI = 150
@@ -50,7 +51,7 @@ class FigureResult:
     caption: str = ""
     files: dict[str, Path] = field(default_factory=dict)
     skipped: str | None = None  # the reason, when there was nothing to draw
-    metric: str = "ticks"
+    metric: str = metrics_mod.TIME
     family: str = ""
 
     @property

@@ -98,20 +98,28 @@ def quantity(v) -> str:
     return num(v)
 
 
-COST_VERDICT = {"faster": "fewer bytes", "slower": "more bytes", "same": "same bytes"}
-
-
-def bytes_change(speedup) -> str:
-    """A cost metric's comparison (analyze's speedup = base / variant bytes) as what it is: the variant's
-    bytes against the base's, '2.49× the bytes (+149%)', '0.6× the bytes (−40%)'; never faster/slower."""
+def change(speedup, unit: str) -> str:
+    """A comparison of a metric whose ratio reads as a change (metrics.Ratio.CHANGE; analyze's speedup =
+    base / variant) as what it is: the variant's quantity against the base's, '2.49× the bytes (+149%)',
+    '0.6× the bytes (−40%)'; never faster/slower."""
     if is_missing(speedup) or not float(speedup) > 0:
         return NA
     r = 1 / float(speedup)
     if r == 1:
-        return "1× the bytes (same)"
-    return f"{times(r)} the bytes ({(r - 1) * 100:+.0f}%)".replace("-", "−")
+        return f"1× the {unit} (same)"
+    return f"{times(r)} the {unit} ({(r - 1) * 100:+.0f}%)".replace("-", "−")
 
 
-def cost_verdict(verdict) -> str:
-    """faster/slower/same of a cost metric's comparison, in bytes."""
-    return COST_VERDICT.get(str(verdict), str(verdict))
+def ratio(metric: str | None, speedup) -> str:
+    """A comparison's ratio as the metric reads it (metrics.Metric.ratio): a speedup '1.42×', or a change."""
+    from .. import metrics
+
+    m = metrics.of(metric)
+    return times(speedup) if m.reads_as_speedup else change(speedup, m.unit)
+
+
+def verdict(metric: str | None, v) -> str:
+    """A comparison's verdict in the metric's words (fewer bytes, not faster)."""
+    from .. import metrics
+
+    return metrics.of(metric).verdict_text(v)

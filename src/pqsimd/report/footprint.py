@@ -98,7 +98,7 @@ def macros(study: Results, ms) -> None:
                            f"{r['scheme']} {r['op']}: {what.lower()} of {r['variant']} vs {r['base']}, % change")
 
 
-def show(study: Results, con) -> None:
+def show(study: Results, con, metric: str | None = None, compiler: str | None = None) -> None:
     """`pqsimd show`: the footprint tables and one sentence per end-to-end op (nothing without them)."""
     from rich.table import Table as RichTable
     from rich.text import Text

@@ -15,6 +15,7 @@ from . import files, fmt, style
 from .figures import FigureResult
 from ..results import FamilyView, Levels, Results, interval
 from .tables import Table, _env
+from .. import metrics as metrics_mod
 
 VERDICT_WORDS = (("faster", "faster"), ("slower", "slower"), ("same", "the same within ±threshold"), ("~", "no verdict"),
                  ("withheld", "withheld"))
@@ -75,6 +76,20 @@ def _speed(row, level: bool = False) -> str:
     return speed_words(sp, row.get("verdict"), fmt.times, ci)
 
 
+def _picks(study: Results, fam: FamilyView, metric: str) -> dict[tuple[str, str], list[tuple[str, tuple]]]:
+    """The family's headline picks (results/headlines, the one rule analyze applied): (kind, group) ->
+    [(kind, (scheme, op))]."""
+    t = study.headlines
+    if t.empty:
+        return {}
+    t = t[(t["family"] == fam.name) & (t["metric"] == metric)]
+    out: dict[tuple[str, str], list] = {}
+    for r in t.itertuples(index=False):
+        group = r.group if isinstance(r.group, str) else ""  # a blank cell reads back as NaN
+        out.setdefault((r.kind, group), []).append((r.kind, (r.scheme, r.op)))
+    return out
+
+
 def headlines(study: Results, fam: FamilyView) -> list[str]:
     metric = study.primary_metric
     h = study.chain.hand
@@ -82,21 +97,25 @@ def headlines(study: Results, fam: FamilyView) -> list[str]:
         return []
     df = _hand(study, fam, metric)
     out = []
-    if h is not None and not df.empty and df["speedup"].notna().any():
-        d = df[df["op"] != fam.self_check]
-        best = d.loc[d["speedup"].idxmax()]
-        out.append(f"The largest {h.label} speedup ({h.base}→{h.variant}) is {fam.label(best['op'])} at "
-                   f"{fam.scheme_label(best['scheme'])}: {_speed(best, level=True)}.")
-        worst = d.loc[d["speedup"].idxmin()]
-        if worst["speedup"] < 1:  # the word is the verdict's: a point estimate below 1 is not `slower`
+    picks = _picks(study, fam, metric)
+    if h is not None and not df.empty and picks:
+        rows = df.set_index(["scheme", "op"], drop=False)
+        for kind, best in picks.get(("largest", ""), ()):
+            best = rows.loc[best]
+            out.append(f"The largest {h.label} speedup ({h.base}→{h.variant}) is {fam.label(best['op'])} at "
+                       f"{fam.scheme_label(best['scheme'])}: {_speed(best, level=True)}.")
+        for kind, worst in picks.get(("smallest", ""), ()):  # a speedup below 1
+            worst = rows.loc[worst]
             where = f"{fam.label(worst['op'])} at {fam.scheme_label(worst['scheme'])}"
             out.append(f"{h.variant} is slower than {h.base} on {where}: {_speed(worst)}." if worst["verdict"] == "slower"
                        else f"The smallest {h.label} speedup ({h.base}→{h.variant}) is {where}: {_speed(worst)}.")
         parts = []
         for grp in fam.views.get("headlines") or []:
-            r = _range(df, grp.get("ops", []))
-            if r:
-                parts.append(f"{grp.get('label')} {r}")
+            ends = [rows.loc[k, "speedup"] for _kind, k in picks.get(("range_low", str(grp.get("label", ""))), ())] + \
+                   [rows.loc[k, "speedup"] for _kind, k in picks.get(("range_high", str(grp.get("label", ""))), ())]
+            if len(ends) == 2:
+                lo, hi = ends
+                parts.append(f"{grp.get('label')} {fmt.times(lo) if fmt.num(lo) == fmt.num(hi) else f'{fmt.num(lo)}–{fmt.times(hi)}'}")
         if parts:
             out.append(f"{h.base}→{h.variant} across parameter sets: " + "; ".join(parts) + ".")
     ch = study.chain
@@ -206,7 +225,7 @@ def _instruction_clause(study: Results, fam: FamilyView, op: str, stage: str, me
     """For a time metric, what the exact instruction counts of the same stage say (results/ilp)."""
     from .phase2 import read_result
 
-    if metric != "ticks":
+    if metric != metrics_mod.TIME:
         return ""
     ilp = read_result(study.directory, "ilp")
     if ilp.empty:
@@ -433,8 +452,8 @@ def warnings(study: Results, figures: list[FigureResult], notes: list[str]) -> l
         # what a tick is gets a more specific warning below
         if not text.startswith(("times are ", "ticks are TSC ticks")):
             out.append(Warning_("analysis", text))
-    if "ticks" in study.metrics:
-        out.append(Warning_(f"{study.unit('ticks')}: what a tick is", f"Times are {study.tick_note}: under turbo or "
+    if metrics_mod.TIME in study.metrics:
+        out.append(Warning_(f"{study.unit(metrics_mod.TIME)}: what a tick is", f"Times are {study.tick_note}: under turbo or "
                             "power capping (e.g. during AVX2 code) the core runs at a different frequency, so a tick "
                             "that is not a core cycle measures wall-clock time, not cycle counts."))
     vm = _virtualized(study.manifest)
@@ -464,11 +483,26 @@ def _data_uri(path: Path) -> str:
 
 
 def write_html(study: Results, outdir: Path, figures: list[FigureResult], tables: list[Table],
-               notes: list[str], reference: str | None = None, extra_figures: list[FigureResult] | None = None,
-               extra_tables: list[Table] | None = None, findings: dict[str, list[str]] | None = None,
-               attribution: tuple[list, list, dict] | None = None,
-               portfolio: tuple[list, list] | None = None, cross_isa: tuple[list, list, list] | None = None,
-               cross_impl: tuple[list, list] | None = None) -> Path:
+               notes: list[str], reference: str | None = None, made: dict | None = None) -> Path:
+    """index.html: the families' sections, then what the registered parts made (`made`, report/parts.py):
+    the EXTRA parts' figures and tables (and the mechanism's findings) in PARTS order, and each part with a
+    section of its own in that section."""
+    from .parts import EXTRA, Made, get
+
+    made = made or {}
+    extra = [m for name, m in made.items() if get(name).html == EXTRA]
+    extra_figures = [f for m in extra for f in m.figures]
+    extra_tables = [t for m in extra for t in m.tables]
+    findings: dict[str, list[str]] = {}
+    for m in extra:
+        for fam, lines in m.findings.items():
+            findings.setdefault(fam, []).extend(lines)
+    own = {get(name).html: m for name, m in made.items() if get(name).html != EXTRA}
+    att, port, cimpl, cross = (own.get(k) or Made() for k in ("attribution", "portfolio", "cross_impl", "cross_isa"))
+    attribution = (att.figures, att.tables, att.findings)
+    portfolio, cross_impl, cross_isa = (port.figures, port.tables), (cimpl.figures, cimpl.tables), \
+        (cross.figures, cross.tables, cross.lines)
+
     def fig(f: FigureResult) -> dict:
         return {"name": f.name.replace("/", "-"), "title": f.title, "caption": f.caption, "skipped": f.skipped,
                 "file": f.name, "src": _data_uri(f.png) if f.png else None,

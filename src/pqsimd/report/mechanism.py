@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import fmt, style
+from .. import metrics as metrics_mod
 
 TPI_FAR = 2.0  # ticks per instruction at least this multiple of the family's norm: a finding
 TOP_SHIFTS = 3
@@ -271,7 +272,7 @@ def mca_table(study, fam, mca: pd.DataFrame):
     return Table(name=f"table_mca_{fam.name}", title=f"{fam.title} · cost model (llvm-mca) beside the measurement",
                  caption=(f"{tool}: cycles per call of each op's hot basic blocks (covering ≥ 95% of its executed "
                           f"instructions, weighted by their executions per call), extrapolated to all of them; "
-                          f"measured: median {study.unit('ticks')} × core cycles per tick. ! = prediction and measurement "
+                          f"measured: median {study.unit(metrics_mod.TIME)} × core cycles per tick. ! = prediction and measurement "
                           f"differ by more than {fmt.times(factor) if factor else 'the factor'} (either way)"
                           + (f"; the measuring host is {host} in llvm-mca's naming." if host else ".")),
                  header=header, rows=rows, data=pd.DataFrame(wide), align="ll" + "r" * (len(header) - 2), family="")
@@ -394,7 +395,7 @@ def mechanism_parts(study, outdir: Path) -> tuple[list, list, dict[str, list[str
         fr = FigureResult(name=f"mechanism/fig_mix_{fam.name}", title=f"{fam.title} · instruction mix by class",
                           caption=f"Share of each op's executed instructions per class ({study.counted_by}, exact, per call), "
                                   "per variant; the number above a bar is the op's instructions per call.",
-                          metric="mix", family=fam.name)
+                          metric=metrics_mod.MIX, family=fam.name)
         try:
             fr.files = mix_figure(study, fam, fmix, outdir, f"fig_mix_{fam.name}")
         except Exception as e:  # a figure must never cost the report

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import counters as counters_mod
+from .. import metrics as metrics_mod
 from . import files, fmt, style
 from ..results import counting_tool, read_table
 
@@ -198,7 +199,7 @@ def report_parts(study, outdir: Path) -> tuple[list, list]:
     ilp = read_result(study.directory, "ilp")
     h = study.chain.hand
     if not ilp.empty and h is not None:
-        rows, unit = [], "core cycles (est.)" if cpt else study.unit("ticks")
+        rows, unit = [], "core cycles (est.)" if cpt else study.unit(metrics_mod.TIME)
         for scheme in study.schemes:
             d = ilp[(ilp["scheme"] == scheme) & (ilp["stage"] == h.stage) & (ilp["compiler"] == study.primary_compiler)]
             if d.empty:
@@ -228,7 +229,7 @@ def report_parts(study, outdir: Path) -> tuple[list, list]:
                           caption=f"Bars: {h.base}/{h.variant} ratio of instructions per call ({study.counted_by}, exact) and "
                                   f"of median time (TSC), log scale; the number above a pair is time speedup / instruction "
                                   f"reduction (above 1: more work per tick, ILP/throughput).",
-                          metric="instructions")
+                          metric=metrics_mod.COUNT)
         fr.files = {k: v for k, v in ilp_figure(study, ilp, outdir).items()}
         if not fr.files:
             fr.skipped = "no rows for the hand stage under the primary compiler"
@@ -248,7 +249,7 @@ def report_parts(study, outdir: Path) -> tuple[list, list]:
                   header=["parameter set", "op", "variant", "function", "per call", "exact, per repeat"], rows=rows,
                   data=cc, align="llllcl")
         tabs.append((t, write_table(t, outdir)))
-    for sec, name in ((counters_section(groups, manifest, study.unit("ticks")), "table_counters"), (energy_section(manifest, energy_groups(groups)), "table_energy")):
+    for sec, name in ((counters_section(groups, manifest, study.unit(metrics_mod.TIME)), "table_counters"), (energy_section(manifest, energy_groups(groups)), "table_energy")):
         if sec.available and sec.table is not None and not sec.table.empty:
             df = sec.table
             rows = [[Cell(str(v)) if isinstance(v, str) else Cell(fmt.num(v)) for v in r] for r in df.itertuples(index=False)]

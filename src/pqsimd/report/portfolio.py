@@ -162,3 +162,33 @@ def portfolio_parts(study: Results, outdir: Path) -> tuple[list, list]:
     t = table(study, df)
     write_table(t, out)
     return [fr], [t]
+
+
+def show(study: Results, con, metric: str, compiler: str | None = None) -> None:
+    """`pqsimd show` across the study's families (two or more with a portfolio view): the hand-SIMD factor
+    of end-to-end ops and dominant kernels, grouped by the kind of mathematics."""
+    from rich.table import Table
+
+    if sum(bool(f.views.get("portfolio")) for f in study.families) < 2:
+        return
+    df = rows(study, metric)
+    if df.empty:
+        return
+    h = study.chain.hand
+    lv = Levels.of(df.loc[df["speedup"] > 0, "ci_level"])
+    t = Table(title=f"Across the portfolio · hand-SIMD factor ({h.base}→{h.variant}) by kind of mathematics",
+              caption=f"intervals at {lv.text()}", caption_justify="left",
+              title_justify="left", header_style="bold", box=None, pad_edge=False)
+    for col in ("kind", "family", "op", "per parameter set [interval]"):
+        t.add_column(col, no_wrap=col != "per parameter set [interval]")
+    prev = None
+    for kind, fam, op in _order(df):
+        d = df[(df["family"] == fam) & (df["op"] == op) & (df["kind"] == kind)]
+        r0 = d.iloc[0]
+        cells = "; ".join(f"{r.scheme_label} {fmt.times(r.speedup)} {fmt.ci(r.ci_low, r.ci_high)}{lv.after(r.ci_level)}"
+                          if isinstance(r.speedup, float) and r.speedup > 0 else f"{r.scheme_label} n/a"
+                          for r in d.itertuples(index=False))
+        t.add_row(r0["kind_label"] if kind != prev else "", r0["family_title"].split(" (")[0], r0["op_label"], cells)
+        prev = kind
+    con.print(t)
+    con.print()

@@ -103,12 +103,12 @@ def _ci_pair(row: dict) -> tuple[float, float, bool]:
 
 def speedup_cell(row: dict | None, with_ci: bool = True, verdict: bool = False, levels: Levels | None = None,
                  metric: str | None = None) -> Cell:
-    """A speedup with its interval (and the interval's own level when the table's levels differ); of a cost
-    metric (stack, size: exact bytes), the variant's bytes against the baseline's instead."""
+    """A speedup with its interval (and the interval's own level when the table's levels differ); of a metric
+    whose ratio reads as a change (stack, size: exact bytes), the variant's quantity against the baseline's."""
     if row is None or fmt.is_missing(row.get("speedup")):
         return Cell(fmt.NA)
-    if metrics_mod.is_cost(metric):
-        text = fmt.bytes_change(row["speedup"])
+    if not metrics_mod.reads_as_speedup(metric):
+        text = fmt.ratio(metric, row["speedup"])
         return Cell(text, tex(text).replace("×", r"$\times$"))
     s = row["speedup"]
     lo, hi, reliable = _ci_pair(row)
@@ -231,7 +231,7 @@ def table1_hand_simd(study: Results, fam: FamilyView, metric: str, reference: st
     if paper is not None:
         caption += f" paper: {about or 'the published table'}; ratio = ours / paper."
     what = "speedup"
-    if metrics_mod.is_cost(metric):  # exact bytes: a change, not a speedup, and no interval to speak of
+    if not metrics_mod.reads_as_speedup(metric):  # exact bytes: a change, not a speedup, and no interval
         what = f"{style.metric_title(metric)} change"
         caption = (f"{fam.title}: {h.label} ({h.base} → {h.variant}), {style.metric_title(metric)}: the {h.variant} "
                    f"build's bytes against the {h.base} build's (× and %; exact, one measurement per build).")
@@ -297,7 +297,7 @@ def table_full(study: Results, fam: FamilyView, metric: str) -> Table:
                + ", ".join(f"{c[1]} = {c[2]}→{c[3]}" for c in cols)
                + f"; median ratio with {_ci_name(study, got)}. {base_var} median in {study.unit(metric)} "
                f"per call." + _design(study))
-    if metrics_mod.is_cost(metric):
+    if not metrics_mod.reads_as_speedup(metric):
         caption = (f"{fam.title}: every operation and comparison ({style.metric_title(metric)}): "
                    + ", ".join(f"{c[1]} = {c[2]}→{c[3]}" for c in cols)
                    + f"; each the later build's bytes against the earlier's (× and %; exact). {base_var} in bytes.")
@@ -450,8 +450,8 @@ def make_tables(study: Results, outdir: Path, reference: str | None = None) -> l
         for metric in study.metrics or [study.primary_metric]:
             suffix = "" if metric == study.primary_metric else f"_{metric}"
             # a published reference is a time (cycle) result: put it beside our time numbers only
-            ref = reference if metric == "ticks" else None
-            cost = metrics_mod.is_cost(metric)  # bytes: no speedup decomposition, no compiler speedups
+            ref = reference if metric == metrics_mod.TIME else None
+            cost = not metrics_mod.reads_as_speedup(metric)  # bytes: no speedup decomposition, no compiler speedups
             tables = [table1_hand_simd(study, fam, metric, ref), table_full(study, fam, metric)]
             if not cost:
                 tables.append(table_decomposition(study, fam, metric))

@@ -1,5 +1,6 @@
 """`pqsimd show DIR` and `pqsimd compare DIR_A DIR_B`: benchstat-style tables in the terminal (rich).
-Both only format what analyze wrote (results/) or computes (analyze.crossstudy)."""
+Both only format what analyze wrote (results/) or computed (analyze.crossstudy, called by the command
+line)."""
 
 from __future__ import annotations
 
@@ -88,14 +89,9 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
                console: Console | None = None, beside: Path | None = None) -> Results:
     """Print the study's results, grouped by family: per parameter set, op and variant, median ± CI,
     speedup [CI] against the variant's own stage, δ, p, verdict; with `beside` (a study of another
-    ISA) the cross-ISA lines after them."""
+    ISA, whose cross-ISA tables the command line wrote into results/) the cross-ISA lines after them."""
     study = load_study(Path(directory))
     con = _console(console)
-    if beside is not None:
-        from ..analyze.crossisa import write_cross_isa
-
-        write_cross_isa(Path(directory), Path(beside))
-        study = load_study(Path(directory))
     _check_choice(metric, study.metrics, "metric", "--metric")
     stages = sorted(study.comparisons["stage"].dropna().unique()) if "stage" in study.comparisons.columns else []
     _check_choice(stage, stages, "stage", "--stage")
@@ -169,17 +165,11 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
                 con.print(_show_table(title, unit, body, study, notes, metric))
                 con.print()
     _without(study, con)
-    _attribution(study, metric, compiler or study.primary_compiler, con)
-    if sum(bool(f.views.get("portfolio")) for f in study.families) >= 2:
-        _portfolio(study, metric, con)
-    from . import crossimpl
+    from . import parts
 
-    crossimpl.show(study, con)  # whose speedup is it (results/crossimpl, results/counterparts)
-    from . import footprint
-
-    footprint.show(study, con)  # what SIMD costs besides time (results/footprint)
-    ct_view.show(study.directory, con)  # constant time beside speed (results/constant_time)
-    _why(study, con)  # the headlines, outliers and slowdowns explained (results/explanations)
+    # the registered views' sections: attribution, portfolio, cross-implementation, footprint, constant time,
+    # the explanations (report/parts.py)
+    parts.show_all(study, con, metric, compiler or study.primary_compiler)
     if beside is not None:
         from .crossisa import load, sentences
 
@@ -199,13 +189,12 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
 
 def _show_table(title: str, unit: str, body: list, study: Results, notes: _Footnotes, metric: str | None = None) -> Table:
     """One parameter set's table of `show`: every interval with the level analyze computed for it, in
-    the header when the table's intervals share one, else after each interval. A cost metric (stack,
-    size: metrics.is_cost) is exact bytes per op: its column says the variant's bytes against the
-    baseline's (× and %) and its verdict more/fewer bytes, never a speedup."""
+    the header when the table's intervals share one, else after each interval. A metric whose ratio
+    reads as a change (metrics.Ratio.CHANGE: stack, size, exact per op) gets the change table."""
     from .. import metrics as metrics_mod
 
-    if metrics_mod.is_cost(metric):
-        return _cost_table(title, unit, body)
+    if not metrics_mod.reads_as_speedup(metric):
+        return _change_table(title, unit, body, metric)
     rows = [b for b in body if b is not None]
     med_lv = Levels.of(g.get("median_ci_level") for _, _, g, _ in rows if g)
     sp_lv = Levels.of(r.get("ci_level") for _, _, _, r in rows if r and not fmt.is_missing(r.get("speedup")))
@@ -245,9 +234,11 @@ def _show_table(title: str, unit: str, body: list, study: Results, notes: _Footn
     return t
 
 
-def _cost_table(title: str, unit: str, body: list) -> Table:
+def _change_table(title: str, unit: str, body: list, metric: str | None) -> Table:
+    """The metric's exact value per build, the variant's against the baseline's (× and %) and the verdict
+    in the metric's words (more/fewer bytes), never a speedup."""
     t = Table(title=title, title_justify="left", header_style="bold", box=None, pad_edge=False)
-    for col, just in (("op", "left"), ("variant", "left"), (unit, "right"), ("vs", "left"), ("bytes vs baseline", "right"),
+    for col, just in (("op", "left"), ("variant", "left"), (unit, "right"), ("vs", "left"), (f"{unit} vs baseline", "right"),
                       ("verdict", "left")):
         t.add_column(col, justify=just, no_wrap=True)
     for b in body:
@@ -259,8 +250,8 @@ def _cost_table(title: str, unit: str, body: list) -> Table:
         if not row:
             t.add_row(name, var_text, med, "", "", "")
             continue
-        t.add_row(name, var_text, med, row.get("baseline", "") or "", fmt.bytes_change(row.get("speedup")),
-                  Text(fmt.cost_verdict(row.get("verdict", fmt.NA))))
+        t.add_row(name, var_text, med, row.get("baseline", "") or "", fmt.ratio(metric, row.get("speedup")),
+                  Text(fmt.verdict(metric, row.get("verdict", fmt.NA))))
     return t
 
 
@@ -292,88 +283,7 @@ def _without(study: Results, con: Console) -> None:
         con.print()
 
 
-def _attribution(study: Results, metric: str, compiler: str | None, con: Console) -> None:
-    """Where inside an ablated implementation the speedup comes from: each kernel group's Shapley
-    share of C -> native with its interval, per op and parameter set (results/attribution)."""
-    att = study.attribution
-    if not len(att):
-        return
-    att = att[(att["metric"] == metric) & ((att["compiler"] == compiler) if compiler else True)]
-    for fam in study.families:
-        rows = att[att["scheme"].isin(fam.schemes)]
-        if rows.empty:
-            continue
-        groups = list(dict.fromkeys(rows["group"]))
-        impl = ", ".join(dict.fromkeys(rows["implementation"]))
-        tot_lv, sh_lv = Levels.of(rows["total_ci_level"]), Levels.of(rows.loc[rows["share"].notna(), "share_ci_level"])
-        how = ", ".join(sorted({str(x) for x in rows["shapley_ci_method"].dropna() if str(x)})) or "n/a"
-        t = Table(title=f"{fam.title} · where {impl}'s speedup over its C comes from (Shapley share of log speedup)",
-                  caption=f"intervals: the total's {tot_lv.text()}; the shares' {sh_lv.text()} ({how})",
-                  caption_justify="left", title_justify="left", header_style="bold", box=None, pad_edge=False)
-        for col in ("op", "set", "C → native", *groups, "interaction"):
-            t.add_column(col, justify="left" if col in ("op", "set") else "right", no_wrap=True)
-        prev = None
-        for op in fam.sort_ops(set(rows["op"])):
-            for s in fam.schemes:
-                d = rows[(rows["op"] == op) & (rows["scheme"] == s)].set_index("group")
-                if d.empty:
-                    continue
-                r0 = d.iloc[0]
-                shares = [f"{fmt.pct(d.loc[g, 'share'])} [{fmt.pct(d.loc[g, 'share_ci_low'])}, "
-                          f"{fmt.pct(d.loc[g, 'share_ci_high'])}]{sh_lv.after(d.loc[g, 'share_ci_level'])}"
-                          if g in d.index and not fmt.is_missing(d.loc[g, "share"]) else fmt.NA for g in groups]
-                t.add_row(fam.label(op) if op != prev else "", fam.scheme_label(s),
-                          f"{fmt.times(r0['total'])} {fmt.ci(r0['total_ci_low'], r0['total_ci_high'])}"
-                          f"{tot_lv.after(r0['total_ci_level'])}", *shares, fmt.times(r0["interaction"]))
-                prev = op
-        con.print(t)
-        con.print()
-
-
-def _portfolio(study: Results, metric: str, con: Console) -> None:
-    """Across the study's families: the hand-SIMD factor of end-to-end ops and dominant kernels,
-    grouped by the kind of mathematics (report/portfolio.py selects them from the comparisons)."""
-    from .portfolio import _order, rows
-
-    df = rows(study, metric)
-    if df.empty:
-        return
-    h = study.chain.hand
-    lv = Levels.of(df.loc[df["speedup"] > 0, "ci_level"])
-    t = Table(title=f"Across the portfolio · hand-SIMD factor ({h.base}→{h.variant}) by kind of mathematics",
-              caption=f"intervals at {lv.text()}", caption_justify="left",
-              title_justify="left", header_style="bold", box=None, pad_edge=False)
-    for col in ("kind", "family", "op", "per parameter set [interval]"):
-        t.add_column(col, no_wrap=col != "per parameter set [interval]")
-    prev = None
-    for kind, fam, op in _order(df):
-        d = df[(df["family"] == fam) & (df["op"] == op) & (df["kind"] == kind)]
-        r0 = d.iloc[0]
-        cells = "; ".join(f"{r.scheme_label} {fmt.times(r.speedup)} {fmt.ci(r.ci_low, r.ci_high)}{lv.after(r.ci_level)}"
-                          if isinstance(r.speedup, float) and r.speedup > 0 else f"{r.scheme_label} n/a"
-                          for r in d.itertuples(index=False))
-        t.add_row(r0["kind_label"] if kind != prev else "", r0["family_title"].split(" (")[0], r0["op_label"], cells)
-        prev = kind
-    con.print(t)
-    con.print()
-
-
 # -- compare ---------------------------------------------------------------------------------
-
-def _why(study: Results, con: Console) -> None:
-    from .html import why_lines
-
-    for fam in study.families:
-        why = why_lines(study, fam)
-        if not why["rows"]:
-            continue
-        con.print(Text(f"Why ({fam.title}): the headlines, outliers and slowdowns explained", style="bold underline"))
-        for w in why["rows"]:
-            con.print(Text(f"[{w['kind']}] ", style="dim") + Text(w["sentence"]), soft_wrap=True)
-        for line in why["legend"] + ([f"not measured: {why['missing']}"] if why["missing"] else []):
-            con.print(Text(line, style="dim"), soft_wrap=True)
-        con.print()
-
 
 def _who(study: Results) -> str:
     m = study.manifest.get("machine") if isinstance(study.manifest.get("machine"), dict) else {}
@@ -381,12 +291,11 @@ def _who(study: Results) -> str:
     return f"{study.directory}" + (f" ({', '.join(bits)})" if bits else "")
 
 
-def compare_studies(dir_a, dir_b, console: Console | None = None) -> pd.DataFrame:
-    """Print the same (metric, scheme, op, variant, compiler) across two studies (analyze.crossstudy)."""
-    from ..analyze.crossstudy import compare_studies as compute
-
+def print_comparison(dir_a, dir_b, computed: tuple[pd.DataFrame, dict], console: Console | None = None) -> pd.DataFrame:
+    """Print the same (metric, scheme, op, variant, compiler) across two studies: `computed`, the table and
+    its record from analyze.crossstudy.compare_studies (called by the command line)."""
     a, b = load_study(Path(dir_a)), load_study(Path(dir_b))
-    df, meta = compute(Path(dir_a), Path(dir_b))
+    df, meta = computed
     con = _console(console)
     con.print(f"A = {_who(a)}", markup=False)
     con.print(f"B = {_who(b)}", markup=False)

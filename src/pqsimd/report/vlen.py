@@ -190,9 +190,9 @@ def table(t: pd.DataFrame, info: dict, study: Results | None):
                  align="ll" + "r" * (len(header) - 2))
 
 
-def write_vlen_report(directory: Path) -> Path:
-    """DIR/report/: each length's own report, and the vector-length view with an index linking them."""
-    from . import write_report
+def write_vlen_report(directory: Path, report_sub) -> Path:
+    """DIR/report/: each length's own report (`report_sub(study dir) -> its report dir`: the command line's
+    layer, which analyses first), and the vector-length view with an index linking them."""
     from .files import write_text
     from .tables import render, write_table
 
@@ -203,7 +203,7 @@ def write_vlen_report(directory: Path) -> Path:
     subs = {}
     for v, sub in (info.get("studies") or {}).items():
         try:
-            subs[v] = write_report(Path(sub))
+            subs[v] = report_sub(Path(sub))
         except Exception as e:  # a length whose study cannot be reported (e.g. one variant): said, not fatal
             subs[v] = f"no report ({e})"
     study = _study(info)

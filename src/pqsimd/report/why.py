@@ -13,6 +13,7 @@ import pandas as pd
 
 from . import files, fmt, style
 from .phase2 import COUNTER_METRICS, read_result
+from .. import metrics as metrics_mod
 
 PLOTTED = (("I1_misses", "I1 misses"), ("D1_misses", "D1 misses"), ("LL_misses", "LL misses"),
            ("mispredicts", "mispredicted branches"))
@@ -123,7 +124,7 @@ def why_parts(study, outdir: Path) -> tuple[list, list]:
             fr = FigureResult(name=f"mechanism/fig_sim_{fam_name}_{geo}",
                               title=f"Simulated misses and mispredictions per call: {fam_name}, {geo}",
                               caption=f"SIMULATION ({text}); symlog scale; per op a bar per variant.",
-                              metric="sim", family=fam_name)
+                              metric=metrics_mod.SIM, family=fam_name)
             fr.files = sim_figure(study, d, outdir, f"fig_sim_{fam_name}_{geo}")
             figs.append(fr)
     if not bott.empty:
@@ -141,10 +142,13 @@ def why_parts(study, outdir: Path) -> tuple[list, list]:
     return figs, tabs
 
 
-def _label(limiter: str) -> str:
-    from ..analyze.bottleneck import label
+# how a limiter (analyze/bottleneck.py's results/bottleneck `limiter`) reads
+LIMITER_LABELS = {"frontend": "front end / I-cache", "memory": "data memory", "branches": "branches",
+                  "core": "core", "core-throughput": "core (throughput-bound)", "core-latency": "core (latency-bound)"}
 
-    return label(limiter)
+
+def _label(limiter: str) -> str:
+    return LIMITER_LABELS.get(limiter, limiter)
 
 
 def claims_parts(study, outdir: Path) -> list:
@@ -218,3 +222,21 @@ def explain_lines(bott: pd.DataFrame, sim: pd.DataFrame, family: dict, scheme: s
     for name, text in bottleneck_rows(bott, scheme, op, chosen, compiler):
         lines.append(f"  {name:<{20}} {text}")
     return lines
+
+
+def show_explanations(study, con, metric: str | None = None, compiler: str | None = None) -> None:
+    """`pqsimd show`: the headlines, outliers and slowdowns explained (results/explanations)."""
+    from rich.text import Text
+
+    from .html import why_lines
+
+    for fam in study.families:
+        why = why_lines(study, fam)
+        if not why["rows"]:
+            continue
+        con.print(Text(f"Why ({fam.title}): the headlines, outliers and slowdowns explained", style="bold underline"))
+        for w in why["rows"]:
+            con.print(Text(f"[{w['kind']}] ", style="dim") + Text(w["sentence"]), soft_wrap=True)
+        for line in why["legend"] + ([f"not measured: {why['missing']}"] if why["missing"] else []):
+            con.print(Text(line, style="dim"), soft_wrap=True)
+        con.print()

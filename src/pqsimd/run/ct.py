@@ -63,8 +63,9 @@ from ..studydir import StudyDir
 from .callgrind import unhandled_instruction, valgrind_path
 from .instructions import _workers, job_ops, over_cap
 from .metrics import pending, per_build_jobs
+from .. import metrics as metrics_mod
 
-METRIC = "ct"
+METRIC = metrics_mod.CT
 VARIATIONS = 8  # secrets per confirmation (0 is the timed one)
 TIMEOUT = 900  # seconds for one valgrind run
 RANDOM = "random"

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from .metrics import pending, per_build_jobs
+from .. import metrics as metrics_mod
 
-METRIC = "energy"
+METRIC = metrics_mod.ENERGY
 
 
 def run(sd, study, ctx) -> bool:

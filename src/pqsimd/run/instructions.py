@@ -47,8 +47,9 @@ from ..studydir import StudyDir
 from . import stepcount
 from .backends import N1, N2, Callgrind, emulation, for_study
 from .metrics import pending, per_build_jobs
+from .. import metrics as metrics_mod
 
-METRIC = "instructions"
+METRIC = metrics_mod.COUNT
 REPEATS = 2  # independent (N1, N2) pairs per op: determinism is visible in the data
 @dataclass(frozen=True)
 class Pair:

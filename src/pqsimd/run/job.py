@@ -31,6 +31,7 @@ from ..studydir import StudyDir
 from . import child, cpuclaim, layouts, limits, loaded
 from .plan import job_builds
 from . import spec as spec_mod
+from .. import metrics as metrics_mod
 
 BASE_COLUMNS = ["op", "v", "spin", "rep", "pos", "batch", "raw", "null"]
 
@@ -292,7 +293,7 @@ def _run_once(sd: StudyDir, job_id: str, progress: Callable[[int, int], None] | 
     if not driver.exists():
         raise PqsimdError(f"job {job_id}: driver {driver} is missing; run {command('run', sd.path)} to rebuild")
     sizing = sd.read_sizing() if study.budget is not None else None
-    events = list(counters.DEFAULT_EVENTS) if "counters" in study.metrics else None
+    events = list(counters.DEFAULT_EVENTS) if metrics_mod.COUNTERS in study.metrics else None
     ids_ = [b[0] for b in builds]
     op_seconds = [build_ops(sd, b, job["scheme"]) for b in ids_]
     timed = spec_mod.timed_ops(study, job["scheme"], op_seconds)

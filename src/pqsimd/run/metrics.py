@@ -1,15 +1,8 @@
 """The measurement interface's run side: each metric of the registry (pqsimd/metrics.py) has a
 runner, and this module runs the ones a study asks for.
 
-    ticks, counters   timing jobs of the plan (local or SLURM executor); counters ride along
-    instructions      exact counts per call, one job per (build, scheme); backend by ISA
-    mix               the executed instruction mix and the llvm-mca estimate, one job per
-                      (build, scheme); backend by ISA
-    energy            RAPL energy per call, one job per (build, scheme)
-    sim               simulated cache misses and branch mispredictions per call (callgrind's
-                      cache and branch model), one job per (build, scheme, cache geometry)
-    stack, size       peak stack bytes (painted private stack) and code + rodata bytes of the call
-                      tree, one job per (build, scheme) each (run/stack.py)
+What each metric measures and how its jobs are cut is said once, in the registry's docstring and
+its `Metric` entries (pqsimd/metrics.py).
 
 A metric's `runner` is the module of run/ whose `run(sd, study, ctx)` measures it (metrics that
 share a runner run together, once). Counting metrics have a backend chosen by the study's ISA

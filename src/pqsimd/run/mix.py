@@ -52,8 +52,9 @@ from .backends import GUEST, N1, N2, Callgrind, emulation, for_study
 from .callgrind import PROFILE_ARGS
 from .metrics import per_build_jobs
 from .profiles import ProfilePair, measure_profiles, net_counts
+from .. import metrics as metrics_mod
 
-METRIC = "mix"
+METRIC = metrics_mod.MIX
 REPEATS = 1
 CLASS_PREFIX = "mix.class."
 MNEMONIC_PREFIX = "mix.mnemonic."

@@ -38,8 +38,9 @@ from ..studydir import StudyDir
 from . import instructions as ins
 from .backends import N1, N2, Callgrind, emulation, for_study
 from .metrics import pending, per_build_jobs
+from .. import metrics as metrics_mod
 
-METRIC = "sim"
+METRIC = metrics_mod.SIM
 PREFIX = "sim."  # raw rows: sim.<event>
 REPEATS = 1  # the simulation is deterministic; its Ir is checked against the instructions metric's
 EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bc", "Bcm", "Bi", "Bim")
