@@ -218,6 +218,8 @@ class Evidence:
     sim: dict[str, dict] = field(default_factory=dict)  # variant -> its sim row (first geometry)
     varies: set[str] = field(default_factory=set)  # variants whose count differs between calls (fresh randomness)
     functions: dict[str, dict[str, float]] = field(default_factory=dict)  # variant -> its most-run functions (mix)
+    kernels: dict[str, dict[str, float]] = field(default_factory=dict)  # variant -> kernel -> instructions per call
+    kernel_labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def base(self) -> str:
@@ -389,6 +391,38 @@ def _class_change(e: Evidence, ref: Evidence, side: str, here: str, there: str) 
             f"{_pct(b.get(c, 0.0) / tb)} at {there} ({_tag('mix')})")
 
 
+KERNEL_NOTE = 0.05  # a kernel is named when it holds this much of either side's instructions, or of the change
+ONE_KERNEL = 0.95  # an op this much inside one kernel on both sides is that kernel: no split to say
+
+
+def kernel_clause(e: Evidence) -> str:
+    """Which kernels the instruction change is made of (results/kernel_share: each instruction counted for the
+    innermost kernel it runs in, from callgrind's inclusive costs): 'by kernel, Keccak/SHA-2 412,000 → 125,000
+    per call (3.3× fewer, 60% of the change), NTT ... (counted)'. Instructions, not time: a kernel's time is
+    not apportioned."""
+    kb, kv = e.kernels.get(e.base), e.kernels.get(e.var)
+    if not kb or not kv:
+        return ""
+    tb, tv = sum(kb.values()), sum(kv.values())
+    if tb <= 0 or tv <= 0:
+        return ""
+    if any(kb.get(k, 0) >= ONE_KERNEL * tb and kv.get(k, 0) >= ONE_KERNEL * tv for k in kb):
+        return ""
+    change = tb - tv
+    parts = []
+    for k in sorted(set(kb) | set(kv), key=lambda k: -abs(kb.get(k, 0.0) - kv.get(k, 0.0))):
+        b, v = kb.get(k, 0.0), kv.get(k, 0.0)
+        big = max(b / tb, v / tv) >= KERNEL_NOTE or (change and abs(b - v) >= KERNEL_NOTE * abs(change))
+        if not big or (b == 0 and v == 0):
+            continue
+        ratio = (f"{_x(b / v)} fewer" if b >= v else f"{_x(v / b)} more") if b > 0 and v > 0 else "new" if b == 0 else "gone"
+        of = f", {_pct((b - v) / change)} of the change" if change else ""
+        parts.append(f"{e.kernel_labels.get(k, k)} {_n(b)} → {_n(v)} ({ratio}{of})")
+    if len(parts) < 2:
+        return ""
+    return "by kernel, instructions per call " + "; ".join(parts) + f" ({_tag('instructions')}, inclusive call costs)"
+
+
 def slowdown_clause(e: Evidence, mcm: pd.DataFrame, mca: pd.DataFrame, mix: pd.DataFrame) -> str:
     """What a slower variant adds: classes (lane-crossing permutes, gathers, ...), simulated misses,
     and the instructions a cost model makes slow."""
@@ -534,6 +568,18 @@ def _instructions_of(groups: pd.DataFrame | None) -> tuple[dict[tuple, float], s
     return counts, varies
 
 
+def _kernels_of(ks: pd.DataFrame | None) -> tuple[dict[tuple, dict[str, float]], dict[str, str]]:
+    """(scheme, op, variant, compiler) -> {kernel: instructions per call} from results/kernel_share (consistent
+    rows only), and each kernel's label."""
+    if ks is None or ks.empty:
+        return {}, {}
+    ok = ks[ks["consistent"].astype(bool)]
+    out: dict[tuple, dict[str, float]] = {}
+    for r in ok.to_dict("records"):
+        out.setdefault((r["scheme"], r["op"], r["variant"], r["compiler"]), {})[str(r["kernel"])] = float(r["kernel_instructions"])
+    return out, dict(zip(ks["kernel"].astype(str), ks["label"].astype(str)))
+
+
 def _functions_of(functions: pd.DataFrame | None) -> dict[tuple, dict[str, float]]:
     """(scheme, op, variant, compiler) -> {function: self instructions per call} (the mix records' top functions)."""
     if functions is None or functions.empty:
@@ -603,6 +649,7 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
     (ins_metric, ins_varies), sim = _instructions_of(groups), _sim_of(tables.get("sim"))
     has_mix = mix is not None and len(mix) > 0
     fns = _functions_of(tables.get("functions"))
+    kern, kernel_labels = _kernels_of(tables.get("kernel_share"))
     fam_of = {s: name for name, f in families.items() for s in (f.get("schemes") or {})}
     set_labels = {s: (i or {}).get("label", s) for f in families.values() for s, i in (f.get("schemes") or {}).items()}
     op_labels = {name: sentence_labels(f) for name, f in families.items()}
@@ -617,7 +664,9 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
         s = {x: sim[(r["scheme"], r["op"], x, comp)] for x in (b, v) if (r["scheme"], r["op"], x, comp) in sim}
         return Evidence(r, m, ins, s, {x for x in (b, v) if (r["scheme"], r["op"], x, comp) in ins_metric
                                        and (r["scheme"], r["op"], x, comp) in ins_varies},
-                        {x: fns[(r["scheme"], r["op"], x, comp)] for x in (b, v) if (r["scheme"], r["op"], x, comp) in fns})
+                        {x: fns[(r["scheme"], r["op"], x, comp)] for x in (b, v) if (r["scheme"], r["op"], x, comp) in fns},
+                        {x: kern[(r["scheme"], r["op"], x, comp)] for x in (b, v) if (r["scheme"], r["op"], x, comp) in kern},
+                        kernel_labels)
 
     rows = []
     by_key = {(r["scheme"], r["op"], r["stage"]): r for r in c.to_dict("records")}
@@ -642,6 +691,9 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
         second = []
         if vec:
             second.append(vec)
+        kc = kernel_clause(e)
+        if kc:
+            second.append(kc)
         if r.get("verdict") == "slower" or kind == "slowdown":  # the verdict, not the point estimate
             slow = slowdown_clause(e, tables.get("mca_mnemonics"), tables.get("mca"), mix)
             if slow:
@@ -754,7 +806,7 @@ def write_explanations(directory, results, comparisons: pd.DataFrame, groups: pd
     """results/explanations (csv + parquet) from the tables analyze wrote before it into `results`;
     removed when nothing is explained, so a re-analysis never leaves a stale one."""
     tables = {}
-    for name in ("mix", "mix_ops", "sim", "mca", "mca_mnemonics"):
+    for name in ("mix", "mix_ops", "sim", "mca", "mca_mnemonics", "kernel_share"):
         p = results / f"{name}.parquet"
         tables[name] = pd.read_parquet(p) if p.exists() else pd.DataFrame()
     tables["functions"] = functions_table(directory)

@@ -6,6 +6,13 @@ hash: an op whose share is s runs at most 1 / (1 - s) times faster however fast 
 results/hash_share: scheme, op, variant, compiler, instructions (per call, the empty call's overhead included,
 as hashed), hashed (per call), share, amdahl_bound. Builds counted without call arcs (single-stepped AVX-512
 builds, the QEMU plugin) have no row: their share is n/a.
+
+results/kernel_share (issue 47): the same op's instructions split by kernel (data/hash.toml: the hash, NTT,
+sampling, packing, ...), each instruction counted for the innermost kernel it runs in (run/hashshare.py
+kernel_costs, recorded as `kernel_per_call_exact`), and the rest as `other`: scheme, op, variant, compiler,
+kernel, label, instructions (per call, as hashed), kernel_instructions (per call), share, consistent (every
+kernel >= 0 and their sum <= the op's instructions: false where a kernel calls back into one it was called
+from, whose cost callgrind's arcs then count twice). Studies counted before kernel shares have no rows.
 """
 
 from __future__ import annotations
@@ -20,6 +27,9 @@ import pandas as pd
 from ..studydir import StudyDir
 
 COLUMNS = ["scheme", "op", "variant", "compiler", "instructions", "hashed", "share", "amdahl_bound"]
+KERNEL_COLUMNS = ["scheme", "op", "variant", "compiler", "kernel", "label", "instructions", "kernel_instructions", "share",
+                  "consistent"]
+OTHER = "other"
 METRIC = "instructions"
 
 
@@ -40,3 +50,28 @@ def hash_share_table(directory: Path) -> pd.DataFrame:
                          "compiler": rec.get("compiler"), "instructions": ins, "hashed": h, "share": share,
                          "amdahl_bound": 1 / (1 - share) if share < 1 else math.inf})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def kernel_share_table(directory: Path) -> pd.DataFrame:
+    """results/kernel_share from the instructions job records (module docstring)."""
+    from ..run.hashshare import labels
+
+    names = labels()
+    rows = []
+    for rec in StudyDir(directory).job_records().values():
+        if not isinstance(rec, dict) or rec.get("metric") != METRIC or not rec.get("kernel_per_call_exact"):
+            continue
+        n1, n2 = int(rec.get("n1", 0)), int(rec.get("n2", 0))
+        for op, per_kernel in rec["kernel_per_call_exact"].items():
+            counts = rec.get("counts", {}).get(op) or []
+            if not per_kernel or not counts or n2 <= n1:
+                continue
+            ins = median(float(Fraction(b - a, n2 - n1)) for a, b in counts)
+            got = {k: median(float(Fraction(x)) for x in xs) for k, xs in per_kernel.items() if xs}
+            rest = ins - sum(got.values())
+            ok = all(v >= 0 for v in got.values()) and rest >= -1e-9
+            key = {"scheme": rec.get("scheme"), "op": op, "variant": rec.get("variant"), "compiler": rec.get("compiler")}
+            for k, v in [*got.items(), (OTHER, rest)]:
+                rows.append({**key, "kernel": k, "label": names.get(k, k), "instructions": ins, "kernel_instructions": v,
+                             "share": v / ins if ins > 0 else math.nan, "consistent": ok})
+    return pd.DataFrame(rows, columns=KERNEL_COLUMNS)

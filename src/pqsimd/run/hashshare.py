@@ -1,4 +1,4 @@
-"""How much of an op is hashing: the inclusive instructions of its calls into Keccak/SHA-3/SHA-2 entry points
+"""How much of an op is hashing, and each kernel's part (issue 47): the inclusive instructions of its calls into Keccak/SHA-3/SHA-2 entry points
 (data/hash.toml) from callgrind's call arcs, read from the same callgrind output as the instruction count.
 
 A call arc's cost line (the line after `calls=`) holds the callee's inclusive cost. Summing the arcs from a
@@ -18,10 +18,38 @@ from importlib import resources
 _NAME = re.compile(r"^\((\d+)\)(?:\s+(.*))?$")
 
 
+HASH = "hash"
+
+
+@cache
+def _data() -> dict:
+    return tomllib.loads(resources.files("pqsimd.data").joinpath("hash.toml").read_text())
+
+
 @cache
 def patterns() -> tuple[str, ...]:
-    data = tomllib.loads(resources.files("pqsimd.data").joinpath("hash.toml").read_text())
-    return tuple(p.lower() for p in data.get("patterns", []))
+    return tuple(p.lower() for p in _data().get("patterns", []))
+
+
+@cache
+def kernels() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """(name, label, patterns) of every kernel, the hash first (data/hash.toml)."""
+    return ((HASH, "Keccak/SHA-2", patterns()),
+            *((str(k["name"]), str(k.get("label", k["name"])), tuple(p.lower() for p in k.get("patterns", [])))
+              for k in _data().get("kernels", [])))
+
+
+def labels() -> dict[str, str]:
+    return {name: label for name, label, _ in kernels()}
+
+
+@cache
+def kernel_of(name: str) -> str | None:
+    """The first kernel whose pattern the function's name matches, else None (other code)."""
+    n = name.lower()
+    if any(fnmatch.fnmatchcase(n, p.lower()) for p in _data().get("outside", [])):
+        return None
+    return next((k for k, _, pats in kernels() if any(fnmatch.fnmatchcase(n, p) for p in pats)), None)
 
 
 def is_hash(name: str) -> bool:
@@ -57,3 +85,41 @@ def hash_cost(text: str) -> int:
             if len(parts) > 1 and is_hash(cfn) and not is_hash(fn):
                 total += int(parts[1])
     return total
+
+
+def kernel_costs(text: str) -> dict[str, int]:
+    """Ir per kernel in one callgrind out file (or region), each instruction counted for the innermost kernel
+    it runs in: the inclusive cost of every call into a kernel's function from a function outside that kernel,
+    less that kernel's calls into other kernels. Sums to at most the region's Ir when no kernel calls back
+    into one it was called from (analyze/hashshare.py checks the sum). Kernels with no call read 0."""
+    names: dict[str, str] = {}
+
+    def name_of(value: str) -> str:
+        m = _NAME.match(value.strip())
+        if not m:
+            return value.strip()
+        if m.group(2):
+            names[m.group(1)] = m.group(2)
+        return names.get(m.group(1), "")
+
+    costs = {k: 0 for k, _, _ in kernels()}
+    fn = cfn = ""
+    arc = False
+    for line in text.splitlines():
+        if line.startswith("fn="):
+            fn = name_of(line[3:])
+        elif line.startswith("cfn="):
+            cfn = name_of(line[4:])
+        elif line.startswith("calls="):
+            arc = True
+        elif arc and line and (line[0].isdigit() or line[0] in "+-*"):
+            arc = False
+            parts = line.split()
+            if len(parts) < 2:
+                continue
+            kf, kc = kernel_of(fn), kernel_of(cfn)
+            if kc is not None and kc != kf:
+                costs[kc] += int(parts[1])  # into kc from outside it
+                if kf is not None:
+                    costs[kf] -= int(parts[1])  # out of kf: its inclusive cost holds it, kc has it
+    return costs
