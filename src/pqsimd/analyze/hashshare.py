@@ -33,22 +33,27 @@ OTHER = "other"
 METRIC = "instructions"
 
 
-def hash_share_table(directory: Path) -> pd.DataFrame:
-    rows = []
+def _per_op(directory: Path, field: str):
+    """(record's key, op, instructions per call as hashed, the op's entry of `field`) of every instructions job
+    record that has `field`: the op's instructions are the median of its repeats' (I(N2) - I(N1)) / (N2 - N1)."""
     for rec in StudyDir(directory).job_records().values():
-        if not isinstance(rec, dict) or rec.get("metric") != METRIC or not rec.get("hash_per_call_exact"):
+        if not isinstance(rec, dict) or rec.get("metric") != METRIC or not rec.get(field):
             continue
         n1, n2 = int(rec.get("n1", 0)), int(rec.get("n2", 0))
-        for op, hashed in rec["hash_per_call_exact"].items():
+        key = {"scheme": rec.get("scheme"), "variant": rec.get("variant"), "compiler": rec.get("compiler")}
+        for op, value in rec[field].items():
             counts = rec.get("counts", {}).get(op) or []
-            if not hashed or not counts or n2 <= n1:
-                continue
-            ins = median(float(Fraction(b - a, n2 - n1)) for a, b in counts)
-            h = median(float(Fraction(x)) for x in hashed)
-            share = h / ins if ins > 0 else math.nan
-            rows.append({"scheme": rec.get("scheme"), "op": op, "variant": rec.get("variant"),
-                         "compiler": rec.get("compiler"), "instructions": ins, "hashed": h, "share": share,
-                         "amdahl_bound": 1 / (1 - share) if share < 1 else math.inf})
+            if value and counts and n2 > n1:
+                yield {**key, "op": op}, median(float(Fraction(b - a, n2 - n1)) for a, b in counts), value
+
+
+def hash_share_table(directory: Path) -> pd.DataFrame:
+    rows = []
+    for key, ins, hashed in _per_op(directory, "hash_per_call_exact"):
+        h = median(float(Fraction(x)) for x in hashed)
+        share = h / ins if ins > 0 else math.nan
+        rows.append({**key, "instructions": ins, "hashed": h, "share": share,
+                     "amdahl_bound": 1 / (1 - share) if share < 1 else math.inf})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -58,20 +63,11 @@ def kernel_share_table(directory: Path) -> pd.DataFrame:
 
     names = labels()
     rows = []
-    for rec in StudyDir(directory).job_records().values():
-        if not isinstance(rec, dict) or rec.get("metric") != METRIC or not rec.get("kernel_per_call_exact"):
-            continue
-        n1, n2 = int(rec.get("n1", 0)), int(rec.get("n2", 0))
-        for op, per_kernel in rec["kernel_per_call_exact"].items():
-            counts = rec.get("counts", {}).get(op) or []
-            if not per_kernel or not counts or n2 <= n1:
-                continue
-            ins = median(float(Fraction(b - a, n2 - n1)) for a, b in counts)
-            got = {k: median(float(Fraction(x)) for x in xs) for k, xs in per_kernel.items() if xs}
-            rest = ins - sum(got.values())
-            ok = all(v >= 0 for v in got.values()) and rest >= -1e-9
-            key = {"scheme": rec.get("scheme"), "op": op, "variant": rec.get("variant"), "compiler": rec.get("compiler")}
-            for k, v in [*got.items(), (OTHER, rest)]:
-                rows.append({**key, "kernel": k, "label": names.get(k, k), "instructions": ins, "kernel_instructions": v,
-                             "share": v / ins if ins > 0 else math.nan, "consistent": ok})
+    for key, ins, per_kernel in _per_op(directory, "kernel_per_call_exact"):
+        got = {k: median(float(Fraction(x)) for x in xs) for k, xs in per_kernel.items() if xs}
+        rest = ins - sum(got.values())
+        ok = all(v >= 0 for v in got.values()) and rest >= -1e-9
+        for k, v in [*got.items(), (OTHER, rest)]:
+            rows.append({**key, "kernel": k, "label": names.get(k, k), "instructions": ins, "kernel_instructions": v,
+                         "share": v / ins if ins > 0 else math.nan, "consistent": ok})
     return pd.DataFrame(rows, columns=KERNEL_COLUMNS)

@@ -57,8 +57,9 @@ def is_hash(name: str) -> bool:
     return any(fnmatch.fnmatchcase(n, p) for p in patterns())
 
 
-def hash_cost(text: str) -> int:
-    """The Ir of every call from non-hash code into a hash function, in one callgrind out file (or region)."""
+def call_arcs(text: str):
+    """(caller, callee, the callee's inclusive Ir) of every call arc of a callgrind out file (or region), names
+    uncompressed."""
     names: dict[str, str] = {}
 
     def name_of(value: str) -> str:
@@ -71,7 +72,6 @@ def hash_cost(text: str) -> int:
 
     fn = cfn = ""
     arc = False
-    total = 0
     for line in text.splitlines():
         if line.startswith("fn="):
             fn = name_of(line[3:])
@@ -82,9 +82,13 @@ def hash_cost(text: str) -> int:
         elif arc and line and (line[0].isdigit() or line[0] in "+-*"):
             arc = False
             parts = line.split()
-            if len(parts) > 1 and is_hash(cfn) and not is_hash(fn):
-                total += int(parts[1])
-    return total
+            if len(parts) > 1:
+                yield fn, cfn, int(parts[1])
+
+
+def hash_cost(text: str) -> int:
+    """The Ir of every call from non-hash code into a hash function, in one callgrind out file (or region)."""
+    return sum(c for fn, cfn, c in call_arcs(text) if is_hash(cfn) and not is_hash(fn))
 
 
 def kernel_costs(text: str) -> dict[str, int]:
@@ -92,34 +96,11 @@ def kernel_costs(text: str) -> dict[str, int]:
     it runs in: the inclusive cost of every call into a kernel's function from a function outside that kernel,
     less that kernel's calls into other kernels. Sums to at most the region's Ir when no kernel calls back
     into one it was called from (analyze/hashshare.py checks the sum). Kernels with no call read 0."""
-    names: dict[str, str] = {}
-
-    def name_of(value: str) -> str:
-        m = _NAME.match(value.strip())
-        if not m:
-            return value.strip()
-        if m.group(2):
-            names[m.group(1)] = m.group(2)
-        return names.get(m.group(1), "")
-
     costs = {k: 0 for k, _, _ in kernels()}
-    fn = cfn = ""
-    arc = False
-    for line in text.splitlines():
-        if line.startswith("fn="):
-            fn = name_of(line[3:])
-        elif line.startswith("cfn="):
-            cfn = name_of(line[4:])
-        elif line.startswith("calls="):
-            arc = True
-        elif arc and line and (line[0].isdigit() or line[0] in "+-*"):
-            arc = False
-            parts = line.split()
-            if len(parts) < 2:
-                continue
-            kf, kc = kernel_of(fn), kernel_of(cfn)
-            if kc is not None and kc != kf:
-                costs[kc] += int(parts[1])  # into kc from outside it
-                if kf is not None:
-                    costs[kf] -= int(parts[1])  # out of kf: its inclusive cost holds it, kc has it
+    for fn, cfn, c in call_arcs(text):
+        kf, kc = kernel_of(fn), kernel_of(cfn)
+        if kc is not None and kc != kf:
+            costs[kc] += c  # into kc from outside it
+            if kf is not None:
+                costs[kf] -= c  # out of kf: its inclusive cost holds it, kc has it
     return costs
