@@ -161,3 +161,38 @@ def test_kernel_shares_of_a_real_build_match_callgrinds_inclusive_costs(tree, dr
     kn = hashshare.kernel_costs(ntt)
     assert kn["ntt"] == _inclusive(f, "_poly_ntt") and kn["ntt"] > 0.95 * callgrind.parse_callgrind_totals(ntt)
     assert sum(v for x, v in kn.items() if x != "ntt") == 0
+
+
+# op -> gen_matrix (sampling, 1000) -> helper (no kernel, 800) -> rej_uniform (sampling, 800) -> shake (hash, 600)
+REENTRY = """\
+events: Ir
+fn=(1) op
+0 10
+cfn=(2) gen_matrix
+calls=1 0
+0 1000
+fn=(2)
+0 200
+cfn=(3) helper
+calls=1 0
+0 800
+fn=(3)
+0 0
+cfn=(4) rej_uniform
+calls=1 0
+0 800
+fn=(4)
+0 200
+cfn=(5) shake128_squeezeblocks
+calls=1 0
+0 600
+fn=(5)
+0 600
+totals: 1010
+"""
+
+
+def test_a_kernel_entered_again_through_a_helper_is_counted_once():
+    got = hashshare.kernel_costs(REENTRY)
+    assert got["sampling"] == 400 and got["hash"] == 600  # not 1000 + 800 - 600: the helper runs inside sampling
+    assert sum(got.values()) == 1000 <= 1010

@@ -93,14 +93,41 @@ def hash_cost(text: str) -> int:
 
 def kernel_costs(text: str) -> dict[str, int]:
     """Ir per kernel in one callgrind out file (or region), each instruction counted for the innermost kernel
-    it runs in: the inclusive cost of every call into a kernel's function from a function outside that kernel,
-    less that kernel's calls into other kernels. Sums to at most the region's Ir when no kernel calls back
-    into one it was called from (analyze/hashshare.py checks the sum). Kernels with no call read 0."""
+    it runs in: the inclusive cost of every call into a kernel's function from code not already inside that
+    kernel, less that kernel's calls into other kernels. A function of no kernel runs inside the kernel all its
+    callers run in (memcpy called only from the NTT is NTT; so is a helper the NTT calls that calls the NTT
+    again), else outside any. Sums to at most the region's Ir unless a function called from inside and from
+    outside one kernel calls into it (analyze/hashshare.py checks the sum). Kernels with no call read 0."""
+    arcs = list(call_arcs(text))
+    callers: dict[str, set[str]] = {}
+    for fn, cfn, _ in arcs:
+        callers.setdefault(cfn, set()).add(fn)
+    inside = _enclosing({f for a in arcs for f in a[:2]}, callers)
     costs = {k: 0 for k, _, _ in kernels()}
-    for fn, cfn, c in call_arcs(text):
-        kf, kc = kernel_of(fn), kernel_of(cfn)
+    for fn, cfn, c in arcs:
+        kf, kc = inside.get(fn), kernel_of(cfn)
         if kc is not None and kc != kf:
             costs[kc] += c  # into kc from outside it
             if kf is not None:
                 costs[kf] -= c  # out of kf: its inclusive cost holds it, kc has it
     return costs
+
+
+def _enclosing(functions: set[str], callers: dict[str, set[str]]) -> dict[str, str | None]:
+    """The kernel each function runs inside: its own, else the one every caller runs inside (None: outside any,
+    or callers that disagree), by a fixed point over the call graph (a caller not yet known waits)."""
+    out: dict[str, str | None] = {f: kernel_of(f) for f in functions if kernel_of(f) is not None}
+    todo = [f for f in functions if f not in out]
+    changed = True
+    while changed:
+        changed = False
+        for f in todo:
+            if f in out:
+                continue
+            cs = callers.get(f, set()) - {f}
+            if not cs:
+                out[f], changed = None, True
+            elif all(c in out for c in cs):
+                ks = {out[c] for c in cs}
+                out[f], changed = (ks.pop() if len(ks) == 1 else None), True
+    return {f: out.get(f) for f in functions}  # left in a cycle of unknowns: outside any
