@@ -78,39 +78,32 @@ def test_real_builds(tree, driver):
 
 
 
+def callgrind_text(functions: dict[str, tuple[int, list[tuple[str, int]]]], total: int) -> str:
+    """A callgrind out file: per function its self Ir and its calls (callee, inclusive Ir), names compressed."""
+    ids: dict[str, int] = {}
+
+    def name(f: str) -> str:
+        if f in ids:
+            return f"({ids[f]})"
+        ids[f] = len(ids) + 1
+        return f"({ids[f]}) {f}"
+
+    lines = ["events: Ir"]
+    for fn, (own, calls) in functions.items():
+        lines += [f"fn={name(fn)}", f"0 {own}"]
+        for callee, inclusive in calls:
+            lines += [f"cfn={name(callee)}", "calls=1 0", f"0 {inclusive}"]
+    return "\n".join([*lines, f"totals: {total}", ""])
+
+
 # main -> op (no kernel) -> gen_matrix (sampling, inclusive 900) -> shake128_squeezeblocks (hash, 700 of the 900)
 #      -> op -> poly_ntt (NTT, 300) -> poly_reduce (no kernel: inside the NTT's 300) -> memcpy (no kernel, 40)
-KERNELS = """\
-events: Ir
-fn=(1) op
-0 100
-cfn=(2) PQCLEAN_MLKEM768_CLEAN_gen_matrix
-calls=1 0
-0 900
-cfn=(3) PQCLEAN_MLKEM768_CLEAN_poly_ntt
-calls=3 0
-0 300
-cfn=(6) memcpy
-calls=1 0
-0 40
-fn=(2)
-0 200
-cfn=(4) PQCLEAN_MLKEM768_CLEAN_shake128_squeezeblocks
-calls=2 0
-0 700
-fn=(4)
-0 700
-fn=(3)
-0 250
-cfn=(5) PQCLEAN_MLKEM768_CLEAN_poly_reduce
-calls=3 0
-0 50
-fn=(5)
-0 50
-fn=(6)
-0 40
-totals: 1340
-"""
+KERNELS = callgrind_text({
+    "op": (100, [("PQCLEAN_MLKEM768_CLEAN_gen_matrix", 900), ("PQCLEAN_MLKEM768_CLEAN_poly_ntt", 300), ("memcpy", 40)]),
+    "PQCLEAN_MLKEM768_CLEAN_gen_matrix": (200, [("PQCLEAN_MLKEM768_CLEAN_shake128_squeezeblocks", 700)]),
+    "PQCLEAN_MLKEM768_CLEAN_shake128_squeezeblocks": (700, []),
+    "PQCLEAN_MLKEM768_CLEAN_poly_ntt": (250, [("PQCLEAN_MLKEM768_CLEAN_poly_reduce", 50)]),
+    "PQCLEAN_MLKEM768_CLEAN_poly_reduce": (50, []), "memcpy": (40, [])}, 1340)
 
 
 def test_each_instruction_counts_for_the_innermost_kernel_it_runs_in():
@@ -164,32 +157,9 @@ def test_kernel_shares_of_a_real_build_match_callgrinds_inclusive_costs(tree, dr
 
 
 # op -> gen_matrix (sampling, 1000) -> helper (no kernel, 800) -> rej_uniform (sampling, 800) -> shake (hash, 600)
-REENTRY = """\
-events: Ir
-fn=(1) op
-0 10
-cfn=(2) gen_matrix
-calls=1 0
-0 1000
-fn=(2)
-0 200
-cfn=(3) helper
-calls=1 0
-0 800
-fn=(3)
-0 0
-cfn=(4) rej_uniform
-calls=1 0
-0 800
-fn=(4)
-0 200
-cfn=(5) shake128_squeezeblocks
-calls=1 0
-0 600
-fn=(5)
-0 600
-totals: 1010
-"""
+REENTRY = callgrind_text({
+    "op": (10, [("gen_matrix", 1000)]), "gen_matrix": (200, [("helper", 800)]), "helper": (0, [("rej_uniform", 800)]),
+    "rej_uniform": (200, [("shake128_squeezeblocks", 600)]), "shake128_squeezeblocks": (600, [])}, 1010)
 
 
 def test_a_kernel_entered_again_through_a_helper_is_counted_once():
