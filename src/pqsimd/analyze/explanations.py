@@ -17,6 +17,13 @@ Which comparisons (metric ticks, the study's first compiler, never the self-chec
     slowdown              any chain stage whose interval lies below 1 / (1 + threshold): the verdict
                           `slower` read off the interval (also where a verdict is withheld)
 
+A randomized op (hedged signing, keypair with fresh coins: `[ops.fixed_randomness]`) never headlines where
+the study has its fixed-randomness twin: the twin headlines, and its sentence gives the randomized op's speed.
+Rows are ordered as a reader meets them: the hand stage's headlines, outliers and slowdowns, then the other
+stages' slowdowns; rows of one op and stage whose sentences have one shape in every parameter set (numbers
+and set names aside) are merged into the first, the others' speeds after "Alike at". An op is named by its
+sentence label (`sentence_labels`), the parameter set always beside it.
+
 How a sentence reads the evidence: S = t_base / t_var (the comparison's own estimate and interval),
 S_i = i_base / i_var (instructions per call from the instruction records, else the mix's total: exact where
 every call runs the same instructions, else their median, said "varies per call"), and S / S_i the time per instruction's factor,
@@ -24,7 +31,12 @@ so S = S_i × (S / S_i) holds exactly as printed. Vector shares and the mix clas
 from results/mix; misses from results/sim (first geometry); slow instructions from llvm-mca (mca).
 Across sets, S_i(here) / S_i(there) = (base's growth) / (variant's growth) of instructions per call
 from one set to the other: the side that grew differently is the side that explains the difference,
-and its vector share by width says how.
+and its vector share by width says how; so does what either side runs in one set only (or no longer): a
+mnemonic of at least APPEAR_SHARE of its instructions, and the functions new among its most-run (the mix
+records' top functions, set numbers aside): ML-KEM-768's matrix expansion, whose ninth polynomial goes
+through the scalar Keccak, executes rorx and the one-state permutation that 512 and 1024 never run. Where the
+study has kernel shares (results/kernel_share), a sentence says which kernels its instruction change is
+made of (instructions, counted; a kernel's time is not apportioned).
 
 The helpers over the mix tables (OpMix, class_shift, vector_text, slow_candidates) are also what
 `pqsimd explain` prints from (report/explain.py): one reading of the mix, two presentations.
