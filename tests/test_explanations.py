@@ -195,7 +195,8 @@ def test_the_single_lane_shake_of_gen_a_at_ml_kem_768_is_said_from_the_counts():
     s = t.set_index("scheme").loc["ml-kem-768", "sentence"]
     # the counts: 9 matrix polynomials = two 4-way batches + one polynomial through the scalar Keccak
     assert "avx2 is 59% 256-bit vector at ML-KEM-768 but 85% 256-bit vector at ML-KEM-1024 (counted)" in s, s
-    assert "avx2 executes rorx (2,088 per call) and not (1,800 per call) at ML-KEM-768 and none at ML-KEM-512 or ML-KEM-1024" in s, s
+    assert ("avx2 executes the instructions rorx (2,088 per call) and not (1,800 per call) at ML-KEM-768 and none at "
+            "ML-KEM-512 or ML-KEM-1024") in s, s
     assert "KeccakF1600_StatePermute (17,814 instructions per call)" in s, s
     assert "mix is the same in both" not in s, s
     assert "by kernel, instructions per call Keccak/SHA-2 183,969 → 52,036 (3.54× fewer, 83% of the change)" in s, s
@@ -213,7 +214,7 @@ def test_a_mnemonic_only_one_set_runs_is_named_and_one_that_vanishes_too():
                   "class_label": "bmi", "mnemonic": mn, "width": 0, "count": n, "total": 0} for mn, n in extra.items()]
     t = explain(comps, tables(rows))
     s = t.set_index("scheme").loc["k-768", "sentence"]
-    assert "avx2 executes rorx (300 per call) at K-768 and none at K-512 or K-1024 (counted)" in s, s
+    assert "avx2 executes the instructions rorx (300 per call) at K-768 and none at K-512 or K-1024 (counted)" in s, s
     assert "avx2 executes no vpshufb at K-768, where K-512 and K-1024 execute vpshufb 200 and 200 per call" in s, s
 
 
@@ -271,3 +272,17 @@ def test_every_shipped_family_names_each_op_unambiguously_in_a_sentence():
     assert kem["poly_getnoise_eta1"] == "noise η1" and kem["kem_keypair"] == "keypair (fresh coins)"
     # a family without sentence labels: an ambiguous label carries its op id
     assert sentence_labels({"ops": ["a", "b"], "labels": {"a": "noise", "b": "noise η2"}}) == {"a": "noise (a)", "b": "noise η2"}
+
+
+def test_a_study_recorded_before_the_sentence_rules_takes_todays():
+    """A manifest's family TOML without [ops.sentence_labels] / [ops.fixed_randomness] (an older study): the
+    shipped family's, kept to the study's ops, so its sentences and headlines follow the same rules."""
+    from pqsimd.analyze.context import _current_rules
+
+    fam = {"ops": ["poly_getnoise_eta1", "kem_keypair", "kem_decaps"], "labels": {"poly_getnoise_eta1": "noise"}}
+    _current_rules("ml-kem", fam)
+    assert fam["sentence_labels"]["poly_getnoise_eta1"] == "noise η1"
+    assert fam["fixed_randomness"] == {}  # the twin is not among the study's ops: nothing to stand in
+    fam = {"ops": ["kem_keypair", "kem_keypair_derand"], "labels": {}}
+    _current_rules("ml-kem", fam)
+    assert fam["fixed_randomness"] == {"kem_keypair": "kem_keypair_derand"}

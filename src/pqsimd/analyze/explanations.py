@@ -351,7 +351,7 @@ def appeared(e: Evidence, others: list[Evidence], side: str, labels: dict[str, s
     new = sorted(((mn, n) for mn, n in mine.items() if n >= APPEAR_SHARE * t_here and all(t.get(mn, 0.0) == 0 for t in theirs)),
                  key=lambda t: -t[1])[:TOP_CLASSES]
     if new:
-        text = (f"{side} executes " + _and([f"{mn} ({_n(n)} per call)" for mn, n in new]) + f" at {here} and none at {names}"
+        text = (f"{side} executes the instructions " + _and([f"{mn} ({_n(n)} per call)" for mn, n in new]) + f" at {here} and none at {names}"
                 + f" ({_tag('mix')})")
         fns = functions_only_here(e, others, side)
         if fns:
