@@ -531,6 +531,7 @@ def select(hand: pd.DataFrame, stages: pd.DataFrame, families: dict, threshold: 
         if d.empty:
             continue
         pool = headline_pool(d, f)  # a randomized op never headlines over its fixed-randomness twin
+        pool = pool if len(pool) else d
         add(pool.loc[pool["speedup"].idxmax()], "headline")
         if pool["speedup"].min() < 1:
             add(pool.loc[pool["speedup"].idxmin()], "headline")
