@@ -38,7 +38,7 @@ def _synthetic():
     comps = pd.DataFrame([{"metric": "ticks", "scheme": "s1", "op": "keypair", "baseline": "ref", "variant": "avx2",
                            "compiler": "gcc", "speedup": 6.0, "ci_low": 5.5, "ci_high": 6.5, "ci_level": 0.95,
                            "verdict": "faster"}])
-    families = {"fam": {"schemes": {"s1": {}}, "views": {"portfolio": {"end_to_end": ["keypair"]}}}}
+    families = {"fam": {"schemes": {"s1": {"label": "S-1"}}, "views": {"portfolio": {"end_to_end": ["keypair"]}}}}
     chain = {"steps": [{"stage": "hand_simd", "from": "ref", "to": "avx2"}], "implementations": []}
     return footprint.footprint_table(comps, groups, families, chain, {"empty"})
 
@@ -52,11 +52,11 @@ def test_the_footprint_table_puts_the_speedup_beside_exact_byte_ratios():
     assert (kp.time_speedup, kp.time_ci_low, kp.time_ci_high, kp.time_verdict) == (6.0, 5.5, 6.5, "faster")
     assert (kp.stack_base, kp.stack_variant, kp.stack_ratio) == (1000, 1250, 1.25)
     assert (kp.size_base, kp.size_variant, kp.size_ratio) == (4000, 10000, 2.5)
-    assert kp.sentence == "avx2 makes keypair 6.00× faster than ref for +25% stack and +150% code"
+    assert kp.sentence == "avx2 makes S-1 keypair 6.00× faster than ref for +25% stack and +150% code"
     ntt = df[df.op == "ntt"].iloc[0]
     assert math.isnan(ntt.time_speedup) and ntt.time_verdict == "not timed" and not ntt.end_to_end
     assert (ntt.stack_ratio, ntt.size_ratio) == (0.5, 1.0)
-    assert ntt.sentence == "avx2 vs ref, ntt (not timed): -50% stack and +0% code"
+    assert ntt.sentence == "avx2 vs ref, S-1 ntt (not timed): -50% stack and +0% code"
 
 
 def test_no_stack_or_size_gives_no_footprint():

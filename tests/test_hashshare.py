@@ -1,6 +1,8 @@
 """The hash share (issue 44): callgrind's call arcs into Keccak/SHA entry points (data/hash.toml) summed once
 per outermost hash call, checked on a hand-written callgrind file and on real builds (the Keccak family is all
-hashing, its self-check none; ML-KEM's NTT none, its gen_a mostly), and what explain prints of it."""
+hashing, its self-check none; ML-KEM's NTT none, its gen_a mostly), and what explain prints of it. The kernel
+shares (issue 47): the same arcs split by kernel, innermost kernel first, on a hand-written file and on a real
+ML-KEM-512 build against callgrind_annotate's inclusive costs."""
 
 from __future__ import annotations
 
@@ -64,7 +66,7 @@ def test_real_builds(tree, driver):
     b = build_variant(tree, catalog.families()["keccak"], v["plain"], "gcc", driver)
     got = callgrind.count_instructions_batch(driver.path, b.library, "keccak-p1600",
                                              [("permute_x4", 2, None), ("permute_x4", 4, None), ("empty", 2, None), ("empty", 4, None)])
-    (i1, _, h1), (i2, _, h2), (e1, _, f1), (e2, _, f2) = got
+    (i1, _, h1, _), (i2, _, h2, _), (e1, _, f1, _), (e2, _, f2, _) = got
     assert 0.99 < (h2 - h1) / (i2 - i1) < 1 and h1 < i1  # all hashing but the loop and the calls
     assert f1 == f2 == 0 and e1 > 0
     m = build_variant(tree, catalog.families()["ml-kem"], v["ref"], "gcc", driver, schemes=["ml-kem-512"])
@@ -74,3 +76,93 @@ def test_real_builds(tree, driver):
     share = (got[3][2] - got[2][2]) / (got[3][0] - got[2][0])
     assert 0.3 < share < 1
 
+
+
+def callgrind_text(functions: dict[str, tuple[int, list[tuple[str, int]]]], total: int) -> str:
+    """A callgrind out file: per function its self Ir and its calls (callee, inclusive Ir), names compressed."""
+    ids: dict[str, int] = {}
+
+    def name(f: str) -> str:
+        if f in ids:
+            return f"({ids[f]})"
+        ids[f] = len(ids) + 1
+        return f"({ids[f]}) {f}"
+
+    lines = ["events: Ir"]
+    for fn, (own, calls) in functions.items():
+        lines += [f"fn={name(fn)}", f"0 {own}"]
+        for callee, inclusive in calls:
+            lines += [f"cfn={name(callee)}", "calls=1 0", f"0 {inclusive}"]
+    return "\n".join([*lines, f"totals: {total}", ""])
+
+
+# main -> op (no kernel) -> gen_matrix (sampling, inclusive 900) -> shake128_squeezeblocks (hash, 700 of the 900)
+#      -> op -> poly_ntt (NTT, 300) -> poly_reduce (no kernel: inside the NTT's 300) -> memcpy (no kernel, 40)
+KERNELS = callgrind_text({
+    "op": (100, [("PQCLEAN_MLKEM768_CLEAN_gen_matrix", 900), ("PQCLEAN_MLKEM768_CLEAN_poly_ntt", 300), ("memcpy", 40)]),
+    "PQCLEAN_MLKEM768_CLEAN_gen_matrix": (200, [("PQCLEAN_MLKEM768_CLEAN_shake128_squeezeblocks", 700)]),
+    "PQCLEAN_MLKEM768_CLEAN_shake128_squeezeblocks": (700, []),
+    "PQCLEAN_MLKEM768_CLEAN_poly_ntt": (250, [("PQCLEAN_MLKEM768_CLEAN_poly_reduce", 50)]),
+    "PQCLEAN_MLKEM768_CLEAN_poly_reduce": (50, []), "memcpy": (40, [])}, 1340)
+
+
+def test_each_instruction_counts_for_the_innermost_kernel_it_runs_in():
+    got = hashshare.kernel_costs(KERNELS)
+    assert got["hash"] == 700 == hashshare.hash_cost(KERNELS)  # the hash kernel is the hash share
+    assert got["sampling"] == 900 - 700  # the sampler less the SHAKE it calls
+    assert got["ntt"] == 300  # poly_reduce, no kernel of its own, is inside the NTT's inclusive cost
+    assert sum(got.values()) == 1200 <= 1340  # the op's own 100 and memcpy's 40 are other
+    assert set(got) == set(hashshare.labels()) and hashshare.labels()["hash"] == "Keccak/SHA-2"
+
+
+def _inclusive(path, function: str) -> int:
+    """callgrind_annotate's inclusive Ir of one function (its own reading of the file, not ours)."""
+    import re
+    import subprocess
+
+    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(path)], capture_output=True,
+                         text=True, check=True).stdout
+    for line in out.splitlines():  # "41,346 (99.94%)  path/poly.c:PQCLEAN_MLKEM512_CLEAN_poly_ntt [object]"
+        m = re.match(r"^\s*([\d,]+) \([^)]*\)\s+\S*:(\S+)(?: \[.*\])?$", line)
+        if m and m.group(2).endswith(function):
+            return int(m.group(1).replace(",", ""))
+    raise AssertionError(f"{function} not in callgrind_annotate's output:\n{out}")
+
+
+def test_kernel_shares_of_a_real_build_match_callgrinds_inclusive_costs(tree, driver, tmp_path):
+    """ML-KEM-512 ref: decapsulation's kernels sum to at most its instructions, the hash kernel is the hash share,
+    and the NTT kernel of the ntt op is callgrind_annotate's inclusive cost of poly_ntt."""
+    import shutil
+
+    from pqsimd.build import build_variant
+    from pqsimd.run import callgrind
+
+    if callgrind.valgrind_version() is None or shutil.which("callgrind_annotate") is None:
+        pytest.skip("valgrind's callgrind_annotate is not installed")
+    v = catalog.builtin_variants()
+    m = build_variant(tree, catalog.families()["ml-kem"], v["ref"], "gcc", driver, schemes=["ml-kem-512"])
+    texts = callgrind.run_callgrind_batch(driver.path, m.library, "ml-kem-512", [("kem_decaps", 2), ("ntt", 2)],
+                                          read=lambda t: t)
+    decaps, ntt = texts
+    total = callgrind.parse_callgrind_totals(decaps)
+    k = hashshare.kernel_costs(decaps)
+    assert all(x >= 0 for x in k.values()) and sum(k.values()) <= total
+    assert k["hash"] == hashshare.hash_cost(decaps) > 0 and k["ntt"] > 0 and k["sampling"] > 0 and k["packing"] > 0
+    assert 0.2 < k["ntt"] / total < 0.8 and 0.1 < k["hash"] / total < 0.6  # both matter in ref's decapsulation
+    f = tmp_path / "ntt.out"
+    f.write_text(ntt)
+    kn = hashshare.kernel_costs(ntt)
+    assert kn["ntt"] == _inclusive(f, "_poly_ntt") and kn["ntt"] > 0.95 * callgrind.parse_callgrind_totals(ntt)
+    assert sum(v for x, v in kn.items() if x != "ntt") == 0
+
+
+# op -> gen_matrix (sampling, 1000) -> helper (no kernel, 800) -> rej_uniform (sampling, 800) -> shake (hash, 600)
+REENTRY = callgrind_text({
+    "op": (10, [("gen_matrix", 1000)]), "gen_matrix": (200, [("helper", 800)]), "helper": (0, [("rej_uniform", 800)]),
+    "rej_uniform": (200, [("shake128_squeezeblocks", 600)]), "shake128_squeezeblocks": (600, [])}, 1010)
+
+
+def test_a_kernel_entered_again_through_a_helper_is_counted_once():
+    got = hashshare.kernel_costs(REENTRY)
+    assert got["sampling"] == 400 and got["hash"] == 600  # not 1000 + 800 - 600: the helper runs inside sampling
+    assert sum(got.values()) == 1000 <= 1010

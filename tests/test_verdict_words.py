@@ -60,9 +60,13 @@ def test_footprint_sentences_say_the_time_verdict():
     fams = {"fam": {"schemes": {"s1": {}}}}
     chain = {"steps": [{"stage": "hand_simd", "from": "ref", "to": "avx2"}], "implementations": []}
     df = footprint.footprint_table(comps, groups, fams, chain, set()).set_index("op")
-    assert df.loc["a", "sentence"] == "avx2 vs ref, a: the same speed (0.99×, within the threshold) for +19% stack"
+    assert df.loc["a", "sentence"] == "avx2 vs ref, s1 a: the same speed (0.99×, within the threshold) for +19% stack"
     assert "faster" not in df.loc["b", "sentence"] and "verdict withheld" in df.loc["b", "sentence"]
-    assert df.loc["c", "sentence"].startswith("avx2 makes c 1.03× slower (0.97×) than ref")  # never "1.0× slower"
+    assert df.loc["c", "sentence"].startswith("avx2 makes s1 c 1.03× slower (0.97×) than ref")  # never "1.0× slower"
+    # the parameter set's label and the op's sentence label, so nine sets' sentences are told apart
+    fams = {"fam": {"schemes": {"s1": {"label": "ML-KEM-768"}}, "labels": {"a": "noise", "b": "noise η2"}, "ops": ["a", "b", "c"]}}
+    df = footprint.footprint_table(comps, groups, fams, chain, set()).set_index("op")
+    assert df.loc["a", "sentence"].startswith("avx2 vs ref, ML-KEM-768 noise (a): the same speed"), df.loc["a", "sentence"]
 
 
 def rewrite_headlines(d, comparisons, study) -> None:

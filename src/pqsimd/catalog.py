@@ -241,6 +241,8 @@ class Family:
     ops: tuple[str, ...]
     labels: dict[str, str] = field(default_factory=dict)
     self_check: str | None = None
+    sentence_labels: dict[str, str] = field(default_factory=dict)  # [ops.sentence_labels]: a label no sentence confuses
+    fixed_randomness: dict[str, str] = field(default_factory=dict)  # [ops.fixed_randomness]: randomized op -> its twin
     kat: dict[str, Any] = field(default_factory=dict)  # program, rng, common ({} = no KAT)
     gate: dict[str, Any] = field(default_factory=dict)
     views: dict[str, Any] = field(default_factory=dict)
@@ -280,7 +282,8 @@ class Family:
             "family": self.name, "title": self.title, "kind": self.kind,
             "schemes": {s.id: {"label": s.label} for s in self.schemes.values()},
             "ops": list(self.ops), "labels": dict(self.labels), "self_check": self.self_check,
-            "views": self.views,
+            "views": self.views, "sentence_labels": dict(self.sentence_labels),
+            "fixed_randomness": dict(self.fixed_randomness),
         }
         kinds = math_kinds()
         used = sorted(set((self.views.get("portfolio") or {}).get("kernels", {}).values()))
@@ -458,6 +461,8 @@ def family_from_toml(text: str, source: str, base_dir: Path | None) -> Family:
     return Family(
         name=name, title=str(d.get("title", name)), kind=kind, op_table=path, schemes=schemes,
         implementations=impls, ops=ops, labels=labels, self_check=ops_t.get("self_check"),
+        sentence_labels={k: str(v) for k, v in _table(ops_t, "sentence_labels", where).items()},
+        fixed_randomness={k: str(v) for k, v in _table(ops_t, "fixed_randomness", where).items()},
         kat=kat, gate=gate, views=views, default=d.get("default") is True, source=source, text=text,
         call_counters=call_counters, ablation=ablation, ct=ct,
     )

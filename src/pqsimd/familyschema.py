@@ -151,6 +151,15 @@ def check_ops(order: tuple[str, ...], ops_t: dict, where: str) -> None:
         bad = next((k for k, v in labels.items() if not isinstance(v, str)), None)
         if bad:
             raise _fail(where, f"[ops.labels] {bad} must be a string, got {labels[bad]!r}")
+    for key in ("sentence_labels", "fixed_randomness"):
+        table = ops_t.get(key, {})
+        if not isinstance(table, dict):
+            raise _fail(where, f"[ops.{key}] must be a table of op = string, got {table!r}")
+        for op, v in table.items():
+            _ops([op], order, where, f"[ops.{key}]")
+            _text(v, where, f"[ops.{key}] {op}")
+            if key == "fixed_randomness":
+                _ops([v], order, where, f"[ops.{key}] {op}")
     counters = ops_t.get("call_counters", {})
     if isinstance(counters, dict):
         for op, fn in counters.items():

@@ -14,6 +14,30 @@ from . import metrics as metrics_mod
 HEADLINE_COLUMNS = ["family", "kind", "group", "n", "scheme", "op", "stage", "metric", "compiler", "speedup"]
 
 
+def fixed_twins(family: dict) -> dict[str, str]:
+    """Randomized op -> its twin on fixed randomness (`[ops.fixed_randomness]`): hedged signing -> sign with a
+    fixed rnd, keypair with fresh coins -> keypair from a seed."""
+    return {str(k): str(v) for k, v in (family.get("fixed_randomness") or {}).items()}
+
+
+def headline_pool(d: pd.DataFrame, family: dict) -> pd.DataFrame:
+    """The rows that may headline: a randomized op whose fixed-randomness twin has a row of its own in the same
+    parameter set is left out (its rejection counts and draws vary per call; the twin is like for like)."""
+    twins = fixed_twins(family)
+    if not twins or d.empty:
+        return d
+    have = set(zip(d["scheme"], d["op"]))
+    drop = [(s, o) in have and o in twins and (s, twins[o]) in have for s, o in zip(d["scheme"], d["op"])]
+    return d[~pd.Series(drop, index=d.index)]
+
+
+def group_ops(ops: list[str], family: dict) -> list[str]:
+    """A headline group's ops with each randomized op replaced by its fixed-randomness twin (kept when the
+    study has no row of the twin: headline_pool leaves the randomized op in then)."""
+    twins = fixed_twins(family)
+    return list(dict.fromkeys(x for o in ops for x in ([o, twins[o]] if o in twins else [o])))
+
+
 def headline_picks(d: pd.DataFrame, family: dict) -> list[dict]:
     """The headline rule, written once: the report's headline sentences (results/headlines) and the
     explanations' `headline` kind (select) both read it. Of one family's hand-stage rows `d` (one per
@@ -24,11 +48,13 @@ def headline_picks(d: pd.DataFrame, family: dict) -> list[dict]:
     d = d[d["speedup"].notna() & (d["speedup"] > 0)]
     if d.empty:
         return []
+    pool = headline_pool(d, family)  # a randomized op never headlines over its fixed-randomness twin
+    d = pool if len(pool) else d
     picks = [{"kind": "largest", "group": "", "n": len(d), "row": d.loc[d["speedup"].idxmax()]}]
     if d["speedup"].min() < 1:
         picks.append({"kind": "smallest", "group": "", "n": len(d), "row": d.loc[d["speedup"].idxmin()]})
     for grp in (family.get("views") or {}).get("headlines") or []:
-        g = d[d["op"].isin(list(grp.get("ops", [])))]
+        g = d[d["op"].isin(group_ops(list(grp.get("ops", [])), family))]
         if len(g):
             label = str(grp.get("label", ""))
             picks.append({"kind": "range_high", "group": label, "n": len(g), "row": g.loc[g["speedup"].idxmax()]})

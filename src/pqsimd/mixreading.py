@@ -30,6 +30,7 @@ class OpMix:
     labels: dict[str, str] = field(default_factory=dict)
     widths: dict[str, dict[int, float]] = field(default_factory=dict)
     ops: dict[str, dict] = field(default_factory=dict)
+    mnemonics: dict[str, dict[str, float]] = field(default_factory=dict)  # per call, widths summed
 
     @classmethod
     def of(cls, mix: pd.DataFrame, mix_ops: pd.DataFrame | None, scheme: str, op: str, compiler: str,
@@ -49,6 +50,7 @@ class OpMix:
             m.counts[v] = dict(zip(c["class"], c["count"].astype(float)))
             vec = mn[(mn["variant"] == v) & (mn["width"].fillna(0) > 0)]
             m.widths[v] = {int(w): float(n) for w, n in vec.groupby("width")["count"].sum().items() if n > 0}
+            m.mnemonics[v] = {str(k): float(n) for k, n in mn[mn["variant"] == v].groupby("mnemonic")["count"].sum().items()}
             if mix_ops is not None and len(mix_ops):
                 r = mix_ops[(mix_ops["scheme"] == scheme) & (mix_ops["op"] == op) & (mix_ops["variant"] == v)
                             & (mix_ops["compiler"] == compiler)]

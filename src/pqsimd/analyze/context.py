@@ -46,6 +46,8 @@ def study_context(directory: Path, study: dict) -> dict:
         except PqsimdError:
             continue
         families.setdefault(fam.name, fam.to_results())
+    for name, f in families.items():  # how sentences name ops and which op headlines are rules of this pqsimd,
+        _current_rules(name, f)       # not facts of the study: a study recorded before them takes today's
     plan = read_json_file(StudyDir(directory).plan_json)
     cc = st.get("cc") or []
     cc = [cc] if isinstance(cc, str) else cc
@@ -53,6 +55,21 @@ def study_context(directory: Path, study: dict) -> dict:
     return {"chain": chain, "families": families, "compilers": plan.get("compilers") or from_toml,
             "design": plan.get("design") or st.get("design") or RECORDED_DESIGN, "isa": study_isa(manifest, st),
             "vlen": (manifest.get("isa") or {}).get("vlen", st.get("vlen"))}
+
+
+def _current_rules(name: str, family: dict) -> None:
+    """A family summary recorded without `sentence_labels` / `fixed_randomness` (an older study) takes the
+    shipped family's, kept to the ops it has."""
+    from .. import catalog
+
+    if family.get("sentence_labels") or family.get("fixed_randomness"):
+        return
+    shipped = catalog.families().get(name)
+    if shipped is None:
+        return
+    ops = set(family.get("ops") or [])
+    family["sentence_labels"] = {o: v for o, v in shipped.sentence_labels.items() if o in ops}
+    family["fixed_randomness"] = {o: v for o, v in shipped.fixed_randomness.items() if o in ops and v in ops}
 
 
 def study_isa(manifest: dict, st: dict) -> str:
@@ -81,6 +98,8 @@ def _family_summary_from_toml(text: str, name: str) -> dict:
     return {"family": d.get("family", name), "title": d.get("title", name), "kind": d.get("kind"),
             "schemes": {k: {"label": v.get("label", k.upper())} for k, v in d.get("schemes", {}).items()},
             "ops": d.get("ops", {}).get("order", []), "labels": d.get("ops", {}).get("labels", {}),
+            "sentence_labels": d.get("ops", {}).get("sentence_labels", {}),
+            "fixed_randomness": d.get("ops", {}).get("fixed_randomness", {}),
             "self_check": d.get("ops", {}).get("self_check"), "views": d.get("views", {})}
 
 

@@ -17,6 +17,13 @@ Which comparisons (metric ticks, the study's first compiler, never the self-chec
     slowdown              any chain stage whose interval lies below 1 / (1 + threshold): the verdict
                           `slower` read off the interval (also where a verdict is withheld)
 
+A randomized op (hedged signing, keypair with fresh coins: `[ops.fixed_randomness]`) never headlines where
+the study has its fixed-randomness twin: the twin headlines, and its sentence gives the randomized op's speed.
+Rows are ordered as a reader meets them: the hand stage's headlines, outliers and slowdowns, then the other
+stages' slowdowns; rows of one op and stage whose sentences have one shape in every parameter set (numbers
+and set names aside) are merged into the first, the others' speeds after "Alike at". An op is named by its
+sentence label (`sentence_labels`), the parameter set always beside it.
+
 How a sentence reads the evidence: S = t_base / t_var (the comparison's own estimate and interval),
 S_i = i_base / i_var (instructions per call from the instruction records, else the mix's total: exact where
 every call runs the same instructions, else their median, said "varies per call"), and S / S_i the time per instruction's factor,
@@ -24,7 +31,12 @@ so S = S_i × (S / S_i) holds exactly as printed. Vector shares and the mix clas
 from results/mix; misses from results/sim (first geometry); slow instructions from llvm-mca (mca).
 Across sets, S_i(here) / S_i(there) = (base's growth) / (variant's growth) of instructions per call
 from one set to the other: the side that grew differently is the side that explains the difference,
-and its vector share by width says how.
+and its vector share by width says how; so does what either side runs in one set only (or no longer): a
+mnemonic of at least APPEAR_SHARE of its instructions, and the functions new among its most-run (the mix
+records' top functions, set numbers aside): ML-KEM-768's matrix expansion, whose ninth polynomial goes
+through the scalar Keccak, executes rorx and the one-state permutation that 512 and 1024 never run. Where the
+study has kernel shares (results/kernel_share), a sentence says which kernels its instruction change is
+made of (instructions, counted; a kernel's time is not apportioned).
 
 The mix is read by mixreading.py (OpMix, class_shift, vector_text, slow_candidates), which `pqsimd
 explain` prints from too (report/explain.py): one reading of the mix, two presentations.
@@ -33,6 +45,7 @@ explain` prints from too (report/explain.py): one reading of the mix, two presen
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,8 +53,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import command
-from ..headlines import headline_picks, headline_table  # noqa: F401  (the one headline rule; analyze writes it)
-from ..mixreading import OpMix, class_shift, slow_candidates, vector_text
+from ..headlines import fixed_twins, group_ops, headline_pool, headline_picks, headline_table  # noqa: F401  (the one headline rule; analyze writes it)
+from ..mixreading import TOP_CLASSES, OpMix, class_shift, slow_candidates, vector_text
 from ..mixreading import pct as _pct
 from ..model import EVIDENCE_WORDS, speed_words
 from .write import write_or_remove
@@ -53,12 +66,13 @@ ACROSS_FACTOR = 1.5  # a parameter set's speedup this far from the others' media
 FAMILY_Z = 3.5  # modified z-score of an op's log speedup among the family's ops (Iglewicz & Hoaglin)
 VECTOR_NOTE = 0.05  # a baseline with at least this vector share is said to be vectorized already
 SHARE_CHANGE = 0.10  # a vector share that moves this much between sets is named as the change
+APPEAR_SHARE = 0.01  # a mnemonic that runs in one set only is named when it is this much of the side's instructions
 KINDS = ("slowdown", "outlier-across-sets", "outlier-in-family", "headline")  # a row's kind: the first that applies
 COLUMNS = ["family", "scheme", "op", "stage", "base", "variant", "compiler", "kind", "also", "sentence", "evidence",
-           "speedup", "ci_low", "ci_high", "ci_level", "instructions_base", "instructions_var", "instruction_ratio",
+           "speedup", "ci_low", "ci_high", "ci_level", "verdict", "instructions_base", "instructions_var", "instruction_ratio",
            "time_per_instruction_factor", "vector_share_base", "vector_share_var", "width_main_var",
            "other_schemes", "other_speedups", "sim_geometry", "D1_misses_base", "D1_misses_var",
-           "mispredicts_base", "mispredicts_var", "missing"]
+           "mispredicts_base", "mispredicts_var", "missing", "merged_schemes"]
 
 
 # -- numbers as the sentences print them --------------------------------------------------------
@@ -80,6 +94,10 @@ def _n(v: float) -> str:
     return f"{v:,.0f}" if abs(v - round(v)) < 1e-9 or abs(v) >= 100 else f"{float(f'{v:.3g}'):g}"
 
 
+def _and(items: list[str], word: str = "and") -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} {items[-1]}"
+
+
 
 def _tag(kind: str) -> str:
     return EVIDENCE_WORDS[kind][0]
@@ -94,6 +112,9 @@ class Evidence:
     ins: dict[str, float]  # instructions per call by variant (the instruction records, else the mix's total)
     sim: dict[str, dict] = field(default_factory=dict)  # variant -> its sim row (first geometry)
     varies: set[str] = field(default_factory=set)  # variants whose count differs between calls (fresh randomness)
+    functions: dict[str, dict[str, float]] = field(default_factory=dict)  # variant -> its most-run functions (mix)
+    kernels: dict[str, dict[str, float]] = field(default_factory=dict)  # variant -> kernel -> instructions per call
+    kernel_labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def base(self) -> str:
@@ -137,7 +158,7 @@ def mechanism(e: Evidence) -> str:
         + (f"; {' and '.join(varies)}'s count varies per call: the median" if varies else "") + ")"
     if not _finite(tf):
         return ins
-    if _x(tf) == _x(1.0):
+    if _x(1.0) in (_x(tf), _x(1 / tf)):  # 0.998 prints as 1× one way round
         return ins + " at the same time per instruction"
     return ins + (f" × {_x(tf)} less time per instruction" if tf >= 1 else f" at {_x(1 / tf)} more time per instruction")
 
@@ -147,11 +168,12 @@ def vector_clause(e: Evidence) -> str:
     if not (m.has(e.base) and m.has(e.var)):
         return ""
     def are(v: str) -> str:  # "99% of avx2's instructions are 256-bit vector"
-        share, text = m.vector_share(v), vector_text(m, v)
-        return f"{_pct(share)} of {v}'s instructions are {text[len(_pct(share)) + 1:]}"
+        text = vector_text(m, v)  # its first word is the share as printed ("99%"); the rest says of what
+        return f"{text.split(' ', 1)[0]} of {v}'s instructions are {text.split(' ', 1)[1]}"
 
-    out = are(e.var) if m.vector_share(e.var) > 0 else f"{e.var} runs scalar code"
-    if m.vector_share(e.base) >= VECTOR_NOTE:
+    # under 0.5% vector prints as "0%" (vector_text leaves such widths out): that is scalar code, said so
+    out = are(e.var) if vector_text(m, e.var) != "scalar" else f"{e.var} runs scalar code"
+    if m.vector_share(e.base) >= VECTOR_NOTE and vector_text(m, e.base) != "scalar":
         out += f", {are(e.base)}"
     return out + f" ({_tag('mix')})"
 
@@ -178,14 +200,71 @@ def across_clause(e: Evidence, others: list[Evidence], labels: dict[str, str]) -
         text += (f"; from {labels.get(first.row['scheme'])} to {labels.get(last.row['scheme'])} {e.base}'s instructions "
                  f"per call {_grow(gb)} and {e.var}'s {_grow(gv)} ({_tag('instructions')})")
         side = e.base if abs(math.log(gb)) >= abs(math.log(gv)) else e.var  # the side whose count moved more
-        if e.mix.has(side) and ref.mix.has(side):
-            a, b = e.mix.vector_share(side), ref.mix.vector_share(side)
-            if abs(a - b) >= SHARE_CHANGE:
-                text += (f": {side} is {vector_text(e.mix, side)} at {here} but {vector_text(ref.mix, side)} at {there}"
-                         f" ({_tag('mix')})")
-            else:
-                text += _class_change(e, ref, side, here, there)
+        facts = []
+        for x in dict.fromkeys((side, e.base, e.var)):  # the side that moved more first
+            if e.mix.has(x) and ref.mix.has(x) and abs(e.mix.vector_share(x) - ref.mix.vector_share(x)) >= SHARE_CHANGE:
+                facts.append(f"{x} is {vector_text(e.mix, x)} at {here} but {vector_text(ref.mix, x)} at {there}"
+                             f" ({_tag('mix')})")
+        for x in dict.fromkeys((side, e.base, e.var)):
+            facts += appeared(e, others, x, labels)
+        text += (": " + "; ".join(facts)) if facts else _class_change(e, ref, side, here, there)
     return text
+
+
+def _set_free(name: str, scheme: str) -> str:
+    """A function's name without its parameter set's number (PQCLEAN_MLKEM768_AVX2_x and PQCLEAN_MLKEM512_AVX2_x
+    are one function of two sets): every digit run of the scheme id, where it stands alone as digits."""
+    for d in re.findall(r"\d+", scheme):
+        name = re.sub(rf"(?<!\d){d}(?!\d)", "", name)
+    return name
+
+
+def appeared(e: Evidence, others: list[Evidence], side: str, labels: dict[str, str]) -> list[str]:
+    """What `side` runs in this set and in none of the others, or in all the others and not here (counted):
+    mnemonics of at least APPEAR_SHARE of its instructions, by name, and the functions among its most-run
+    (the mix record's top functions) that are new here. An instruction that appears or vanishes is other
+    code running, which a share that barely moves cannot show."""
+    if not e.mix.has(side) or not others or not all(o.mix.has(side) for o in others):
+        return []
+    here = labels.get(e.row["scheme"], e.row["scheme"])
+    names = " or ".join(labels.get(o.row["scheme"], o.row["scheme"]) for o in others)
+    mine, theirs = e.mix.mnemonics.get(side, {}), [o.mix.mnemonics.get(side, {}) for o in others]
+    t_here = e.mix.total.get(side, 0.0)
+    out = []
+    new = sorted(((mn, n) for mn, n in mine.items() if n >= APPEAR_SHARE * t_here and all(t.get(mn, 0.0) == 0 for t in theirs)),
+                 key=lambda t: -t[1])[:TOP_CLASSES]
+    if new:
+        text = (f"{side} executes the instructions " + _and([f"{mn} ({_n(n)} per call)" for mn, n in new]) + f" at {here} and none at {names}"
+                + f" ({_tag('mix')})")
+        fns = functions_only_here(e, others, side)
+        if fns:
+            text += (f", and among its most-run functions at {here}, not among them at {names}: "
+                     + ", ".join(f"{f} ({_n(n)} instructions per call)" for f, n in fns) + f" ({_tag('mix')})")
+        out.append(text)
+    gone = sorted(((mn, [t.get(mn, 0.0) for t in theirs]) for mn in set().union(*theirs)
+                   if mine.get(mn, 0.0) == 0 and all(t.get(mn, 0.0) >= APPEAR_SHARE * o.mix.total.get(side, 0.0)
+                                                      for t, o in zip(theirs, others))),
+                  key=lambda t: -max(t[1]))[:TOP_CLASSES]
+    if gone:
+        out.append(f"{side} executes no " + _and([mn for mn, _ in gone], "or") + f" at {here}, where "
+                   + f"{names.replace(' or ', ' and ')} execute " + _and([f"{mn} {' and '.join(_n(x) for x in xs)} per call"
+                                                                        for mn, xs in gone]) + f" ({_tag('mix')})")
+    return out
+
+
+def functions_only_here(e: Evidence, others: list[Evidence], side: str) -> list[tuple[str, float]]:
+    """side's most-run functions here (self instructions per call, the mix record's top list) whose name,
+    set number aside, is among no other set's most-run; none when most of them differ (names that do not
+    line up across sets say nothing)."""
+    mine = e.functions.get(side) or {}
+    theirs = [o.functions.get(side) for o in others]
+    if not mine or not all(theirs):
+        return []
+    seen = {_set_free(f, o.row["scheme"]) for t, o in zip(theirs, others) for f in t}
+    new = [(f, n) for f, n in mine.items() if _set_free(f, e.row["scheme"]) not in seen]
+    if len(new) * 2 > len(mine):
+        return []
+    return sorted(new, key=lambda t: -t[1])[:2]
 
 
 def _grow(g: float) -> str:
@@ -205,6 +284,38 @@ def _class_change(e: Evidence, ref: Evidence, side: str, here: str, there: str) 
     label = e.mix.labels.get(c, c)
     return (f": {label} is {_pct(a.get(c, 0.0) / ta)} of {side}'s instructions at {here} and "
             f"{_pct(b.get(c, 0.0) / tb)} at {there} ({_tag('mix')})")
+
+
+KERNEL_NOTE = 0.05  # a kernel is named when it holds this much of either side's instructions, or of the change
+ONE_KERNEL = 0.95  # an op this much inside one kernel on both sides is that kernel: no split to say
+
+
+def kernel_clause(e: Evidence) -> str:
+    """Which kernels the instruction change is made of (results/kernel_share: each instruction counted for the
+    innermost kernel it runs in, from callgrind's inclusive costs): 'by kernel, Keccak/SHA-2 412,000 → 125,000
+    per call (3.3× fewer, 60% of the change), NTT ... (counted)'. Instructions, not time: a kernel's time is
+    not apportioned."""
+    kb, kv = e.kernels.get(e.base), e.kernels.get(e.var)
+    if not kb or not kv:
+        return ""
+    tb, tv = sum(kb.values()), sum(kv.values())
+    if tb <= 0 or tv <= 0:
+        return ""
+    if any(kb.get(k, 0) >= ONE_KERNEL * tb and kv.get(k, 0) >= ONE_KERNEL * tv for k in kb):
+        return ""
+    change = tb - tv
+    parts = []
+    for k in sorted(set(kb) | set(kv), key=lambda k: -abs(kb.get(k, 0.0) - kv.get(k, 0.0))):
+        b, v = kb.get(k, 0.0), kv.get(k, 0.0)
+        big = max(b / tb, v / tv) >= KERNEL_NOTE or (change and abs(b - v) >= KERNEL_NOTE * abs(change))
+        if not big or (b == 0 and v == 0):
+            continue
+        ratio = (f"{_x(b / v)} fewer" if b >= v else f"{_x(v / b)} more") if b > 0 and v > 0 else "new" if b == 0 else "gone"
+        of = f", {_pct((b - v) / change)} of the change" if change else ""
+        parts.append(f"{e.kernel_labels.get(k, k)} {_n(b)} → {_n(v)} ({ratio}{of})")
+    if len(parts) < 2:
+        return ""
+    return "by kernel, instructions per call " + "; ".join(parts) + f" ({_tag('instructions')}, inclusive call costs)"
 
 
 def slowdown_clause(e: Evidence, mcm: pd.DataFrame, mca: pd.DataFrame, mix: pd.DataFrame) -> str:
@@ -234,6 +345,26 @@ def slowdown_clause(e: Evidence, mcm: pd.DataFrame, mca: pd.DataFrame, mix: pd.D
         parts.append(", ".join(f"{m} (+{_n(a)}/call)" for m, a in g["names"])
                      + f" has latency {_n(g['latency'])} on {', '.join(g['slow'])} ({_tag('mca')})")
     return "; ".join(parts)
+
+
+# -- how a sentence names an op, and which ops may headline ------------------------------------------
+
+def sentence_labels(family: dict) -> dict[str, str]:
+    """Each op as a sentence names it: the family's `[ops.sentence_labels]` entry, else its report label. A
+    label another op's label extends (a sampler's "noise" beside "noise η2" and "noise×4") is ambiguous in a
+    sentence and carries its op id: "noise (<op id>)"."""
+    labels = {str(k): str(v) for k, v in (family.get("labels") or {}).items()}
+    own = {op: labels.get(op, op) for op in [*(family.get("ops") or []), *labels]}
+    own.update({str(k): str(v) for k, v in (family.get("sentence_labels") or {}).items()})
+
+    def extends(longer: str, label: str) -> bool:
+        return longer != label and longer.startswith(label) and not longer[len(label)].isalnum()
+
+    out = {}
+    for op, label in own.items():
+        clash = any(o != op and (m == label or extends(m, label)) for o, m in own.items())
+        out[op] = f"{label} ({op})" if clash and label != op else label
+    return out
 
 
 # -- which comparisons ---------------------------------------------------------------------------
@@ -302,6 +433,44 @@ def _instructions_of(groups: pd.DataFrame | None) -> tuple[dict[tuple, float], s
     return counts, varies
 
 
+def _kernels_of(ks: pd.DataFrame | None) -> tuple[dict[tuple, dict[str, float]], dict[str, str]]:
+    """(scheme, op, variant, compiler) -> {kernel: instructions per call} from results/kernel_share (consistent
+    rows only), and each kernel's label."""
+    if ks is None or ks.empty:
+        return {}, {}
+    ok = ks[ks["consistent"].astype(bool)]
+    out: dict[tuple, dict[str, float]] = {}
+    for r in ok.to_dict("records"):
+        out.setdefault((r["scheme"], r["op"], r["variant"], r["compiler"]), {})[str(r["kernel"])] = float(r["kernel_instructions"])
+    return out, dict(zip(ks["kernel"].astype(str), ks["label"].astype(str)))
+
+
+def _functions_of(functions: pd.DataFrame | None) -> dict[tuple, dict[str, float]]:
+    """(scheme, op, variant, compiler) -> {function: self instructions per call} (the mix records' top functions)."""
+    if functions is None or functions.empty:
+        return {}
+    out: dict[tuple, dict[str, float]] = {}
+    for r in functions.to_dict("records"):
+        out.setdefault((r["scheme"], r["op"], r["variant"], r["compiler"]), {})[str(r["function"])] = float(r["per_call"])
+    return out
+
+
+def functions_table(directory) -> pd.DataFrame:
+    """The mix job records' most-run functions of each op (run/mix.py `functions`: object, function, self
+    instructions per call) as rows: scheme, op, variant, compiler, function, per_call."""
+    from ..studydir import StudyDir
+
+    rows = []
+    for rec in StudyDir(directory).job_records().values():
+        if not isinstance(rec, dict) or rec.get("metric") != metrics_mod.MIX:
+            continue
+        for op, fns in (rec.get("functions") or {}).items():
+            for _obj, fn, n in fns:
+                rows.append({"scheme": rec.get("scheme"), "op": op, "variant": rec.get("variant"),
+                             "compiler": rec.get("compiler"), "function": fn, "per_call": float(n)})
+    return pd.DataFrame(rows, columns=["scheme", "op", "variant", "compiler", "function", "per_call"])
+
+
 def _sim_of(sim: pd.DataFrame | None) -> dict[tuple, dict]:
     if sim is None or sim.empty:
         return {}
@@ -344,9 +513,12 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
     mix, mix_ops = tables.get("mix"), tables.get("mix_ops")
     (ins_metric, ins_varies), sim = _instructions_of(groups), _sim_of(tables.get("sim"))
     has_mix = mix is not None and len(mix) > 0
+    fns = _functions_of(tables.get("functions"))
+    kern, kernel_labels = _kernels_of(tables.get("kernel_share"))
     fam_of = {s: name for name, f in families.items() for s in (f.get("schemes") or {})}
     set_labels = {s: (i or {}).get("label", s) for f in families.values() for s, i in (f.get("schemes") or {}).items()}
-    op_labels = {name: (f.get("labels") or {}) for name, f in families.items()}
+    op_labels = {name: sentence_labels(f) for name, f in families.items()}
+    randomized = {name: {t: o for o, t in fixed_twins(f).items()} for name, f in families.items()}  # twin -> its op
 
     def evidence(r: dict) -> Evidence:
         b, v, comp = r["baseline"], r["variant"], r["compiler"]
@@ -356,7 +528,10 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
         ins = {x: ins_metric.get((r["scheme"], r["op"], x, comp), m.total[x] if m.has(x) else math.nan) for x in (b, v)}
         s = {x: sim[(r["scheme"], r["op"], x, comp)] for x in (b, v) if (r["scheme"], r["op"], x, comp) in sim}
         return Evidence(r, m, ins, s, {x for x in (b, v) if (r["scheme"], r["op"], x, comp) in ins_metric
-                                       and (r["scheme"], r["op"], x, comp) in ins_varies})
+                                       and (r["scheme"], r["op"], x, comp) in ins_varies},
+                        {x: fns[(r["scheme"], r["op"], x, comp)] for x in (b, v) if (r["scheme"], r["op"], x, comp) in fns},
+                        {x: kern[(r["scheme"], r["op"], x, comp)] for x in (b, v) if (r["scheme"], r["op"], x, comp) in kern},
+                        kernel_labels)
 
     rows = []
     by_key = {(r["scheme"], r["op"], r["stage"]): r for r in c.to_dict("records")}
@@ -381,6 +556,9 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
         second = []
         if vec:
             second.append(vec)
+        kc = kernel_clause(e)
+        if kc:
+            second.append(kc)
         if r.get("verdict") == "slower" or kind == "slowdown":  # the verdict, not the point estimate
             slow = slowdown_clause(e, tables.get("mca_mnemonics"), tables.get("mca"), mix)
             if slow:
@@ -388,6 +566,12 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
         across = across_clause(e, others, set_labels)
         if across:
             second.append(across)
+        rnd = randomized.get(fam, {}).get(r["op"])
+        if "headline" in ks and rnd and (r["scheme"], rnd, r["stage"]) in by_key:  # what it stands in for
+            o = by_key[(r["scheme"], rnd, r["stage"])]
+            second.append(f"with fresh randomness ({op_labels.get(fam, {}).get(rnd, rnd)}) it is "
+                          f"{_speed_words(float(o['speedup']), o.get('ci_low'), o.get('ci_high'), o.get('verdict'))}, "
+                          f"not the headline: its draws vary per call")
         if second:
             text = "; ".join(second)
             named = text.startswith((f"{e.base} ", f"{e.var} "))  # a variant's name keeps its case
@@ -405,6 +589,7 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
             "compiler": r["compiler"], "kind": kind, "also": ", ".join(k for k in ks if k != kind), "sentence": sentence,
             "evidence": "; ".join(f"{_tag(u)}: {EVIDENCE_WORDS[u][1]}" for u in dict.fromkeys(used)),
             "speedup": e.speedup, "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "ci_level": r.get("ci_level"),
+            "verdict": r.get("verdict"),
             "instructions_base": e.ins.get(e.base), "instructions_var": e.ins.get(e.var), "instruction_ratio": e.ins_ratio,
             "time_per_instruction_factor": e.tpi_factor,
             "vector_share_base": e.mix.vector_share(e.base) if e.mix.has(e.base) else math.nan,
@@ -418,11 +603,67 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
             "mispredicts_var": (e.sim.get(e.var) or {}).get("mispredicts"),
             "missing": note,
         })
-    rank = {"kind": {k: i for i, k in enumerate(KINDS)}, "scheme": {s: i for i, s in enumerate(set_labels)},
-            "op": {o: i for i, o in enumerate(dict.fromkeys(c["op"]))}}
     out = pd.DataFrame(rows, columns=COLUMNS)
-    return out.sort_values(["family", "kind", "scheme", "op"], key=lambda s: s.map(rank[s.name]) if s.name in rank else s,
-                           kind="stable").reset_index(drop=True)
+    out["shown"] = [_shown_rank(r, chain.hand.stage) for r in out.to_dict("records")]
+    rank = {"scheme": {s: i for i, s in enumerate(set_labels)}, "op": {o: i for i, o in enumerate(dict.fromkeys(c["op"]))}}
+    out = out.sort_values(["family", "shown", "scheme", "op"], key=lambda s: s.map(rank[s.name]) if s.name in rank else s,
+                          kind="stable").reset_index(drop=True)
+    return merge_repeated(out, set_labels)[COLUMNS]
+
+
+SHOWN = ("headline", "outlier-across-sets", "outlier-in-family", "slowdown")  # the order a reader meets them
+
+
+def _shown_rank(r: dict, hand_stage: str) -> int:
+    """The hand stage's rows first (a headline, also one explained as a slowdown, then its outliers and
+    slowdowns), then the other stages' slowdowns (auto-vectorization, the compiler)."""
+    kinds = [r["kind"], *[k for k in str(r.get("also") or "").split(", ") if k]]
+    first = min(SHOWN.index(k) for k in kinds if k in SHOWN)
+    return first if r["stage"] == hand_stage else len(SHOWN) + first
+
+
+_NUMBER = re.compile(r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?")
+
+
+def _shape(sentence: str, labels: list[str]) -> str:
+    """A sentence with its parameter sets and numbers taken out: two sentences of one shape say the same."""
+    for label in sorted(labels, key=len, reverse=True):
+        sentence = sentence.replace(label, "§")
+    return _NUMBER.sub("#", sentence)
+
+
+def merge_repeated(out: pd.DataFrame, set_labels: dict[str, str]) -> pd.DataFrame:
+    """Rows of one op and stage whose sentences say the same in every parameter set (one shape, numbers
+    aside) become the first set's row, with the others' speeds and instruction ratios after it and their sets
+    in `merged_schemes`; a reader meets one sentence, not one per set."""
+    out = out.copy()
+    out["merged_schemes"] = ""
+    if out.empty:
+        return out
+    labels = list(set_labels.values())
+    keep = []
+    for _key, g in out.groupby(["family", "op", "stage", "base", "variant", "compiler"], sort=False):
+        idx = list(g.index)
+        if len(idx) > 1 and len({_shape(str(out.at[i, "sentence"]), labels) for i in idx}) == 1:
+            first, rest = idx[0], idx[1:]
+            order = list(set_labels)
+            rest.sort(key=lambda i: order.index(out.at[i, "scheme"]) if out.at[i, "scheme"] in order else len(order))
+            alike = []
+            for i in rest:
+                r = out.loc[i]
+                part = _speed_words(float(r['speedup']), r['ci_low'], r['ci_high'], r['verdict'])
+                if _finite(r["instruction_ratio"]):
+                    si = float(r["instruction_ratio"])
+                    part += f", {_x(si)} fewer instructions" if si >= 1 else f", {_x(1 / si)} more instructions"
+                alike.append(f"{set_labels.get(r['scheme'], r['scheme'])} ({part})")
+            out.at[first, "sentence"] = str(out.at[first, "sentence"]) + f" Alike at {_and(alike)}."
+            out.at[first, "merged_schemes"] = ", ".join(str(out.at[i, "scheme"]) for i in rest)
+            kinds = [k for i in idx for k in [out.at[i, "kind"], *str(out.at[i, "also"] or "").split(", ")] if k]
+            out.at[first, "also"] = ", ".join(k for k in dict.fromkeys(kinds) if k != out.at[first, "kind"])
+            keep.append(first)
+        else:
+            keep += idx
+    return out.loc[sorted(keep)].reset_index(drop=True)
 
 
 def write_explanations(directory, results, comparisons: pd.DataFrame, groups: pd.DataFrame | None, chain,
@@ -430,9 +671,10 @@ def write_explanations(directory, results, comparisons: pd.DataFrame, groups: pd
     """results/explanations (csv + parquet) from the tables analyze wrote before it into `results`;
     removed when nothing is explained, so a re-analysis never leaves a stale one."""
     tables = {}
-    for name in ("mix", "mix_ops", "sim", "mca", "mca_mnemonics"):
+    for name in ("mix", "mix_ops", "sim", "mca", "mca_mnemonics", "kernel_share"):
         p = results / f"{name}.parquet"
         tables[name] = pd.read_parquet(p) if p.exists() else pd.DataFrame()
+    tables["functions"] = functions_table(directory)
     write_or_remove(explanation_table(comparisons, groups, tables, families, chain, compiler, directory, threshold),
                      results, "explanations")
     return []

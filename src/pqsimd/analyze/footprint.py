@@ -62,6 +62,7 @@ def _factor(v: float) -> str:
 def sentence(pair: str, base: str, variant: str, op: str, time: float, stack: float, size: float,
              verdict: object = "n/a") -> str:
     """'<variant> makes <op> 6.10× faster than <base> for +3% stack and +14% code' (the parts that are
+    known; `op` as the table names it: the parameter set and the op's sentence label, 'ML-KEM-768 decaps')
     known); the speed's word is the time comparison's verdict (model.speed_words): '<variant> vs <base>, <op>:
     the same speed (0.99×, within the threshold) for +19% stack' where it is not faster or slower."""
     costs = [f"{_pct(x)} {w}" for x, w in ((stack, "stack"), (size, "code")) if math.isfinite(x)]
@@ -84,7 +85,11 @@ def footprint_table(comparisons: pd.DataFrame, groups: pd.DataFrame, families: d
     ticks = comparisons[comparisons["metric"] == metrics_mod.TIME] if comparisons is not None and len(comparisons) else None
     times = {} if ticks is None else {(r["scheme"], r["op"], r["baseline"], r["variant"], r["compiler"]): r
                                       for r in ticks.to_dict("records")}
+    from .explanations import sentence_labels
+
     fam_of = {s: name for name, f in families.items() for s in (f.get("schemes") or {})}
+    op_words = {name: sentence_labels(f) for name, f in families.items()}
+    set_words = {s: str((i or {}).get("label", s)) for f in families.values() for s, i in (f.get("schemes") or {}).items()}
     rows: list[dict[str, Any]] = []
     keys = list(dict.fromkeys((s, o, c) for (_m, s, o, _v, c) in med if o not in self_checks))
     for pair, base, var in _pairs(chain, present):
@@ -106,6 +111,7 @@ def footprint_table(comparisons: pd.DataFrame, groups: pd.DataFrame, families: d
                          "time_verdict": t.get("verdict", "n/a") if t else "not timed",
                          "stack_base": vals["stack"][0], "stack_variant": vals["stack"][1], "stack_ratio": ratio["stack"],
                          "size_base": vals["size"][0], "size_variant": vals["size"][1], "size_ratio": ratio["size"],
-                         "sentence": sentence(pair, base, var, op, sp, ratio["stack"], ratio["size"],
+                         "sentence": sentence(pair, base, var, f"{set_words.get(scheme, scheme)} "
+                                              f"{op_words.get(fam, {}).get(op, op)}", sp, ratio["stack"], ratio["size"],
                                               t.get("verdict", "n/a") if t else "n/a")})
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -382,8 +382,10 @@ def write_constant_time(a: Analysis) -> None:
 
 
 def write_hash_share(a: Analysis) -> None:
-    """Each counted op's share of instructions inside hash entry points, and its Amdahl bound (results/hash_share)."""
+    """Each counted op's share of instructions inside hash entry points, and its Amdahl bound (results/hash_share);
+    its instructions split by kernel (results/kernel_share, read by the explanations after it)."""
     write_or_remove(hashshare.hash_share_table(a.directory), a.results, "hash_share")
+    write_or_remove(hashshare.kernel_share_table(a.directory), a.results, "kernel_share")
 
 
 def write_explanations(a: Analysis) -> None:

@@ -77,6 +77,7 @@ class _Data:
         self.groups = _read(results, "groups")
         self.comparisons = _read(results, "comparisons")
         self.hash_share = _read(results, "hash_share")
+        self.kernel_share = _read(results, "kernel_share")
 
     def comparison(self, scheme: str, op: str, base: str, variant: str, compiler: str) -> dict:
         """The ticks comparison `show` and the report print for base → variant (its speedup, interval and
@@ -205,6 +206,9 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     hs = hash_share_text(d.hash_share, scheme, op, compiler, chosen)
     if hs:
         row("hash share", hs)
+    ks = kernel_share_text(d.kernel_share, scheme, op, compiler, chosen)
+    if ks:
+        row("kernels", ks)
     pu = (fam.get("views") or {}).get("per_unit") or {}
     if op in (pu.get("ops") or {}):
         row(f"per {pu['unit']}", per_unit_text(d.groups, pu, scheme, compiler, unit_of(metrics_mod.TIME, d.summary.get("isa"))))
@@ -438,6 +442,27 @@ def hash_share_text(table: pd.DataFrame, scheme: str, op: str, compiler: str, va
         share, bound = float(r["share"].iloc[0]), float(r["amdahl_bound"].iloc[0])
         limit = "the op is all hashing" if share >= 0.9995 else f"a faster hash gives at most {fmt.times(bound)}"
         parts.append(f"{v} {fmt.pct(share)} ({limit})")
+    return " · ".join(parts)
+
+
+def kernel_share_text(table: pd.DataFrame, scheme: str, op: str, compiler: str, variants: list[str]) -> str:
+    """Each variant's instructions by kernel (results/kernel_share: innermost kernel, callgrind's inclusive costs),
+    the kernels of at least 1% largest first, `other` last; n/a without call arcs or where the split is not
+    consistent (a kernel counted twice)."""
+    if table.empty:
+        return ""
+    sel = table[(table["scheme"] == scheme) & (table["op"] == op) & (table["compiler"] == compiler)]
+    if sel.empty:
+        return ""
+    parts = []
+    for v in variants:
+        r = sel[sel["variant"] == v]
+        if r.empty or not r["consistent"].astype(bool).all():
+            parts.append(f"{v} n/a")
+            continue
+        named = r[(r["kernel"] != "other") & (r["share"] >= 0.01)].sort_values("share", ascending=False)
+        rest = 1 - float(named["share"].sum())
+        parts.append(f"{v} " + ", ".join([*(f"{x.label} {fmt.pct(x.share)}" for x in named.itertuples()), f"other {fmt.pct(rest)}"]))
     return " · ".join(parts)
 
 

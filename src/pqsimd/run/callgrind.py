@@ -153,13 +153,14 @@ def parse_calls_to(text: str, suffix: str) -> int | None:
 def count_instructions_batch(driver: Path, library: Path, scheme: str, requests: Sequence[tuple[str, int, str | None]],
                              workdir: Path | None = None) -> list[tuple[int, int | None, int]]:
     """count_instructions of every (op, calls, counter) request, in one callgrind process: (Ir, calls of the
-    counter function or None, Ir inside hash entry points: run/hashshare.py)."""
-    from .hashshare import hash_cost
+    counter function or None, Ir inside hash entry points, Ir per kernel: run/hashshare.py)."""
+    from .hashshare import hash_cost, kernel_costs
 
     texts = run_callgrind_batch(driver, library, scheme, [(op, calls) for op, calls, _ in requests], workdir,
                                 read=lambda t: t)
     try:
-        return [(parse_callgrind_totals(t), parse_calls_to(t, counter) if counter else None, hash_cost(t))
+        return [(parse_callgrind_totals(t), parse_calls_to(t, counter) if counter else None, hash_cost(t),
+                 kernel_costs(t))
                 for t, (_, _, counter) in zip(texts, requests)]
     except ValueError as e:
         raise CountError(f"{requests[0][0]} ...: unreadable callgrind output ({e})") from None

@@ -63,6 +63,16 @@ class Pair:
     calls2: int | None = None
     hash1: int | None = None  # Ir inside hash entry points (run/hashshare.py), when the backend sees call arcs
     hash2: int | None = None
+    kernels1: dict[str, int] | None = None  # Ir per kernel (run/hashshare.py kernel_costs), likewise
+    kernels2: dict[str, int] | None = None
+
+    @property
+    def kernels(self) -> dict[str, Fraction] | None:
+        """Instructions per call of each kernel (the same difference as `exact`)."""
+        if self.kernels1 is None or self.kernels2 is None:
+            return None
+        return {k: Fraction(self.kernels2.get(k, 0) - self.kernels1.get(k, 0), self.batch)
+                for k in dict.fromkeys([*self.kernels1, *self.kernels2])}
 
     @property
     def hashed(self) -> Fraction | None:
@@ -118,8 +128,11 @@ def measure_pairs(driver: Path, library: Path, scheme: str, ops: list[str], n1: 
     def hashed(g):  # a backend without call arcs (the QEMU plugin, single-stepping) has no hash share
         return g[2] if len(g) > 2 else None
 
+    def kernels(g):  # nor kernel shares
+        return g[3] if len(g) > 3 else None
+
     return {op: Pair(got[2 * k][0], got[2 * k + 1][0], n1, n2, got[2 * k][1], got[2 * k + 1][1],
-                     hashed(got[2 * k]), hashed(got[2 * k + 1]))
+                     hashed(got[2 * k]), hashed(got[2 * k + 1]), kernels(got[2 * k]), kernels(got[2 * k + 1]))
             for k, op in enumerate(ops)}
 
 
@@ -352,6 +365,9 @@ def _write_job(sd: StudyDir, study, job, res: dict[str, list[Pair]], ops: list[s
         # instructions per call inside Keccak/SHA-3/SHA-2 entry points (data/hash.toml; callgrind's call arcs)
         "hash_per_call_exact": {op: [_frac_text(p.hashed) for p in res[op]] for op in ops
                                 if all(p.hashed is not None for p in res[op])},
+        # instructions per call of each kernel, innermost first (data/hash.toml [[kernels]]; the same call arcs)
+        "kernel_per_call_exact": {op: {k: [_frac_text(p.kernels[k]) for p in res[op]] for k in res[op][0].kernels}
+                                  for op in ops if res[op] and all(p.kernels is not None for p in res[op])},
         "deterministic": deterministic,
         **not_counted(sd, study, job),
         "started": started, "finished": datetime.now(timezone.utc).isoformat(),
