@@ -178,10 +178,13 @@ def test_the_decomposition_names_a_cliff_shared_by_two_stages():
 
 
 def test_commuted_operands_of_an_equality_compare_hash_alike():
+    from pqsimd.binary import Library
     from pqsimd.verify.codehash import commuted, op_hashes
 
     def funcs(cmp, jump="jne"):
-        return {0x10: ("op", ["mov %edi,%eax", cmp, f"{jump} 20 <op+0x10>", "ret"])}
+        text = "".join(f"  {0x10 + i:x}:\t90 \t{t}\n" for i, t in enumerate(["mov %edi,%eax", cmp, f"{jump} 20 <op+0x10>",
+                                                                             "ret"]))
+        return Library(isa="x86_64", nm_text="", objdump_text=f"0000000000000010 <op>:\n{text}")
     a, b = funcs("cmp %eax,%ecx"), funcs("cmp %ecx,%eax")
     assert op_hashes(a, {"x": 0x10}) != op_hashes(b, {"x": 0x10})
     assert op_hashes(a, {"x": 0x10}, commute=True) == op_hashes(b, {"x": 0x10}, commute=True)
