@@ -8,7 +8,7 @@ text (whitespace collapsed), matched at its start:
     indirect      a call through a register or memory: counted, not followed
     ends          an instruction after which a routine does not fall through (return, jump)
     padding       alignment padding after a routine's last instruction
-    ref           (searched anywhere) objdump's comment naming an address an instruction reads: group 1
+    data_ref      (searched anywhere) objdump's comment naming an address an instruction reads: group 1
     page, page_use (optional) a page address put in a register and the add or load of an offset into it:
                   `page` gives (register, page), `page_use` (register, offset) in groups 1, 2 or 3, 4
     address       (optional, the code hash) operands that hold an address, replaced by `address_as`
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..errors import PqsimdError
 
-REQUIRED = ("call", "jump", "conditional", "indirect", "ends", "padding", "ref")
+REQUIRED = ("call", "jump", "conditional", "indirect", "ends", "padding", "data_ref")
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Patterns:
     indirect: re.Pattern
     ends: re.Pattern
     padding: re.Pattern
-    ref: re.Pattern
+    data_ref: re.Pattern
     page: re.Pattern | None = None
     page_use: re.Pattern | None = None
     address: re.Pattern | None = None
@@ -53,7 +53,7 @@ class Patterns:
             if m:
                 pages[m.group(1)] = int(m.group(2), 16)
                 return []
-        out = [int(m.group(1), 16) for m in self.ref.finditer(text)]
+        out = [int(m.group(1), 16) for m in self.data_ref.finditer(text)]
         if self.page_use is not None:
             m = self.page_use.match(text)
             if m:
