@@ -18,7 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from pqsimd.analyze.layout import identical_code_how, zero_miss_bound  # noqa: E402
+from pqsimd.analyze.layout import identical_code_how  # noqa: E402
+from pqsimd.stats.layout import zero_miss_bound  # noqa: E402
 from pqsimd.layout import op_offsets  # noqa: E402
 from pqsimd.binary import library  # noqa: E402
 from pqsimd.verify.codehash import op_hashes  # noqa: E402

@@ -113,7 +113,7 @@ def test_a_laid_out_paired_pair_is_csign_and_its_job_ratios_are_the_median_pairs
 
 
 def test_copies_needed_follows_the_layout_variance():
-    from pqsimd.analyze.layout import copies_needed
+    from pqsimd.stats.layout import copies_needed
 
     rng = np.random.default_rng(3)
     J, L = 40, 2
@@ -242,7 +242,8 @@ def test_campaign_rebuilds_a_csign_row_from_the_copies():
 
 
 def test_attribution_resamples_copy_pairs_of_a_laid_out_ablation():
-    from pqsimd.analyze.attribution import Cell, job_log_ratios, shapley_bootstrap
+    from pqsimd.analyze.attribution import job_log_ratios
+    from pqsimd.stats.shapley import Cell, shapley_bootstrap
 
     rng = np.random.default_rng(8)
     ids = [f"j{i}" for i in range(6)]

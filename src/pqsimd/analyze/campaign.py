@@ -57,7 +57,9 @@ from ..results import Results, load_study, read_json
 from ..store import atomic_write_bytes
 from ..studydir import CAMPAIGN_FILE, StudyDir
 from ..studydir import CAMPAIGN_SUMMARY as SUMMARY_FILE
-from ..stats.interval import verdict_of, weighted_median
+from ..stats.campaign import ArmJobs, ratio_bootstrap
+from ..stats.decision import empirical as decision_p, percentile_interval
+from ..stats.interval import verdict_of
 from ..stats.multiplicity import family_level
 from .write import write_json, write_table
 
@@ -459,29 +461,6 @@ def same_microarchitecture(machines: pd.DataFrame) -> list[str]:
 
 # -- job-level evidence ---------------------------------------------------------------------------------
 
-@dataclass
-class ArmJobs:
-    """One arm's jobs for one comparison (log scale): paired: the job log ratios (by job id);
-    separate: the log job medians of the baseline and of the variant."""
-
-    design: str
-    ratios: pd.Series | None = None
-    base: np.ndarray | None = None
-    var: np.ndarray | None = None
-    copies: dict | None = None  # paired, laid out: per job its copy pairs' log ratios (the typical layout's)
-
-    @property
-    def estimate(self) -> float:
-        if self.design == Design.PAIRED and self.copies:
-            return weighted_median(list(self.copies.values()))
-        if self.design == Design.PAIRED:
-            return float(np.median(self.ratios.to_numpy()))
-        return float(np.mean(self.base) - np.mean(self.var))
-
-    @property
-    def n_jobs(self) -> int:
-        return int(self.ratios.size) if self.design == Design.PAIRED else int(min(self.base.size, self.var.size))
-
 
 def job_medians(spins: pd.DataFrame, copy_value: str = "median") -> dict[tuple, pd.Series]:
     """(metric, scheme, op, variant, compiler) -> per job: the job's value as analyze takes it
@@ -560,51 +539,6 @@ def evidence(jm: dict[tuple, pd.Series], key: tuple, compiler: str, design: str,
     if len(b) and len(v):
         return ArmJobs(Design.SEPARATE, base=np.log(b.to_numpy()), var=np.log(v.to_numpy()))
     return None
-
-
-def _boot_stat(ev: ArmJobs, draws: np.ndarray | None, rng: np.random.Generator, n_boot: int) -> np.ndarray:
-    """The estimand on n_boot job resamples (draws: shared job indices, for arms of one study)."""
-    if ev.design == Design.PAIRED and ev.copies:  # jobs resampled, the typical layout of their copy pairs
-        cl = [ev.copies[j] for j in ev.ratios.index]
-        idx = draws if draws is not None else rng.integers(0, len(cl), size=(n_boot, len(cl)))
-        if len({c.size for c in cl}) == 1:
-            x = np.stack(cl)[idx]  # (B, J, L): every job weighs alike
-            return np.median(x.reshape(x.shape[0], -1), axis=1)
-        return np.array([weighted_median([cl[i] for i in row]) for row in idx])
-    if ev.design == Design.PAIRED:
-        x = ev.ratios.to_numpy()
-        idx = draws if draws is not None else rng.integers(0, x.size, size=(n_boot, x.size))
-        return np.median(x[idx], axis=1)
-    b = ev.base[rng.integers(0, ev.base.size, size=(n_boot, ev.base.size))].mean(axis=1)
-    v = ev.var[rng.integers(0, ev.var.size, size=(n_boot, ev.var.size))].mean(axis=1)
-    return b - v
-
-
-def ratio_bootstrap(ev: ArmJobs, ev_ref: ArmJobs, same_jobs: bool, rng: np.random.Generator,
-                    n_boot: int) -> np.ndarray:
-    """Bootstrap distribution of log(speedup on the arm / speedup on the reference arm)."""
-    if (same_jobs and ev.design == ev_ref.design == Design.PAIRED
-            and set(ev.ratios.index) == set(ev_ref.ratios.index)):  # one study's arms timed in the same jobs
-        r = ArmJobs(Design.PAIRED, ratios=ev_ref.ratios[ev.ratios.index],
-                     copies={j: ev_ref.copies[j] for j in ev.ratios.index} if ev_ref.copies else None)
-        draws = rng.integers(0, ev.ratios.size, size=(n_boot, ev.ratios.size))
-        return _boot_stat(ev, draws, rng, n_boot) - _boot_stat(r, draws, rng, n_boot)
-    return _boot_stat(ev, None, rng, n_boot) - _boot_stat(ev_ref, None, rng, n_boot)
-
-
-def decision_p(boot: np.ndarray, band: float, res: float = 0.0) -> float:
-    """The smallest gamma whose percentile interval [q(gamma/2) - res, q(1 - gamma/2) + res] gives a
-    verdict: above +band, below -band, or inside (-band, +band)."""
-    up, down = band + res, band - res  # the band an end must clear once moved out by res
-    lo_share, hi_share = float(np.mean(boot <= up)), float(np.mean(boot >= -up))
-    inside = max(float(np.mean(boot <= -down)), float(np.mean(boot >= down))) if down > 0 else 1.0
-    return min(1.0, 2 * lo_share, 2 * hi_share, 2 * inside)
-
-
-def percentile_interval(boot: np.ndarray, gamma: float, res: float = 0.0) -> tuple[float, float]:
-    """The percentile interval at level 1 - gamma, each end moved out by res (the clocks' resolution)."""
-    lo, hi = np.quantile(boot, [gamma / 2, 1 - gamma / 2], method="inverted_cdf")
-    return float(lo) - res, float(hi) + res
 
 
 def row_resolution(row) -> float:
