@@ -51,11 +51,11 @@ import pandas as pd
 from .. import microarch
 from ..catalog import recorded_op_names, resolve_ops
 from ..errors import PqsimdError, command, os_problem
-from ..model import OLDEST_READABLE_RESULTS, UNRECORDED_LAYOUT, Design, LayoutMode
+from ..model import OLDEST_READABLE_RESULTS, UNRECORDED_LAYOUT, Design, LayoutMode, copies_per_job
 from ..results import Results, load_study, read_json
 
 from ..store import atomic_write_bytes
-from ..studydir import CAMPAIGN_FILE, StudyDir
+from ..studydir import CAMPAIGN_FILE, StudyDir, load_plan
 from ..studydir import CAMPAIGN_SUMMARY as SUMMARY_FILE
 from ..stats.campaign import ArmJobs, ratio_bootstrap
 from ..stats.decision import empirical as decision_p, percentile_interval
@@ -191,11 +191,6 @@ class Member:
         return str((self.study.manifest.get("isa") or {}).get("name") or self.study.summary.get("isa") or "")
 
 
-def _schema(m: Member) -> int:
-    v = m.study.summary.get("schema_version", 1)
-    return v if isinstance(v, int) else 1
-
-
 def layout_design(m: Member) -> str:
     """How a member laid out its code: `fixed` (every job the builds as linked), or `random, N copies
     per job` (results summary `layout`, else the plan's settings)."""
@@ -204,7 +199,8 @@ def layout_design(m: Member) -> str:
     mode = lay.get("mode") or st.get("layout") or UNRECORDED_LAYOUT
     if mode != LayoutMode.RANDOM:
         return str(LayoutMode.FIXED)
-    n = lay.get("copies_per_job") or st.get("layouts")
+    # results from before the layout record: the plan's and study.toml's settings, by the one rule
+    n = lay.get("copies_per_job") or (copies_per_job(mode, st["layouts"]) if st.get("layouts") else None)
     return f"{LayoutMode.RANDOM}, {n} copies per job" if n else str(LayoutMode.RANDOM)
 
 
@@ -218,7 +214,7 @@ def read_member(label: str, directory: Path) -> Member:
     if not sd.results("spins.parquet").exists():
         raise PqsimdError(f"{directory} has no results/spins.parquet; copy the study's whole results/ again, or re-run "
                           f"{command('analyze', directory)} where its raw/ is")
-    return Member(label, study, read_json(sd.plan_json), sd.sizing_json.exists())
+    return Member(label, study, load_plan(read_json(sd.plan_json)), sd.sizing_json.exists())
 
 
 # -- comparability -----------------------------------------------------------------------------------
@@ -614,7 +610,7 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
     jms, cls = {}, {}
     for m in members:
         sp = m.study.spins()
-        jms[id(m)] = job_medians(sp, "median" if _schema(m) >= 7 else "mean")
+        jms[id(m)] = job_medians(sp, m.study.summary["job_value_of_copies"])
         cls[id(m)] = copy_logs(sp)
     rows = {a.name: _rows(a, spec.subset).set_index(KEY) for a in arms}
     keys = [k for k in rows[arms[0].name].index if all(k in rows[a.name].index for a in arms)]
