@@ -33,7 +33,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mdtable import md  # noqa: E402
-from pqsimd.analyze.attribution import Cell, box_level, linear_range, ratio_range, shapley_bootstrap, \
+from pqsimd.stats.shapley import Cell, box_level, linear_range, ratio_range, shapley_bootstrap, \
     shapley_weights  # noqa: E402
 from pqsimd.stats.interval import Evidence  # noqa: E402
 

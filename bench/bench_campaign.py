@@ -33,8 +33,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pqsimd.analyze.campaign import (ArmJobs, decision_p, job_medians, percentile_interval,  # noqa: E402
-                                     ratio_bootstrap)
+from pqsimd.analyze.campaign import job_medians  # noqa: E402
+from pqsimd.stats.campaign import ArmJobs, ratio_bootstrap  # noqa: E402
+from pqsimd.stats.decision import empirical as decision_p, percentile_interval  # noqa: E402
 from pqsimd.stats.interval import verdict_of  # noqa: E402
 from pqsimd.stats.multiplicity import family_level  # noqa: E402
 from mdtable import md  # noqa: E402

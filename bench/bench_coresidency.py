@@ -22,7 +22,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mdtable import md  # noqa: E402
-from pqsimd.analyze.coresidency import ratio_interval  # noqa: E402
+from pqsimd.stats.coresidency import ratio_interval  # noqa: E402
 from pqsimd.analyze.groups import Group  # noqa: E402
 from pqsimd.analyze.layout import layout_component  # noqa: E402
 

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from pqsimd.analyze.coresidency import job_states, matched_intervals, ratio_interval  # noqa: E402
+from pqsimd.stats.coresidency import job_states, matched_intervals, ratio_interval  # noqa: E402
 
 ALPHA, THRESHOLD, EFFECT = 0.05, 0.02, 1.05
 

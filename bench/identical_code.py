@@ -18,9 +18,10 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from pqsimd.analyze.layout import identical_code_how, zero_miss_bound  # noqa: E402
+from pqsimd.analyze.layout import identical_code_how  # noqa: E402
+from pqsimd.stats.layout import zero_miss_bound  # noqa: E402
 from pqsimd.layout import op_offsets  # noqa: E402
-from pqsimd.disassembly import disassemble  # noqa: E402
+from pqsimd.binary import library  # noqa: E402
 from pqsimd.verify.codehash import op_hashes  # noqa: E402
 from mdtable import md  # noqa: E402
 
@@ -33,7 +34,7 @@ def main() -> None:
     code, comm = {}, {}
     for lib in sorted((study / "bin").glob("*.so")):
         variant, compiler, _family = lib.name[:-3].split(".")
-        funcs = disassemble(lib)
+        funcs = library(lib)
         for scheme in sorted(set(comps["scheme"])):
             offs = op_offsets(driver, lib, scheme)
             for op, h in op_hashes(funcs, offs).items():

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pqsimd.analyze.attribution import AblationDesign, Cell, attribute, attribution_table, check, linear_range, \
-    ratio_range, shapley_bootstrap, shapley_weights
+from pqsimd.analyze.attribution import AblationDesign, attribute, attribution_table, check
+from pqsimd.stats.shapley import Cell, linear_range, ratio_range, shapley_bootstrap, shapley_weights
 
 GROUPS = ("ntt", "keccak", "rej")
 

@@ -20,7 +20,8 @@ import pytest
 
 from pqsimd import microarch
 from pqsimd.analyze import analyze_study
-from pqsimd.analyze.campaign import decision_p, percentile_interval, run_campaign
+from pqsimd.analyze.campaign import run_campaign
+from pqsimd.stats.decision import empirical as decision_p, percentile_interval
 from pqsimd.stats.interval import verdict_of
 from pqsimd.errors import PqsimdError
 from synthetic import make_synthetic_study
@@ -188,7 +189,7 @@ def test_two_compilers_on_one_machine_are_two_columns(tmp_path):
 def test_arms_of_one_study_resample_their_shared_jobs_together():
     """Two compilers timed in the same jobs: the ratio's bootstrap draws the same jobs for both, so
     an arm against an identical copy of itself has no spread at all; independent draws would."""
-    from pqsimd.analyze.campaign import ArmJobs, ratio_bootstrap
+    from pqsimd.stats.campaign import ArmJobs, ratio_bootstrap
 
     jobs = pd.Series(np.random.default_rng(1).normal(0.5, 0.05, 10), index=[f"paired.x.{i}" for i in range(10)])
     ev = ArmJobs("paired", ratios=jobs)

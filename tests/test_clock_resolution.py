@@ -220,7 +220,7 @@ def _no_point_and_holds(df: pd.DataFrame, est: str, lo: str, hi: str) -> None:
 def test_coresidency_intervals_are_widened_by_the_lattice_step(tmp_path):
     """Paired 8.1 ticks, alone 3% slower (8.343): both read 8, the ratio 1.0 had [1.0, 1.0]; widened by
     both groups' lattice steps it covers the unquantized 8.1 / 8.343 and is at least that wide."""
-    from pqsimd.analyze.coresidency import ratio_interval
+    from pqsimd.stats.coresidency import ratio_interval
 
     d = make_synthetic_study(tmp_path / "co", variants=("ref", "avx2"), medians={"ref": 20.0, "avx2": 8.1},
                              design="paired", alone=2, alone_shift={"avx2": 0.03}, **LATTICE)

@@ -40,7 +40,7 @@ def test_alone_sets_all_plans_alone_jobs_on_every_set():
 
 
 def test_the_matched_interval_covers_a_known_ratio_even_with_slow_processes():
-    from pqsimd.analyze.coresidency import matched_intervals
+    from pqsimd.stats.coresidency import matched_intervals
 
     rng = np.random.default_rng(3)
     n_rows, truth, cover, total = 60, math.log(1.03), 0, 0

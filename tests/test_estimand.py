@@ -113,7 +113,7 @@ def test_a_laid_out_paired_pair_is_csign_and_its_job_ratios_are_the_median_pairs
 
 
 def test_copies_needed_follows_the_layout_variance():
-    from pqsimd.analyze.layout import copies_needed
+    from pqsimd.stats.layout import copies_needed
 
     rng = np.random.default_rng(3)
     J, L = 40, 2
@@ -178,10 +178,13 @@ def test_the_decomposition_names_a_cliff_shared_by_two_stages():
 
 
 def test_commuted_operands_of_an_equality_compare_hash_alike():
+    from pqsimd.binary import Library
     from pqsimd.verify.codehash import commuted, op_hashes
 
     def funcs(cmp, jump="jne"):
-        return {0x10: ("op", ["mov %edi,%eax", cmp, f"{jump} 20 <op+0x10>", "ret"])}
+        text = "".join(f"  {0x10 + i:x}:\t90 \t{t}\n" for i, t in enumerate(["mov %edi,%eax", cmp, f"{jump} 20 <op+0x10>",
+                                                                             "ret"]))
+        return Library(isa="x86_64", nm_text="", objdump_text=f"0000000000000010 <op>:\n{text}")
     a, b = funcs("cmp %eax,%ecx"), funcs("cmp %ecx,%eax")
     assert op_hashes(a, {"x": 0x10}) != op_hashes(b, {"x": 0x10})
     assert op_hashes(a, {"x": 0x10}, commute=True) == op_hashes(b, {"x": 0x10}, commute=True)
@@ -239,7 +242,8 @@ def test_campaign_rebuilds_a_csign_row_from_the_copies():
 
 
 def test_attribution_resamples_copy_pairs_of_a_laid_out_ablation():
-    from pqsimd.analyze.attribution import Cell, job_log_ratios, shapley_bootstrap
+    from pqsimd.analyze.attribution import job_log_ratios
+    from pqsimd.stats.shapley import Cell, shapley_bootstrap
 
     rng = np.random.default_rng(8)
     ids = [f"j{i}" for i in range(6)]

@@ -163,7 +163,7 @@ def test_layout_fixed_times_the_builds_as_linked(tmp_path):
 def test_coresidency_interval_is_the_pooled_t_interval():
     from scipy import stats
 
-    from pqsimd.analyze.coresidency import ratio_interval
+    from pqsimd.stats.coresidency import ratio_interval
 
     rng = np.random.default_rng(3)
     lp, la = rng.normal(0.1, 0.05, 10), rng.normal(0.0, 0.05, 3)

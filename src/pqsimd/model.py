@@ -99,6 +99,13 @@ DEFAULT_MULTIPLICITY = Multiplicity.FCR
 DEFAULT_SHARED_CPU = SharedCpu.ADAPT
 
 
+def copies_per_job(layout: str | None, layouts) -> int:
+    """The laid-out copies of each build a job loads: `layouts` under randomized layouts, else 1 (a
+    missing layout is UNRECORDED_LAYOUT). The one rule: the plan's loader (StudyDir.read_plan) puts it in
+    the plan's settings, and every reader takes it from there."""
+    return max(1, int(layouts or 1)) if (layout or UNRECORDED_LAYOUT) == LayoutMode.RANDOM else 1
+
+
 def choices(kind: type[StrEnum]) -> list[str]:
     """The values of an enum, in order: a command-line option's choices."""
     return [m.value for m in kind]

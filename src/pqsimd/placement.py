@@ -1,8 +1,9 @@
 """Where every object an op touches sits in a laid-out copy (layout.py), and where two copies differ.
 
 An op's **call tree** is its function and every function it reaches by direct calls and jumps
-(verify/codehash.py's disassembly), plus every data object those functions address RIP-relatively
-(constants, tables, static buffers: the symbol that contains the address objdump names). Each object
+(binary/: the same tree as the code hash and the code size), plus every data object those functions
+address (RIP-relative operands, aarch64's adrp pairs: constants, tables, static buffers, the symbol that
+contains the address). Each object
 is placed by its start address modulo 64 (the cache line and fetch block), modulo 4096 (the page
 offset: L1 sets and 4K aliasing between loads and stores) and its page, and by how many 64-byte lines
 it spans. The stack a copy's op runs on is placed by the copy's stack offset only: under address-space
@@ -16,105 +17,42 @@ run/retime.py's search moves objects and times the result.
 
 from __future__ import annotations
 
-import bisect
-import re
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
-from .disassembly import disassemble, normalize
-from .errors import PqsimdError
+from .binary import LINE, Sym, library, symbols  # noqa: F401  (symbols: where a copy's objects sit)
 
-KINDS = {"t": "code", "r": "rodata", "d": "data", "b": "bss"}
-LINE, PAGE = 64, 4096
-RIP_REF = re.compile(r"#\s*([0-9a-f]+)\s*<([^>]+)>")
-
-
-@dataclass(frozen=True)
-class Sym:
-    name: str
-    addr: int
-    size: int
-    kind: str  # code | rodata | data | bss
-
-    @property
-    def lines(self) -> int:
-        """64-byte lines the object spans."""
-        if self.size <= 0:
-            return 1
-        return (self.addr + self.size - 1) // LINE - self.addr // LINE + 1
-
-
-def symbols(library: Path) -> list[Sym]:
-    """Every sized symbol the library defines (functions and data objects), by address."""
-    try:
-        proc = subprocess.run(["nm", "-S", "--defined-only", str(library)], capture_output=True, text=True,
-                              timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise PqsimdError(f"nm cannot read {library.name} ({e})") from None
-    if proc.returncode:
-        raise PqsimdError(f"nm cannot read {library.name}: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
-    out = []
-    for line in proc.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[2].lower() in KINDS:
-            out.append(Sym(parts[3], int(parts[0], 16), int(parts[1], 16), KINDS[parts[2].lower()]))
-    return sorted(set(out), key=lambda s: (s.addr, s.name))
+PAGE = 4096
 
 
 class Image:
-    """One copy's symbols and disassembly, read once."""
+    """One copy's call trees and the objects they touch (binary/: nm and objdump read once)."""
 
-    def __init__(self, library: Path):
-        self.library = Path(library)
-        self.syms = symbols(self.library)
-        try:
-            self.funcs = disassemble(self.library)
-        except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
-            raise PqsimdError(f"objdump cannot read {self.library.name} ({e})") from None
-        self._data = [s for s in self.syms if s.kind != "code"]
-        self._starts = [s.addr for s in self._data]
-        self._code = {s.addr: s for s in self.syms if s.kind == "code"}
+    def __init__(self, library_path: Path, objdump: list[str] | None = None):
+        self.library = Path(library_path)
+        self.lib = library(self.library, objdump)
+        self.syms = self.lib.symbols
 
     def data_at(self, addr: int) -> Sym | None:
-        i = bisect.bisect_right(self._starts, addr) - 1
-        if i >= 0:
-            s = self._data[i]
-            if s.addr <= addr < s.addr + max(s.size, 1):
-                return s
-        return None
+        return self.lib.data_at(addr)
 
     def call_tree(self, start: int) -> list[Sym]:
-        """The op's function, the functions it reaches by direct calls and jumps, and the data objects
-        they address RIP-relatively: each once, the op's function first."""
-        if start not in self.funcs:
-            raise PqsimdError(f"{self.library.name}: no function starts at offset {start:#x}")
-        seen, todo, data = [], [start], {}
-        while todo:
-            a = todo.pop()
-            if a in seen or a not in self.funcs:
-                continue
-            seen.append(a)
-            name = self.funcs[a][0]
-            anonymous: dict[int, int] = {}
-            for insn in self.funcs[a][1]:
-                text, targets = normalize(insn)
-                if text.startswith(("call", "jmp", "j")):
-                    todo += [t for t in targets if t in self.funcs and t != a]
-                m = RIP_REF.search(insn)
-                if m and not text.startswith(("call", "jmp", "j")):
-                    at = int(m.group(1), 16)
-                    s = self.data_at(at)
-                    if s is None:
-                        # a constant without a symbol of its own (gcc's .LC pools, merged by the linker):
-                        # named by the function that reads it and the order of first use, the same in every copy
-                        k = anonymous.setdefault(at, len(anonymous))
-                        s = Sym(f"{name}:const{k}", at, 0, "rodata")
-                    data.setdefault(s.addr, s)
+        """The op's function, the functions of its call tree (binary.Library.tree) and the data objects
+        they address: each once, the op's function first."""
+        tree = self.lib.tree(start)
+        data: dict[int, Sym] = {}
         out = []
-        for a in seen:
-            name = self.funcs[a][0]
-            s = self._code.get(a)
+        for a in tree.functions:
+            name = self.lib.funcs[a].name
+            anonymous: dict[int, int] = {}
+            for at in tree.refs.get(a, []):
+                s = self.lib.data_at(at)
+                if s is None:
+                    # a constant without a symbol of its own (gcc's .LC pools, merged by the linker):
+                    # named by the function that reads it and the order of first use, the same in every copy
+                    k = anonymous.setdefault(at, len(anonymous))
+                    s = Sym(f"{name}:const{k}", at, 0, "rodata")
+                data.setdefault(s.addr, s)
+            s = self.lib.code_symbol(a)
             out.append(s if s is not None else Sym(name, a, 0, "code"))
         return out + sorted(data.values(), key=lambda s: s.addr)
 

@@ -862,6 +862,9 @@ def read_summary_checked(results: Path, directory: Path, oldest: int) -> dict:
                           f"{SCHEMA_VERSION}); update pqsimd to read it")
     if version < oldest:
         raise PqsimdError(f"{results} was written by an older pqsimd (results schema {version}); re-run {again}")
+    # older shapes, upgraded here so no reader tests the version again:
+    #   schema <= 6: a laid-out job's value was the geometric mean of its copies' medians (7: their median)
+    summary.setdefault("job_value_of_copies", "median" if version >= 7 else "mean")
     return summary
 
 

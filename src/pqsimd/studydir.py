@@ -32,7 +32,22 @@ from typing import Any, Callable, Iterator
 
 from . import ids, store
 from .errors import PqsimdError, command
-from .model import LayoutMode
+from .model import LayoutMode, copies_per_job
+
+
+def load_plan(plan: dict[str, Any]) -> dict[str, Any]:
+    """plan.json as every reader takes it, older shapes upgraded here and nowhere else:
+      version 1 (no `version`): the separate design's plan; read as written (analyze and report read it; a
+        new measurement is refused by run/plan.update_plan)
+      version 2: `settings` holds the measurement settings (study.measurement_settings)
+      every version: `copies_per_job` (DERIVED: never written) from the settings' `layout` and `layouts`
+        (model.copies_per_job), so no reader computes it again"""
+    st = plan.get("settings") if isinstance(plan.get("settings"), dict) else {}
+    plan["copies_per_job"] = copies_per_job(st.get("layout"), st.get("layouts"))
+    return plan
+
+
+DERIVED = ("copies_per_job",)  # what load_plan adds: not part of plan.json
 
 
 class StudyDir:
@@ -187,10 +202,10 @@ class StudyDir:
                 raise PqsimdError(f"{self.plan_json}: a job is {j!r}, not a table; restore it or use a new directory")
             ids.check_composite("job", j.get("id"), str(self.plan_json))
             ids.check_id("scheme", j.get("scheme"), str(self.plan_json))
-        return plan
+        return load_plan(plan)
 
     def write_plan(self, plan: dict[str, Any]) -> None:
-        store.atomic_write_json(self.plan_json, plan)
+        store.atomic_write_json(self.plan_json, {k: v for k, v in plan.items() if k not in DERIVED})
 
     def plan_jobs(self) -> list[dict[str, Any]]:
         plan = self.read_plan()

@@ -51,13 +51,15 @@ import pandas as pd
 from .. import microarch
 from ..catalog import recorded_op_names, resolve_ops
 from ..errors import PqsimdError, command, os_problem
-from ..model import OLDEST_READABLE_RESULTS, UNRECORDED_LAYOUT, Design, LayoutMode
+from ..model import OLDEST_READABLE_RESULTS, UNRECORDED_LAYOUT, Design, LayoutMode, copies_per_job
 from ..results import Results, load_study, read_json
 
 from ..store import atomic_write_bytes
-from ..studydir import CAMPAIGN_FILE, StudyDir
+from ..studydir import CAMPAIGN_FILE, StudyDir, load_plan
 from ..studydir import CAMPAIGN_SUMMARY as SUMMARY_FILE
-from ..stats.interval import verdict_of, weighted_median
+from ..stats.campaign import ArmJobs, ratio_bootstrap
+from ..stats.decision import empirical as decision_p, percentile_interval
+from ..stats.interval import verdict_of
 from ..stats.multiplicity import family_level
 from ..model import CAMPAIGN_SCHEMA_VERSION
 from .write import write_json, write_table
@@ -189,11 +191,6 @@ class Member:
         return str((self.study.manifest.get("isa") or {}).get("name") or self.study.summary.get("isa") or "")
 
 
-def _schema(m: Member) -> int:
-    v = m.study.summary.get("schema_version", 1)
-    return v if isinstance(v, int) else 1
-
-
 def layout_design(m: Member) -> str:
     """How a member laid out its code: `fixed` (every job the builds as linked), or `random, N copies
     per job` (results summary `layout`, else the plan's settings)."""
@@ -202,7 +199,8 @@ def layout_design(m: Member) -> str:
     mode = lay.get("mode") or st.get("layout") or UNRECORDED_LAYOUT
     if mode != LayoutMode.RANDOM:
         return str(LayoutMode.FIXED)
-    n = lay.get("copies_per_job") or st.get("layouts")
+    # results from before the layout record: the plan's and study.toml's settings, by the one rule
+    n = lay.get("copies_per_job") or (copies_per_job(mode, st["layouts"]) if st.get("layouts") else None)
     return f"{LayoutMode.RANDOM}, {n} copies per job" if n else str(LayoutMode.RANDOM)
 
 
@@ -216,7 +214,7 @@ def read_member(label: str, directory: Path) -> Member:
     if not sd.results("spins.parquet").exists():
         raise PqsimdError(f"{directory} has no results/spins.parquet; copy the study's whole results/ again, or re-run "
                           f"{command('analyze', directory)} where its raw/ is")
-    return Member(label, study, read_json(sd.plan_json), sd.sizing_json.exists())
+    return Member(label, study, load_plan(read_json(sd.plan_json)), sd.sizing_json.exists())
 
 
 # -- comparability -----------------------------------------------------------------------------------
@@ -459,29 +457,6 @@ def same_microarchitecture(machines: pd.DataFrame) -> list[str]:
 
 # -- job-level evidence ---------------------------------------------------------------------------------
 
-@dataclass
-class ArmJobs:
-    """One arm's jobs for one comparison (log scale): paired: the job log ratios (by job id);
-    separate: the log job medians of the baseline and of the variant."""
-
-    design: str
-    ratios: pd.Series | None = None
-    base: np.ndarray | None = None
-    var: np.ndarray | None = None
-    copies: dict | None = None  # paired, laid out: per job its copy pairs' log ratios (the typical layout's)
-
-    @property
-    def estimate(self) -> float:
-        if self.design == Design.PAIRED and self.copies:
-            return weighted_median(list(self.copies.values()))
-        if self.design == Design.PAIRED:
-            return float(np.median(self.ratios.to_numpy()))
-        return float(np.mean(self.base) - np.mean(self.var))
-
-    @property
-    def n_jobs(self) -> int:
-        return int(self.ratios.size) if self.design == Design.PAIRED else int(min(self.base.size, self.var.size))
-
 
 def job_medians(spins: pd.DataFrame, copy_value: str = "median") -> dict[tuple, pd.Series]:
     """(metric, scheme, op, variant, compiler) -> per job: the job's value as analyze takes it
@@ -562,51 +537,6 @@ def evidence(jm: dict[tuple, pd.Series], key: tuple, compiler: str, design: str,
     return None
 
 
-def _boot_stat(ev: ArmJobs, draws: np.ndarray | None, rng: np.random.Generator, n_boot: int) -> np.ndarray:
-    """The estimand on n_boot job resamples (draws: shared job indices, for arms of one study)."""
-    if ev.design == Design.PAIRED and ev.copies:  # jobs resampled, the typical layout of their copy pairs
-        cl = [ev.copies[j] for j in ev.ratios.index]
-        idx = draws if draws is not None else rng.integers(0, len(cl), size=(n_boot, len(cl)))
-        if len({c.size for c in cl}) == 1:
-            x = np.stack(cl)[idx]  # (B, J, L): every job weighs alike
-            return np.median(x.reshape(x.shape[0], -1), axis=1)
-        return np.array([weighted_median([cl[i] for i in row]) for row in idx])
-    if ev.design == Design.PAIRED:
-        x = ev.ratios.to_numpy()
-        idx = draws if draws is not None else rng.integers(0, x.size, size=(n_boot, x.size))
-        return np.median(x[idx], axis=1)
-    b = ev.base[rng.integers(0, ev.base.size, size=(n_boot, ev.base.size))].mean(axis=1)
-    v = ev.var[rng.integers(0, ev.var.size, size=(n_boot, ev.var.size))].mean(axis=1)
-    return b - v
-
-
-def ratio_bootstrap(ev: ArmJobs, ev_ref: ArmJobs, same_jobs: bool, rng: np.random.Generator,
-                    n_boot: int) -> np.ndarray:
-    """Bootstrap distribution of log(speedup on the arm / speedup on the reference arm)."""
-    if (same_jobs and ev.design == ev_ref.design == Design.PAIRED
-            and set(ev.ratios.index) == set(ev_ref.ratios.index)):  # one study's arms timed in the same jobs
-        r = ArmJobs(Design.PAIRED, ratios=ev_ref.ratios[ev.ratios.index],
-                     copies={j: ev_ref.copies[j] for j in ev.ratios.index} if ev_ref.copies else None)
-        draws = rng.integers(0, ev.ratios.size, size=(n_boot, ev.ratios.size))
-        return _boot_stat(ev, draws, rng, n_boot) - _boot_stat(r, draws, rng, n_boot)
-    return _boot_stat(ev, None, rng, n_boot) - _boot_stat(ev_ref, None, rng, n_boot)
-
-
-def decision_p(boot: np.ndarray, band: float, res: float = 0.0) -> float:
-    """The smallest gamma whose percentile interval [q(gamma/2) - res, q(1 - gamma/2) + res] gives a
-    verdict: above +band, below -band, or inside (-band, +band)."""
-    up, down = band + res, band - res  # the band an end must clear once moved out by res
-    lo_share, hi_share = float(np.mean(boot <= up)), float(np.mean(boot >= -up))
-    inside = max(float(np.mean(boot <= -down)), float(np.mean(boot >= down))) if down > 0 else 1.0
-    return min(1.0, 2 * lo_share, 2 * hi_share, 2 * inside)
-
-
-def percentile_interval(boot: np.ndarray, gamma: float, res: float = 0.0) -> tuple[float, float]:
-    """The percentile interval at level 1 - gamma, each end moved out by res (the clocks' resolution)."""
-    lo, hi = np.quantile(boot, [gamma / 2, 1 - gamma / 2], method="inverted_cdf")
-    return float(lo) - res, float(hi) + res
-
-
 def row_resolution(row) -> float:
     """A study's comparisons row's clock resolution of its log speedup (its `resolution` column is
     the relative widening, interval.py); 0 for exact counts and results that predate it."""
@@ -680,7 +610,7 @@ def build_campaign(spec: Spec, n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_S
     jms, cls = {}, {}
     for m in members:
         sp = m.study.spins()
-        jms[id(m)] = job_medians(sp, "median" if _schema(m) >= 7 else "mean")
+        jms[id(m)] = job_medians(sp, m.study.summary["job_value_of_copies"])
         cls[id(m)] = copy_logs(sp)
     rows = {a.name: _rows(a, spec.subset).set_index(KEY) for a in arms}
     keys = [k for k in rows[arms[0].name].index if all(k in rows[a.name].index for a in arms)]

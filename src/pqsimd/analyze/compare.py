@@ -284,8 +284,8 @@ def copy_log_ratios(base: Group, var: Group) -> list[np.ndarray] | None:
 
 
 def _copies_needed(base: Group, var: Group) -> float:
-    """layout.copies_needed of a laid-out pair whose builds have the same copies in every job, else nan."""
-    from .layout import copies_needed
+    """stats/layout.copies_needed of a laid-out pair whose builds have the same copies in every job, else nan."""
+    from ..stats.layout import copies_needed
     from ..stats.pooled import copy_medians
 
     if set(base.job_ids) != set(var.job_ids):

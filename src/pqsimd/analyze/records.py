@@ -77,7 +77,7 @@ def layout_record(directory: Path, laid: pd.DataFrame) -> dict:
         plan = {}
     st = plan.get("settings") or {}
     mode = st.get("layout", UNRECORDED_LAYOUT)
-    rec = {"mode": mode, "copies_per_job": int(st.get("layouts", 1) or 1) if mode == LayoutMode.RANDOM else 1,
+    rec = {"mode": mode, "copies_per_job": int(plan.get("copies_per_job") or 1),
            "groups_with_layouts": int(len(laid))}
     sd_ = laid["layout_sd"].dropna() if len(laid) else pd.Series(dtype=float)
     if len(sd_):

@@ -52,6 +52,8 @@ class Isa:
     cpu_template: str = ""  # qemu_cpu as data/isas.toml writes it ({vlen} in it)
     stack: dict | None = None  # the ABI's red zone and return address in a frame ([stack]: stackbound.py)
     feature_groups: dict | None = None  # name -> CPU-feature prefix whose subsets `pqsimd doctor` names (AVX-512)
+    elf_machine: int = 0  # the ELF header's e_machine of its objects (binary/: which ISA a library is)
+    binary: dict | None = None  # objdump's text of its calls, jumps, padding, data references ([binary]: binary/)
 
     def at(self, vlen: int | None) -> "Isa":
         """This ISA at vector length `vlen` (None: its default): qemu_cpu with the length filled in,

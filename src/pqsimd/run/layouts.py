@@ -32,8 +32,9 @@ def randomized(study) -> bool:
     return getattr(study, "layout", UNRECORDED_LAYOUT) == LayoutMode.RANDOM
 
 
-def copies_per_job(study) -> int:
-    return max(1, int(getattr(study, "layouts", 1) or 1)) if randomized(study) else 1
+def copies_per_job(sd: StudyDir) -> int:
+    """The plan's copies per job (StudyDir.read_plan derives it once)."""
+    return int((sd.read_plan() or {}).get("copies_per_job") or 1)
 
 
 def seed_job(study, job: dict) -> str:
@@ -75,7 +76,7 @@ def prepare(sd: StudyDir, study, jobs: list[dict], console=None) -> None:
     from ..verify import layouts as gate  # late: copies are made at run time, gated by verify (which runs builds through run/child)
 
     linker = layout.linker_record(layout.require_linker())
-    n = copies_per_job(study)
+    n = copies_per_job(sd)
     links = {bid: (b or {}).get("link") for bid, b in (sd.read_manifest().get("builds") or {}).items()}
     from . import child
 
@@ -181,7 +182,7 @@ def entries(sd: StudyDir, study, job_id: str, builds: list[tuple[str, str, str]]
     node_built = node_built or {}
     if not randomized(study):
         return [node_built.get(b) or sd.variant_path(b) for b, _, _ in builds], None, None
-    n = copies_per_job(study)
+    n = copies_per_job(sd)
     rec = read(sd, job_id)
     libraries, stacks, out = [], [], {}
     for bid, _, _ in builds:

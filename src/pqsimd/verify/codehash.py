@@ -1,9 +1,9 @@
 """Which instructions an op runs, as a hash independent of where the linker put them.
 
-Per build and parameter set, per op: the op's function (driver `where`) and every function it can
-reach by direct calls and jumps, each disassembled (objdump) with addresses taken out: branch and
-call targets become the callee's name (or name+offset inside the function), RIP-relative operands
-keep only the symbol objdump names. Two builds whose op hashes are equal run the same instructions
+Per build and parameter set, per op: the op's call tree (binary/: its function, driver `where`, and
+every function it reaches by direct calls, jumps and conditional jumps), each function's instructions
+with addresses taken out (binary.normalize): branch and call targets become the callee's name (or
+name+offset inside the function), operands holding an address keep only the symbol objdump names. Two builds whose op hashes are equal run the same instructions
 (the converse need not hold: an anonymous constant read through a different nearest symbol makes
 identical code look different, never the other way round). analyze/layout.py uses it as a
 calibration check: a timed comparison of identical code must not get a faster/slower verdict.
@@ -23,10 +23,14 @@ import re
 import subprocess
 from pathlib import Path
 
-from ..disassembly import disassemble, normalize
+from ..binary import Library, library, normalize
 
-BRANCHES = ("call", "jmp", "bl", "b")
-
+# the cache beside a build (code.json) holds hashes under TREE + scheme; history of the call tree hashed:
+#   (none)  direct calls and unconditional jumps only (x86 conditional tail jumps, aarch64 cbz/tbz and every
+#           riscv64 branch not followed), through PLT stubs into the PLT
+#   tree2:  binary.Library.tree: the ISA's calls, jumps and conditional jumps, a PLT stub a leaf, an
+#           assembly routine's unsized piece it falls through into
+TREE = "tree2:"
 
 EQUALITY_READERS = re.compile(r"^(je|jne|jz|jnz|sete|setne|setz|setnz|cmove|cmovne|cmovz|cmovnz)[a-z]?\b")
 COMMUTING_VEX = re.compile(r"^(vpadd[bwdq]|vpadds[bw]|vpaddus[bw]|vpmull[wdq]|vpmulh[u]?w|vpmulhrsw|vpmul[u]?dq|vpand|"
@@ -67,36 +71,29 @@ def commuted(lines: list[str]) -> list[str]:
     return out
 
 
-def op_hashes(funcs: dict[int, tuple[str, list[str]]], offsets: dict[str, int],
-              commute: bool = False) -> dict[str, str]:
+def op_hashes(lib: Library, offsets: dict[str, int], commute: bool = False) -> dict[str, str]:
     """op -> sha256 of the normalized instructions of its call tree (offsets: op -> its function);
     commute: up to commuted operands (commuted())."""
-    norm: dict[int, tuple[str, list[str], list[int]]] = {}
-    for addr, (name, insns) in funcs.items():
-        lines, calls = [], []
-        for i in insns:
-            t, tg = normalize(i)
-            lines.append(t)
-            if t.split(" ", 1)[0].split(".", 1)[0] in BRANCHES or t.startswith(("call", "jmp")):
-                calls += [a for a in tg if a in funcs and a != addr]
-        if commute:
-            lines = commuted(lines)
-        norm[addr] = (re.sub(r"\.(constprop|isra|part|cold)\.\d+", "", name), lines, calls)
+    norm: dict[int, tuple[str, list[str]]] = {}
+
+    def of(addr: int) -> tuple[str, list[str]]:
+        if addr not in norm:
+            f = lib.funcs[addr]
+            lines = [normalize(t, lib.patterns) for t in f.texts()]
+            norm[addr] = (re.sub(r"\.(constprop|isra|part|cold)\.\d+", "", f.name), commuted(lines) if commute else lines)
+        return norm[addr]
+
     out = {}
     for op, start in offsets.items():
-        if start not in norm:
+        if start not in lib.funcs:
             continue
-        seen, todo = set(), [start]
-        while todo:
-            a = todo.pop()
-            if a in seen:
-                continue
-            seen.add(a)
-            todo += norm[a][2]
+        seen = set(lib.tree(start).functions)
+        for a in seen:
+            of(a)
         h = hashlib.sha256()
         # the op's own function first, then its callees by name: order of the linker never matters
         for a in [start] + sorted(seen - {start}, key=lambda x: (norm[x][0], norm[x][1])):
-            name, lines, _ = norm[a]
+            name, lines = norm[a]
             h.update((name if a != start else "<op>").encode() + b"\n" + "\n".join(lines).encode() + b"\n\n")
         out[op] = h.hexdigest()
     return out
@@ -106,7 +103,7 @@ def build_hashes(driver: Path, build, schemes: list[str], launcher: list[str] | 
                  objdump: list[str] | None = None, commute: bool = False) -> dict[str, dict[str, str]]:
     """scheme -> op -> hash for one build (pqsimd.build.Build), cached beside it (its binary never
     changes under its cache folder); {} when the library cannot be read. commute: the hashes up to
-    commuted operands (cached under `commuted:<scheme>`)."""
+    commuted operands (cached under `commuted:<scheme>`), each under TREE."""
     import json
 
     from ..errors import PqsimdError
@@ -117,13 +114,13 @@ def build_hashes(driver: Path, build, schemes: list[str], launcher: list[str] | 
         have = json.loads(cache.read_text())
     except (OSError, ValueError):
         have = {}
-    tag = "commuted:" if commute else ""
+    tag = TREE + ("commuted:" if commute else "")
     want = [s for s in schemes if s in build.schemes and tag + s not in have]
     if want:
         try:
-            funcs = disassemble(build.library, objdump)
+            lib = library(build.library, objdump)
             for s in want:
-                have[tag + s] = op_hashes(funcs, op_offsets(driver, build.library, s, launcher), commute)
+                have[tag + s] = op_hashes(lib, op_offsets(driver, build.library, s, launcher), commute)
         except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError, PqsimdError):
             return {s: have[tag + s] for s in schemes if tag + s in have}  # no hashes: no check, never a failed study
         try:

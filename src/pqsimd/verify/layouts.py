@@ -10,11 +10,12 @@ key generation of the large McEliece sets), copies get the structural check alon
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
 
+from .. import binary
+from ..errors import PqsimdError
 from . import run_vectors, vectors_for
 
 BEHAVIOUR_LIMIT_S = 2.0
@@ -22,19 +23,12 @@ VECTORS = 1
 
 
 def functions(library: Path) -> Counter | None:
-    """(name, size) of every function symbol the library defines; None when nm cannot read it."""
+    """(name, size) of every function symbol the library defines (binary.Library.functions); None when
+    nm cannot read it."""
     try:
-        proc = subprocess.run(["nm", "-S", "--defined-only", str(library)], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
+        return binary.library(library).functions()
+    except PqsimdError:
         return None
-    if proc.returncode:
-        return None
-    out: Counter = Counter()
-    for line in proc.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[2] in ("t", "T"):
-            out[(parts[3], parts[1])] += 1
-    return out
 
 
 class Reference:
