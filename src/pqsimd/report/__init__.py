@@ -14,7 +14,8 @@ REFERENCES = (None, "paper")
 
 def has_results(directory: Path) -> bool:
     results = StudyDir(directory).results_dir
-    return any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv"))
+    # comparisons, or the verdicts of a study that only tested constant time
+    return any((results / f"{name}.{x}").exists() for name in ("comparisons", "constant_time") for x in ("parquet", "csv"))
 
 
 def check_reference(reference: str | None) -> None:
