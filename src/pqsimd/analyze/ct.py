@@ -99,9 +99,9 @@ def _first_leak(rows: pd.DataFrame) -> tuple[str, int] | None:
 
 
 def _present_steps(steps: list[dict[str, Any]], present: set[str]) -> list[dict[str, Any]]:
-    """The chain's steps between the variants the study built: a variant it left out (a study of refo0,
-    ref and avx2 has no refnv) joins the steps on either side into one (refo0 → ref: "compiler + auto-vec"),
-    as the speed comparisons compare refo0 with ref; a variant built but untested (n/a) still splits them."""
+    """The chain's steps between the variants the study built: a variant it left out (a study without the
+    chain's middle variant) joins the steps on either side into one ("compiler + auto-vec"), as the speed
+    comparisons compare the two variants around it; a variant built but untested (n/a) still splits them."""
     out: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []
     for st in steps:
@@ -177,7 +177,7 @@ def stage_table(sites: pd.DataFrame, chain: dict[str, Any], compilers: list[str]
 
 
 def in_chain_order(sites: pd.DataFrame, chain: dict[str, Any]) -> pd.DataFrame:
-    """The rows with their builds in the chain's order (refo0, refnv, ref, avx2, then the `also` steps'
+    """The rows with their builds in the chain's order (the chain's variants, then the `also` steps'
     variants; others after, as found), as the speed tables list them, not the raw files' alphabetical order."""
     order: list[str] = []
     for st in [*(chain.get("steps") or []), *(chain.get("also") or [])]:
