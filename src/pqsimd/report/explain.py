@@ -425,12 +425,17 @@ def _model_ipc(mca, host, base, v, total) -> str:
     return f"this host's model ({host}) predicts {fmt.num(ib)} → {fmt.num(iv)} instructions per cycle{meas}"
 
 
+def _rows_of(table: pd.DataFrame, scheme: str, op: str, compiler: str) -> pd.DataFrame:
+    """A results table's rows of one (scheme, op, compiler)."""
+    if table.empty:
+        return table
+    return table[(table["scheme"] == scheme) & (table["op"] == op) & (table["compiler"] == compiler)]
+
+
 def hash_share_text(table: pd.DataFrame, scheme: str, op: str, compiler: str, variants: list[str]) -> str:
     """Each variant's share of instructions inside Keccak/SHA-3/SHA-2 entry points (results/hash_share) and the
     Amdahl bound it puts on a faster hash; n/a for a variant counted without call arcs (single-stepped)."""
-    if table.empty:
-        return ""
-    sel = table[(table["scheme"] == scheme) & (table["op"] == op) & (table["compiler"] == compiler)]
+    sel = _rows_of(table, scheme, op, compiler)
     if sel.empty:
         return ""
     parts = []
@@ -449,9 +454,7 @@ def kernel_share_text(table: pd.DataFrame, scheme: str, op: str, compiler: str, 
     """Each variant's instructions by kernel (results/kernel_share: innermost kernel, callgrind's inclusive costs),
     the kernels of at least 1% largest first, `other` last; n/a without call arcs or where the split is not
     consistent (a kernel counted twice)."""
-    if table.empty:
-        return ""
-    sel = table[(table["scheme"] == scheme) & (table["op"] == op) & (table["compiler"] == compiler)]
+    sel = _rows_of(table, scheme, op, compiler)
     if sel.empty:
         return ""
     parts = []
