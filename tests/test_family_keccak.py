@@ -173,19 +173,56 @@ def test_without_avx512_the_variant_is_skipped_in_one_line_and_the_rest_gates(tm
     assert "gate plain (gcc, keccak): passed" in out and "gate avx2 (gcc, keccak): passed" in out
 
 
-def test_per_unit_view_is_checked_and_explain_divides_by_it(family):
+def test_per_unit_view_is_checked_and_analysed_with_intervals(family):
+    """analyze/perunit divides each op's spins by its units per call and compares op to op within a build,
+    paired by job: on known values, the per-unit speedup is exactly the jobs' ratio, its interval their range;
+    counts are exact; explain prints the results/per_unit rows it reads."""
+    import numpy as np
     import pandas as pd
 
     from pqsimd import familyschema
+    from pqsimd.analysis_settings import Settings
+    from pqsimd.analyze.groups import Group
+    from pqsimd.analyze.perunit import per_unit_table
     from pqsimd.errors import PqsimdError
     from pqsimd.report.explain import per_unit_text
 
     pu = family.views["per_unit"]
     assert pu["unit"] == "permutation" and pu["ops"] == {"permute_x1": 1, "permute_x4": 4, "permute_x8": 8}
-    g = pd.DataFrame([{"metric": "ticks", "scheme": SCHEME, "op": o, "variant": "avx512", "compiler": "gcc", "median": m}
-                      for o, m in (("permute_x4", 700.0), ("permute_x8", 1000.0))])
-    text = per_unit_text(g, pu, SCHEME, "gcc", "TSC ticks")
-    assert "avx512: permute_x4 175, permute_x8 125" in text and text.endswith("(TSC ticks per permutation)")
+    fams = {"keccak": {"schemes": {SCHEME: {}}, "views": {"per_unit": pu}}}
+    jobs = [f"j{i}" for i in range(8)]
+    # per job j: x4 takes 700 * (1 + j/100) ticks, x8 1000 * (1 + j/100) * w_j: the per-permutation ratio in
+    # job j is (700/4) / (1000/8 * w_j) = 1.4 / w_j
+    w = np.array([1.0, 0.98, 1.02, 0.99, 1.01, 0.97, 1.03, 1.0])
+
+    def group(metric, op, per_job):
+        jitter = 0.001 if metric == "ticks" else 0.0  # counts are exact: every spin the same
+        vals = np.repeat(per_job, 5) * (1 + np.tile(np.linspace(-jitter, jitter, 5), len(jobs)))
+        return Group(metric, SCHEME, op, "avx512", "gcc", vals, np.repeat(np.arange(len(jobs)), 5),
+                     np.tile(np.arange(5), len(jobs)), list(jobs), 10)
+
+    drift = 1 + np.arange(8) / 100
+    groups = {("ticks", SCHEME, "permute_x4", "avx512", "gcc"): group("ticks", "permute_x4", 700 * drift),
+              ("ticks", SCHEME, "permute_x8", "avx512", "gcc"): group("ticks", "permute_x8", 1000 * drift * w),
+              ("instructions", SCHEME, "permute_x4", "avx512", "gcc"): group("instructions", "permute_x4",
+                                                                            np.full(8, 2887.0)),
+              ("instructions", SCHEME, "permute_x8", "avx512", "gcc"): group("instructions", "permute_x8",
+                                                                            np.full(8, 2868.0))}
+    t = per_unit_table(groups, fams, Settings(alpha=0.05, threshold=0.02))
+    ticks = t[t["metric"] == "ticks"].iloc[0]
+    assert (ticks["op_from"], ticks["op_to"], ticks["design"]) == ("permute_x4", "permute_x8", "paired")
+    ratios = np.sort(1.4 / w)
+    assert ticks["speedup"] == pytest.approx(float(np.median(ratios)), rel=1e-9)
+    assert ratios[0] - 1e-9 <= ticks["ci_low"] <= ticks["speedup"] <= ticks["ci_high"] <= ratios[-1] + 1e-9
+    assert ticks["ci_level"] >= 0.95 and ticks["verdict"] == "faster"
+    ins = t[t["metric"] == "instructions"].iloc[0]
+    assert ins["design"] == "exact" and ins["speedup"] == pytest.approx((2887 / 4) / (2868 / 8))
+    assert ins["per_unit_from"] == pytest.approx(2887 / 4) and ins["ci_low"] == ins["ci_high"]
+    text = per_unit_text(t, SCHEME, "gcc", "TSC ticks")
+    assert text.startswith("avx512: permute_x4 ") and "→ permute_x8 " in text and "faster)" in text
+    assert text.endswith("(TSC ticks per permutation; speedup per permutation with its interval)")
+    # a family without the view: no rows
+    assert per_unit_table(groups, {"keccak": {"schemes": {SCHEME: {}}, "views": {}}}, Settings()).empty
     for bad, needle in (({"unit": "p", "ops": {"permute_x4": 0}}, "per_unit ops.permute_x4"),
                         ({"unit": "p", "ops": {"nope": 2}}, "names op 'nope'"),
                         ({"ops": {"permute_x4": 4}}, "per_unit unit")):

@@ -123,3 +123,37 @@ def test_the_hash_share_is_a_part_of_show_and_the_report(tmp_path):
     section = out.split("how much of each op is hashing", 1)[1]
     line = next(x for x in section.splitlines() if x.lstrip().startswith("gen_a"))
     assert "80%" in line and "5.00×" in line
+
+
+def test_the_per_unit_view_is_a_part_of_show_and_the_report(tmp_path):
+    """Issue 44's width effect (results/per_unit): the report's table and show's section print each build's
+    per-unit figures and the op-to-op speedup with its interval, from results/ alone."""
+    from report_fake import make_fake_study
+    from rich.console import Console
+
+    from pqsimd.analyze.write import write_table
+    from pqsimd.report import perunit
+    from pqsimd.report.terminal import show_study
+    from pqsimd.results import load_study
+
+    d = make_fake_study(tmp_path / "s", schemes=["keccak-p1600"], ops=["permute_x4", "permute_x8"], jobs=2,
+                        spins=4, reps=2)
+    base = {"scheme": "keccak-p1600", "variant": "avx512", "compiler": "gcc", "unit": "permutation",
+            "op_from": "permute_x4", "op_to": "permute_x8", "units_from": 4, "units_to": 8}
+    write_table(pd.DataFrame([
+        {**base, "metric": "ticks", "per_unit_from": 176.5, "per_unit_to": 125.6, "speedup": 1.405,
+         "ci_low": 1.38, "ci_high": 1.43, "ci_level": 0.95, "design": "paired", "verdict": "faster"},
+        {**base, "metric": "instructions", "per_unit_from": 721.75, "per_unit_to": 358.5, "speedup": 2.013,
+         "ci_low": 2.013, "ci_high": 2.013, "ci_level": 1.0, "design": "exact", "verdict": "faster"}]),
+        d / "results", "per_unit")
+    study = load_study(d)
+    _figs, tables = perunit.per_unit_parts(study, tmp_path / "report")
+    assert [t.name for t in tables] == ["table_per_unit_keccak"]
+    assert (tmp_path / "report" / "perunit" / "table_per_unit_keccak.csv").is_file()
+    con = Console(record=True, width=220)
+    show_study(d, console=con)
+    out = con.export_text()
+    section = out.split("per permutation, op to op", 1)[1]
+    line = next(x for x in section.splitlines() if x.lstrip().startswith("avx512"))
+    assert "176 → 126" in line and "1.41×" in line and "[1.38, 1.43] at 95%" in line and "faster" in line
+    assert "722 → 358" in line and "2.01×" in line

@@ -23,7 +23,7 @@ from ..model import RESULTS_SCHEMA_VERSION, Chain, Design, JobKind
 from ..results import computed_from
 from ..studydir import StudyDir
 from . import attribution as attribution_mod
-from . import bottleneck, claims, ct, explanations, hashshare, mechanism, mix, sim
+from . import bottleneck, claims, ct, explanations, hashshare, mechanism, mix, perunit, sim
 from . import coresidency as coresidency_mod
 from . import crossimpl as crossimpl_mod
 from . import footprint as footprint_mod
@@ -388,6 +388,12 @@ def write_hash_share(a: Analysis) -> None:
     write_or_remove(hashshare.kernel_share_table(a.directory), a.results, "kernel_share")
 
 
+def write_per_unit(a: Analysis) -> None:
+    """Per unit of work (a family's [views] per_unit: Keccak's permutations), each build's ops compared one to
+    the next with their intervals: the width effect (results/per_unit)."""
+    write_or_remove(perunit.per_unit_table(a.groups, a.ctx["families"], a.settings), a.results, "per_unit")
+
+
 def write_explanations(a: Analysis) -> None:
     """A sentence from the evidence for every headline, outlier and slowdown (results/explanations)."""
     a.warnings += explanations.write_explanations(a.directory, a.results, a.main, a.groups_df, a.chain,
@@ -503,8 +509,8 @@ def write_summary(a: Analysis) -> None:
 
 STEPS: tuple[Callable[[Analysis], None], ...] = (
     load, make_groups, draw_jobs, compare, check_aa, check_coresidency, diagnose,
-    write_tables, write_cliffs, write_mechanism, write_constant_time, write_hash_share, write_explanations,
-    write_headlines, write_summary,
+    write_tables, write_cliffs, write_mechanism, write_constant_time, write_hash_share, write_per_unit,
+    write_explanations, write_headlines, write_summary,
 )
 
 

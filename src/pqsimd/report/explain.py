@@ -78,6 +78,7 @@ class _Data:
         self.comparisons = _read(results, "comparisons")
         self.hash_share = _read(results, "hash_share")
         self.kernel_share = _read(results, "kernel_share")
+        self.per_unit = _read(results, "per_unit")
 
     def comparison(self, scheme: str, op: str, base: str, variant: str, compiler: str) -> dict:
         """The ticks comparison `show` and the report print for base → variant (its speedup, interval and
@@ -211,7 +212,7 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
         row("kernels", ks)
     pu = (fam.get("views") or {}).get("per_unit") or {}
     if op in (pu.get("ops") or {}):
-        row(f"per {pu['unit']}", per_unit_text(d.groups, pu, scheme, compiler, unit_of(metrics_mod.TIME, d.summary.get("isa"))))
+        row(f"per {pu['unit']}", per_unit_text(d.per_unit, scheme, compiler, unit_of(metrics_mod.TIME, d.summary.get("isa"))))
 
     for v in chosen[1:]:
         dtot = total[base] - total[v]
@@ -469,19 +470,21 @@ def kernel_share_text(table: pd.DataFrame, scheme: str, op: str, compiler: str, 
     return " · ".join(parts)
 
 
-def per_unit_text(groups: pd.DataFrame, per_unit: dict, scheme: str, compiler: str, tick_unit: str) -> str:
-    """Every variant's median time of each op of the family's per_unit view over its units per call (e.g. ticks
-    per Keccak permutation of the 1-, 4- and 8-way ops): the width effect is a variant's row read left to right."""
-    if groups.empty or "metric" not in groups:
-        return "no times in this study"
-    g = groups[(groups["metric"] == metrics_mod.TIME) & (groups["scheme"] == scheme) & (groups["compiler"] == compiler)]
+def per_unit_text(table: pd.DataFrame, scheme: str, compiler: str, tick_unit: str) -> str:
+    """Every variant's median time per unit of work of each op (results/per_unit: e.g. ticks per Keccak
+    permutation of the 1-, 4- and 8-way ops) and, op to op, the per-unit speedup with its interval: the width
+    effect is a variant's row read left to right."""
+    if table.empty or "metric" not in table:
+        return "no per-unit comparisons in this study (run `pqsimd analyze` again)"
+    t = table[(table["metric"] == metrics_mod.TIME) & (table["scheme"] == scheme) & (table["compiler"] == compiler)]
     parts = []
-    for v in dict.fromkeys(g["variant"]):
-        cells = []
-        for o, n in per_unit["ops"].items():
-            r = g[(g["variant"] == v) & (g["op"] == o)]
-            if len(r):
-                cells.append(f"{o} {_q(float(r['median'].iloc[0]) / int(n))}")
-        if cells:
-            parts.append(f"{v}: " + ", ".join(cells))
-    return ("; ".join(parts) + f" ({tick_unit} per {per_unit['unit']})") if parts else "no times in this study"
+    for v in dict.fromkeys(t["variant"]):
+        rows = t[t["variant"] == v]
+        cells = [f"{rows['op_from'].iloc[0]} {_q(float(rows['per_unit_from'].iloc[0]))}"]
+        for r in rows.itertuples(index=False):
+            cells.append(f"→ {r.op_to} {_q(float(r.per_unit_to))} ({fmt.times(r.speedup)} {fmt.ci(r.ci_low, r.ci_high)}"
+                         f" {r.verdict})")
+        parts.append(f"{v}: " + " ".join(cells))
+    unit = str(t["unit"].iloc[0]) if len(t) else ""
+    return ("; ".join(parts) + f" ({tick_unit} per {unit}; speedup per {unit} with its interval)") if parts \
+        else "no times in this study"
