@@ -77,6 +77,26 @@ def test_real_builds(tree, driver):
     assert 0.3 < share < 1
 
 
+def test_single_stepping_gives_callgrinds_hash_share(tree, driver):
+    """The stepper's --hash form (the count of AVX-512 builds valgrind cannot run) gives callgrind's hash cost
+    to the instruction on a real ML-KEM-512 avx2 build: gen_a (SHAKE x4 and its rep stosq), the NTT (no hash)."""
+    from pqsimd import machine
+    from pqsimd.build import build_variant
+    from pqsimd.run import callgrind, stepcount
+
+    if callgrind.valgrind_version() is None:
+        pytest.skip("valgrind is not installed")
+    if stepcount.available() or "avx2" not in machine.cpu_flags():
+        pytest.skip(stepcount.available() or "this CPU has no AVX2")
+    m = build_variant(tree, catalog.families()["ml-kem"], catalog.builtin_variants()["avx2"], "gcc", driver,
+                      schemes=["ml-kem-512"])
+    req = [("gen_a", 1, None), ("gen_a", 3, None), ("ntt", 1, None), ("ntt", 3, None)]
+    by_callgrind = [(g[0], g[2]) for g in callgrind.count_instructions_batch(driver.path, m.library, "ml-kem-512", req)]
+    by_stepping = [(g[0], g[2]) for g in stepcount.Stepper().count_batch(driver.path, m.library, "ml-kem-512", req)]
+    assert by_stepping == by_callgrind
+    assert by_stepping[1][1] - by_stepping[0][1] > 10_000 and by_stepping[2][1] == by_stepping[3][1] == 0
+
+
 
 def callgrind_text(functions: dict[str, tuple[int, list[tuple[str, int]]]], total: int) -> str:
     """A callgrind out file: per function its self Ir and its calls (callee, inclusive Ir), names compressed."""

@@ -64,6 +64,21 @@ def test_loops_of_known_length_are_counted_exactly(tmp_path, ptrace_ok, kind):
     assert stepcount.run(exe2, ["5"], name="target") == [21]
 
 
+def test_a_rep_string_instruction_counts_as_valgrind_counts_it(tmp_path, ptrace_ok):
+    """`rep stosq` with rcx = n traps n times; valgrind counts n + 1 (the pass that finds rcx at zero), 1 for
+    n = 0: the stepper adds that pass. target(n): mov, lea, xor, rep stosq, ret."""
+    src = tmp_path / "rep.c"
+    src.write_text("long buf[4096];\nvoid target(long n);\n"
+                   '__asm__(".text\\n.globl target\\n.type target, @function\\ntarget:\\n mov %rdi, %rcx\\n'
+                   ' lea buf(%rip), %rdi\\n xor %eax, %eax\\n rep stosq\\n ret\\n.size target, .-target\\n");\n'
+                   "#include <stdlib.h>\nint main(int c, char **v) { for (int i = 1; i < c; i++) target(atol(v[i])); "
+                   "return 0; }\n")
+    exe = tmp_path / "rep"
+    subprocess.run(["gcc", "-O2", str(src), "-o", str(exe)], check=True, capture_output=True)
+    ns = [0, 1, 2, 100, 1000]
+    assert stepcount.run(exe, [str(n) for n in ns], name="target") == [4 + (n + 1 if n else 1) for n in ns]
+
+
 def test_a_program_without_the_function_and_a_failing_program_are_one_line(tmp_path, ptrace_ok):
     exe = _program(tmp_path, "plain")
     with pytest.raises(Exception, match="has no symbol nowhere"):

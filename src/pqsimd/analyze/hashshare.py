@@ -4,8 +4,9 @@ record as `hash_per_call_exact`) over the op's instructions per call, and the Am
 hash: an op whose share is s runs at most 1 / (1 - s) times faster however fast the hash gets.
 
 results/hash_share: scheme, op, variant, compiler, instructions (per call, the empty call's overhead included,
-as hashed), hashed (per call), share, amdahl_bound. Builds counted without call arcs (single-stepped AVX-512
-builds, the QEMU plugin) have no row: their share is n/a.
+as hashed), hashed (per call), share, amdahl_bound. Single-stepped builds (AVX-512) have their share from the
+stepper (run/stepcount.py --hash: callgrind's hash cost, exactly); builds counted by the QEMU plugin have no
+row: their share is n/a.
 
 results/kernel_share (issue 47): the same op's instructions split by kernel (data/hash.toml: the hash, NTT,
 sampling, packing, ...), each instruction counted for the innermost kernel it runs in (run/hashshare.py

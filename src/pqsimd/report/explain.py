@@ -435,7 +435,7 @@ def _rows_of(table: pd.DataFrame, scheme: str, op: str, compiler: str) -> pd.Dat
 
 def hash_share_text(table: pd.DataFrame, scheme: str, op: str, compiler: str, variants: list[str]) -> str:
     """Each variant's share of instructions inside Keccak/SHA-3/SHA-2 entry points (results/hash_share) and the
-    Amdahl bound it puts on a faster hash; n/a for a variant counted without call arcs (single-stepped)."""
+    Amdahl bound it puts on a faster hash; n/a for a variant counted without call arcs (the QEMU plugin)."""
     sel = _rows_of(table, scheme, op, compiler)
     if sel.empty:
         return ""

@@ -13,9 +13,10 @@ from ..results import Results, read_table
 from . import fmt
 
 CAPTION = ("Instructions per call inside the hash entry points (Keccak, SHA-3, SHA-2: data/hash.toml; exact counts "
-           "from callgrind's call arcs) over the op's instructions per call, and the Amdahl bound that share puts on a "
-           "faster hash: the op runs at most 1 / (1 − share) times faster however fast the hash gets. Builds counted "
-           "without call arcs (single-stepped AVX-512 builds, the QEMU plugin) have no share.")
+           "from callgrind's call arcs, or for AVX-512 builds from single-stepping them natively: the same count) over "
+           "the op's instructions per call, and the Amdahl bound that share puts on a faster hash: the op runs at most "
+           "1 / (1 − share) times faster however fast the hash gets. Builds counted by the QEMU plugin (aarch64, "
+           "riscv64) have no share.")
 HEADER = ["op", "parameter set", "variant", "instructions/call", "hashed/call", "hash share", "Amdahl bound"]
 
 

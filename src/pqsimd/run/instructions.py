@@ -125,10 +125,10 @@ def measure_pairs(driver: Path, library: Path, scheme: str, ops: list[str], n1: 
     backend = backend or Callgrind()
     requests = [(op, n, call_counter(scheme, op)) for op in ops for n in (n1, n2)]
     got = backend.count_batch(driver, library, scheme, requests)
-    def hashed(g):  # a backend without call arcs (the QEMU plugin, single-stepping) has no hash share
+    def hashed(g):  # a backend without call arcs (the QEMU plugin) has no hash share (the stepper has its own)
         return g[2] if len(g) > 2 else None
 
-    def kernels(g):  # nor kernel shares
+    def kernels(g):  # nor kernel shares (nor the stepper)
         return g[3] if len(g) > 3 else None
 
     return {op: Pair(got[2 * k][0], got[2 * k + 1][0], n1, n2, got[2 * k][1], got[2 * k + 1][1],

@@ -59,17 +59,39 @@ def symbol(program: Path, name: str = FUNCTION) -> tuple[int, bool]:
     addr = next((int(p[0], 16) for p in (l.split() for l in out.splitlines()) if len(p) == 3 and p[2] == name), None)
     if addr is None:
         raise PqsimdError(f"{program} has no symbol {name}: cannot count its calls")
-    with open(program, "rb") as f:
+    return addr, _position_independent(program)
+
+
+def _position_independent(path: Path) -> bool:
+    with open(path, "rb") as f:
         head = f.read(18)
-    return addr, int.from_bytes(head[16:18], "little") == 3  # e_type ET_DYN: relative to the load address
+    return int.from_bytes(head[16:18], "little") == 3  # e_type ET_DYN: addresses relative to the load address
 
 
-def _step(program: Path, args: list[str], name: str, profile: bool) -> str:
+def hash_entries(objects: list[Path]) -> str:
+    """The --hash list: every function of `objects` whose name data/hash.toml calls a hash entry point, as
+    "FILE<TAB>RELATIVE<TAB>ADDRESS" lines (FILE as /proc/PID/maps names it: its real path)."""
+    from .. import binary
+    from .hashshare import is_hash
+
+    lines = []
+    for obj in objects:
+        rel = int(_position_independent(obj))
+        real = os.path.realpath(obj)
+        lines += [f"{real}\t{rel}\t{s.addr:x}" for s in binary.symbols(obj) if s.kind == "code" and is_hash(s.name)]
+    return "\n".join(dict.fromkeys(lines)) + "\n"
+
+
+def _step(program: Path, args: list[str], name: str, profile: bool, hashed: list[Path] | None = None) -> str:
     addr, pie = symbol(program, name)
     with tempfile.TemporaryDirectory(prefix="pqsimd-step-") as d:
         out = Path(d) / "counts"
+        mode = ["--profile"] if profile else []
+        if hashed is not None:
+            (Path(d) / "entries").write_text(hash_entries(hashed))
+            mode = ["--hash", str(Path(d) / "entries")]
         proc = subprocess.run([str(binary()), str(out), f"{addr:x}", "1" if pie else "0",
-                               *(["--profile"] if profile else []), "--", str(program), *args],
+                               *mode, "--", str(program), *args],
                               capture_output=True, text=True, timeout=TIMEOUT_S)
         if proc.returncode != 0:
             why = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
@@ -80,6 +102,16 @@ def _step(program: Path, args: list[str], name: str, profile: bool) -> str:
 def run(program: Path, args: list[str], name: str = FUNCTION) -> list[int]:
     """The instructions of every call of `name` while `program args...` runs, in call order."""
     return [int(x) for x in _step(program, args, name, False).split()]
+
+
+def run_hashed(program: Path, args: list[str], objects: list[Path], name: str = FUNCTION) -> list[tuple[int, int]]:
+    """Every call of `name`: (its instructions, those inside calls into the hash entry points of `objects` from
+    code outside them: callgrind's hash cost, run/hashshare.hash_cost)."""
+    out = []
+    for line in _step(program, args, name, False, hashed=objects).splitlines():
+        n, h = line.split()
+        out.append((int(n), int(h)))
+    return out
 
 
 def run_profiles(program: Path, args: list[str], name: str = FUNCTION) -> list[tuple[int, dict[tuple[str, int], int]]]:
@@ -125,14 +157,15 @@ class Stepper:
         return "pqsimd stepcount (ptrace single-step, native)"
 
     def count_batch(self, driver: Path, library: Path, scheme: str, requests) -> list:
-        """[(instructions, None, None)] per (op, calls, counter) request, all in one process (a counter's
-        calls are not seen: None, as the QEMU plugin)."""
+        """[(instructions, None, hashed)] per (op, calls, counter) request, all in one process (a counter's
+        calls are not seen: None, as the QEMU plugin; the hash share from the calls into the library's and the
+        driver's hash entry points; no kernel shares)."""
         args = ["count", str(library), scheme, *(x for op, calls, _ in requests for x in (op, str(calls)))]
-        got = run(Path(driver), args)
+        got = run_hashed(Path(driver), args, [Path(library), Path(driver)])
         if len(got) != len(requests):
             raise CountError(f"{requests[0][0]} ...: the single-step counter saw {len(got)} calls of {FUNCTION}, "
                              f"expected {len(requests)}")
-        return [(n, None, None) for n in got]  # no call arcs: neither a counter's calls nor the hash share
+        return [(n, None, h) for n, h in got]  # no call arcs: a counter's calls and the kernel shares unseen
 
     def profile_batch(self, driver: Path, library: Path, scheme: str, requests) -> list:
         """[({(object, address): executions}, None)] per (op, calls) request, one process: the exact dynamic

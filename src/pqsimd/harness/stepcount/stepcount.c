@@ -10,11 +10,18 @@
  * single-stepped from its first instruction until it has returned (the instruction pointer at the
  * return address and the stack pointer above it): the instructions it executed, its `ret` included,
  * every callee's included, one line per call written to OUT. Then the breakpoint is set again. A rep-
- * prefixed string instruction traps once per iteration, as valgrind counts it. A signal that arrives
+ * prefixed string instruction traps once per iteration; valgrind counts one more, the pass that finds the
+ * count at zero (`rep stosq` with rcx = 100: 101 Ir, 100 traps; with rcx = 0: 1 and 1), so that pass is added
+ * here too (rep_kind). A signal that arrives
  * while stepping is an error (its handler would be counted): exit 3. PROGRAM's exit status is
  * stepcount's. Nothing here depends on what the stepped code is.
  * --profile: each call's line is "# COUNT", followed by one line per executed instruction address,
- * "FILE<TAB>ADDRESS<TAB>EXECUTIONS" (ADDRESS in hex, relative to FILE's offset-0 mapping: objdump's address). */
+ * "FILE<TAB>ADDRESS<TAB>EXECUTIONS" (ADDRESS in hex, relative to FILE's offset-0 mapping: objdump's address).
+ * --hash ENTRIES: each call's line is "COUNT HASHED": HASHED the instructions executed from an entry into one
+ * of the functions ENTRIES lists (lines "FILE<TAB>RELATIVE<TAB>ADDRESS": the function's first instruction,
+ * RELATIVE 1 when ADDRESS is from FILE's offset-0 mapping) made from code outside them until that function has
+ * returned, its callees included: callgrind's inclusive cost of the call arcs into them from other code
+ * (run/hashshare.py), which is what a call arc is. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -104,14 +111,106 @@ static void dump_profile(pid_t pid, FILE *out) {
     used = 0;
 }
 
+/* A rep-prefixed string instruction at rip: 0 none, 1 unconditional (movs, stos, lods, ins, outs), 2 repe
+ * cmps/scas, 3 repne cmps/scas; decoded once per address (the code does not change). */
+#define REP_SLOTS (1u << 16)
+static uint64_t rep_rip[REP_SLOTS];
+static signed char rep_known[REP_SLOTS]; /* 0: not decoded, else kind + 1 */
+
+static int rep_kind(pid_t pid, uint64_t rip) {
+    unsigned h = (unsigned)((rip * 0x9E3779B97F4A7C15ull) >> 48) & (REP_SLOTS - 1);
+    if (rep_known[h] && rep_rip[h] == rip) return rep_known[h] - 1;
+    unsigned char b[16];
+    for (int i = 0; i < 2; i++) {
+        errno = 0;
+        long w = ptrace(PTRACE_PEEKTEXT, pid, (void *)(rip + 8 * i), NULL);
+        if (errno) return 0;
+        memcpy(b + 8 * i, &w, 8);
+    }
+    int rep = 0, i = 0, kind = 0;
+    for (; i < 14; i++) { /* legacy prefixes; the last of F2/F3 is the repeat */
+        unsigned char c = b[i];
+        if (c == 0xF2 || c == 0xF3) rep = c;
+        else if (!(c == 0xF0 || c == 0x2E || c == 0x36 || c == 0x3E || c == 0x26 || c == 0x64 || c == 0x65 ||
+                   c == 0x66 || c == 0x67)) break;
+    }
+    if ((b[i] & 0xF0) == 0x40) i++; /* REX */
+    unsigned char op = b[i];
+    if (rep && ((op >= 0xA4 && op <= 0xA5) || (op >= 0xAA && op <= 0xAD) || (op >= 0x6C && op <= 0x6F))) kind = 1;
+    else if (rep && (op == 0xA6 || op == 0xA7 || op == 0xAE || op == 0xAF)) kind = rep == 0xF3 ? 2 : 3;
+    rep_rip[h] = rip;
+    rep_known[h] = (signed char)(kind + 1);
+    return kind;
+}
+
+/* --hash: the entry addresses, sorted once the program's objects are mapped (at the first counted call) */
+#define MAX_ENTRIES 65536
+static uint64_t entry[MAX_ENTRIES];
+static int entries, entries_loaded;
+
+static int cmp_u64(const void *x, const void *y) {
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static int is_entry(uint64_t rip) {
+    int lo = 0, hi = entries - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (entry[mid] == rip) return 1;
+        if (entry[mid] < rip) lo = mid + 1; else hi = mid - 1;
+    }
+    return 0;
+}
+
+/* The start of FILE's offset-0 mapping in the traced process, 0 when it is not mapped. */
+static uint64_t file_base(pid_t pid, const char *file) {
+    char path[64], line[4096];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    uint64_t base = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, off;
+        char name[4096] = "";
+        if (sscanf(line, "%lx-%*x %*s %lx %*s %*s %4095s", &lo, &off, name) >= 3 && off == 0 && strcmp(name, file) == 0) {
+            base = lo;
+            break;
+        }
+    }
+    fclose(f);
+    return base;
+}
+
+static int load_entries(pid_t pid, const char *list) {
+    FILE *f = fopen(list, "r");
+    if (!f) return -1;
+    char line[4352], file[4096];
+    int relative;
+    unsigned long long addr;
+    while (fgets(line, sizeof line, f) && entries < MAX_ENTRIES) {
+        if (sscanf(line, "%4095[^\t]\t%d\t%llx", file, &relative, &addr) != 3) continue;
+        uint64_t base = relative ? file_base(pid, file) : 0;
+        if (relative && !base) continue; /* not mapped in this process: never entered */
+        entry[entries++] = base + addr;
+    }
+    fclose(f);
+    qsort(entry, entries, sizeof entry[0], cmp_u64);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int a = 4, profile = 0;
+    const char *hash_list = NULL;
     if (argc > 5 && strcmp(argv[4], "--profile") == 0) {
         profile = 1;
         a = 5;
+    } else if (argc > 6 && strcmp(argv[4], "--hash") == 0) {
+        hash_list = argv[5];
+        a = 6;
     }
     if (argc < a + 2 || strcmp(argv[a], "--") != 0) {
-        fprintf(stderr, "usage: stepcount OUT OFFSET PIE [--profile] -- PROGRAM ARGS...\n");
+        fprintf(stderr, "usage: stepcount OUT OFFSET PIE [--profile | --hash ENTRIES] -- PROGRAM ARGS...\n");
         return 2;
     }
     if (profile) {
@@ -172,8 +271,20 @@ int main(int argc, char **argv) {
         errno = 0;
         uint64_t ret = (uint64_t)ptrace(PTRACE_PEEKDATA, pid, (void *)sp, NULL);
         if (errno) return die("read the return address");
-        uint64_t count = 0;
+        if (hash_list && !entries_loaded++ && load_entries(pid, hash_list) != 0) return die(hash_list);
+        uint64_t count = 0, hashed = 0, hash_sp = 0, hash_ret = 0;
+        int inside = 0;
         for (;;) {
+            if (entries && !inside && is_entry(r.rip)) { /* entered from code outside them: until it returns */
+                inside = 1;
+                hash_sp = r.rsp;
+                errno = 0;
+                hash_ret = (uint64_t)ptrace(PTRACE_PEEKDATA, pid, (void *)r.rsp, NULL);
+                if (errno) return die("read a hash function's return address");
+            }
+            hashed += inside;
+            uint64_t at = r.rip;
+            int rep = rep_kind(pid, at);
             if (profile && bump(r.rip) != 0) {
                 fprintf(stderr, "stepcount: more than %u distinct instruction addresses in one call\n", SLOTS / 2);
                 return 3;
@@ -190,10 +301,21 @@ int main(int argc, char **argv) {
                 return 3;
             }
             count++;
+            uint64_t rcx_before = r.rcx;
             ptrace(PTRACE_GETREGS, pid, NULL, &r);
+            /* the last iteration of a rep string instruction that ran out of its count: valgrind's extra pass */
+            if (rep && rcx_before != 0 && r.rcx == 0 && r.rip != at &&
+                (rep == 1 || (rep == 2 && (r.eflags & 0x40)) || (rep == 3 && !(r.eflags & 0x40)))) {
+                count++;
+                hashed += inside;
+                if (profile) bump(at);
+            }
+            if (inside && r.rip == hash_ret && r.rsp == hash_sp + 8) inside = 0;
             if (r.rip == ret && r.rsp == sp + 8) break;
         }
-        if (profile) {
+        if (hash_list) {
+            fprintf(out, "%llu %llu\n", (unsigned long long)count, (unsigned long long)hashed);
+        } else if (profile) {
             fprintf(out, "# %llu\n", (unsigned long long)count);
             dump_profile(pid, out);
         } else {
