@@ -167,3 +167,24 @@ def test_a_signal_outside_the_function_reaches_the_program_and_counting_goes_on(
                             "    if (got != SIGUSR1) return 9;"))
     subprocess.run(["gcc", "-O2", str(src), "-o", str(tmp_path / "sig")], check=True, capture_output=True)
     assert stepcount.run(tmp_path / "sig", ["3", "5"], name="target") == [13, 21]
+
+
+def test_explain_names_the_counter_of_each_stepped_build(tmp_path):
+    """analyze records the builds counted by single-stepping (summary.json `stepped`, from the instructions job
+    records); explain's header names that counter for them, not callgrind's."""
+    import json
+    from types import SimpleNamespace
+
+    from pqsimd.analyze.records import stepped_record
+    from pqsimd.report.explain import counters_text
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({"isa": {"name": "x86_64"}}))
+    summary = {"stepped": [{"scheme": "keccak-p1600", "variant": "avx512", "compiler": "gcc", "because": "EVEX"}]}
+    d = SimpleNamespace(directory=tmp_path, summary=summary)
+    assert counters_text(d, "keccak-p1600", "gcc", ["avx2", "avx512"]) == \
+        "callgrind; avx512 single-stepped natively under ptrace"
+    assert counters_text(d, "keccak-p1600", "gcc", ["avx512"]) == "avx512 single-stepped natively under ptrace"
+    assert counters_text(d, "keccak-p1600", "clang-16", ["avx512"]) == "callgrind"
+    assert stepped_record(tmp_path) == []

@@ -62,6 +62,15 @@ class FamilyView:
         return p if isinstance(p, str) and p.isalpha() else "".join(ch for ch in self.name.title() if ch.isalpha())
 
 
+def counted_by(summary: dict, scheme: str, variant: str, compiler: str, manifest: dict) -> str:
+    """Who counted one build's instructions: the single-step counter for a build analyze recorded as stepped
+    (summary.json `stepped`: AVX-512 builds valgrind cannot run), else the study's counting tool."""
+    for r in (summary or {}).get("stepped") or []:
+        if (r.get("scheme"), r.get("variant"), r.get("compiler")) == (scheme, variant, compiler):
+            return "single-stepped natively under ptrace"
+    return counting_tool(manifest)
+
+
 def counting_tool(manifest: dict) -> str:
     """Who counted a study's instructions, for captions: callgrind (x86-64), or our QEMU plugin
     (aarch64, riscv64 under qemu-user: "emulated", with the vector length where the ISA has one); the

@@ -55,6 +55,18 @@ def budget_record(directory: Path) -> dict:
 SELF_CHECK_TOLERANCE_TICKS = 1.0  # the engine's acceptance for the empty op: 0 +- 1 tick per call
 
 
+def stepped_record(directory: Path) -> list[dict]:
+    """The builds whose instructions were counted by single-stepping them natively (run/stepcount.py: a build
+    valgrind cannot run, AVX-512), from the instructions job records: scheme, variant, compiler and valgrind's
+    reason. Captions and explain name the counter per build from it."""
+    out = []
+    for rec in StudyDir(directory).job_records().values():
+        if isinstance(rec, dict) and rec.get("metric") == metrics_mod.COUNT and rec.get("backend") == "ptrace-step":
+            out.append({"scheme": rec.get("scheme"), "variant": rec.get("variant"), "compiler": rec.get("compiler"),
+                        "because": str(rec.get("stepped_because") or "")})
+    return sorted(out, key=lambda r: (str(r["scheme"]), str(r["variant"]), str(r["compiler"])))
+
+
 def self_check_record(groups: pd.DataFrame, self_checks: set[str]) -> dict:
     """What the families' self-check ops (empty functions) read per call in ticks: the call cost the
     harness's loop calibration did not remove. Every timed op carries about that much, so an op of

@@ -40,7 +40,7 @@ from .groups import (EXACT_METRICS, MIN_CLOCK_STEPS, attach_resolution, build_gr
                      short_samples)
 from .load import drop_failed_builds, load_spins, not_timed_variants
 from .methods import ESTIMAND, estimand_of, methods
-from .records import (SELF_CHECK_TOLERANCE_TICKS, budget_record, clock_record, layout_record, regimes_record, self_check_record,
+from .records import (SELF_CHECK_TOLERANCE_TICKS, stepped_record, budget_record, clock_record, layout_record, regimes_record, self_check_record,
                       shared_cpu_jobs, shared_cpu_record, shared_cpu_warning, warmup_record, with_cpu_share,
                       with_job_records)
 from .write import write_json, write_or_remove, write_spins, write_table
@@ -496,6 +496,8 @@ def write_summary(a: Analysis) -> None:
             "position0_flagged": int(groups_df["position0"].sum()),
         },
         "warmup": warmup_record(directory, ctx["design"]),
+        # builds counted by single-stepping (valgrind cannot run them): who counted what, for captions and explain
+        "stepped": stepped_record(directory),
         "budget": budget_record(directory),
         "clock": clock_record(data.jobs, groups_df[~groups_df["op"].isin(a.self_checks)], main),
         "computed_from": a.sources,

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import PqsimdError, command, did_you_mean
 from . import fmt
-from ..results import counting_tool, read_summary, read_table
+from ..results import counted_by, counting_tool, read_summary, read_table
 from ..studydir import StudyDir
 from ..metrics import unit_of
 from ..mixreading import OpMix, class_shift, slow_candidates
@@ -195,7 +195,7 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
 
     info = {v: opsrow(v) for v in chosen}
     base = chosen[0]
-    lines = [f"{slabel} · {label} ({op}) · {compiler}: " + " → ".join(chosen) + f"   [instruction mix per call: {counting_tool(StudyDir(d.directory).read_manifest())}, exact]"]
+    lines = [f"{slabel} · {label} ({op}) · {compiler}: " + " → ".join(chosen) + f"   [instruction mix per call: {counters_text(d, scheme, compiler, chosen)}, exact]"]
 
     def row(name: str, text: str):
         lines.append(f"  {name:<{LABEL_W}}{text}")
@@ -468,6 +468,16 @@ def kernel_share_text(table: pd.DataFrame, scheme: str, op: str, compiler: str, 
         rest = 1 - float(named["share"].sum())
         parts.append(f"{v} " + ", ".join([*(f"{x.label} {fmt.pct(x.share)}" for x in named.itertuples()), f"other {fmt.pct(rest)}"]))
     return " · ".join(parts)
+
+
+def counters_text(d, scheme: str, compiler: str, variants: list[str]) -> str:
+    """Who counted the variants' instructions: the study's tool, and each variant counted otherwise (an AVX-512
+    build single-stepped natively, valgrind cannot run it) named after it."""
+    manifest = StudyDir(d.directory).read_manifest()
+    by = {v: counted_by(d.summary, scheme, v, compiler, manifest) for v in variants}
+    main = counting_tool(manifest)
+    others = [f"{v} {how}" for v, how in by.items() if how != main]
+    return "; ".join([main, *others] if len(others) < len(by) else others)
 
 
 def per_unit_text(table: pd.DataFrame, scheme: str, compiler: str, tick_unit: str) -> str:
