@@ -1,6 +1,6 @@
 # The two commands of the README quickstart:
 #   make study   set up, build, verify, time the default study, analyse and report
-#   make test    the whole test suite
+#   make test    the whole test suite (on both CPUs: a module's tests on one worker, the SLURM ones together)
 # and the lane a developer runs while editing:
 #   make test-fast   every test that runs no real study, build or pqsimd command (tests/conftest.py
 #                    sorts them), on both CPUs; no system packages installed
@@ -18,7 +18,7 @@ study: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	tools/test-deps.sh
-	PQSIMD_REQUIRE_TOOLS=1 PQSIMD_REQUIRE_SLURM=1 PQSIMD_REQUIRE_CHROMIUM=1 $(VENV)/bin/python -m pytest -q -ra
+	PQSIMD_REQUIRE_TOOLS=1 PQSIMD_REQUIRE_SLURM=1 PQSIMD_REQUIRE_CHROMIUM=1 $(VENV)/bin/python -m pytest -q -ra -n 2 --dist loadgroup
 
 test-fast: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -m "not study" -n 2

@@ -219,6 +219,11 @@ def pytest_collection_modifyitems(config, items):
             funcs += [d.func for d in defs]
         if any(f is not None and _runs_a_study(f) for f in funcs):
             item.add_marker(_eng_pytest.mark.study)
+        # `make test` runs on both CPUs (pytest-xdist, --dist loadgroup): a module's tests stay on one worker (its
+        # module-scoped builds are made once), and every test of the one-node SLURM cluster on the same worker
+        # (one cluster per machine: its daemons listen on fixed ports)
+        uses_slurm = "slurm_cluster" in (getattr(item, "fixturenames", None) or ())
+        item.add_marker(_eng_pytest.mark.xdist_group("slurm" if uses_slurm else item.module.__name__))
 
 
 # -- tools a test needs ---------------------------------------------------------------------------------
