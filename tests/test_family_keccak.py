@@ -258,3 +258,14 @@ def test_the_avx512_commands_of_the_readme_warn_of_no_uncompared_variant(variant
     assert not [w for w in warnings if "not compared" in w]
     _, warnings = plan_pairs(catalog.chain("x86_64"), [*variants, "wolfssl-c"], ["gcc"])
     assert [w for w in warnings if "not compared" in w and "wolfssl-c" in w and variants[-1] not in w]
+
+
+def test_the_keccak_familys_hand_stage_starts_at_its_plain_c():
+    """Keccak's chain has no ref: its Table 1, median column and headlines are of plain → avx2 (a 'ref → avx2'
+    table was all n/a); a family with ref keeps the chain's hand stage."""
+    from pqsimd import catalog
+
+    chain = catalog.chain()
+    assert chain.hand_for({"plain", "avx2", "avx512"}).stage == "hand_simd_plain"
+    assert chain.hand_for({"refo0", "refnv", "ref", "avx2"}) == chain.hand
+    assert chain.hand_for(set()) == chain.hand  # nothing timed: the chain's own, as before

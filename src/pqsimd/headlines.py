@@ -69,14 +69,14 @@ def headline_table(comparisons: pd.DataFrame, families: dict, chain, metric: str
     if comparisons is None or comparisons.empty or chain.hand is None or not metrics_mod.reads_as_speedup(metric):
         return pd.DataFrame(columns=HEADLINE_COLUMNS)
     self_checks = {f.get("self_check") for f in families.values() if f.get("self_check")}
-    c = comparisons[(comparisons["metric"] == metric) & ~comparisons["op"].isin(self_checks)
-                    & (comparisons["baseline"] == chain.hand.base) & (comparisons["variant"] == chain.hand.variant)]
+    c = comparisons[(comparisons["metric"] == metric) & ~comparisons["op"].isin(self_checks)]
     if compiler is not None:
         c = c[(c["compiler"] == compiler) & (c.get("baseline_compiler", c["compiler"]) == compiler)]
-    hand = c.drop_duplicates(["scheme", "op"])
     rows = []
     for name, f in families.items():
-        d = hand[hand["scheme"].isin(list(f.get("schemes") or {}))]
+        mine = c[c["scheme"].isin(list(f.get("schemes") or {}))]
+        h = chain.hand_for(set(mine["baseline"]))  # the family's hand stage (Keccak's starts at plain)
+        d = mine[(mine["baseline"] == h.base) & (mine["variant"] == h.variant)].drop_duplicates(["scheme", "op"])
         for p in headline_picks(d, f):
             r = p["row"]
             rows.append({"family": name, "kind": p["kind"], "group": p["group"], "n": p["n"], "scheme": r["scheme"],

@@ -172,6 +172,14 @@ class Chain:
         """The chain's last step: the hand-written SIMD stage of the paper's Table 1."""
         return self.steps[-1] if self.steps else None
 
+    def hand_for(self, variants) -> Step | None:
+        """The hand stage of a family whose builds are `variants`: the chain's hand step where the family has its
+        baseline, else a further step into the same hand variant from a baseline it has (Keccak's plain C → AVX2)."""
+        h = self.hand
+        if h is None or h.base in variants:
+            return h
+        return next((s for s in self.also if s.variant == h.variant and s.base in variants), h)
+
     def step(self, stage: str) -> Step | None:
         return next((s for s in (*self.steps, *self.also) if s.stage == stage), None)
 

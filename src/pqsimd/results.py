@@ -250,6 +250,13 @@ class Results:
                 have.update(df["compiler"].dropna().astype(str))
         return [c for c in listed if c in have] + sorted(have - set(listed))
 
+    def hand_of(self, fam) -> "Step | None":
+        """The family's hand stage (model.Chain.hand_for over the variants the study has groups of in its
+        parameter sets): the chain's own, or Keccak's from its plain C."""
+        g = self.groups
+        timed = set(g.loc[g["scheme"].isin(fam.schemes), "variant"]) if not g.empty and "scheme" in g else set()
+        return self.chain.hand_for(timed)
+
     @property
     def primary_compiler(self) -> str | None:
         cs = self.compilers

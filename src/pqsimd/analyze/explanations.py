@@ -506,7 +506,14 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
         return pd.DataFrame(columns=COLUMNS)
     steps = {s.stage: s for s in (*chain.steps, *chain.also)}
     c = c[c["stage"].isin(list(steps))].drop_duplicates(["scheme", "op", "stage"])
-    hand = c[c["stage"] == chain.hand.stage]
+    # each family's hand stage: the chain's, or a further step into the hand variant from a baseline the family
+    # has (Keccak's plain → avx2)
+    hand_stage_of = {}
+    for f in families.values():
+        mine = list(f.get("schemes") or {})
+        stage = chain.hand_for(set(c.loc[c["scheme"].isin(mine), "baseline"])).stage
+        hand_stage_of.update({s: stage for s in mine})
+    hand = c[c["stage"] == c["scheme"].map(hand_stage_of).fillna(chain.hand.stage)]
     kinds = select(hand, c, families, threshold)
     if not kinds:
         return pd.DataFrame(columns=COLUMNS)
@@ -546,7 +553,8 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
         parts = [mech] if mech else []
         used = ["ticks"] + (["instructions"] if mech else [])
         others: list[Evidence] = []
-        if r["stage"] == chain.hand.stage and ("outlier-across-sets" in ks or "headline" in ks):
+        if r["stage"] == hand_stage_of.get(r["scheme"], chain.hand.stage) and ("outlier-across-sets" in ks
+                                                                             or "headline" in ks):
             peers = [o for o in hand[(hand["op"] == r["op"]) & (hand["scheme"] != r["scheme"])
                                      & (hand["scheme"].map(fam_of) == fam)].to_dict("records")]
             if peers and ("outlier-across-sets" in ks or not any(_overlap(r, o) for o in peers)):
@@ -604,7 +612,7 @@ def explanation_table(comparisons: pd.DataFrame, groups: pd.DataFrame | None, ta
             "missing": note,
         })
     out = pd.DataFrame(rows, columns=COLUMNS)
-    out["shown"] = [_shown_rank(r, chain.hand.stage) for r in out.to_dict("records")]
+    out["shown"] = [_shown_rank(r, hand_stage_of.get(r["scheme"], chain.hand.stage)) for r in out.to_dict("records")]
     rank = {"scheme": {s: i for i, s in enumerate(set_labels)}, "op": {o: i for i, o in enumerate(dict.fromkeys(c["op"]))}}
     out = out.sort_values(["family", "shown", "scheme", "op"], key=lambda s: s.map(rank[s.name]) if s.name in rank else s,
                           kind="stable").reset_index(drop=True)

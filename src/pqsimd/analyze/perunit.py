@@ -1,7 +1,7 @@
 """The per-unit view: for a family that says how many units of work each op does per call ([views] per_unit,
 e.g. Keccak's ops permute 1, 4 or 8 states), every build's time and count per unit, and from one op to the
-next the per-unit speedup with its interval — for the keccak family the *width* effect: 4-way → 8-way of the
-avx512 build is 256-bit AVX-512VL → 512-bit AVX-512 at the same ISA features.
+next the per-unit speedup with its interval — for the keccak family the *width* effect: its AVX-512 build's 4-way
+→ 8-way op is 256-bit AVX-512VL → 512-bit AVX-512 at the same ISA features.
 
     per_unit    metric, scheme, variant, compiler, unit, op_from, op_to, units_from, units_to,
                 per_unit_from, per_unit_to (each op's group median over its units per call),

@@ -485,7 +485,7 @@ def per_unit_text(table: pd.DataFrame, scheme: str, compiler: str, tick_unit: st
     permutation of the 1-, 4- and 8-way ops) and, op to op, the per-unit speedup with its interval: the width
     effect is a variant's row read left to right."""
     if table.empty or "metric" not in table:
-        return "no per-unit comparisons in this study (run `pqsimd analyze` again)"
+        return "no per-unit comparisons in this study's results (an analysis older than the view)"
     t = table[(table["metric"] == metrics_mod.TIME) & (table["scheme"] == scheme) & (table["compiler"] == compiler)]
     parts = []
     for v in dict.fromkeys(t["variant"]):

@@ -30,7 +30,7 @@ class Warning_:
 # -- headline findings ----------------------------------------------------------------------
 
 def _hand(study: Results, fam: FamilyView, metric: str, compiler: str | None = None):
-    h = study.chain.hand
+    h = study.hand_of(fam)
     if h is None:
         return pd.DataFrame()
     df = study.comparison(metric, baseline=h.base, variant=h.variant, compiler=compiler or "primary")
@@ -92,7 +92,7 @@ def _picks(study: Results, fam: FamilyView, metric: str) -> dict[tuple[str, str]
 
 def headlines(study: Results, fam: FamilyView) -> list[str]:
     metric = study.primary_metric
-    h = study.chain.hand
+    h = study.hand_of(fam)
     if metric not in study.speed_metrics:  # a study of stack and size alone: no speedup to headline
         return []
     df = _hand(study, fam, metric)

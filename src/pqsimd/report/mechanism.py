@@ -282,7 +282,7 @@ def findings(study, fam, mix: pd.DataFrame, ratios: pd.DataFrame, ops_tab: pd.Da
              mcm: pd.DataFrame) -> list[str]:
     out: list[str] = []
     comp = study.primary_compiler
-    h = study.chain.hand
+    h = study.hand_of(fam)
     labels = dict(zip(mix["class"], mix["class_label"]))
     # largest class shifts of the hand step
     if h is not None and not ratios.empty:

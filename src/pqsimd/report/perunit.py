@@ -1,8 +1,8 @@
 """The per-unit view, a registered part (report/parts.py): for a family whose ops do 1, 4, 8 units of work per
 call (Keccak's permutations), each build's time and instructions per unit and, op to op, the per-unit speedup
-with its interval (results/per_unit, written by analyze/perunit.py). For Keccak the rows of the avx512 build
+with its interval (results/per_unit, written by analyze/perunit.py). For Keccak the rows of the AVX-512 build
 are the *width* effect (the 4-way AVX-512VL code at 256 bits → the 8-way at 512 bits); the *ISA-feature*
-effect (avx2 → avx512 at the same op and width) is the chain's own stage row, in the speedup tables.
+effect (AVX2 → AVX-512 at the same op and width) is the chain's own stage row, in the speedup tables.
 A table per family in the report (perunit/table_per_unit_<family>), a section in `pqsimd show`."""
 
 from __future__ import annotations

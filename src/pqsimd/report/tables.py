@@ -176,8 +176,14 @@ def reference_frame(study: Results, fam: FamilyView) -> tuple[pd.DataFrame | Non
     return df, " ".join(ref.get("about", [])[:2])
 
 
+def _timed(study: Results, fam: FamilyView) -> set[str]:
+    """The variants the study has groups of in the family's parameter sets."""
+    g = study.groups
+    return set(g.loc[g["scheme"].isin(fam.schemes), "variant"]) if not g.empty and "scheme" in g else set()
+
+
 def table1_hand_simd(study: Results, fam: FamilyView, metric: str, reference: str | None = None) -> Table:
-    h = study.chain.hand
+    h = study.hand_of(fam)
     schemes = fam.schemes
     paper, about = reference_frame(study, fam) if reference == "paper" else (None, "")
     header, groups, rows, data, seen = ["Operation"], [], [], [], []
@@ -261,8 +267,12 @@ def _columns(study: Results, fam: FamilyView, metric: str) -> list[tuple[str, st
 
 def table_full(study: Results, fam: FamilyView, metric: str) -> Table:
     cols = _columns(study, fam, metric)
-    h = study.chain.hand
-    base_var = h.base if h else study.variants[0]
+    timed = _timed(study, fam)
+    h = study.hand_of(fam)
+    # the median column is of the family's hand stage's baseline (ref; Keccak's plain), else of the first baseline
+    # its comparisons have
+    base_var = next((v for v in ([h.base] if h else []) + [c[2] for c in cols] + list(study.variants) if v in timed),
+                    h.base if h else study.variants[0])
     header = ["Operation", f"{base_var} median"] + [c[1] for c in cols]
     rows, data, seen = [], [], []
     comp = study.comparison(metric)
