@@ -262,6 +262,19 @@ def test_unconfirmed_and_untested_builds_say_nothing_about_a_step():
     assert st.empty
 
 
+def test_an_unconfirmed_build_whose_flagged_sites_are_elsewhere_reads_clean_beside_a_leak():
+    """HQC-128: gcc's one unconfirmed site is single_bit_mask, clang-16's confirmed leak is in base_mul: the
+    cross-compiler step says clang-16 introduced it (the same site flagged on both sides still says nothing)."""
+    rows = _sites([("ref", "gcc", "unconfirmed"), ("ref", "clang-16", "leak")])
+    rows.loc[rows["compiler"] == "gcc", ["function", "file", "line"]] = ["single_bit_mask", "vector.c", 33]
+    rows.loc[rows["compiler"] == "clang-16", ["function", "file", "line"]] = ["base_mul", "gf2x.c", 64]
+    st = ct_analysis.stage_table(rows, CHAIN, ["gcc", "clang-16"])
+    assert len(st) == 1 and st.iloc[0]["stage"] == "cross_compiler" and st.iloc[0]["change"] == "introduced"
+    assert st.iloc[0]["sentence"].startswith("compiler gcc → clang-16 introduced the branch in base_mul (gf2x.c:64)")
+    same = _sites([("ref", "gcc", "unconfirmed"), ("ref", "clang-16", "leak")])
+    assert ct_analysis.stage_table(same, CHAIN, ["gcc", "clang-16"]).empty
+
+
 class _Fam:
     def __init__(self, secrets):
         self._s = secrets
