@@ -39,7 +39,7 @@ def test_adapt_is_the_default_and_keeps_once_the_probe_and_an_attempt_were_share
     assert job.adapt_to_busy(sd, study, "paired.x.1", SHARE, 0, said.append)
     assert len(said) == 1 and "\n" not in said[0]
     assert "the sizing probe waited 56% of its time" in said[0] and "job paired.x.0 33%" in said[0]
-    assert f"run {sd.path.parent / 'busy-quiet'} --shared-cpu discard`" in said[0]
+    assert f"run {sd.path.parent / 'busy-quiet'} --like {sd.path} --shared-cpu discard`" in said[0]
 
 
 def test_without_a_shared_probe_it_takes_two_attempts_and_discard_never_keeps(tmp_path):

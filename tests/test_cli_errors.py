@@ -289,3 +289,15 @@ def test_bootstrap_counts_and_seeds_are_bounded(measured, cli, tmp_path):
                    "--bootstrap must be from 100 to 100,000")
     one_line_error(cli("campaign", tmp_path / "c", measured, "--seed", "-1"), "--seed must be an integer from 0 to")
     assert not (tmp_path / "c").exists()
+
+
+def test_like_starts_a_new_study_from_another_s_settings_and_refuses_in_one_line(cli, tmp_path):
+    """--like DIR (the quiet rerun's advice): a directory without a study is refused, and so is a target that
+    holds a study already, each in one line; nothing is written for either."""
+    one_line_error(cli("run", tmp_path / "new", "--like", tmp_path / "nowhere"), "--like", "no study.toml there")
+    assert not (tmp_path / "new").exists()
+    old, new = tmp_path / "old", tmp_path / "taken"
+    for d in (old, new):
+        d.mkdir()
+        (d / "study.toml").write_text("[study]\nschemes = ['ml-kem-512']\n")
+    one_line_error(cli("run", new, "--like", old), "holds a study already", "new directory")

@@ -155,6 +155,9 @@ def cli() -> None:
               help="slurm: comma list of partitions (machine types): the study once per partition in "
                    "DIR/machines/<name>, then their campaign in DIR/campaign")
 @click.option("--no-run", is_flag=True, default=False, help="build and verify only")
+@click.option("--like", "like", type=click.Path(path_type=Path), default=None,
+              help="a new study with the settings of the study in this directory (its study.toml); "
+                   "the options given here change them (a quiet rerun: --like DIR --shared-cpu discard)")
 @click.option("--ablation", is_flag=True, default=False,
               help="time each family's ablation: its variant with every subset of its kernel groups native")
 def run(directory: Path, **opts) -> None:
@@ -179,6 +182,7 @@ def run(directory: Path, **opts) -> None:
     if vlens is not None and len(vlens) == 1 and not vlen_set:
         opts["vlen"] = vlens[0]
     slurm = {k: opts.pop(k) for k in ("partition", "nodelist", "exclusive", "time_limit", "account", "sbatch_args")}
+    _start_like(directory, opts.pop("like"))
     executor = opts.pop("executor")  # None: local, or the set's own (a machine set runs on SLURM)
     no_run = opts.pop("no_run")
     machines = _csv(opts.pop("machines"))
@@ -205,6 +209,20 @@ def run(directory: Path, **opts) -> None:
     if not ok:
         sys.exit(1)
     click.echo(_next_step(directory, no_run, report=directory / "report" if vlen_set else None))
+
+
+def _start_like(directory: Path, like: Path | None) -> None:
+    """--like DIR: DIRECTORY starts as a copy of DIR's study.toml (then `run` continues it, the options given
+    changing it as they change any stored study)."""
+    if like is None:
+        return
+    src = Path(like) / "study.toml"
+    if not src.is_file():
+        raise PqsimdError(f"--like {like}: no study.toml there; give the directory of a study (one `pqsimd run` made)")
+    if (directory / "study.toml").exists():
+        raise PqsimdError(f"{directory} holds a study already: --like starts a new one; give a new directory")
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "study.toml").write_bytes(src.read_bytes())
 
 
 def _next_step(directory: Path, no_run: bool, report: Path | None) -> str:

@@ -259,7 +259,8 @@ def adapt_to_busy(sd: StudyDir, study: study_mod.Study, job_id: str, share: cpuc
         quiet = sd.path.parent / f"{sd.path.name}-quiet"
         notify(f"the CPUs stay busy ({why}, job {job_id} {share.waited_fraction:.0%}): this run keeps the jobs that "
                f"share their CPU, marked, and the analysis gives every verdict and estimate with and without them; "
-               f"for a quiet rerun on an idle machine: {command('run', quiet, '--shared-cpu', 'discard')}")
+               f"for a quiet rerun on an idle machine: "
+               f"{command('run', quiet, '--like', sd.path, '--shared-cpu', 'discard')}")
     return True
 
 
