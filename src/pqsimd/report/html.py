@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import base64
 import datetime as _dt
 import os
@@ -304,9 +306,12 @@ def states(study: Results) -> list[dict]:
                               ("shared", "Jobs that shared their CPU", study.shared_cpu_note())):
         rows = study.without_rows(what)
         if len(rows):
-            out.append({"title": title, "note": note or "", "lines": [
-                (bool(r[f"without_{what}_verdict"] != r["verdict"]), study.without_line(r, what))
-                for _, r in rows.iterrows()]})
+            lines = [(bool(r[f"without_{what}_verdict"] != r["verdict"]), study.without_line(r, what))
+                     for _, r in rows.iterrows()]
+            changed = sum(c for c, _ in lines)
+            out.append({"title": title, "note": note or "", "lines": lines,
+                        "summary": f"{len(lines)} comparison{'s' if len(lines) != 1 else ''}, "
+                                   f"{changed} verdict{'s' if changed != 1 else ''} change without them"})
     return out
 
 
@@ -552,7 +557,10 @@ def write_html(study: Results, outdir: Path, figures: list[FigureResult], tables
         stat_methods=[(k, str(v)) for k, v in (study.summary.get("methods") or {}).items()]
         if isinstance(study.summary.get("methods"), dict) else [],
         provenance=provenance(study),
-        warnings=warnings(study, figures + (extra_figures or []) + (attribution[0] if attribution else []), notes),
+        warnings=(warned := warnings(study, figures + (extra_figures or []) + (attribution[0] if attribution else []),
+                                     notes)),
+        warning_kinds=", ".join(f"{k} {n}" if n > 1 else k
+                                for k, n in Counter(w.kind for w in warned).items()),
         reference=reference,
         colours={v: colours.get(v) for v in study.variants},
     )
