@@ -76,3 +76,39 @@ def test_report_loads_in_chromium_with_no_broken_image_or_missing_table(tmp_path
     shot = tmp_path / "shot.png"
     r = _run(browser, f"--screenshot={shot}", "--window-size=1400,3000", (rep / "index.html").as_uri())
     assert shot.exists() and shot.stat().st_size > 50_000, r.stderr[-500:]
+
+
+FIRST_SCREEN = """
+<script>
+window.addEventListener('load', () => {
+  const top = sel => { const e = document.querySelector(sel); return e ? e.getBoundingClientRect().top : null; };
+  const out = document.createElement('pre'); out.id = 'pqsimd-first';
+  out.textContent = JSON.stringify({headlines: top('section.family ul.headlines'), warnings: top('#warnings'),
+                                    warnline: top('#warnline'), states: top('#states'),
+                                    first_family: top('section.family')});
+  document.body.appendChild(out);
+});
+</script>
+"""
+
+
+def test_the_first_screen_answers_and_the_warnings_come_after(tmp_path):
+    """Issue 47: at 1400 × 900 the first screen holds the first family's headline findings; the warnings are one
+    line there (with a link) and in full after the families' sections, the with/without lists collapsed."""
+    browser = chromium()
+    d = make_fake_study(tmp_path / "s", schemes=["ml-kem-512", "ml-kem-768"],
+                        ops=["ntt", "invntt", "gen_a", "kem_keypair", "kem_encaps", "kem_decaps"], jobs=2, spins=8,
+                        reps=2)
+    rep = write_report(d)
+    html = (rep / "index.html").read_text()
+    page = tmp_path / "first.html"
+    page.write_text(html.replace("</body>", FIRST_SCREEN + "</body>"))
+    r = _run(browser, "--virtual-time-budget=5000", "--run-all-compositor-stages-before-draw", "--window-size=1400,900",
+             "--dump-dom", page.as_uri())
+    m = re.search(r'<pre id="pqsimd-first">([^<]*)</pre>', r.stdout)
+    assert m, f"the page did not finish loading in chromium: {r.stderr[-500:]}"
+    at = json.loads(m.group(1))
+    assert at["headlines"] is not None and 0 < at["headlines"] < 900 - 60, at  # the answer, with a line of it
+    assert at["warnline"] is not None and at["warnline"] < at["first_family"], at
+    assert at["warnings"] > at["headlines"] + 900, at  # the full warnings are further down, after the answers
+    assert "<details><summary>" in html.split('id="states"', 1)[1] if 'id="states"' in html else True
