@@ -73,8 +73,11 @@ def test_show_prints_the_shared_jobs_and_each_verdict_with_and_without(study):
 def test_html_lists_the_flagged_jobs_and_the_verdict_changes(study):
     write_report(study)
     page = htmllib.unescape((study / "report" / "index.html").read_text())
-    states = page[page.index('<h2 id="states">'):page.index('<section class="family"')]
+    # after the families' sections (the answer first), each list behind its one-line summary
+    assert page.index('<section class="family"') < page.index('<h2 id="states">')
+    states = page[page.index('<h2 id="states">'):page.index('<h2 id="methods">')]
     assert "Regimes: jobs in two machine states" in states and "Jobs that shared their CPU" in states
+    assert states.count("<details><summary>4 comparisons, 4 verdicts change without them") == 2
     assert states.count("<b>ML-KEM-512") == 8  # 4 comparisons x (minority, shared), each verdict changed
     assert "without the 4 job(s) that shared their CPU" in states
     methods = page[page.index('<h2 id="methods">'):]

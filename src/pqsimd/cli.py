@@ -218,7 +218,7 @@ def _start_like(directory: Path, like: Path | None) -> None:
         return
     src = Path(like) / "study.toml"
     if not src.is_file():
-        raise PqsimdError(f"--like {like}: no study.toml there; give the directory of a study (one `pqsimd run` made)")
+        raise PqsimdError(f"--like {like}: no study.toml there; give the directory of a study that a run made")
     if (directory / "study.toml").exists():
         raise PqsimdError(f"{directory} holds a study already: --like starts a new one; give a new directory")
     directory.mkdir(parents=True, exist_ok=True)
