@@ -372,3 +372,22 @@ def test_the_why_list_explains_the_headlines_in_html_and_show_and_says_what_was_
     show_study(study, console=con)
     out = con.export_text()
     assert "Why (ML-KEM (FIPS 203))" in out and top["sentence"] in out and "not measured: the instruction mix" in out
+
+
+def test_a_study_with_a_gap_in_the_chain_keeps_the_comparison_over_it_in_the_full_table(tmp_path):
+    """Without refnv the analysis compares refo0 → ref (cumulative): the full table shows it as a column (the
+    adversarial pass found it in comparisons.csv but in no table); a study with the whole chain gets no such
+    column."""
+    from report_fake import make_fake_study
+
+    from pqsimd.report.tables import table_full
+    from pqsimd.results import load_study
+
+    d = make_fake_study(tmp_path / "gap", schemes=["ml-kem-512"], variants=["refo0", "ref", "avx2"], ops=["ntt", "gen_a"],
+                        jobs=3, spins=6, reps=2)
+    study = load_study(d)
+    t = table_full(study, study.families[0], "ticks")
+    assert "refo0→ref" in t.header, t.header
+    full = make_fake_study(tmp_path / "full", schemes=["ml-kem-512"], ops=["ntt", "gen_a"], jobs=3, spins=6, reps=2)
+    s2 = load_study(full)
+    assert not any(h.startswith("refo0→") for h in table_full(s2, s2.families[0], "ticks").header)

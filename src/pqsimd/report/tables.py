@@ -262,7 +262,15 @@ def _columns(study: Results, fam: FamilyView, metric: str) -> list[tuple[str, st
             cols.append((f"extra_{v}", f"{ch.extra_baseline}→{v}", ch.extra_baseline, v))
     have = study.comparison(metric)
     pairs = set(zip(have["baseline"], have["variant"])) if not have.empty else set()
-    return [c for c in cols if (c[2], c[3]) in pairs]
+    out = [c for c in cols if (c[2], c[3]) in pairs]
+    # over a gap in the chain (a study without its middle variant): the cumulative comparison into each variant
+    # no shown step ends at (refo0 → ref when refnv is left out), which would otherwise be in no column
+    reached = {c[3] for c in out if c[0] != "total"}
+    cum = study.comparison(metric, stage="cumulative")
+    for v in [v for v in study.variants if not cum.empty and v in set(cum["variant"])]:
+        if v not in reached and (ch.first, v) in pairs and (ch.first, v) not in {(c[2], c[3]) for c in out}:
+            out.append((f"cumulative_{v}", f"{ch.first}→{v}", ch.first, v))
+    return out
 
 
 def table_full(study: Results, fam: FamilyView, metric: str) -> Table:
