@@ -390,3 +390,21 @@ def test_a_shipped_cache_geometry_is_checked_when_read(monkeypatch, d1, needle):
     with pytest.raises(PqsimdError) as e:
         caches.get("zen5")
     assert str(e.value).startswith("data/caches.toml [cpus.zen5]: D1") and needle in str(e.value)
+
+
+def test_a_build_the_simulation_left_out_is_said_in_show_and_the_report(tmp_path):
+    """An AVX-512 build under --metric sim: the run records it as skipped (valgrind cannot decode EVEX); `show`
+    prints it as n/a with the reason and the report lists it among the warnings."""
+    import pandas as pd
+
+    from pqsimd.results import Results
+
+    why = "keccak-p1600 empty: valgrind cannot decode instruction bytes 0x62 (EVEX prefix 0x62: AVX-512)"
+    manifest = {"metrics": {"sim": {"host": {"status": "ok", "geometry": {"name": "host"},
+                                             "skipped": {"avx512.gcc.keccak": why}}},
+                            "instructions": {"status": "ok", "skipped": {}}}}
+    study = Results(tmp_path, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), manifest=manifest)
+    assert study.not_measured_notes() == [
+        "sim (host): not measured for avx512.gcc.keccak: valgrind cannot decode instruction bytes 0x62 (EVEX prefix "
+        "0x62: AVX-512)"]
+    assert Results(tmp_path, pd.DataFrame(), pd.DataFrame(), pd.DataFrame()).not_measured_notes() == []

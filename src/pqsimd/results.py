@@ -420,6 +420,24 @@ class Results:
                                                f"({r['belongs']})" for r in rt[:4])
         return text
 
+    def not_measured_notes(self) -> list[str]:
+        """One line per counting metric that left builds out (the manifest's `metrics` record: a build the
+        backend cannot run, AVX-512 under valgrind's simulation), naming the builds and the reason."""
+        out = []
+        for metric, rec in sorted(((self.manifest or {}).get("metrics") or {}).items()):
+            recs = rec.values() if metric == metrics_mod.SIM and isinstance(rec, dict) and "skipped" not in rec \
+                else [rec]
+            for r in recs:
+                skipped = (r or {}).get("skipped") if isinstance(r, dict) else None
+                if not skipped:
+                    continue
+                where = f" ({r['geometry']['name']})" if isinstance(r.get("geometry"), dict) else ""
+                reasons = {}
+                for build, why in skipped.items():
+                    reasons.setdefault(str(why).split(": ", 1)[-1], []).append(str(build))
+                out += [f"{metric}{where}: not measured for {', '.join(sorted(b))}: {why}" for why, b in reasons.items()]
+        return out
+
     def budget_note(self) -> str | None:
         """One line on the ops the time budget sized below the asked spins x reps (summary `budget`), whose
         intervals rest on fewer samples than the rest; None when none was cut or the results say nothing."""

@@ -466,6 +466,8 @@ def warnings(study: Results, figures: list[FigureResult], notes: list[str]) -> l
         out.append(Warning_("virtualized host", f"The study ran on a virtual machine ({vm}): "
                             "the TSC may be virtualized and neighbours share the hardware; expect more noise and "
                             "treat absolute numbers with care."))
+    for line in study.not_measured_notes():
+        out.append(Warning_("not measured", line))
     for f in figures:
         if f.skipped:
             out.append(Warning_("figure skipped", f"{f.title}: {f.skipped}"))

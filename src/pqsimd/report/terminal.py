@@ -122,6 +122,8 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     shared = study.shared_cpu_note()
     if shared:
         con.print(Text(f"shared CPU: {shared}", style="bold yellow"))
+    for line in study.not_measured_notes():
+        con.print(Text(f"n/a: {line}", style="yellow"))
     for fam in study.families:
         con.print(Text(fam.title, style="bold underline"))
         for comp in compilers:
