@@ -9,6 +9,12 @@ import os as _share_os
 
 _share_os.environ.setdefault("PQSIMD_SHARED_CPU", "keep")
 
+# pytest-xdist's workers (`make test` runs on both CPUs) set COLUMNS=80 and LINES=24, which every pqsimd the tests
+# start would take for a terminal's width (console.py): its piped output would wrap where a user's does not
+if _share_os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("COLUMNS", "LINES"):
+        _share_os.environ.pop(_name, None)
+
 # --- SLURM: a real one-node cluster on localhost (tests/slurm_cluster.py) -------------------
 # Session-scoped: munged + slurmctld + slurmd start once, on the first test that asks, and the
 # daemons this fixture started are stopped by pid at the end. Skips when SLURM is not installed
