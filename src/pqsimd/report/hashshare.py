@@ -68,21 +68,12 @@ def hash_share_parts(study: Results, outdir: Path) -> tuple[list, list]:
 
 def show(study: Results, con, metric: str | None = None, compiler: str | None = None) -> None:
     """`pqsimd show`: the hash share per family (nothing without results/hash_share)."""
-    from rich.table import Table as RichTable
-    from rich.text import Text
+    from .terminal import print_part_table
 
     df = load(study)
     if df.empty:
         return
     for fam in study.families:
         body = rows(study, df, fam, compiler)
-        if not body:
-            continue
-        t = RichTable(title=f"{fam.title} · how much of each op is hashing", caption=Text(CAPTION),
-                      caption_justify="left", title_justify="left", header_style="bold", box=None, pad_edge=False)
-        for i, col in enumerate(HEADER):
-            t.add_column(col, justify="left" if i < 3 else "right", no_wrap=True)
-        for r in body:
-            t.add_row(*r)
-        con.print(t)
-        con.print(Text(""))
+        if body:
+            print_part_table(con, f"{fam.title} · how much of each op is hashing", CAPTION, HEADER, body, 3)

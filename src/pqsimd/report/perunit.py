@@ -101,21 +101,13 @@ def per_unit_parts(study: Results, outdir: Path) -> tuple[list, list]:
 
 def show(study: Results, con, metric: str | None = None, compiler: str | None = None) -> None:
     """`pqsimd show`: the per-unit view per family (nothing without results/per_unit)."""
-    from rich.table import Table as RichTable
-    from rich.text import Text
+    from .terminal import print_part_table
 
     df = load(study)
     if df.empty:
         return
     for fam in study.families:
         body, unit = rows(study, df, fam, compiler)
-        if not body:
-            continue
-        t = RichTable(title=f"{fam.title} · per {unit}, op to op", caption=Text(caption(study.unit(metrics_mod.TIME), unit)),
-                      caption_justify="left", title_justify="left", header_style="bold", box=None, pad_edge=False)
-        for i, col in enumerate(_header(study, unit)):
-            t.add_column(col, justify="left" if i < 2 else "right", no_wrap=True)
-        for r in body:
-            t.add_row(*r)
-        con.print(t)
-        con.print(Text(""))
+        if body:
+            print_part_table(con, f"{fam.title} · per {unit}, op to op", caption(study.unit(metrics_mod.TIME), unit),
+                             _header(study, unit), body, 2)

@@ -345,3 +345,16 @@ def print_comparison(dir_a, dir_b, computed: tuple[pd.DataFrame, dict], console:
         f"off the interval against ±{fmt.pct(meta['threshold'])}; deterministic metrics compare exactly; "
         f"withheld below 4 effective df.", style="dim"))
     return df
+
+
+def print_part_table(con, title: str, caption: str, header: list[str], body: list[list[str]], left: int) -> None:
+    """A view part's table in `pqsimd show`: its first `left` columns left-aligned, the numbers right, the caption
+    under it, then a blank line (the hash share, the per-unit view)."""
+    t = Table(title=title, caption=Text(caption), caption_justify="left", title_justify="left",
+                  header_style="bold", box=None, pad_edge=False)
+    for i, col in enumerate(header):
+        t.add_column(col, justify="left" if i < left else "right", no_wrap=True)
+    for r in body:
+        t.add_row(*r)
+    con.print(t)
+    con.print(Text(""))

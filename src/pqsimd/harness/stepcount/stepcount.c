@@ -39,30 +39,6 @@ static int die(const char *what) {
     return 2;
 }
 
-/* The program's load address: the start of its first mapping (offset 0) in /proc/PID/maps. */
-static uint64_t load_base(pid_t pid, const char *program) {
-    char path[64], line[4096], exe[4096];
-    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
-    ssize_t n = readlink(path, exe, sizeof exe - 1);
-    if (n <= 0) return 0;
-    exe[n] = 0;
-    (void)program;
-    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    uint64_t base = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, off;
-        char name[4096] = "";
-        if (sscanf(line, "%lx-%*x %*s %lx %*s %*s %4095s", &lo, &off, name) >= 2 && off == 0 && strcmp(name, exe) == 0) {
-            base = lo;
-            break;
-        }
-    }
-    fclose(f);
-    return base;
-}
-
 /* --profile: executions per instruction address of each call, an open-addressing table of rip -> count */
 #define SLOTS (1u << 21)
 static uint64_t *slot_rip, *slot_n;
@@ -182,6 +158,16 @@ static uint64_t file_base(pid_t pid, const char *file) {
     return base;
 }
 
+/* The program's load address: the start of its executable's offset-0 mapping. */
+static uint64_t load_base(pid_t pid) {
+    char path[64], exe[4096];
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(path, exe, sizeof exe - 1);
+    if (n <= 0) return 0;
+    exe[n] = 0;
+    return file_base(pid, exe);
+}
+
 static int load_entries(pid_t pid, const char *list) {
     FILE *f = fopen(list, "r");
     if (!f) return -1;
@@ -238,7 +224,7 @@ int main(int argc, char **argv) {
         fclose(out);
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     }
-    uint64_t addr = offset + (pie ? load_base(pid, argv[a + 1]) : 0);
+    uint64_t addr = offset + (pie ? load_base(pid) : 0);
     errno = 0;
     long orig = ptrace(PTRACE_PEEKTEXT, pid, (void *)addr, NULL);
     if (errno) return die("read the function's first instruction");
