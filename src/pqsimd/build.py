@@ -163,6 +163,32 @@ def cache_root() -> Path:
     return root
 
 
+def host_tool(name: str, what: str, sources: list[Path], flags: list[str], hashed: tuple[Path, ...] = (),
+              output: str | None = None, cc: str = "cc") -> Path:
+    """A helper program of pqsimd's own (the single-step counter, the QEMU plugin, the hazard calibration)
+    built once per (sources, `hashed` inputs, flags, host compiler) into the cache beside the builds:
+    DIR/<name>-<hash>/<output or name>. One line naming the fix if the compiler is missing or fails."""
+    compiler = shutil.which(cc)
+    if compiler is None:
+        raise PqsimdError(f"{cc} not found: building {what} needs a C compiler (apt-get install gcc)")
+    version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
+    h = hashlib.sha256(version.encode() + " ".join(flags).encode())
+    for f in (*sources, *hashed):
+        h.update(Path(f).read_bytes())
+    final = cache_root() / f"{name}-{h.hexdigest()[:16]}" / (output or name)
+    if final.exists():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}-{os.getpid()}-{threading.get_ident()}")
+    cmd = [compiler, *flags, *(str(f) for f in sources), "-o", str(tmp)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        raise PqsimdError(f"{what} does not compile ({tail}): {' '.join(cmd)}")
+    os.replace(tmp, final)
+    return final
+
+
 def _harness_dir() -> Path:
     return Path(str(resources.files("pqsimd").joinpath("harness")))
 

@@ -14,6 +14,9 @@ run/metrics.py executes them), by analyze and by the report (which are exact cou
                       scheme); natively or under the ISA's emulator
     size              code + read-only data bytes of the op's call tree (nm, objdump), one job per
                       (build, scheme)
+    hazards           simulated hazards a PMU would count (store-forwarding failures, 4K aliasing, line-split
+                      loads and stores, SSE with dirty upper YMM halves) per call, from the exact trace under
+                      qemu-user with our plugin's model, one job per (build, scheme) (run/hazards.py)
     ct                constant time: where the op's secrets steer a branch or an address (memcheck
                       taint, confirmed by lackey traces over several secrets), one job per (build,
                       scheme); a verdict per op, never a ratio (run/ct.py)
@@ -98,6 +101,8 @@ REGISTRY: dict[str, Metric] = {m.name: m for m in (
            blurb="peak stack bytes", **_BYTES),
     Metric("size", "bytes", "code size", "stack", timed=False, exact=True, per_build=True,
            blurb="code bytes of the call tree", **_BYTES),
+    Metric("hazards", "events", "simulated hazards", "hazards", timed=False, exact=True, per_build=True, grouped=False,
+           blurb="store-forwarding failures, 4K aliasing, split loads, AVX-SSE mixing, simulated"),
     Metric("ct", "leak sites", "constant time", "ct", timed=False, exact=True, per_build=True, grouped=False,
            verdicts=True, blurb="constant time: branches and addresses that depend on a secret"),
 )}
@@ -106,7 +111,7 @@ REGISTRY: dict[str, Metric] = {m.name: m for m in (
 # The metrics other modules name (each a key of REGISTRY): the study's time, the exact count beside it, the
 # default of --metric, and each metric's own name for the modules that run or analyse it. Code outside this
 # module writes these, never the strings (tests/test_metric_names.py).
-TIME, COUNT, COUNTERS, ENERGY, MIX, SIM, STACK, SIZE, CT = REGISTRY
+TIME, COUNT, COUNTERS, ENERGY, MIX, SIM, STACK, SIZE, HAZARDS, CT = REGISTRY
 DEFAULT = TIME
 
 

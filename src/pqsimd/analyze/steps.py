@@ -23,7 +23,7 @@ from ..model import RESULTS_SCHEMA_VERSION, Chain, Design, JobKind
 from ..results import computed_from
 from ..studydir import StudyDir
 from . import attribution as attribution_mod
-from . import bottleneck, claims, ct, explanations, hashshare, mechanism, mix, perunit, sim
+from . import bottleneck, claims, ct, explanations, hashshare, hazards, mechanism, mix, perunit, sim
 from . import coresidency as coresidency_mod
 from . import crossimpl as crossimpl_mod
 from . import footprint as footprint_mod
@@ -394,6 +394,11 @@ def write_per_unit(a: Analysis) -> None:
     write_or_remove(perunit.per_unit_table(a.groups, a.ctx["families"], a.settings), a.results, "per_unit")
 
 
+def write_hazards(a: Analysis) -> None:
+    """Simulated hazards per call of each traced op and build, with their busiest sites (results/hazards)."""
+    write_or_remove(hazards.hazards_table(a.directory), a.results, "hazards")
+
+
 def write_explanations(a: Analysis) -> None:
     """A sentence from the evidence for every headline, outlier and slowdown (results/explanations)."""
     a.warnings += explanations.write_explanations(a.directory, a.results, a.main, a.groups_df, a.chain,
@@ -512,7 +517,7 @@ def write_summary(a: Analysis) -> None:
 STEPS: tuple[Callable[[Analysis], None], ...] = (
     load, make_groups, draw_jobs, compare, check_aa, check_coresidency, diagnose,
     write_tables, write_cliffs, write_mechanism, write_constant_time, write_hash_share, write_per_unit,
-    write_explanations, write_headlines, write_summary,
+    write_hazards, write_explanations, write_headlines, write_summary,
 )
 
 

@@ -7,6 +7,7 @@
     Library.symbols      every sized symbol it defines (functions and data objects), by address
     Library.functions()  (name, size) of every function symbol: the layout check's structure
     Library.funcs        address -> Func (name, instructions with their lengths) of every function
+    Library.function_at(addr)  the function holding an address (the hazards metric's sites)
     Library.tree(start)  the op's call tree (Tree): the function at `start` and every function it
                          reaches by a direct call, jump or conditional jump (a conditional tail jump
                          included), a hand-written routine's unsized piece it falls through into, the
@@ -237,6 +238,11 @@ class Library:
             return False
         f = self.funcs[self.starts[i]]
         return bool(f.insns) and f.insns[0][0] <= addr < f.insns[-1][0] + f.insns[-1][1]
+
+    def function_at(self, addr: int) -> Func | None:
+        """The function whose instructions hold `addr` (an emulator's trace names an address, not a symbol)."""
+        i = bisect.bisect_right(self.starts, addr) - 1
+        return self.funcs[self.starts[i]] if i >= 0 and self.in_code(addr) else None
 
     def extent(self, start: int) -> int:
         """Bytes of the function at `start` up to and including its last instruction that is not

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
-import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -34,6 +32,7 @@ from . import Isa
 TIMEOUT_S = 600
 _HARNESS = Path(str(resources.files("pqsimd").joinpath("harness")))
 PLUGIN_SOURCE = _HARNESS / "qemu" / "count.c"
+PLUGIN_SOURCES = (PLUGIN_SOURCE, _HARNESS / "qemu" / "hazards.c", _HARNESS / "qemu" / "hazards.h")
 MARKER_HEADER = _HARNESS / "driver" / "count_marker.h"  # the markers' assembly (their words: data/isas.toml)
 FETCH_HEADER = _HARNESS / "qemu" / "fetch-header.sh"
 
@@ -56,30 +55,13 @@ def plugin_header() -> Path:
 
 
 def plugin(cc: str = "cc") -> Path:
-    """The plugin shared object (cached by a hash of its source, the header and the compiler)."""
-    from ..build import cache_root  # late, upward: the plugin is cached beside the builds (build.py owns that folder)
+    """The plugin shared object (cached by a hash of its sources, the header and the compiler)."""
+    from ..build import host_tool  # late, upward: the plugin is cached beside the builds (build.py owns that folder)
 
     header = plugin_header()
-    compiler = shutil.which(cc)
-    if compiler is None:
-        raise PqsimdError(f"{cc} not found: building the QEMU counting plugin needs a C compiler (apt-get install gcc)")
-    version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
-    h = hashlib.sha256(version.encode())
-    for f in (PLUGIN_SOURCE, header):
-        h.update(f.read_bytes())
-    final = cache_root() / f"qemu-plugin-{h.hexdigest()[:16]}" / "count.so"
-    if final.exists():
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(f".count-{os.getpid()}.so")
-    cmd = [compiler, "-O2", "-std=gnu11", "-Wall", "-fPIC", "-shared", "-fvisibility=hidden",
-           f"-I{header.parent}", str(PLUGIN_SOURCE), "-o", str(tmp)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
-        raise PqsimdError(f"the QEMU counting plugin does not compile ({tail}): {' '.join(cmd)}")
-    os.replace(tmp, final)
-    return final
+    return host_tool("qemu-plugin", "the QEMU counting plugin", [f for f in PLUGIN_SOURCES if f.suffix == ".c"],
+                     ["-O2", "-std=gnu11", "-Wall", "-fPIC", "-shared", "-fvisibility=hidden", f"-I{header.parent}"],
+                     hashed=(*(f for f in PLUGIN_SOURCES if f.suffix != ".c"), header), output="count.so", cc=cc)
 
 
 @dataclass(frozen=True)
@@ -97,6 +79,20 @@ class PluginCount:
     hist: tuple[HistRow, ...] | None = None
     cache: dict[str, int] | None = None  # cache=on: the cache model's events inside the windows
     stdout: str = ""  # what the program printed (count() fills it in)
+    hazards: dict[str, int] | None = None  # hazards=on: the hazard model's events inside the windows
+    sites: tuple["HazardSite", ...] = ()  # hazards=on: each instruction with an event
+
+
+HAZARDS = ("Ld", "St", "SFfail", "Alias4K", "SplitLd", "SplitSt", "SSEdirty", "Transitions")
+SITE_EVENTS = ("SFfail", "Alias4K", "SplitLd", "SplitSt", "SSEdirty")
+
+
+@dataclass(frozen=True)
+class HazardSite:
+    """One guest instruction's hazard events inside the windows (harness/qemu/hazards.c)."""
+    pc: int
+    events: dict[str, int]
+    disas: str
 
 
 _ENCODING = re.compile(r"^(?:[0-9a-f]{4}|[0-9a-f]{8})\s+")
@@ -121,8 +117,12 @@ def parse_output(text: str, encoding_first: bool = False) -> PluginCount:
     if vcpus > 1:
         raise CountError(f"the guest started {vcpus - 1} thread(s): the plugin's counts are exact for one thread only")
     cache = {k: int(v) for k, v in head["cache"].items()} if isinstance(head.get("cache"), dict) else None
+    hazards = {k: int(head["hazards"][k]) for k in (*HAZARDS, "entries", "window")} \
+        if isinstance(head.get("hazards"), dict) else None
+    sites = tuple(_site(line) for line in lines[1:] if line.startswith("S\t"))
+    lines = [line for line in lines if not line.startswith("S\t")]
     if not head.get("hist"):
-        return PluginCount(insns, windows, cache=cache)
+        return PluginCount(insns, windows, cache=cache, hazards=hazards, sites=sites)
     rows = []
     for line in lines[1:]:
         pc, count, symbol, disas = line.split("\t", 3)
@@ -131,7 +131,12 @@ def parse_output(text: str, encoding_first: bool = False) -> PluginCount:
         rows.append(HistRow(int(pc, 16), int(count), None if symbol == "-" else symbol, disas))
     if sum(r.count for r in rows) != insns:
         raise CountError(f"the histogram sums to {sum(r.count for r in rows)}, not the {insns} instructions counted")
-    return PluginCount(insns, windows, tuple(rows), cache)
+    return PluginCount(insns, windows, tuple(rows), cache, hazards=hazards, sites=sites)
+
+
+def _site(line: str) -> HazardSite:
+    _, pc, *counts = line.split("\t", 1 + len(SITE_EVENTS) + 1)
+    return HazardSite(int(pc, 16), dict(zip(SITE_EVENTS, map(int, counts[:-1]))), counts[-1].strip())
 
 
 def emulator(isa: Isa) -> list[str]:
@@ -142,22 +147,26 @@ def emulator(isa: Isa) -> list[str]:
     return [qemu, "-cpu", isa.qemu_cpu, *([] if isa.native else ["-L", isa.sysroot])]
 
 
-def plugin_options(hist: bool = False, caches: dict | None = None) -> str:
-    """The plugin's arguments after outfile: hist=on, cache=on with each cache as SIZE:WAYS:LINE."""
+def plugin_options(hist: bool = False, caches: dict | None = None, hazards: dict | None = None) -> str:
+    """The plugin's arguments after outfile: hist=on, cache=on with each cache as SIZE:WAYS:LINE,
+    hazards=on with the store buffer model's sb= (entries) and window= (instructions)."""
     out = ",hist=on" if hist else ""
     if caches:
         out += ",cache=on" + "".join(f",{level.lower()}={c.size}:{c.ways}:{c.line}" for level, c in caches.items())
+    if hazards:
+        out += f",hazards=on,sb={hazards['entries']},window={hazards['window']}"
     return out
 
 
 def count(isa: Isa, argv: list[str], hist: bool = False, env: dict | None = None, timeout: float = TIMEOUT_S,
-          so: Path | None = None, caches: dict | None = None) -> PluginCount:
+          so: Path | None = None, caches: dict | None = None, hazards: dict | None = None) -> PluginCount:
     """`so`: the plugin (default: plugin(), which hashes its inputs: a caller counting many times passes it);
-    `caches`: {"I1"|"D1"|"LL": caches.Cache} to run the plugin's cache model."""
+    `caches`: {"I1"|"D1"|"LL": caches.Cache} to run the plugin's cache model; `hazards`: {"entries": N,
+    "window": N} to run its hazard model (harness/qemu/hazards.c)."""
     so = so or plugin()
     with tempfile.TemporaryDirectory(prefix="pqsimd-qemu-") as tmp:
         out = Path(tmp) / "count.out"  # no comma: qemu splits -plugin arguments on commas
-        cmd = [*emulator(isa), "-plugin", f"{so},outfile={out}" + isa.plugin_args() + plugin_options(hist, caches),
+        cmd = [*emulator(isa), "-plugin", f"{so},outfile={out}" + isa.plugin_args() + plugin_options(hist, caches, hazards),
                *argv]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)

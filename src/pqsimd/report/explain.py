@@ -79,6 +79,7 @@ class _Data:
         self.hash_share = _read(results, "hash_share")
         self.kernel_share = _read(results, "kernel_share")
         self.per_unit = _read(results, "per_unit")
+        self.hazards = _read(results, "hazards")
 
     def comparison(self, scheme: str, op: str, base: str, variant: str, compiler: str) -> dict:
         """The ticks comparison `show` and the report print for base → variant (its speedup, interval and
@@ -405,9 +406,69 @@ def _reason(d: _Data, scheme, op, compiler, base, v, total, counts, labels, mn, 
                      f"{fmt.num(tpi[base])} → {fmt.num(tpi[v])})"))
     else:
         rows.append(("likely reason", "no time measured: the mix alone says where the instructions went (above)"))
+    rows += _hazard_rows(d, scheme, op, compiler, base, v, ticks, total, tpi, bool(lead) and timed)
     if elsewhere:
         rows.append(("slow elsewhere", "; ".join(_cand_text(g, v) for g in elsewhere)
                      + (f" — not slow in this host's model ({host})" if host else "")))
+    return rows
+
+
+HAZARD_WORDS = {"SFfail": "store-forwarding failures", "Alias4K": "4K-aliased loads", "SplitLd": "line-split loads",
+                "SplitSt": "line-split stores", "SSEdirty": "SSE instructions with dirty upper YMM halves",
+                "Transitions": "AVX-to-SSE transitions"}
+ACCOUNTS = 0.5  # hazards worth at least this share of the excess ticks account for it
+
+
+def _hazard_rows(d: _Data, scheme, op, compiler, base, v, ticks, total, tpi, slowed: bool) -> list[tuple[str, str]]:
+    """The simulated hazards (results/hazards) of both builds per call, and where the variant is slow per
+    instruction, whether the extra hazards' cycles (data/hazards.toml's penalties on the study's CPU)
+    account for the ticks it takes beyond its instructions at the baseline's rate — or that none does."""
+    h = d.hazards
+    if h.empty or "hazard_cycles" not in h.columns:
+        return [("hazards", "not simulated (store forwarding, 4K aliasing, split loads, AVX-SSE mixing): "
+                 + command("run", d.directory, "--metric", metrics_mod.HAZARDS) + ", then "
+                 + command("analyze", d.directory))] if slowed else []
+    costed = [c[: -len("_cycles")] for c in h.columns if c.endswith("_cycles") and c != "hazard_cycles"]
+    sub = h[(h["scheme"] == scheme) & (h["op"] == op) & (h["compiler"] == compiler)]
+    got = {r["variant"]: r for r in sub.to_dict("records")}
+    if base not in got or v not in got:
+        missing = [x for x in (base, v) if x not in got]
+        notes = [str(r["note"]) for r in h[(h["variant"].isin(missing)) & (h["compiler"] == compiler)].to_dict("records")
+                 if r.get("note")]
+        return [("hazards", f"{', '.join(missing)} not traced" + (f" ({notes[0]})" if notes else ""))] if slowed else []
+
+    def events(r) -> str:
+        seen = [f"{HAZARD_WORDS[e]} {_q(r[e])}" for e in costed if not fmt.is_missing(r[e]) and r[e] > 0]
+        return f"{r['variant']} " + (" · ".join(seen) if seen else "none")
+
+    rows = [("hazards", "; ".join(events(got[x]) for x in (base, v)) + " per call (simulated, "
+             f"{int(got[v]['sb_entries'] or 0)}-store buffer, {int(got[v]['window'] or 0)}-instruction window)")]
+    if not slowed or fmt.is_missing(got[v]["hazard_cycles"]) or fmt.is_missing(tpi[base]):
+        return rows
+    excess = ticks[v] - tpi[base] * total[v]  # ticks beyond the variant's instructions at the baseline's rate
+    extra = {e: (got[v][f"{e}_cycles"] or 0) - (got[base][f"{e}_cycles"] or 0) for e in costed
+             if not fmt.is_missing(got[v][f"{e}_cycles"])}
+    top = max(extra, key=lambda e: extra[e]) if extra else None
+    cpu = got[v]["cost_cpu"]
+    unit = str(got[v].get("cost_unit") or "cycles")
+    measured = unit != "cycles"  # the host's own measurement is in its tick unit
+    how = f"{unit} each, measured on this host" if measured else f"cycles each on {cpu} (data/hazards.toml, rough)"
+    if excess <= 0 or top is None:
+        return rows
+    added = sum(x for x in extra.values() if x > 0)
+    where = f"{'SSEdirty' if top == 'Transitions' else top}_where"  # a transition's site is its SSE instruction
+    site = got[v].get(where)
+    site = site if isinstance(site, str) else ""  # a CSV's empty cell reads back as NaN
+    if extra[top] >= ACCOUNTS * excess:
+        per = extra[top] / max(got[v][top] - got[base][top], 1e-9)
+        rows.append(("hazard found", f"{HAZARD_WORDS[top]} account for it: {_q(got[v][top] - got[base][top])} more per "
+                     f"call at ~{fmt.num(per)} {how} ≈ {_q(extra[top])} of the {_q(excess)} ticks {v} takes "
+                     f"beyond its instructions at {base}'s rate" + (f"; mostly in {site}" if site else "")))
+    else:
+        rows.append(("hazard found", f"none of the simulated hazards accounts for it: they add ≈{_q(max(added, 0))} {unit} "
+                     f"per call ({'measured costs on this host' if measured else f'rough costs on {cpu}, data/hazards.toml'}) "
+                     f"of the {_q(excess)} ticks {v} takes beyond its instructions at {base}'s rate; the cause is "
+                     "outside this model (ports, latency chains, the µop cache, page walks, frequency)"))
     return rows
 
 

@@ -12,7 +12,6 @@ address, the exact dynamic profile the mix reads; it simulates no caches or bran
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -29,25 +28,9 @@ TIMEOUT_S = 3600
 
 def binary(cc: str = "cc") -> Path:
     """The stepper, built once per (source, host compiler) beside the builds."""
-    from ..build import cache_root  # late, upward: cached beside the builds (build.py owns that folder)
+    from ..build import host_tool  # late, upward: cached beside the builds (build.py owns that folder)
 
-    compiler = shutil.which(cc)
-    if compiler is None:
-        raise PqsimdError(f"{cc} not found: building the single-step counter needs a C compiler (apt-get install gcc)")
-    version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
-    h = hashlib.sha256(version.encode() + SOURCE.read_bytes())
-    final = cache_root() / f"stepcount-{h.hexdigest()[:16]}" / "stepcount"
-    if final.exists():
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(f".stepcount-{os.getpid()}")
-    cmd = [compiler, "-O2", "-std=gnu11", "-Wall", str(SOURCE), "-o", str(tmp)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
-        raise PqsimdError(f"the single-step counter does not compile ({tail}): {' '.join(cmd)}")
-    os.replace(tmp, final)
-    return final
+    return host_tool("stepcount", "the single-step counter", [SOURCE], ["-O2", "-std=gnu11", "-Wall"], cc=cc)
 
 
 def symbol(program: Path, name: str = FUNCTION) -> tuple[int, bool]:

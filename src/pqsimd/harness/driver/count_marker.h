@@ -8,7 +8,10 @@
  *   riscv64  `slti zero, zero, 0x79`, `slti zero, zero, 0x7a`: SLTI with rd = x0 is a HINT the
  *            unprivileged ISA designates for custom use (no standard extension will take it; the
  *            standard HINTs, e.g. Zihintntl's add x0 and Zicbop's ori x0, are elsewhere)
- * On x86 the markers are empty: callgrind toggles collection on a function's name instead.
+ *   x86-64   `nopl 0x79(%rax)`, `nopl 0x7a(%rax)` (0f 1f 40 79/7a): multi-byte NOPs whose displacement
+ *            no assembler's padding uses (padding NOPs have displacement 0). Callgrind does not need
+ *            them (it toggles collection on pqsimd_measure); qemu-x86_64 with the plugin does (the
+ *            hazards metric). They run once per pqsimd_measure call, outside the timed sample loop.
  */
 #ifndef PQSIMD_COUNT_MARKER_H
 #define PQSIMD_COUNT_MARKER_H
@@ -20,6 +23,9 @@
 #elif defined(__riscv)
 #define PQSIMD_COUNT_START() __asm__ volatile("slti zero, zero, 0x79" ::: "memory")
 #define PQSIMD_COUNT_STOP() __asm__ volatile("slti zero, zero, 0x7a" ::: "memory")
+#elif defined(__x86_64__)
+#define PQSIMD_COUNT_START() __asm__ volatile("nopl 0x79(%%rax)" ::: "memory")
+#define PQSIMD_COUNT_STOP() __asm__ volatile("nopl 0x7a(%%rax)" ::: "memory")
 #else
 #define PQSIMD_COUNT_START() ((void)0)
 #define PQSIMD_COUNT_STOP() ((void)0)

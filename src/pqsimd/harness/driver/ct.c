@@ -61,7 +61,7 @@ static uint64_t splitmix(uint64_t *state) {
 /* noinline: the call is one frame every report of the op has below it */
 __attribute__((noinline)) static void ct_call(const pqsimd_op *op) {
     pqsimd_ct_marker = 1;
-    PQSIMD_COUNT_START(); /* under qemu-user, our plugin's window (count_marker.h; empty on x86) */
+    PQSIMD_COUNT_START(); /* under qemu-user, our plugin's window (count_marker.h) */
     op->call();
     PQSIMD_COUNT_STOP();
     pqsimd_ct_marker = 2;

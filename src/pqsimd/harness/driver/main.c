@@ -394,6 +394,12 @@ static int cmd_count(int argc, char **argv) {
     if ((argc - 4) % 2 != 0) {
         return die("usage: count LIB SCHEME OP CALLS [OP CALLS]...", NULL);
     }
+    Dl_info where;
+    if (getenv("PQSIMD_PRINT_BASE") && s->n_ops && dladdr((const void *)(uintptr_t)s->ops[0].call, &where)) {
+        /* the library's load address: an emulator's addresses become the library's own (hazard sites) */
+        printf("pqsimd-base\t%llx\n", (unsigned long long)(uintptr_t)where.dli_fbase);
+        fflush(stdout);
+    }
     for (int a = 4; a < argc; a += 2) {
         const pqsimd_op *op = pqsimd_find_op(s, argv[a]);
         if (!op) {

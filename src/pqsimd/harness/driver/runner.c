@@ -10,7 +10,7 @@
 
 __attribute__((noinline)) void pqsimd_measure(const pqsimd_op *op, uint64_t k) {
     void (*call)(void) = op->call;
-    PQSIMD_COUNT_START(); /* aarch64: the QEMU plugin counts between the markers (x86: nothing) */
+    PQSIMD_COUNT_START(); /* the QEMU plugin counts between the markers (callgrind: the function) */
     for (uint64_t i = 0; i < k; i++) {
         call();
     }

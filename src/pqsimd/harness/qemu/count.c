@@ -47,6 +47,8 @@
 
 #include <qemu-plugin.h>
 
+#include "hazards.h"
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 /* One translation of a TB (hist mode): its executions, snapshots, and its instructions. */
@@ -83,7 +85,7 @@ typedef struct {
     uint64_t *stamp; /* last use, for LRU */
     uint64_t clock;
 } cache;
-static int simulate;
+static int simulate, hazards;
 static cache i1, d1, ll;
 static uint64_t d_reads, d_writes, i1_misses, d1_read_misses, d1_write_misses, ll_i_misses, ll_read_misses,
     ll_write_misses;
@@ -232,6 +234,16 @@ static void on_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va
     }
 }
 
+static void on_hazard_exec(unsigned int vcpu, void *udata) {
+    (void)vcpu;
+    hazards_exec(udata, open_window);
+}
+
+static void on_hazard_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata) {
+    (void)vcpu;
+    hazards_access(udata, vaddr, 1u << qemu_plugin_mem_size_shift(info), qemu_plugin_mem_is_store(info));
+}
+
 static void on_marker(unsigned int vcpu, void *udata) {
     (void)vcpu;
     const marker *m = udata;
@@ -295,6 +307,13 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
             *f = (fetch){qemu_plugin_insn_vaddr(insn), (unsigned)size};
             qemu_plugin_register_vcpu_insn_exec_cb(insn, on_fetch, QEMU_PLUGIN_CB_NO_REGS, f);
             qemu_plugin_register_vcpu_mem_cb(insn, on_memory, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
+        }
+        if (hazards) { /* before the marker's callback: the instruction before a stop marker is inside */
+            char *text = qemu_plugin_insn_disas(insn);
+            hazard_insn *h = hazards_insn(qemu_plugin_insn_vaddr(insn), text);
+            free(text);
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_hazard_exec, QEMU_PLUGIN_CB_NO_REGS, h);
+            qemu_plugin_register_vcpu_mem_cb(insn, on_hazard_memory, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, h);
         }
         if (size != 2 && size != 4) {
             continue;
@@ -373,7 +392,7 @@ static void write_results(qemu_plugin_id_t id, void *udata) {
     (void)id;
     (void)udata;
     unbalanced += open_window; /* a window never closed is not counted */
-    char line[1024], events[640] = "";
+    char line[1536], events[640] = "", hazard_events[512] = "";
     if (simulate) {
         snprintf(events, sizeof events,
                  ", \"cache\": {\"Dr\": %" PRIu64 ", \"Dw\": %" PRIu64 ", \"I1mr\": %" PRIu64 ", \"D1mr\": %" PRIu64
@@ -382,10 +401,13 @@ static void write_results(qemu_plugin_id_t id, void *udata) {
                  d_reads, d_writes, i1_misses, d1_read_misses, d1_write_misses, ll_i_misses, ll_read_misses,
                  ll_write_misses, conditional, conditional_missed, indirect, indirect_missed);
     }
+    if (hazards) {
+        hazards_json(hazard_events, sizeof hazard_events);
+    }
     snprintf(line, sizeof line,
              "{\"insns\": %" PRIu64 ", \"windows\": %" PRIu64 ", \"unbalanced\": %" PRIu64
-             ", \"vcpus\": %u, \"hist\": %s%s}\n",
-             counted, windows, unbalanced, vcpus, hist ? "true" : "false", events);
+             ", \"vcpus\": %u, \"hist\": %s%s%s}\n",
+             counted, windows, unbalanced, vcpus, hist ? "true" : "false", events, hazard_events);
     if (!outfile) {
         qemu_plugin_outs(line);
         return;
@@ -398,6 +420,9 @@ static void write_results(qemu_plugin_id_t id, void *udata) {
     fputs(line, out);
     if (hist) {
         write_hist(out);
+    }
+    if (hazards) {
+        hazards_sites(out);
     }
     if (fclose(out) != 0) {
         qemu_plugin_outs("pqsimd count plugin: writing outfile failed\n");
@@ -419,6 +444,8 @@ static int parse_rule(const char *spec, int kind) {
 static int key_is(const char *arg, size_t key, const char *name) {
     return key == strlen(name) && strncmp(arg, name, key) == 0;
 }
+
+static unsigned sb_entries = 64, sb_window = 64;
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv) {
     (void)info;
@@ -443,7 +470,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
                 stop_word = (uint32_t)strtoul(v, NULL, 16);
                 have_stop = 1;
             }
-        } else if (key_is(argv[i], key, "pcshift") && (v[0] == '1' || v[0] == '2') && !v[1]) {
+        } else if (key_is(argv[i], key, "hazards") && qemu_plugin_bool_parse("hazards", v, &on)) {
+            hazards = on;
+        } else if (key_is(argv[i], key, "sb") && *v && strtoul(v, &end, 10) && *end == '\0') {
+            sb_entries = (unsigned)strtoul(v, NULL, 10);
+        } else if (key_is(argv[i], key, "window") && *v && strtoul(v, &end, 10) && *end == '\0') {
+            sb_window = (unsigned)strtoul(v, NULL, 10);
+        } else if (key_is(argv[i], key, "pcshift") && (v[0] == '0' || v[0] == '1' || v[0] == '2') && !v[1]) {
             pc_shift = (unsigned)(v[0] - '0');
         } else if ((key_is(argv[i], key, "cond") && parse_rule(v, CONDITIONAL) == 0) ||
                    (key_is(argv[i], key, "ind") && parse_rule(v, INDIRECT) == 0) ||
@@ -454,7 +487,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             continue;
         } else {
             fprintf(stderr, "pqsimd count plugin: bad argument %s (start=WORD, stop=WORD, outfile=PATH, hist=on|off, "
-                            "cache=on|off, i1|d1|ll=SIZE:WAYS:LINE, pcshift=1|2, cond|ind|plain=SIZE:MASK:VALUE)\n",
+                            "cache=on|off, i1|d1|ll=SIZE:WAYS:LINE, hazards=on|off, sb=N, window=N, pcshift=0|1|2, cond|ind|plain=SIZE:MASK:VALUE)\n",
                     argv[i]);
             return -1;
         }
@@ -462,6 +495,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     if (!have_start || !have_stop || start_word == stop_word) {
         fprintf(stderr, "pqsimd count plugin: start= and stop= must give two different marker words (the ISA's "
                         "[isa.<name>.plugin] in data/isas.toml)\n");
+        return -1;
+    }
+    if (hazards && hazards_configure(sb_entries, sb_window) != 0) {
+        fprintf(stderr, "pqsimd count plugin: sb= must be 1-1024 stores and window= at least 1 instruction\n");
         return -1;
     }
     if (simulate && !(i1.sets && d1.sets && ll.sets)) {
