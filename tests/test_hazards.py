@@ -23,7 +23,7 @@ from pqsimd.run import hazards
 
 X86 = isa.get("x86_64")
 MODEL = {"entries": 64, "window": 64}
-EVENTS_PER_ITERATION = {"SFfail": 1, "Alias4K": 2, "SplitLd": 4, "SSEdirty": 4, "Transitions": 1}
+EVENTS_PER_ITERATION = {"SFfail": 1, "Alias4K": 2, "SplitLd": 4, "SplitSt": 4, "SSEdirty": 4, "Transitions": 1}
 
 if isa.host().name != "x86_64":
     pytest.skip("the hazard calibration program is x86-64", allow_module_level=True)
@@ -103,7 +103,8 @@ def test_costs_are_the_hosts_where_measured_else_the_datas():
         "per_event": {"SFfail": 11.0, "Transitions": 400.0}, "cpu_model": "Intel Xeon"}}}}
     cost2, _, unit2, source2 = analyze_hazards.penalties(measured)
     assert unit2 == "ticks" and cost2["SFfail"] == 11.0 and cost2["Transitions"] == 400.0
-    assert cost2["SplitSt"] == cost["SplitSt"] and "SplitSt" in source2  # not measured: the data's, said so
+    assert cost2["SplitLd"] == cost["SplitLd"] and "SplitLd" in source2.split(";")[1]  # not measured: the data's, said so
+    assert "from data/hazards.toml" in source2.split(";")[1]
     none, _, _, _ = analyze_hazards.penalties({"machine": {"vendor_id": "SomeoneElse"}})
     assert none == {}
 
@@ -180,3 +181,8 @@ def test_a_hazards_study_end_to_end(tmp_path):
                     "--metric", "hazards")
     assert again.returncode == 0 and "0 jobs to run" in again.stderr + again.stdout
     assert json.loads((d / "manifest.json").read_text())["metrics"]["hazards"]["calibration"]["per_event"]
+    shown = run_cli("show", str(d))
+    assert shown.returncode == 0 and "simulated hazards that cost time" in shown.stdout  # the part, untimed: every row
+    assert run_cli("report", str(d)).returncode == 0
+    assert (d / "report" / "hazards" / "table_hazards_ml-kem.csv").exists()
+

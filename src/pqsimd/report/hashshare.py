@@ -45,35 +45,18 @@ def rows(study: Results, df: pd.DataFrame, fam, compiler: str | None) -> list[li
 
 def hash_share_parts(study: Results, outdir: Path) -> tuple[list, list]:
     """([], [Table]) of the hash share, one per family with rows; empty without results/hash_share."""
-    from .tables import Cell, Table, write_table
+    from .tables import family_part_tables
 
     df = load(study)
-    tables = []
-    if df.empty:
-        return [], tables
-    out = Path(outdir) / "hashshare"
-    for fam in study.families:
-        body = rows(study, df, fam, None)
-        if not body:
-            continue
-        out.mkdir(parents=True, exist_ok=True)
-        data = df[df["scheme"].isin(fam.schemes)].reset_index(drop=True)
-        t = Table(name=f"table_hash_share_{fam.name}", title=f"{fam.title}: how much of each op is hashing",
-                  caption=CAPTION, header=HEADER, rows=[[Cell(c) for c in r] for r in body], data=data,
-                  align="lll" + "r" * (len(HEADER) - 3))
-        write_table(t, out)
-        tables.append(t)
-    return [], tables
+    return family_part_tables(study, df, outdir, "hashshare", "table_hash_share",
+                              lambda fam: f"{fam.title}: how much of each op is hashing", CAPTION, HEADER,
+                              lambda fam: rows(study, df, fam, None), "lll" + "r" * (len(HEADER) - 3))
 
 
 def show(study: Results, con, metric: str | None = None, compiler: str | None = None) -> None:
     """`pqsimd show`: the hash share per family (nothing without results/hash_share)."""
-    from .terminal import print_part_table
+    from .terminal import show_family_parts
 
     df = load(study)
-    if df.empty:
-        return
-    for fam in study.families:
-        body = rows(study, df, fam, compiler)
-        if body:
-            print_part_table(con, f"{fam.title} · how much of each op is hashing", CAPTION, HEADER, body, 3)
+    show_family_parts(study, con, df, lambda fam: f"{fam.title} · how much of each op is hashing", CAPTION, HEADER,
+                      lambda fam: rows(study, df, fam, compiler), 3)

@@ -62,6 +62,7 @@ PARTS: tuple[Part, ...] = (
     Part("footprint", "stack and code size", "footprint", make="parts", show="show"),
     Part("hashshare", "hash share", "hashshare", make="hash_share_parts", show="show"),
     Part("perunit", "per-unit view", "perunit", make="per_unit_parts", show="show"),
+    Part("hazards", "simulated hazards", "hazards", make="hazards_parts", show="show"),
     Part("ct", "constant time", "ct", show="show_part"),
     Part("explanations", "explanations", "why", show="show_explanations"),
 )

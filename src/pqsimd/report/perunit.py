@@ -78,36 +78,33 @@ def _header(study: Results, unit: str) -> list[str]:
 
 def per_unit_parts(study: Results, outdir: Path) -> tuple[list, list]:
     """([], [Table]) of the per-unit view, one per family with rows; empty without results/per_unit."""
-    from .tables import Cell, Table, write_table
+    from .tables import family_part_tables
 
     df = load(study)
-    tables = []
-    if df.empty:
-        return [], tables
-    out = Path(outdir) / "perunit"
-    for fam in study.families:
-        body, unit = rows(study, df, fam, None)
-        if not body:
-            continue
-        out.mkdir(parents=True, exist_ok=True)
-        data = df[df["scheme"].isin(fam.schemes)].reset_index(drop=True)
-        t = Table(name=f"table_per_unit_{fam.name}", title=f"{fam.title}: per {unit}, op to op",
-                  caption=caption(study.unit(metrics_mod.TIME), unit), header=_header(study, unit),
-                  rows=[[Cell(c) for c in r] for r in body], data=data, align="ll" + "r" * (len(HEADER) - 2))
-        write_table(t, out)
-        tables.append(t)
-    return [], tables
+    units = {}  # family -> its unit's name, from its rows
+
+    def body(fam, compiler=None):
+        out, units[fam.name] = rows(study, df, fam, compiler)
+        return out
+
+    ticks = study.unit(metrics_mod.TIME)
+    return family_part_tables(study, df, outdir, "perunit", "table_per_unit",
+                              lambda fam: f"{fam.title}: per {units[fam.name]}, op to op",
+                              lambda fam: caption(ticks, units[fam.name]), lambda fam: _header(study, units[fam.name]),
+                              body, "ll" + "r" * (len(HEADER) - 2))
 
 
 def show(study: Results, con, metric: str | None = None, compiler: str | None = None) -> None:
     """`pqsimd show`: the per-unit view per family (nothing without results/per_unit)."""
-    from .terminal import print_part_table
+    from .terminal import show_family_parts
 
     df = load(study)
-    if df.empty:
-        return
-    for fam in study.families:
-        body, unit = rows(study, df, fam, compiler)
-        if body:
-            print_part_table(con, f"{fam.title} · per {unit}, op to op", caption(study.unit(metrics_mod.TIME), unit),
-                             _header(study, unit), body, 2)
+    units = {}
+
+    def body(fam):
+        out, units[fam.name] = rows(study, df, fam, compiler)
+        return out
+
+    ticks = study.unit(metrics_mod.TIME)
+    show_family_parts(study, con, df, lambda fam: f"{fam.title} · per {units[fam.name]}, op to op",
+                      lambda fam: caption(ticks, units[fam.name]), lambda fam: _header(study, units[fam.name]), body, 2)

@@ -483,3 +483,26 @@ def make_tables(study: Results, outdir: Path, reference: str | None = None) -> l
                 t.family = fam.name
                 out.append((t, write_table(t, outdir / fam.name, suffix)))
     return out
+
+
+def family_part_tables(study: Results, df: pd.DataFrame, outdir: Path, folder: str, name: str, title, caption: str,
+                       header: list[str], rows_of, align: str) -> tuple[list, list]:
+    """([], [Table]) of a view part with one table per family (the hash share, the per-unit view, the hazards):
+    rows_of(fam) -> its rows (none: no table), written as outdir/<folder>/<name>_<family>.*; title(fam), and
+    caption and header as strings or functions of the family."""
+    tables: list = []
+    if df.empty:
+        return [], tables
+    out = Path(outdir) / folder
+    for fam in study.families:
+        body = rows_of(fam)
+        if not body:
+            continue
+        out.mkdir(parents=True, exist_ok=True)
+        t = Table(name=f"{name}_{fam.name}", title=title(fam), caption=caption(fam) if callable(caption) else caption,
+                  header=header(fam) if callable(header) else header, rows=[[Cell(c) for c in r] for r in body],
+                  data=df[df["scheme"].isin(fam.schemes)].reset_index(drop=True), align=align)
+        write_table(t, out)
+        tables.append(t)
+    return [], tables
+

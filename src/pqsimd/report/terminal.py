@@ -347,6 +347,18 @@ def print_comparison(dir_a, dir_b, computed: tuple[pd.DataFrame, dict], console:
     return df
 
 
+def show_family_parts(study: Results, con, df: pd.DataFrame, title, caption, header, rows_of, left: int) -> None:
+    """A view part's section of `pqsimd show`, one table per family with rows (rows_of(fam)); nothing when
+    its results table is empty. title(fam); caption and header as strings or functions of the family."""
+    if df.empty:
+        return
+    for fam in study.families:
+        body = rows_of(fam)
+        if body:
+            print_part_table(con, title(fam), caption(fam) if callable(caption) else caption,
+                             header(fam) if callable(header) else header, body, left)
+
+
 def print_part_table(con, title: str, caption: str, header: list[str], body: list[list[str]], left: int) -> None:
     """A view part's table in `pqsimd show`: its first `left` columns left-aligned, the numbers right, the caption
     under it, then a blank line (the hash share, the per-unit view)."""

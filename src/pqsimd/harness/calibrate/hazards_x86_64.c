@@ -8,7 +8,7 @@
  *
  * Events per iteration (what the plugin must count for the hazard loop, and 0 for the clean one):
  * SFfail 1 (a 4-byte store, then an 8-byte load of it), Alias4K 2 (loads 4096 bytes above two
- * independent stores), SplitLd 4 (16-byte loads at 56 mod 64), SSEdirty 4 (legacy-SSE instructions
+ * independent stores), SplitLd 4 (16-byte loads at 56 mod 64), SplitSt 4 (16-byte stores at 56 mod 64), SSEdirty 4 (legacy-SSE instructions
  * while a ymm register's upper half is dirty), Transitions 1 (a VEX.256 instruction, then a legacy-SSE
  * one). Built with -O2 -mavx2 by run/hazards.py; the AVX events are skipped (null) on a CPU without AVX2. */
 #include <stdint.h>
@@ -53,6 +53,9 @@ LOOP(alias_hazard, NOTHING, "movq %%rax, (%0)\n\tmovq 4096(%0), %%rcx\n\tmovq %%
 /* 16-byte loads within a line or across one */
 LOOP(split_clean, NOTHING, "movdqu 0(%0), %%xmm3\n\tmovdqu 64(%0), %%xmm4\n\tmovdqu 128(%0), %%xmm5\n\tmovdqu 192(%0), %%xmm3")
 LOOP(split_hazard, NOTHING, "movdqu 56(%0), %%xmm3\n\tmovdqu 120(%0), %%xmm4\n\tmovdqu 184(%0), %%xmm5\n\tmovdqu 248(%0), %%xmm3")
+/* 16-byte stores within a line or across one */
+LOOP(split_store_clean, NOTHING, "movdqu %%xmm3, 0(%0)\n\tmovdqu %%xmm4, 64(%0)\n\tmovdqu %%xmm5, 128(%0)\n\tmovdqu %%xmm3, 192(%0)")
+LOOP(split_store_hazard, NOTHING, "movdqu %%xmm3, 56(%0)\n\tmovdqu %%xmm4, 120(%0)\n\tmovdqu %%xmm5, 184(%0)\n\tmovdqu %%xmm3, 248(%0)")
 /* legacy SSE with the upper halves clean or dirty */
 LOOP(sse_clean, __asm__ volatile("vzeroupper"),
      "movq (%0), %%xmm3\n\tpaddq %%xmm3, %%xmm4\n\tmovq 8(%0), %%xmm5\n\tpaddq %%xmm5, %%xmm4")
@@ -68,7 +71,8 @@ static const struct {
     int events, avx;
 } EVENTS[] = {
     {"SFfail", sf_clean, sf_hazard, 1, 0},          {"Alias4K", alias_clean, alias_hazard, 2, 0},
-    {"SplitLd", split_clean, split_hazard, 4, 0},   {"SSEdirty", sse_clean, sse_hazard, 4, 1},
+    {"SplitLd", split_clean, split_hazard, 4, 0},   {"SplitSt", split_store_clean, split_store_hazard, 4, 0},
+    {"SSEdirty", sse_clean, sse_hazard, 4, 1},
     {"Transitions", transition_clean, transition_hazard, 1, 1},
 };
 #define N_EVENTS (sizeof EVENTS / sizeof *EVENTS)
