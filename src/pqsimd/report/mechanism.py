@@ -28,15 +28,17 @@ TABLE_GROUPS = (
     ("shuffles in-lane", ("shuffle_lane",)), ("lane-crossing", ("shuffle_cross",)),
     ("bcast/ins/ext", ("vec_insert_extract",)),
 )
-# Figure colours by class (colour-blind-aware groups: scalar blues, memory greys, control
-# yellows, vector oranges/reds/purples); classes beyond these get tab20 colours.
-CLASS_COLOURS = {
-    "scalar_alu": "#0072B2", "scalar_mul": "#56B4E9", "scalar_div": "#9ecae1", "bmi": "#009E73",
-    "load": "#7f7f7f", "store": "#bdbdbd", "string": "#d9d9d9", "branch": "#F0E442", "call_ret": "#c7b300",
-    "vec_alu": "#E69F00", "vec_mul": "#D55E00", "shuffle_lane": "#CC79A7", "shuffle_cross": "#7b3294",
-    "vec_insert_extract": "#f4a582", "vec_move": "#fdd49e", "fp": "#8c510a", "nop": "#f0f0f0",
-    "other": "#000000", "unknown": "#ff00ff",
-}
+# The figure shows eight groups of classes (the table and `explain` keep every class): more shades than
+# these cannot be told apart in a stacked bar. Okabe-Ito colours; a class of no group is "other".
+FIGURE_GROUPS = (
+    ("scalar (ALU, mul, BMI, FP)", ("scalar_alu", "scalar_mul", "scalar_div", "bmi", "fp"), "#0072B2"),
+    ("loads", ("load",), "#7f7f7f"), ("stores", ("store", "string"), "#c8c8c8"),
+    ("branches, calls", ("branch", "call_ret"), "#F0E442"),
+    ("vector ALU, moves", ("vec_alu", "vec_move", "vec_config"), "#E69F00"), ("vector multiply", ("vec_mul",), "#D55E00"),
+    ("shuffles, permutes, inserts", ("shuffle_lane", "shuffle_cross", "vec_insert_extract", "mask"), "#CC79A7"),
+    ("other", ("nop", "other", "unknown"), "#000000"),
+)
+FIGURE_GROUP_OF = {c: g for g, classes, _ in FIGURE_GROUPS for c in classes}
 
 
 def _read(directory: Path, name: str) -> pd.DataFrame:
@@ -114,13 +116,14 @@ def mix_figure(study, fam, mix: pd.DataFrame, outdir: Path, name: str) -> dict[s
     from .figures import DPI, FORMATS, RC
 
     comp = study.primary_compiler if study.primary_compiler in set(mix["compiler"]) else mix["compiler"].iloc[0]
-    cls = mix[(mix["level"] == "class") & (mix["compiler"] == comp)]
+    cls = mix[(mix["level"] == "class") & (mix["compiler"] == comp)].copy()
     schemes = [s for s in fam.schemes if s in set(cls["scheme"])]
     if not schemes:
         return {}
-    order = _class_order(mix)
-    used = [c for c in order if cls[cls["class"] == c]["count"].abs().sum() > 0]
-    labels = dict(zip(cls["class"], cls["class_label"]))
+    cls["class"] = [FIGURE_GROUP_OF.get(str(c), "other") for c in cls["class"]]
+    cls = cls.groupby(["scheme", "op", "variant", "class"], as_index=False)["count"].sum()
+    used = [g for g, _, _ in FIGURE_GROUPS if cls[cls["class"] == g]["count"].abs().sum() > 0]
+    colours = {g: colour for g, _, colour in FIGURE_GROUPS}
     totals = cls.groupby(["scheme", "op", "variant"])["count"].sum()
     rows = _mix_rows(fam, cls, schemes, lambda vs: _variants_in_order(study, vs))
     n_bars = max(len(bars) for _, bars in rows)
@@ -131,7 +134,6 @@ def mix_figure(study, fam, mix: pd.DataFrame, outdir: Path, name: str) -> dict[s
     width_in = style.fit_width(n_bars, MIX_BAR_IN, MIX_LABELS_IN, 6.5)
     row_in = 1.3 + name_in + count_in + 0.75  # plot, names and op labels below, counts and title above
     ncol = max(1, min(len(used), int(width_in / 2.0)))
-    palette = plt.get_cmap("tab20")
     with plt.rc_context(RC):
         fig, axes = plt.subplots(len(rows), 1, figsize=(width_in, row_in * len(rows) + 0.3 * math.ceil(len(used) / ncol)),
                                  squeeze=False, layout="constrained")
@@ -139,15 +141,14 @@ def mix_figure(study, fam, mix: pd.DataFrame, outdir: Path, name: str) -> dict[s
             d = cls[cls["scheme"] == scheme]
             pos = {bar: x for x, bar in enumerate(bars) if bar[0]}
             bottoms = dict.fromkeys(pos, 0.0)
-            for i, c in enumerate(used):
+            for c in used:
                 shares = []
                 for (op, v) in pos:
                     tot = totals.get((scheme, op, v), 0.0)
                     val = float(d[(d["op"] == op) & (d["variant"] == v) & (d["class"] == c)]["count"].sum())
                     shares.append(val / tot if tot > 0 else 0.0)
                 ax.bar(list(pos.values()), shares, 0.85, bottom=[bottoms[b] for b in pos],
-                       color=CLASS_COLOURS.get(c, palette(i % 20)), label=labels.get(c, c), edgecolor="white",
-                       linewidth=0.3)
+                       color=colours[c], label=c, edgecolor="white", linewidth=0.3)
                 for b, sh in zip(pos, shares):
                     bottoms[b] += sh
             for (op, v), x in pos.items():
@@ -170,7 +171,7 @@ def mix_figure(study, fam, mix: pd.DataFrame, outdir: Path, name: str) -> dict[s
             ax.set_title(f"{fam.scheme_label(scheme)} ({comp}): instruction mix per call" if first
                          else f"{fam.scheme_label(scheme)}, continued", loc="left", pad=count_in * 72 + 6)
         handles, lab = axes[0, 0].get_legend_handles_labels()
-        fig.legend(handles, lab, loc="outside lower center", ncol=ncol, frameon=False)
+        fig.legend(handles, lab, loc="outside upper center", ncol=ncol, frameon=False)  # read before the bars
         out = {}
         for ext in FORMATS:
             out[ext] = files.save_figure(fig, outdir / f"{name}.{ext}", ext, dpi=DPI)
@@ -392,9 +393,10 @@ def mechanism_parts(study, outdir: Path) -> tuple[list, list, dict[str, list[str
         fmix = mix[mix["scheme"].isin(fam.schemes)]
         if fmix.empty:
             continue
-        fr = FigureResult(name=f"mechanism/fig_mix_{fam.name}", title=f"{fam.title} · instruction mix by class",
-                          caption=f"Share of each op's executed instructions per class ({study.counted_by}, exact, per call), "
-                                  "per variant; the number above a bar is the op's instructions per call.",
+        fr = FigureResult(name=f"mechanism/fig_mix_{fam.name}", title=f"{fam.title} · instruction mix by class group",
+                          caption=f"Share of each op's executed instructions in eight groups of classes ({study.counted_by}, "
+                                  "exact, per call), per variant; the number above a bar is the op's instructions per call. "
+                                  "The table beside it and `pqsimd explain` give every class.",
                           metric=metrics_mod.MIX, family=fam.name)
         try:
             fr.files = mix_figure(study, fam, fmix, outdir, f"fig_mix_{fam.name}")
