@@ -406,7 +406,11 @@ def _reason(d: _Data, scheme, op, compiler, base, v, total, counts, labels, mn, 
                      f"{fmt.num(tpi[base])} → {fmt.num(tpi[v])})"))
     else:
         rows.append(("likely reason", "no time measured: the mix alone says where the instructions went (above)"))
-    rows += _hazard_rows(d, scheme, op, compiler, base, v, ticks, total, tpi, bool(lead) and timed)
+    # hazards are weighed where time per instruction is the puzzle: a slowdown, or a rise the cost model misses
+    model_off = bool(host) and not mca.empty and bool(((mca["cpu"] == host) & (mca["variant"] == v)
+                                                        & mca["agreement"].isin(["model lower", "model higher"])).any())
+    rows += _hazard_rows(d, scheme, op, compiler, base, v, ticks, total, tpi,
+                         bool(lead) and timed and (slower or model_off))
     if elsewhere:
         rows.append(("slow elsewhere", "; ".join(_cand_text(g, v) for g in elsewhere)
                      + (f" — not slow in this host's model ({host})" if host else "")))
