@@ -4,7 +4,7 @@
 
 #if defined(__aarch64__)
 #include <errno.h>
-#include <setjmp.h>
+#include "counter_probe.h"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,32 +36,9 @@ static void note_errno(const char *counter, const char *call, int err) {
     note(counter, why);
 }
 
-static sigjmp_buf probe_env;
-
-static void on_sigill(int sig) {
-    (void)sig;
-    siglongjmp(probe_env, 1);
-}
-
-/* Reads pmccntr_el0 twice around some work, with SIGILL caught (EL0 access not enabled).
- * 1: readable and counting; 0: SIGILL; -1: readable but not counting. */
+/* the counter read twice around some work, SIGILL caught (counter_probe.h): 1 counting, 0 SIGILL, -1 not counting */
 static int probe_pmccntr(void) {
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigill;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGILL, &sa, &old);
-    volatile int result = 0;
-    if (sigsetjmp(probe_env, 1) == 0) {
-        uint64_t a = pqsimd_a64_pmccntr(), x = 1, y = 3;
-        for (int i = 0; i < 100; i++) {
-            PQSIMD_ADD_CHAIN_100(x, y);
-        }
-        uint64_t b = pqsimd_a64_pmccntr();
-        result = (b != a && x) ? 1 : -1;
-    }
-    sigaction(SIGILL, &old, NULL);
-    return result;
+    return pqsimd_probe_counter(pqsimd_a64_pmccntr);
 }
 
 static int open_cycles(int user_access) {

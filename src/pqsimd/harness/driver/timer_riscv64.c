@@ -3,7 +3,7 @@
 #include "timer.h"
 
 #if defined(__riscv) && __riscv_xlen == 64
-#include <setjmp.h>
+#include "counter_probe.h"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,32 +13,9 @@ int pqsimd_rv_timer = PQSIMD_RV_RDTIME;
 static int initialised;
 static char not_used[256]; /* why the better counter is not read */
 
-static sigjmp_buf probe_env;
-
-static void on_sigill(int sig) {
-    (void)sig;
-    siglongjmp(probe_env, 1);
-}
-
-/* Reads the cycle CSR twice around some work, with SIGILL caught (user access not enabled).
- * 1: readable and counting; 0: SIGILL; -1: readable but not counting. */
+/* the counter read twice around some work, SIGILL caught (counter_probe.h): 1 counting, 0 SIGILL, -1 not counting */
 static int probe_rdcycle(void) {
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigill;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGILL, &sa, &old);
-    volatile int result = 0;
-    if (sigsetjmp(probe_env, 1) == 0) {
-        uint64_t a = pqsimd_rv_rdcycle(), x = 1, y = 3;
-        for (int i = 0; i < 100; i++) {
-            PQSIMD_ADD_CHAIN_100(x, y);
-        }
-        uint64_t b = pqsimd_rv_rdcycle();
-        result = (b != a && x) ? 1 : -1;
-    }
-    sigaction(SIGILL, &old, NULL);
-    return result;
+    return pqsimd_probe_counter(pqsimd_rv_rdcycle);
 }
 
 static int try_rdcycle(void) {
