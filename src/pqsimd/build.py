@@ -436,14 +436,19 @@ def _node_salt(variant: Variant) -> str:
 
 
 def _included_tables(inputs) -> list[Path]:
-    """Op tables of harness/ops/ that an op table among the inputs #includes (ml_dsa_aarch64.c
-    compiles ml_dsa.c with other names): a change to them rebuilds it too."""
+    """Op tables and headers of harness/ops/ that an op table among the inputs #includes (ml_dsa_aarch64.c
+    compiles ml_dsa.c with other names; a family's op ids, <family>_ops.h), followed through the included
+    tables: a change to them rebuilds it too."""
     ops = _harness_dir() / "ops"
     out = []
-    for f in inputs:
-        f = Path(f)
+    todo = [Path(f) for f in inputs]
+    while todo:
+        f = todo.pop()
         if f.parent == ops and f.suffix == ".c":
-            out += [ops / n for n in re.findall(r'^#include "([^"/]+\.c)"', f.read_text(), re.M) if (ops / n).is_file()]
+            for n in re.findall(r'^#include "([^"/]+\.[ch])"', f.read_text(), re.M):
+                if (ops / n).is_file() and ops / n not in out and n != "optable.h":
+                    out.append(ops / n)
+                    todo.append(ops / n)
     return out
 
 

@@ -19,6 +19,9 @@
 #include "src/sign.h"
 
 #include "optable.h"
+#include "ml_dsa_ops.h"
+
+PQSIMD_DECLARE_OP_IDS(PQSIMD_ML_DSA_OPS)
 
 #define API(f) MLD_NAMESPACE_KL(f)
 
@@ -142,27 +145,27 @@ static void op_uniform_x4(void) { mld_poly_uniform_4x(&out0, &out1, &out2, &out3
 PQSIMD_EMPTY_OP
 
 static const pqsimd_op ops[] = {
-    {"expand_a", setup_inputs, op_expand_a},
+    {PQSIMD_OP(expand_a), setup_inputs, op_expand_a},
     /* uniform_eta: absent (mldsa-native samples eta four polynomials at a time only) */
 #if MLD_CONFIG_PARAMETER_SET == 65
-    {"uniform_gamma1", setup_inputs, op_uniform_gamma1},
+    {PQSIMD_OP(uniform_gamma1), setup_inputs, op_uniform_gamma1},
 #endif
-    {"ntt", setup_inputs, op_ntt},
-    {"invntt", setup_inputs, op_invntt},
-    {"pointwise", setup_inputs, op_pointwise},
-    {"challenge", setup_inputs, op_challenge},
-    {"decompose", setup_inputs, op_decompose},
-    {"use_hint", setup_inputs, op_use_hint},
-    {"keypair", setup_inputs, op_keypair},
-    {"sign", setup_sign, op_sign},
-    {"sign_mix", setup_sign, op_sign_mix},
-    {"verify", setup_sign, op_verify},
-    {"keypair_derand", setup_inputs, op_keypair_derand},
-    {"sign_derand", setup_sign, op_sign_derand},
-    {"uniform_eta_x4", setup_inputs, op_uniform_eta_x4},
-    {"uniform_gamma1_x4", setup_inputs, op_uniform_gamma1_x4},
-    {"uniform_x4", setup_inputs, op_uniform_x4},
-    {"empty", NULL, op_empty},
+    {PQSIMD_OP(ntt), setup_inputs, op_ntt},
+    {PQSIMD_OP(invntt), setup_inputs, op_invntt},
+    {PQSIMD_OP(pointwise), setup_inputs, op_pointwise},
+    {PQSIMD_OP(challenge), setup_inputs, op_challenge},
+    {PQSIMD_OP(decompose), setup_inputs, op_decompose},
+    {PQSIMD_OP(use_hint), setup_inputs, op_use_hint},
+    {PQSIMD_OP(keypair), setup_inputs, op_keypair},
+    {PQSIMD_OP(sign), setup_sign, op_sign},
+    {PQSIMD_OP(sign_mix), setup_sign, op_sign_mix},
+    {PQSIMD_OP(verify), setup_sign, op_verify},
+    {PQSIMD_OP(keypair_derand), setup_inputs, op_keypair_derand},
+    {PQSIMD_OP(sign_derand), setup_sign, op_sign_derand},
+    {PQSIMD_OP(uniform_eta_x4), setup_inputs, op_uniform_eta_x4},
+    {PQSIMD_OP(uniform_gamma1_x4), setup_inputs, op_uniform_gamma1_x4},
+    {PQSIMD_OP(uniform_x4), setup_inputs, op_uniform_x4},
+    {PQSIMD_OP(empty), NULL, op_empty},
 };
 
 /* The gate's sign API: pure ML-DSA with an empty context, as ops/ml_dsa.c. */

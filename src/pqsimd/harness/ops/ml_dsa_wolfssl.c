@@ -20,6 +20,9 @@
 
 #include "glue/wolfssl_mldsa.h"
 #include "optable.h"
+#include "ml_dsa_ops.h"
+
+PQSIMD_DECLARE_OP_IDS(PQSIMD_ML_DSA_OPS)
 
 int PQCLEAN_randombytes(uint8_t *output, size_t n);
 
@@ -119,20 +122,20 @@ static void op_sign_derand(void) {
 PQSIMD_EMPTY_OP
 
 static const pqsimd_op ops[] = {
-    {"expand_a", setup_inputs, op_expand_a},
-    {"ntt", setup_inputs, op_ntt},
-    {"invntt", setup_inputs, op_invntt},
-    {"pointwise", setup_inputs, op_pointwise},
-    {"challenge", setup_inputs, op_challenge},
-    {"decompose", setup_inputs, op_decompose},
-    {"use_hint", setup_inputs, op_use_hint},
-    {"keypair", setup_inputs, op_keypair},
-    {"sign", setup_inputs, op_sign},
-    {"sign_mix", setup_inputs, op_sign_mix},
-    {"verify", setup_inputs, op_verify},
-    {"keypair_derand", setup_inputs, op_keypair_derand},
-    {"sign_derand", setup_inputs, op_sign_derand},
-    {"empty", NULL, op_empty},
+    {PQSIMD_OP(expand_a), setup_inputs, op_expand_a},
+    {PQSIMD_OP(ntt), setup_inputs, op_ntt},
+    {PQSIMD_OP(invntt), setup_inputs, op_invntt},
+    {PQSIMD_OP(pointwise), setup_inputs, op_pointwise},
+    {PQSIMD_OP(challenge), setup_inputs, op_challenge},
+    {PQSIMD_OP(decompose), setup_inputs, op_decompose},
+    {PQSIMD_OP(use_hint), setup_inputs, op_use_hint},
+    {PQSIMD_OP(keypair), setup_inputs, op_keypair},
+    {PQSIMD_OP(sign), setup_inputs, op_sign},
+    {PQSIMD_OP(sign_mix), setup_inputs, op_sign_mix},
+    {PQSIMD_OP(verify), setup_inputs, op_verify},
+    {PQSIMD_OP(keypair_derand), setup_inputs, op_keypair_derand},
+    {PQSIMD_OP(sign_derand), setup_inputs, op_sign_derand},
+    {PQSIMD_OP(empty), NULL, op_empty},
 };
 
 /* --- the gate's API --------------------------------------------------------------------------- */

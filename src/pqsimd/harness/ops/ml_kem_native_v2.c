@@ -17,6 +17,9 @@
 #include "poly_k.h"
 
 #include "optable.h"
+#include "ml_kem_ops.h"
+
+PQSIMD_DECLARE_OP_IDS(PQSIMD_ML_KEM_OPS)
 
 #define KEM(f) MLK_NAMESPACE_K(f)
 #define CTX 0
@@ -94,30 +97,30 @@ static void op_noise_x4(void) { mlk_poly_getnoise_eta1_4x(&ap, &bp, &cp, &dp, se
 PQSIMD_EMPTY_OP
 
 static const pqsimd_op ops[] = {
-    {"gen_a", setup_inputs, op_gen_a},
+    {PQSIMD_OP(gen_a), setup_inputs, op_gen_a},
     /* poly_getnoise_eta1: absent (mlkem-native samples eta1 noise four polynomials at a time only) */
 #if MLKEM_K != 3
-    {"poly_getnoise_eta2", setup_inputs, op_noise_eta2},
+    {PQSIMD_OP(poly_getnoise_eta2), setup_inputs, op_noise_eta2},
 #endif
-    {"ntt", setup_inputs, op_ntt},
-    {"invntt", setup_inputs, op_invntt},
-    {"basemul", setup_inputs, op_basemul},
-    {"poly_tomsg", setup_inputs, op_tomsg},
-    {"poly_frommsg", setup_inputs, op_frommsg},
-    {"poly_compress", setup_inputs, op_compress},
-    {"poly_decompress", setup_inputs, op_decompress},
-    {"polyvec_compress", setup_inputs, op_vcompress},
-    {"polyvec_decompress", setup_inputs, op_vdecompress},
-    {"indcpa_keypair", setup_inputs, op_ikeypair},
-    {"indcpa_enc", setup_inputs, op_ienc},
-    {"indcpa_dec", setup_inputs, op_idec},
-    {"kem_keypair_derand", setup_kem, op_keypair_derand},
-    {"kem_keypair", setup_kem, op_keypair},
-    {"kem_encaps_derand", setup_kem, op_encaps_derand},
-    {"kem_encaps", setup_kem, op_encaps},
-    {"kem_decaps", setup_kem, op_decaps},
-    {"noise_x4", setup_inputs, op_noise_x4},
-    {"empty", NULL, op_empty},
+    {PQSIMD_OP(ntt), setup_inputs, op_ntt},
+    {PQSIMD_OP(invntt), setup_inputs, op_invntt},
+    {PQSIMD_OP(basemul), setup_inputs, op_basemul},
+    {PQSIMD_OP(poly_tomsg), setup_inputs, op_tomsg},
+    {PQSIMD_OP(poly_frommsg), setup_inputs, op_frommsg},
+    {PQSIMD_OP(poly_compress), setup_inputs, op_compress},
+    {PQSIMD_OP(poly_decompress), setup_inputs, op_decompress},
+    {PQSIMD_OP(polyvec_compress), setup_inputs, op_vcompress},
+    {PQSIMD_OP(polyvec_decompress), setup_inputs, op_vdecompress},
+    {PQSIMD_OP(indcpa_keypair), setup_inputs, op_ikeypair},
+    {PQSIMD_OP(indcpa_enc), setup_inputs, op_ienc},
+    {PQSIMD_OP(indcpa_dec), setup_inputs, op_idec},
+    {PQSIMD_OP(kem_keypair_derand), setup_kem, op_keypair_derand},
+    {PQSIMD_OP(kem_keypair), setup_kem, op_keypair},
+    {PQSIMD_OP(kem_encaps_derand), setup_kem, op_encaps_derand},
+    {PQSIMD_OP(kem_encaps), setup_kem, op_encaps},
+    {PQSIMD_OP(kem_decaps), setup_kem, op_decaps},
+    {PQSIMD_OP(noise_x4), setup_inputs, op_noise_x4},
+    {PQSIMD_OP(empty), NULL, op_empty},
 };
 
 static const pqsimd_sizes sizes = {.public_key = MLKEM_INDCCA_PUBLICKEYBYTES, .secret_key = MLKEM_INDCCA_SECRETKEYBYTES,

@@ -23,6 +23,9 @@
 
 #include "glue/wolfssl_mlkem.h"
 #include "optable.h"
+#include "ml_kem_ops.h"
+
+PQSIMD_DECLARE_OP_IDS(PQSIMD_ML_KEM_OPS)
 
 int PQCLEAN_randombytes(uint8_t *output, size_t n);
 
@@ -110,24 +113,24 @@ PQSIMD_EMPTY_OP
 
 /* In data/families/ml-kem.toml's order; absent ops are named in its [implementations.wolfssl*.absent]. */
 static const pqsimd_op ops[] = {
-    {"gen_a", setup_inputs, op_gen_a},
+    {PQSIMD_OP(gen_a), setup_inputs, op_gen_a},
 #ifndef USE_INTEL_SPEEDUP
-    {"ntt", setup_inputs, op_ntt},
-    {"invntt", setup_inputs, op_invntt},
-    {"basemul", setup_inputs, op_basemul},
+    {PQSIMD_OP(ntt), setup_inputs, op_ntt},
+    {PQSIMD_OP(invntt), setup_inputs, op_invntt},
+    {PQSIMD_OP(basemul), setup_inputs, op_basemul},
 #endif
-    {"poly_tomsg", setup_inputs, op_tomsg},
-    {"poly_frommsg", setup_inputs, op_frommsg},
-    {"poly_compress", setup_inputs, op_compress},
-    {"poly_decompress", setup_inputs, op_decompress},
-    {"polyvec_compress", setup_inputs, op_vcompress},
-    {"polyvec_decompress", setup_inputs, op_vdecompress},
-    {"kem_keypair_derand", setup_kem, op_keypair_derand},
-    {"kem_keypair", setup_kem, op_keypair},
-    {"kem_encaps_derand", setup_kem, op_encaps_derand},
-    {"kem_encaps", setup_kem, op_encaps},
-    {"kem_decaps", setup_kem, op_decaps},
-    {"empty", NULL, op_empty},
+    {PQSIMD_OP(poly_tomsg), setup_inputs, op_tomsg},
+    {PQSIMD_OP(poly_frommsg), setup_inputs, op_frommsg},
+    {PQSIMD_OP(poly_compress), setup_inputs, op_compress},
+    {PQSIMD_OP(poly_decompress), setup_inputs, op_decompress},
+    {PQSIMD_OP(polyvec_compress), setup_inputs, op_vcompress},
+    {PQSIMD_OP(polyvec_decompress), setup_inputs, op_vdecompress},
+    {PQSIMD_OP(kem_keypair_derand), setup_kem, op_keypair_derand},
+    {PQSIMD_OP(kem_keypair), setup_kem, op_keypair},
+    {PQSIMD_OP(kem_encaps_derand), setup_kem, op_encaps_derand},
+    {PQSIMD_OP(kem_encaps), setup_kem, op_encaps},
+    {PQSIMD_OP(kem_decaps), setup_kem, op_decaps},
+    {PQSIMD_OP(empty), NULL, op_empty},
 };
 
 /* --- the gate's API --------------------------------------------------------------------------- */

@@ -12,6 +12,14 @@
 #define NS(f) PQSIMD_CAT(PQSIMD_NS, f)
 #define STATIC_NAME(f) PQSIMD_CAT(f, PQSIMD_NS)
 
+/* A family's op ids are written once, in ops/<family>_ops.h (PQSIMD_<FAMILY>_OPS(X): X(id) per op, the order
+ * of data/families/<family>.toml [ops] order); every op table of the family declares them and names its ops
+ * through PQSIMD_OP(id), so a misspelt or unknown op is a compile error ("pqsimd_op_id_nt undeclared; did you
+ * mean pqsimd_op_id_ntt?"), not an op the study silently lacks. */
+#define PQSIMD_OP_ENUM_(id) pqsimd_op_id_##id,
+#define PQSIMD_DECLARE_OP_IDS(list) enum { list(PQSIMD_OP_ENUM_) pqsimd_op_id_count_ };
+#define PQSIMD_OP(id) (&#id[0 * sizeof(char[pqsimd_op_id_##id + 1])])
+
 /* The harness's self-check op, op_empty: after overhead correction it must read ~0 ticks per call. */
 #define PQSIMD_EMPTY_OP \
     __attribute__((noinline, aligned(64))) static void op_empty(void) { __asm__ volatile("" ::: "memory"); }

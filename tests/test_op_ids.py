@@ -1,0 +1,59 @@
+"""A family's op ids are written once (harness/ops/<family>_ops.h), equal to its data's op order, and every op
+table of the family names its ops through them: a misspelt op does not compile."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+HARNESS = Path(str(resources.files("pqsimd").joinpath("harness")))
+OPS = HARNESS / "ops"
+FAMILIES = Path(str(resources.files("pqsimd").joinpath("data/families")))
+HEADERS = sorted(OPS.glob("*_ops.h"))
+
+
+def listed(header: Path) -> list[str]:
+    return re.findall(r"X\(([a-z0-9_]+)\)", header.read_text())
+
+
+def test_there_are_family_op_id_headers():
+    assert {h.name for h in HEADERS} >= {"ml_kem_ops.h", "ml_dsa_ops.h"}
+
+
+@pytest.mark.parametrize("header", HEADERS, ids=lambda h: h.name)
+def test_a_family_header_lists_the_datas_op_order(header):
+    family = header.name[: -len("_ops.h")].replace("_", "-")
+    order = tomllib.loads((FAMILIES / f"{family}.toml").read_text())["ops"]["order"]
+    assert listed(header) == order
+
+
+@pytest.mark.parametrize("header", HEADERS, ids=lambda h: h.name)
+def test_every_op_table_of_the_family_names_its_ops_through_the_header(header):
+    macro = re.search(r"#define (PQSIMD_\w+_OPS)\(X\)", header.read_text()).group(1)
+    tables = [t for t in OPS.glob("*.c") if f'#include "{header.name}"' in t.read_text()]
+    assert tables, header.name
+    for t in tables:
+        text = t.read_text()
+        assert f"PQSIMD_DECLARE_OP_IDS({macro})" in text, t.name
+        assert not re.findall(r'\{"[a-z0-9_]+",', text), f"{t.name} names an op by a bare string"
+        assert re.findall(r"\{PQSIMD_OP\(([a-z0-9_]+)\),", text), t.name
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="no C compiler")
+def test_a_misspelt_op_is_a_compile_error(tmp_path):
+    src = tmp_path / "table.c"
+    body = ('#include "optable.h"\n#include "ml_kem_ops.h"\nPQSIMD_DECLARE_OP_IDS(PQSIMD_ML_KEM_OPS)\n'
+            'static void f(void) {}\nconst pqsimd_op ops[] = {{PQSIMD_OP(%s), NULL, f}};\n')
+    args = ["cc", "-c", f"-I{HARNESS}", f"-I{OPS}", str(src), "-o", str(tmp_path / "t.o")]
+    src.write_text(body % "ntt")
+    ok = subprocess.run(args, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    src.write_text(body % "nt")
+    bad = subprocess.run(args, capture_output=True, text=True)
+    assert bad.returncode != 0 and "pqsimd_op_id_nt" in bad.stderr
