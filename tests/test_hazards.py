@@ -186,3 +186,13 @@ def test_a_hazards_study_end_to_end(tmp_path):
     assert run_cli("report", str(d)).returncode == 0
     assert (d / "report" / "hazards" / "table_hazards_ml-kem.csv").exists()
 
+
+
+def test_doctor_says_whether_hazards_can_be_traced(monkeypatch):
+    from pqsimd import doctor
+
+    (found,) = doctor._hazards()
+    assert found.ok is True and X86.qemu in found.detail
+    monkeypatch.setattr(doctor.shutil, "which", lambda name: None)
+    (missing,) = doctor._hazards()
+    assert missing.ok is None and "not found" in missing.detail and "apt-get install" in missing.remedy

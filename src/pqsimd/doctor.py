@@ -261,6 +261,28 @@ def _tools() -> list[Finding]:
     return out
 
 
+def _hazards() -> list[Finding]:
+    """Can `--metric hazards` trace this host's builds: its ISA's qemu-user, our plugin (QEMU's header), and
+    which builds it cannot run (EVEX: QEMU 7.2 has no AVX-512)."""
+    from . import isa
+    from . import metrics as metrics_mod
+    from .errors import PqsimdError
+    from .isa import qemu
+
+    name = f"--metric {metrics_mod.HAZARDS}"
+    host = isa.host()
+    if not shutil.which(host.qemu):
+        return [Finding(name, None, f"{host.qemu} not found", f"apt-get install {' '.join(host.packages)}")]
+    try:
+        qemu.plugin()
+    except PqsimdError as e:
+        return [Finding(name, None, "QEMU's plugin is not built here", str(e))]
+    evex = ("; AVX-512 (EVEX) builds are skipped: QEMU 7.2 cannot run them"
+            if host.name == "x86_64" and "avx512f" in machine.cpu_flags() else "")
+    return [Finding(name, True, f"traces each op under {host.qemu} -cpu {host.qemu_cpu} with the plugin's hazard model"
+                                + evex)]
+
+
 def _load() -> list[Finding]:
     """How busy the CPUs are now (/proc/loadavg, /proc/stat over half a second) and what runs on them:
     a timing job on a busy CPU waits for it, and what the run does then (--shared-cpu)."""
@@ -283,7 +305,7 @@ def findings() -> list[Finding]:
         found += [Finding(*c, affects=_AFFECTS.get(c[0], "")) for c in doctor_checks()]
     except ImportError:
         pass
-    return found + _tools() + _cross()
+    return found + _tools() + _hazards() + _cross()
 
 
 def host_name() -> str:
