@@ -214,8 +214,8 @@ def across_clause(e: Evidence, others: list[Evidence], labels: dict[str, str]) -
 def _counts_differ(e: Evidence, others: list[Evidence], labels: dict[str, str]) -> bool:
     """Whether this set's exact counts show other code than every other set's (a vector share of either side
     SHARE_CHANGE away from each of theirs, or an instruction that runs here only or everywhere but here):
-    a sentence merged across sets would hide it (gen_a at ML-KEM-768: 59% vector against 85%, its odd
-    polynomial count runs a single-lane SHAKE)."""
+    a sentence merged across sets would hide it (a matrix op whose odd polynomial count runs one SHAKE
+    lane alone in one set: 59% vector against 85% in the others)."""
     for x in (e.base, e.var):
         if e.mix.has(x) and others and all(o.mix.has(x) and abs(e.mix.vector_share(x) - o.mix.vector_share(x))
                                            >= SHARE_CHANGE for o in others):

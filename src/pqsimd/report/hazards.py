@@ -31,7 +31,7 @@ def caption(unit: str, cost_note: str) -> str:
             f"store buffer of the last stores within a window of instructions; see docs/methods.md), per call, and "
             f"what they would cost on the study's CPU ({cost_note}) against the build's median time in {unit}. "
             f"Rows where that is at least {SHOWN_SHARE:.0%} of the time. A model, not a measurement: "
-            f"`pqsimd explain` says whether they account for a slowdown.")
+            f"`pqsimd explain DIR --scheme SET --op OP` says whether they account for a slowdown.")
 
 
 def _time(study: Results, scheme: str, op: str, variant: str, compiler: str) -> float:

@@ -396,7 +396,7 @@ def mechanism_parts(study, outdir: Path) -> tuple[list, list, dict[str, list[str
         fr = FigureResult(name=f"mechanism/fig_mix_{fam.name}", title=f"{fam.title} · instruction mix by class group",
                           caption=f"Share of each op's executed instructions in eight groups of classes ({study.counted_by}, "
                                   "exact, per call), per variant; the number above a bar is the op's instructions per call. "
-                                  "The table beside it and `pqsimd explain` give every class.",
+                                  "The table beside it and `pqsimd explain DIR --scheme SET --op OP` give every class.",
                           metric=metrics_mod.MIX, family=fam.name)
         try:
             fr.files = mix_figure(study, fam, fmix, outdir, f"fig_mix_{fam.name}")
