@@ -107,6 +107,8 @@ def test_costs_are_the_hosts_where_measured_else_the_datas():
     assert "from data/hazards.toml" in source2.split(";")[1]
     none, _, _, _ = analyze_hazards.penalties({"machine": {"vendor_id": "SomeoneElse"}})
     assert none == {}
+    emulated, cpu, _, why = analyze_hazards.penalties({**measured, "isa": {"name": "aarch64", "native": False}})
+    assert emulated == {} and "emulation" in cpu and "no CPU" in why  # the host's costs are not the target's
 
 
 # -- explain: the hazard that accounts for a slowdown, or none -----------------------------------------

@@ -50,6 +50,9 @@ def penalties(manifest: dict) -> tuple[dict[str, float], str, str, str]:
     """What one event costs on the study's CPU: measured on the host that ran the hazards metric (its
     calibration, TSC ticks: the unit of the study's times) where it was, else data/hazards.toml's rough
     core cycles (its vendor's, its microarchitecture's overriding). ({event: cost}, the CPU, the unit, the source)."""
+    isa = manifest.get("isa") if isinstance(manifest.get("isa"), dict) else {}
+    if isa.get("native") is False:  # traced for an emulated CPU: the host's costs are not its
+        return {}, f"{isa.get('name')} under emulation", "", "no CPU of this ISA to cost the hazards on"
     uarch = microarch.identify(manifest.get("machine") or {})
     t = _penalty_table()
     out = dict(t.get("vendor", {}).get(uarch.vendor, {}))
