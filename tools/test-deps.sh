@@ -11,7 +11,8 @@
 #   texlive-*           the report's LaTeX tables and macros.tex compiled with pdflatex
 #   binutils            objdump and nm (the mix metric, the exported-symbol check)
 #   r-base-core, r-bioc-limma   the limma cross-check of the moderated variances (tests/test_analyze_design.py)
-#   qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross   aarch64 builds run under emulation,
+#   qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross   aarch64 builds run under emulation (and x86-64
+#                       ones traced under qemu-x86_64 for --metric hazards),
 #                       counted by our TCG plugin; dpkg-dev: `apt-get source` for the plugin's header
 #   gcc-riscv64-linux-gnu, libc6-dev-riscv64-cross, clang-19   riscv64 builds (RVV intrinsics need clang-19)
 set -u
