@@ -26,6 +26,9 @@
 
 #include "glue/wolfssl_falcon.h"
 #include "optable.h"
+#include "falcon_ops.h"
+
+PQSIMD_DECLARE_OP_IDS(PQSIMD_FALCON_OPS)
 
 int PQCLEAN_randombytes(uint8_t *output, size_t n);
 
@@ -96,18 +99,18 @@ static void op_hash_to_point(void) { rc |= pqsimd_falcon_hash_to_point(nonce, ms
 PQSIMD_EMPTY_OP
 
 static const pqsimd_op ops[] = {
-    {"keypair", setup_inputs, op_keypair},
-    {"expand_privkey", setup_inputs, op_expand_privkey},
-    {"sign_tree", setup_inputs, op_sign_tree},
-    {"sign", setup_inputs, op_sign},
-    {"verify", setup_inputs, op_verify},
-    {"fft", setup_inputs, op_fft},
-    {"ifft", setup_inputs, op_ifft},
-    {"poly_mul_fft", setup_inputs, op_poly_mul_fft},
-    {"ntt", setup_inputs, op_ntt},
-    {"sampler", setup_inputs, op_sampler},
-    {"hash_to_point", setup_inputs, op_hash_to_point},
-    {"empty", NULL, op_empty},
+    {PQSIMD_OP(keypair), setup_inputs, op_keypair},
+    {PQSIMD_OP(expand_privkey), setup_inputs, op_expand_privkey},
+    {PQSIMD_OP(sign_tree), setup_inputs, op_sign_tree},
+    {PQSIMD_OP(sign), setup_inputs, op_sign},
+    {PQSIMD_OP(verify), setup_inputs, op_verify},
+    {PQSIMD_OP(fft), setup_inputs, op_fft},
+    {PQSIMD_OP(ifft), setup_inputs, op_ifft},
+    {PQSIMD_OP(poly_mul_fft), setup_inputs, op_poly_mul_fft},
+    {PQSIMD_OP(ntt), setup_inputs, op_ntt},
+    {PQSIMD_OP(sampler), setup_inputs, op_sampler},
+    {PQSIMD_OP(hash_to_point), setup_inputs, op_hash_to_point},
+    {PQSIMD_OP(empty), NULL, op_empty},
 };
 
 /* --- the gate's API --------------------------------------------------------------------------- */

@@ -26,6 +26,9 @@
 #include "vector.h"
 
 #include "optable.h"
+#include "hqc_ops.h"
+
+PQSIMD_DECLARE_OP_IDS(PQSIMD_HQC_OPS)
 
 
 #define SLACK 64
@@ -120,20 +123,20 @@ PQSIMD_EMPTY_OP
 
 /* In data/families/hqc.toml's order. */
 static const pqsimd_op ops[] = {
-    {"keypair", setup_inputs, op_keypair},
-    {"encaps", setup_inputs, op_encaps},
-    {"decaps", setup_inputs, op_decaps},
-    {"pke_encrypt", setup_inputs, op_pke_encrypt},
-    {"pke_decrypt", setup_inputs, op_pke_decrypt},
-    {"vect_mul", setup_inputs, op_vect_mul},
-    {"code_encode", setup_inputs, op_code_encode},
-    {"code_decode", setup_inputs, op_code_decode},
-    {"rm_encode", setup_inputs, op_rm_encode},
-    {"rm_decode", setup_inputs, op_rm_decode},
-    {"rs_encode", setup_inputs, op_rs_encode},
-    {"rs_decode", setup_inputs, op_rs_decode},
-    {"fixed_weight", setup_inputs, op_fixed_weight},
-    {"empty", NULL, op_empty},
+    {PQSIMD_OP(keypair), setup_inputs, op_keypair},
+    {PQSIMD_OP(encaps), setup_inputs, op_encaps},
+    {PQSIMD_OP(decaps), setup_inputs, op_decaps},
+    {PQSIMD_OP(pke_encrypt), setup_inputs, op_pke_encrypt},
+    {PQSIMD_OP(pke_decrypt), setup_inputs, op_pke_decrypt},
+    {PQSIMD_OP(vect_mul), setup_inputs, op_vect_mul},
+    {PQSIMD_OP(code_encode), setup_inputs, op_code_encode},
+    {PQSIMD_OP(code_decode), setup_inputs, op_code_decode},
+    {PQSIMD_OP(rm_encode), setup_inputs, op_rm_encode},
+    {PQSIMD_OP(rm_decode), setup_inputs, op_rm_decode},
+    {PQSIMD_OP(rs_encode), setup_inputs, op_rs_encode},
+    {PQSIMD_OP(rs_decode), setup_inputs, op_rs_decode},
+    {PQSIMD_OP(fixed_weight), setup_inputs, op_fixed_weight},
+    {PQSIMD_OP(empty), NULL, op_empty},
 };
 
 static const pqsimd_sizes sizes = {.public_key = PUBLIC_KEY_BYTES, .secret_key = SECRET_KEY_BYTES, .ciphertext = CIPHERTEXT_BYTES,

@@ -25,6 +25,9 @@
 #include "KeccakP-1600-times8-SnP.h"
 #endif
 #include "optable.h"
+#include "keccak_ops.h"
+
+PQSIMD_DECLARE_OP_IDS(PQSIMD_KECCAK_OPS)
 
 #define RATE 136 /* SHAKE-256 */
 #define STATE 200
@@ -202,10 +205,10 @@ static void digest(uint8_t *out, size_t outlen, const uint8_t *m, size_t mlen) {
 }
 
 static const pqsimd_op ops[] = {
-    {"permute_x1", setup, op_permute_x1},
-    {"permute_x4", setup, op_permute_x4},
-    {"permute_x8", setup, op_permute_x8},
-    {"empty", NULL, op_empty},
+    {PQSIMD_OP(permute_x1), setup, op_permute_x1},
+    {PQSIMD_OP(permute_x4), setup, op_permute_x4},
+    {PQSIMD_OP(permute_x8), setup, op_permute_x8},
+    {PQSIMD_OP(empty), NULL, op_empty},
 };
 
 static const pqsimd_sizes sizes = {.digest = RATE};

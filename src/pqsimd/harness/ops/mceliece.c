@@ -27,6 +27,9 @@
 #include "encrypt.h"
 
 #include "optable.h"
+#include "mceliece_ops.h"
+
+PQSIMD_DECLARE_OP_IDS(PQSIMD_MCELIECE_OPS)
 
 
 #define PK_BYTES NS(CRYPTO_PUBLICKEYBYTES)
@@ -191,15 +194,15 @@ PQSIMD_EMPTY_OP
 
 /* In data/families/mceliece.toml's order. */
 static const pqsimd_op ops[] = {
-    {"keypair", NULL, op_keypair},
-    {"encaps", setup_inputs, op_encaps},
-    {"decaps", setup_inputs, op_decaps},
-    {"genpoly_gen", setup_inputs, op_genpoly_gen},
-    {"pk_gen", setup_pk_gen, op_pk_gen},
-    {"controlbits", setup_inputs, op_controlbits},
-    {"encrypt", setup_inputs, op_encrypt},
-    {"decrypt", setup_inputs, op_decrypt},
-    {"empty", NULL, op_empty},
+    {PQSIMD_OP(keypair), NULL, op_keypair},
+    {PQSIMD_OP(encaps), setup_inputs, op_encaps},
+    {PQSIMD_OP(decaps), setup_inputs, op_decaps},
+    {PQSIMD_OP(genpoly_gen), setup_inputs, op_genpoly_gen},
+    {PQSIMD_OP(pk_gen), setup_pk_gen, op_pk_gen},
+    {PQSIMD_OP(controlbits), setup_inputs, op_controlbits},
+    {PQSIMD_OP(encrypt), setup_inputs, op_encrypt},
+    {PQSIMD_OP(decrypt), setup_inputs, op_decrypt},
+    {PQSIMD_OP(empty), NULL, op_empty},
 };
 
 static const pqsimd_sizes sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .ciphertext = CT_BYTES, .shared_secret = SS_BYTES};

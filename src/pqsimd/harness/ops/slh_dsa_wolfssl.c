@@ -29,6 +29,9 @@
 
 #include "glue/wolfssl_slhdsa.h"
 #include "optable.h"
+#include "slh_dsa_ops.h"
+
+PQSIMD_DECLARE_OP_IDS(PQSIMD_SLH_DSA_OPS)
 
 int PQCLEAN_randombytes(uint8_t *output, size_t n);
 
@@ -108,21 +111,21 @@ static void op_keccak_1(void) { pqsimd_slhdsa_keccak_1(keccak); }
 PQSIMD_EMPTY_OP
 
 static const pqsimd_op ops[] = {
-    {"keypair", setup_key, op_keypair},
-    {"sign", setup_key, op_sign},
-    {"sign_hedged", setup_key, op_sign_hedged},
-    {"verify", setup_verify, op_verify},
-    {"wots_chain", setup_key, op_wots_chain},
-    {"wots_pkgen", setup_key, op_wots_pkgen},
-    {"wots_sign", setup_key, op_wots_sign},
-    {"xmss_sign", setup_key, op_xmss_sign},
-    {"fors_sign", setup_key, op_fors_sign},
-    {"fors_pk", setup_verify, op_fors_pk},
+    {PQSIMD_OP(keypair), setup_key, op_keypair},
+    {PQSIMD_OP(sign), setup_key, op_sign},
+    {PQSIMD_OP(sign_hedged), setup_key, op_sign_hedged},
+    {PQSIMD_OP(verify), setup_verify, op_verify},
+    {PQSIMD_OP(wots_chain), setup_key, op_wots_chain},
+    {PQSIMD_OP(wots_pkgen), setup_key, op_wots_pkgen},
+    {PQSIMD_OP(wots_sign), setup_key, op_wots_sign},
+    {PQSIMD_OP(xmss_sign), setup_key, op_xmss_sign},
+    {PQSIMD_OP(fors_sign), setup_key, op_fors_sign},
+    {PQSIMD_OP(fors_pk), setup_verify, op_fors_pk},
 #ifdef SHAKE_SET
-    {"keccak_x4", setup_key, op_keccak_x4},
-    {"keccak_1", setup_key, op_keccak_1},
+    {PQSIMD_OP(keccak_x4), setup_key, op_keccak_x4},
+    {PQSIMD_OP(keccak_1), setup_key, op_keccak_1},
 #endif
-    {"empty", NULL, op_empty},
+    {PQSIMD_OP(empty), NULL, op_empty},
 };
 
 /* --- the gate's API: FIPS 205 pure, empty context, deterministic signing ----------------------- */

@@ -44,6 +44,9 @@
 
 #include "api.h"
 #include "optable.h"
+#include "sphincs_ops.h"
+
+PQSIMD_DECLARE_OP_IDS(PQSIMD_SPHINCS_OPS)
 
 
 #define PK_BYTES NS(CRYPTO_PUBLICKEYBYTES)
@@ -243,17 +246,17 @@ PQSIMD_EMPTY_OP
 
 /* In data/families/sphincs.toml's order: benchmark.c's, then the extras. */
 static const pqsimd_op ops[] = {
-    {"thash_1", setup_inputs, op_thash_1},
-    {"keypair", setup_inputs, op_keypair},
-    {"wots_leaf", setup_inputs, op_wots_leaf},
-    {"sign", setup_sign, op_sign},
-    {"fors_sign", setup_inputs, op_fors_sign},
-    {"verify", setup_sign, op_verify},
-    {"thash_wots", setup_inputs, op_thash_wots},
-    {"thash_x", setup_inputs, op_thash_x},
-    {"merkle_sign", setup_inputs, op_merkle_sign},
-    {"hash_message", setup_sign, op_hash_message},
-    {"empty", NULL, op_empty},
+    {PQSIMD_OP(thash_1), setup_inputs, op_thash_1},
+    {PQSIMD_OP(keypair), setup_inputs, op_keypair},
+    {PQSIMD_OP(wots_leaf), setup_inputs, op_wots_leaf},
+    {PQSIMD_OP(sign), setup_sign, op_sign},
+    {PQSIMD_OP(fors_sign), setup_inputs, op_fors_sign},
+    {PQSIMD_OP(verify), setup_sign, op_verify},
+    {PQSIMD_OP(thash_wots), setup_inputs, op_thash_wots},
+    {PQSIMD_OP(thash_x), setup_inputs, op_thash_x},
+    {PQSIMD_OP(merkle_sign), setup_inputs, op_merkle_sign},
+    {PQSIMD_OP(hash_message), setup_sign, op_hash_message},
+    {PQSIMD_OP(empty), NULL, op_empty},
 };
 
 static const pqsimd_sizes sizes = {.public_key = PK_BYTES, .secret_key = SK_BYTES, .signature = SIG_BYTES};
