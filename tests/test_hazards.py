@@ -47,14 +47,16 @@ def test_the_model_counts_each_hazard_as_built(program, event, k):
     clean = qemu.count(X86, [program, "trace", event, str(k), "clean"], hazards=MODEL).hazards
     assert bad[event] == EVENTS_PER_ITERATION[event] * k
     # The overlaps by definition: a transition's SSE instruction runs with dirty upper halves, and the first SSE
-    # instruction after the loop's setup dirtied a ymm register is a transition. Beyond them at most a couple of
-    # events that do not grow with k: the call into the loop pushes its return address on a stack whose page
-    # offset is random (ASLR), so a load may 4K-alias it by chance.
+    # instruction after the loop's setup dirtied a ymm register is a transition. Beyond them only events that do
+    # not grow with k: the call into the loop pushes its return address on a stack whose page offset is random
+    # (ASLR), so the loads of the loop's first iterations may 4K-alias it by chance while that store is in flight,
+    # at most once per load within the model's window (seen once in a few hundred runs under load).
+    chance = MODEL["window"]
     expected = {"Transitions": {"SSEdirty": k}, "SSEdirty": {"Transitions": 1}}.get(event, {})
     for e in EVENTS_PER_ITERATION:
         if e != event:
-            assert abs(bad[e] - expected.get(e, 0)) <= 2, (event, e, bad)
-        assert clean[e] <= 2, (event, e, clean)  # the clean twin: none that grow with k
+            assert abs(bad[e] - expected.get(e, 0)) <= (chance if e == "Alias4K" else 0), (event, e, bad)
+        assert clean[e] <= (chance if e == "Alias4K" else 0), (event, e, clean)  # the clean twin: none that grow with k
     assert bad["Ld"] == clean["Ld"] and bad["St"] == clean["St"]  # the same accesses, placed differently
 
 
@@ -198,3 +200,30 @@ def test_doctor_says_whether_hazards_can_be_traced(monkeypatch):
     monkeypatch.setattr(doctor.shutil, "which", lambda name: None)
     (missing,) = doctor._hazards()
     assert missing.ok is None and "not found" in missing.detail and "apt-get install" in missing.remedy
+
+
+def test_without_the_emulator_the_metric_says_so_in_one_line_and_records_it(tmp_path):
+    from rich.console import Console
+
+    from pqsimd.studydir import StudyDir
+
+    class Missing:
+        name, missing = "qemu-plugin", "qemu-x86_64 not found on PATH (install it: apt-get install qemu-user)"
+        isa = X86
+
+        def version(self):
+            return None
+
+    sd = StudyDir(tmp_path)
+    con = Console(record=True, width=200)
+    assert hazards.execute(sd, object(), [], [], con, Missing()) is False
+    assert con.export_text().strip().splitlines() == ["hazards unavailable: " + Missing.missing]
+    rec = sd.read_manifest()["metrics"]["hazards"]
+    assert rec["status"] == "unavailable" and "apt-get install qemu-user" in rec["reason"]
+
+
+def test_a_calibration_that_failed_costs_from_the_data_and_says_so():
+    machine = {"vendor_id": "GenuineIntel", "cpu_family": "6", "cpu_model_number": "207"}
+    failed = {"machine": machine, "metrics": {"hazards": {"calibration": {"error": "timed out"}}}}
+    cost, _, unit, source = analyze_hazards.penalties(failed)
+    assert unit == "cycles" and cost and source.startswith("data/hazards.toml")

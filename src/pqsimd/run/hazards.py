@@ -40,7 +40,7 @@ from ..errors import CountError, PqsimdError
 from ..isa import qemu
 from ..studydir import StudyDir
 from . import instructions as ins
-from .backends import N1, N2, QemuPlugin
+from .backends import N1, N2, QemuPlugin, for_study
 from .metrics import pending, per_build_jobs
 
 METRIC = metrics_mod.HAZARDS
@@ -179,10 +179,9 @@ def build_table(build, scheme: str, jid: str, pairs: dict[str, list[HazardPair]]
 
 
 def backend_of(study) -> QemuPlugin:
-    """The plugin under the study's ISA's emulator (x86-64 too: callgrind has no hazard model)."""
-    from .. import isa as isa_mod
-    name = getattr(study, "isa", None) or None
-    return QemuPlugin((isa_mod.get(name) if name else isa_mod.host()).at(getattr(study, "vlen", None)))
+    """The plugin under the emulator of the study's ISA at its vector length (x86-64 too: the study's counting
+    backend, callgrind, has no hazard model)."""
+    return QemuPlugin(for_study(study).isa)
 
 
 def run(sd: StudyDir, study, ctx) -> bool:
@@ -207,13 +206,14 @@ def execute(sd: StudyDir, study, jobs: list, todo: list, console: Console | None
                                                                                       "reason": backend.missing}))
         return False
     console.print(f"hazards ({version}): {len(todo)} jobs to run, {len(jobs) - len(todo)} already finished")
-    if todo or not ((sd.read_manifest().get("metrics") or {}).get(METRIC) or {}).get("calibration"):
-        info["calibration"] = cal = calibrate(study)
-        if cal and "per_event" in cal:
-            console.print("hazard costs on this CPU (ticks per event, measured): "
-                          + " · ".join(f"{e} {v:.1f}" for e, v in cal["per_event"].items()))
-    else:
-        info["calibration"] = ((sd.read_manifest().get("metrics") or {}).get(METRIC) or {}).get("calibration")
+    before = ((sd.read_manifest().get("metrics") or {}).get(METRIC) or {}).get("calibration")
+    info["calibration"] = cal = calibrate(study) if todo or not before else before  # measured with the traces
+    if cal is not before and cal and "per_event" in cal:
+        console.print("hazard costs on this CPU (ticks per event, measured): "
+                      + " · ".join(f"{e} {v:.1f}" for e, v in cal["per_event"].items()))
+    elif cal is not before and cal:  # measured nowhere: the analysis costs them from data/hazards.toml, and says so
+        console.print(f"[yellow]hazard costs not measured here[/yellow] ({cal['error']}): the analysis uses "
+                      "data/hazards.toml's rough costs")
     ok = ins.run_per_op(sd, study, todo, console, info, metric=METRIC, label="hazard traces", repeats=1,
                         measure=lambda d, lib, s, ops: measure_many(backend, d, lib, s, ops),
                         write=lambda j, res, started: _write_job(sd, study, j, res, started, version, backend))
