@@ -156,3 +156,48 @@ def test_the_ops_the_budget_cut_are_named_in_one_line(tmp_path):
     path.write_text(json.dumps(summary))
     note = load_study(s).budget_note()
     assert "2 op(s)" in note and "down to 26%" in note and "gen_a, kem_decaps" in note and "--budget" in note, note
+
+
+def test_the_medians_quotient_is_named_only_where_it_falls_outside_the_interval():
+    from pqsimd.model import medians_quotient_outside as q
+
+    row = {"median_base": 1000.0, "median_var": 400.0, "ci_low": 2.4, "ci_high": 2.6}
+    assert q(row) is None  # 2.5: inside
+    assert q({**row, "median_var": 500.0}) == 2.0  # outside: the quotient is given
+    assert q({**row, "ci_low": float("nan")}) is None  # no interval, nothing to disagree with
+    assert q({**row, "median_var": 0.0}) is None and q({}) is None and q(None) is None
+
+
+def test_show_and_explain_say_where_the_medians_divided_leave_the_interval(tmp_path):
+    """A comparison whose per-build medians, divided, fall outside its interval (as 23 of 315 did on a
+    fresh standard study, issue 45): show marks its speedup with the footnote, explain gives the quotient."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from pqsimd.cli import cli as main
+    from pqsimd.model import MEDIANS_QUOTIENT_NOTE
+    from report_fake import make_fake_study, write_fake_mix
+
+    d = make_fake_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=4,
+                        spins=8, reps=3)
+    write_fake_mix(d, ops=("ntt",), schemes=("ml-kem-512",), variants=("ref", "avx2"))
+    g = pd.read_parquet(d / "results" / "groups.parquet").set_index(["metric", "op", "variant"])["median"]
+    pd.DataFrame([{"scheme": "ml-kem-512", "family": "ml-kem", "op": "ntt", "variant": v, "compiler": "gcc",
+                   "instructions": 1000.0, "ticks": g[("ticks", "ntt", v)], "ticks_per_instruction": 0.5}
+                  for v in ("ref", "avx2")]).to_parquet(d / "results" / "mix_ops.parquet")  # as analyze/mix.py writes
+    out = CliRunner().invoke(main, ["show", str(d)])
+    assert out.exit_code == 0, out.output
+    assert MEDIANS_QUOTIENT_NOTE[:40] not in out.output  # medians that agree: no mark
+    p = d / "results" / "comparisons.parquet"
+    c = pd.read_parquet(p)
+    m = (c["metric"] == "ticks") & (c["op"] == "ntt") & (c["baseline"] == "ref") & (c["variant"] == "avx2")
+    assert m.sum() == 1
+    c.loc[m, "median_var"] = c.loc[m, "median_base"] / (c.loc[m, "ci_high"] * 1.2)  # quotient below the interval
+    c.to_parquet(p)
+    out = CliRunner().invoke(main, ["show", str(d)])
+    assert out.exit_code == 0, out.output
+    assert MEDIANS_QUOTIENT_NOTE[:40] in " ".join(out.output.split())
+    ex = CliRunner().invoke(main, ["explain", str(d), "--scheme", "ml-kem-512", "--op", "ntt", "--variants", "ref,avx2"])
+    assert ex.exit_code == 0, ex.output
+    text = " ".join(ex.output.split())
+    assert "the two medians, divided, give" in text and "outside the interval" in text

@@ -273,6 +273,29 @@ def speed_words(speedup: float, verdict: object, factor, ci: str = "") -> str:
     return f"{factor(speedup)}{ci}"
 
 
+def medians_quotient_outside(row: dict | None) -> float | None:
+    """The two builds' medians divided (baseline's / variant's), when that quotient falls outside the
+    comparison's interval; else None. Each median is its own build's typical layout; the speedup is the
+    typical layout of the paired copy ratios: a different estimand, so a reader who divides the medians
+    printed beside a speedup is told where the two differ (issue 45). None without a usable interval."""
+    if not row:
+        return None
+    try:
+        b, v = float(row.get("median_base")), float(row.get("median_var"))
+        lo, hi = float(row.get("ci_low")), float(row.get("ci_high"))
+    except (TypeError, ValueError):
+        return None
+    if not all(map(math.isfinite, (b, v, lo, hi))) or b <= 0 or v <= 0:
+        return None
+    q = b / v
+    return q if not (lo <= q <= hi) else None
+
+
+MEDIANS_QUOTIENT_NOTE = ("the two builds' medians, divided, fall outside this interval: each median is its own "
+                         "build's typical layout (with its own ± interval), the speedup the typical layout of the "
+                         "paired copy ratios, a different estimand (docs/methods.md, \"Per-build medians\")")
+
+
 # Each estimand (analyze/methods.py ESTIMAND, summary.json `estimand.applies`) in the few words a table's
 # caption and `show` print beside its speedups (issue 45): what the number is, and what it is not.
 ESTIMAND_SHORT = {

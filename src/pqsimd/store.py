@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import PqsimdError
+from .model import RECORDED_DESIGN
 
 MANIFEST_SCHEMA_VERSION = 2
 RAW_SCHEMA_VERSION = 4  # 2: compiler and pos columns (paired design); job records carry `settings`;
@@ -144,10 +145,65 @@ def write_raw(path: Path, table: pa.Table, job_record: dict[str, Any]) -> Path:
 
 
 def read_job_record(path: Path) -> dict[str, Any] | None:
-    """The job record of a raw file, or None if the file is unreadable (truncated, corrupt)."""
+    """The job record of a raw file, upgraded to the current shape (upgrade_job_record), or None if the
+    file is unreadable (truncated, corrupt) or has none."""
     try:
         meta = pq.read_schema(path).metadata or {}
         rec = json.loads(meta[JOB_METADATA_KEY])
-        return rec if isinstance(rec, dict) else None
     except Exception:  # any failure to read means: not a finished job
         return None
+    return upgrade_job_record(rec) if isinstance(rec, dict) else None
+
+
+# -- the raw loader: older shapes are upgraded here, and nothing downstream tests a raw version again --
+#   schema 1 (no raw_schema_version): one compiler and the separate design: no compiler column (the
+#     record's settings.cc), no pos column (0), no design in the record (RECORDED_DESIGN), no metric in
+#     the record (it timed: readers take a record without a metric as the time metric's)
+#   schema 2: compiler and pos columns; the record carries `settings`
+#   schema 3: null_raw (not read by analysis)
+#   schema 4: layout, the copy a sample was timed in (absent before: -1, the fixed layout)
+
+
+def upgrade_job_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """A job record in the current shape: the fields older records lack, filled as they were then."""
+    rec = dict(rec)
+    rec.setdefault("raw_schema_version", 1)
+    if not rec.get("design"):
+        rec["design"] = (rec.get("settings") or {}).get("design") or str(RECORDED_DESIGN)
+    return rec
+
+
+def read_raw(path: Path, columns: list[str], dictionary: tuple[str, ...] = ()) -> tuple[pa.Table, dict[str, Any] | None]:
+    """One raw file's `columns` (those of RAW_SCHEMA a reader needs; `dictionary` ones dictionary-encoded),
+    in the current shape whatever its schema version, and its job record (None when it has none).
+    Missing required columns raise KeyError naming them; damaged files raise Arrow's or OS errors."""
+    schema = pq.read_schema(path)
+    names = set(schema.names)
+    upgradable = {"compiler", "pos", "layout", "batch", "raw"}
+    missing = [c for c in columns if c not in names and c not in upgradable]
+    if missing:
+        raise KeyError(", ".join(missing))
+    rec = None
+    meta = schema.metadata or {}
+    if JOB_METADATA_KEY in meta:
+        try:
+            got = json.loads(meta[JOB_METADATA_KEY])
+            rec = upgrade_job_record(got) if isinstance(got, dict) else None
+        except ValueError:
+            rec = None
+    present = [c for c in columns if c in names]
+    table = pq.ParquetFile(path, read_dictionary=[c for c in dictionary if c in names]).read(columns=present)
+    table = table.unify_dictionaries().combine_chunks()
+    n = table.num_rows
+    if "compiler" in columns and "compiler" not in names:  # schema 1: the study's one compiler
+        cc = str(((rec or {}).get("settings") or {}).get("cc") or "cc")
+        table = table.append_column("compiler", pa.array([cc] * n, pa.string()).dictionary_encode())
+    if "pos" in columns and "pos" not in names:  # schema 1: the separate design's one build per process
+        table = table.append_column("pos", pa.array([0] * n, pa.int16()))
+    if "layout" in columns and "layout" not in names:  # schema < 4: the fixed layout
+        table = table.append_column("layout", pa.array([-1] * n, pa.int16()))
+    if "batch" in columns and "batch" not in names:  # one call per sample
+        table = table.append_column("batch", pa.array([1] * n, pa.int32()))
+    if "raw" in columns and "raw" not in names:  # no clock readings kept: no lattice to check
+        table = table.append_column("raw", pa.nulls(n, pa.int64()))
+    return table, rec

@@ -235,10 +235,19 @@ class StudyDir:
 
     # --- manifest: one writer ----------------------------------------------------------------
     def read_manifest(self) -> dict[str, Any]:
+        """manifest.json, the one loader: older shapes are read as written, since every field a reader takes
+        is optional there (version 1: no `schema_version`; 2: `schema_version` and `updated`); a manifest of a
+        newer pqsimd is refused in one line rather than read by guesswork."""
         if not self.manifest_json.exists():
             return {}
         m = store.read_json(self.manifest_json)
-        return m if isinstance(m, dict) else {}
+        if not isinstance(m, dict):
+            return {}
+        version = m.get("schema_version", 1)
+        if isinstance(version, int) and not isinstance(version, bool) and version > store.MANIFEST_SCHEMA_VERSION:
+            raise PqsimdError(f"{self.manifest_json} was written by a newer pqsimd (manifest schema {version}; this one "
+                              f"reads up to {store.MANIFEST_SCHEMA_VERSION}); update pqsimd to read {self.path}")
+        return m
 
     def update_manifest(self, change: dict[str, Any] | Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         """Read, change (top-level keys replaced, or a function applied), write atomically.

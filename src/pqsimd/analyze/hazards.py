@@ -14,7 +14,6 @@ difference in time.
 
 from __future__ import annotations
 
-import json
 import math
 import tomllib
 from functools import cache
@@ -24,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow.parquet as pq
 
 from .. import metrics as metrics_mod
-from .. import microarch
+from .. import microarch, store
 from ..studydir import StudyDir
 
 METRIC = metrics_mod.HAZARDS
@@ -82,7 +80,7 @@ def _site_text(site: dict) -> str:
 
 
 def _rows_of(path: Path) -> list[dict[str, Any]]:
-    rec = json.loads((pq.read_schema(path).metadata or {}).get(b"pqsimd.job", b"{}"))
+    rec = store.read_job_record(path) or {}
     model = rec.get("model") or {}
     rows = []
     for op, per in (rec.get("per_call_exact") or {}).items():

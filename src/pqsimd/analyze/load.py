@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..errors import PqsimdError, command
 from ..ids import build_id
@@ -28,14 +27,13 @@ from .mix import MIX_FILE_SUFFIX
 from .ct import is_ct_file
 from .sim import is_sim_file
 from ..studydir import StudyDir
+from .. import store
 from .. import metrics as metrics_mod
 
-JOB_METADATA_KEY = b"pqsimd.job"
 KEY_COLUMNS = ("metric", "scheme", "variant", "compiler", "op", "job")
 NEEDED = (*KEY_COLUMNS, "job_index", "spin", "pos", "per_call", "warmup", "batch", "layout", "raw")
-OPTIONAL = {"compiler", "pos", "batch", "layout", "raw"}  # compiler, pos: absent from schema 1 (one compiler,
-# separate design); layout: from schema 4 (the copy a spin timed; -1 where the layout was fixed); raw: the
-# sample's clock reading, whose lattice checks the calibrated step (lattice.py)
+# older raw shapes (no compiler, pos or layout column) are upgraded by the one raw loader, store.read_raw;
+# raw: the sample's clock reading, whose lattice checks the calibrated step (lattice.py)
 
 
 @dataclass
@@ -82,33 +80,14 @@ def _spin_medians(key: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
 
 def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
     try:
-        schema = pq.read_schema(path)
-        names = set(schema.names)
-        missing = [c for c in NEEDED if c not in names and c not in OPTIONAL]
-        if missing:
-            raise PqsimdError(
-                f"{path}: not a pqsimd raw file (missing column(s) {', '.join(missing)}); "
-                f"remove it from {path.parent} or redo the job with `pqsimd run {directory}`"
-            )
-        meta = schema.metadata or {}
-        present = [c for c in NEEDED if c in names]
-        table = pq.ParquetFile(path, read_dictionary=[c for c in KEY_COLUMNS if c in names]).read(columns=present)
-    except PqsimdError:
-        raise
+        table, job_meta = store.read_raw(path, list(NEEDED), dictionary=KEY_COLUMNS)
+    except KeyError as e:
+        raise PqsimdError(
+            f"{path}: not a pqsimd raw file (missing column(s) {e.args[0]}); "
+            f"remove it from {path.parent} or redo the job with `pqsimd run {directory}`"
+        ) from None
     except (pa.ArrowException, OSError, ValueError) as e:
         raise _unreadable(path, directory, str(e).splitlines()[0][:120] if str(e) else type(e).__name__) from None
-    job_meta = None
-    if JOB_METADATA_KEY in meta:
-        try:
-            job_meta = json.loads(meta[JOB_METADATA_KEY])
-        except ValueError:
-            job_meta = None
-    table = table.unify_dictionaries().combine_chunks()
-    if "compiler" not in table.column_names:  # schema 1: the study's one compiler
-        cc = ((job_meta or {}).get("settings") or {}).get("cc") or "cc"
-        table = table.append_column("compiler", pa.array([str(cc)] * table.num_rows, pa.string()).dictionary_encode())
-    if "pos" not in table.column_names:
-        table = table.append_column("pos", pa.array(np.zeros(table.num_rows, np.int16)))
     warm = table.column("warmup").to_numpy(zero_copy_only=False)
     spin = table.column("spin").to_numpy(zero_copy_only=False).astype(np.int64)
     per_call = table.column("per_call").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
@@ -142,14 +121,10 @@ def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
     out = {c: (dicts[i], first_codes[i]) for i, c in enumerate(KEY_COLUMNS)}
     pos = table.column("pos").to_numpy(zero_copy_only=False)[keep]
     # calls per sample (constant within a job's op and build): sample length = value x batch
-    batch = (table.column("batch").to_numpy(zero_copy_only=False)[keep][first].astype(np.int64)
-             if "batch" in table.column_names else np.ones(len(first), np.int64))
+    batch = table.column("batch").to_numpy(zero_copy_only=False)[keep][first].astype(np.int64)
     # the laid-out copy each spin timed (run/layouts.py: one copy per build and spin); -1: fixed layout
-    if "layout" in table.column_names:
-        lay = table.column("layout").to_numpy(zero_copy_only=False)[keep][first]
-        lay = np.where(pd.isna(lay), -1, lay).astype(np.int16)
-    else:
-        lay = np.full(len(first), -1, np.int16)
+    lay = table.column("layout").to_numpy(zero_copy_only=False)[keep][first]
+    lay = np.where(pd.isna(lay), -1, lay).astype(np.int16)
     out.update(job_index=job_index[first], spin=spin[first], pos=pos[first].astype(np.int16), layout=lay, value=med,
                n_reps=counts,
                batch=batch,
@@ -160,7 +135,7 @@ def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
 def _sample_lattice(table: pa.Table) -> int | None:
     """The lattice of the file's clock readings (ticks samples, warm-up included): the step the
     samples themselves resolve; None without readings (an exact count, an old file) or evidence."""
-    if "raw" not in table.column_names:
+    if table.column("raw").null_count == table.num_rows:
         return None
     metric = table.column("metric").chunk(0) if table.column("metric").num_chunks else None
     if metric is None:
@@ -272,8 +247,8 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
                     "scheme": str(meta.get("scheme", scheme)),
                     "hostname": str(meta.get("hostname") or "unknown"),
                     "cpu_model": str(meta.get("cpu_model") or "unknown"),
-                    "design": str(meta.get("design") or (meta.get("settings") or {}).get("design") or RECORDED_DESIGN),
-                    "metric_kind": str(meta.get("metric") or "ticks"),
+                    "design": str(meta.get("design") or RECORDED_DESIGN),  # a record: upgraded by store.read_raw
+                    "metric_kind": str(meta.get("metric") or metrics_mod.TIME),
                     "settings": json.dumps(meta.get("settings"), sort_keys=True) if meta.get("settings") else "",
                     "has_metadata": bool(meta),
                     **{k: float((meta.get("calibration") or {}).get(k) or "nan")

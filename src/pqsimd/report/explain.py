@@ -93,6 +93,22 @@ class _Data:
             m &= c["baseline_compiler"].fillna(compiler) == compiler
         return c[m].iloc[0].to_dict() if m.any() else {}
 
+    def median_halfwidth(self, scheme: str, op: str, variant: str, compiler: str) -> float | None:
+        """The relative half-width of a build's time median's interval (as `show` prints it beside the
+        median), or None when the study has none."""
+        g = self.groups
+        if g.empty or not {"metric", "median", "median_ci_low", "median_ci_high"} <= set(g.columns):
+            return None
+        m = ((g["metric"] == metrics_mod.TIME) & (g["scheme"] == scheme) & (g["op"] == op) & (g["variant"] == variant)
+             & (g["compiler"] == compiler))
+        if not m.any():
+            return None
+        r = g[m].iloc[0]
+        med, lo, hi = (float(r[c]) for c in ("median", "median_ci_low", "median_ci_high"))
+        if not all(map(math.isfinite, (med, lo, hi))) or med <= 0:
+            return None
+        return max(hi - med, med - lo) / med
+
     def family(self, scheme: str) -> dict:
         for f in (self.summary.get("families") or {}).values():
             if scheme in (f.get("schemes") or {}):
@@ -253,7 +269,10 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     tpi = {v: info[v].get("ticks_per_instruction") for v in chosen}
     comps = {v: d.comparison(scheme, op, base, v, compiler) for v in chosen[1:]}
     if timed:
-        t = " · ".join(f"{v} {_q(ticks[v])}" for v in chosen)
+        def with_interval(v):
+            half = d.median_halfwidth(scheme, op, v, compiler)
+            return f"{v} {_q(ticks[v])}" + (f" ± {fmt.small_pct(half)}" if half is not None else "")
+        t = " · ".join(with_interval(v) for v in chosen)
         tp = " → ".join(fmt.num(tpi[v]) for v in chosen)
         norm = info[chosen[-1]].get("family_norm_tpi")
         row(f"time ({unit_of(metrics_mod.TIME, d.summary.get('isa'))})", f"{t} per call (each build's median); ticks/instruction {tp}"
@@ -330,13 +349,18 @@ def _cand_text(g: dict, v: str) -> str:
 def _speedup_text(comp: dict, tb, tv, base: str, v: str) -> str:
     """base → v's speedup as `show` and the report print it (the comparison's estimate, interval and
     verdict); where the study has no such comparison, the ratio of the two medians, labelled as that."""
-    from ..model import speed_words
+    from ..model import medians_quotient_outside, speed_words
 
     sp = comp.get("speedup")
     if not fmt.is_missing(sp):
         lo, hi = comp.get("ci_low"), comp.get("ci_high")
         ci = f" {fmt.ci(lo, hi)}" if not (fmt.is_missing(lo) or fmt.is_missing(hi)) else ""
-        return f"{v} {speed_words(float(sp), comp.get('verdict'), fmt.times, ci)}"
+        text = f"{v} {speed_words(float(sp), comp.get('verdict'), fmt.times, ci)}"
+        q = medians_quotient_outside(comp)
+        if q is not None:  # the reader who divides the medians above is told why that number differs
+            text += (f" (the two medians, divided, give {fmt.times(q)}, outside the interval: each is its own "
+                     f"build's typical layout, the speedup the paired copies' — docs/methods.md)")
+        return text
     return f"{v}: {fmt.times(tb / tv)} (the ratio of the two medians: the study compares no such pair)" \
         if tb and tv else f"{v}: {fmt.NA}"
 

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from ..console import stdout_console
 from ..errors import PqsimdError, did_you_mean
+from ..model import MEDIANS_QUOTIENT_NOTE, medians_quotient_outside
 from . import fmt, style
 from ..results import Levels, Results, interval, load_study
 
@@ -231,6 +232,8 @@ def _show_table(title: str, unit: str, body: list, study: Results, notes: _Footn
         if not fmt.is_missing(lvl) and float(lvl) < float(study.summary.get("ci_level") or 0):
             ci += notes.mark("interval below the family's level: too few jobs for it (the row's "
                              "ci_level; verdict withheld)")
+        if medians_quotient_outside(row) is not None:
+            ci += notes.mark(MEDIANS_QUOTIENT_NOTE)
         t.add_row(name, var_text, med, row.get("baseline", "") or "", sp if sp == fmt.NA else f"{sp} {ci}",
                   fmt.delta(row.get("cliffs_delta")), _verdict(row.get("verdict")))
     return t
