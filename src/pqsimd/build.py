@@ -436,19 +436,21 @@ def _node_salt(variant: Variant) -> str:
 
 
 def _included_tables(inputs) -> list[Path]:
-    """Op tables and headers of harness/ops/ that an op table among the inputs #includes (ml_dsa_aarch64.c
-    compiles ml_dsa.c with other names; a family's op ids, <family>_ops.h), followed through the included
-    tables: a change to them rebuilds it too."""
-    ops = _harness_dir() / "ops"
+    """Op tables and headers of harness/ that an op table among the inputs #includes (ml_dsa_aarch64.c
+    compiles ml_dsa.c with other names; a family's op ids, ops/<family>_ops.h; a library's glue header),
+    followed through the included files: a change to them rebuilds it too."""
+    harness = _harness_dir()
     out = []
     todo = [Path(f) for f in inputs]
     while todo:
         f = todo.pop()
-        if f.parent == ops and f.suffix == ".c":
-            for n in re.findall(r'^#include "([^"/]+\.[ch])"', f.read_text(), re.M):
-                if (ops / n).is_file() and ops / n not in out and n != "optable.h":
-                    out.append(ops / n)
-                    todo.append(ops / n)
+        if f.suffix in (".c", ".h") and f.is_relative_to(harness) and f.is_file():
+            for n in re.findall(r'^#include "([^"]+\.[ch])"', f.read_text(), re.M):
+                # as the compiler finds it: beside the including file, else under -I{harness}
+                found = next((p for p in (f.parent / n, harness / n) if p.is_file()), None)
+                if found is not None and found not in out and found.name != "optable.h":
+                    out.append(found)
+                    todo.append(found)
     return out
 
 

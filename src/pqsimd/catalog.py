@@ -324,8 +324,10 @@ def reference_table(name: str) -> dict[str, Any]:
 
 
 def _op_table(name: str, base_dir: Path | None, where: str) -> Path:
-    ops_dir = Path(str(resources.files("pqsimd").joinpath("harness", "ops")))
-    candidates = ([base_dir / name] if base_dir else []) + [ops_dir / name]
+    """An op table by name: beside a user's family TOML, else a family's own (harness/ops/NAME), else a
+    source library's (harness/impl/<library>/NAME, named from harness/: "impl/wolfssl/ml_kem.c")."""
+    harness = Path(str(resources.files("pqsimd").joinpath("harness")))
+    candidates = ([base_dir / name] if base_dir else []) + [harness / "ops" / name, harness / name]
     path = next((p for p in candidates if p.is_file()), None)
     if path is None:
         raise PqsimdError(f"{where}: op table {name} not found (looked in {', '.join(str(c.parent) for c in candidates)})")

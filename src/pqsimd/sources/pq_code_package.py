@@ -319,6 +319,7 @@ def plan(ctx: Context) -> Plan:
             p.kat[sid] = extra + own
     p.inputs = sorted(f for f in paths.root.rglob("*") if f.is_file())
     p.inputs += [u.src for u in p.units() if not u.src.is_relative_to(paths.root)]
-    p.inputs += sorted((ctx.harness / "glue").glob("*")) + sorted((ctx.harness / "kat").glob("*"))
+    # the implementation's folder (harness/impl/<library>/: its op tables and glue) and the KAT adapters
+    p.inputs += sorted(Path(ctx.impl.op_table or fam.op_table).parent.glob("*")) + sorted((ctx.harness / "kat").glob("*"))
     p.inputs += sorted(common.glob("*.h"))
     return p

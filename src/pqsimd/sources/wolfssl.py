@@ -10,7 +10,7 @@ cpuid. A build is one path: `cpuid` lists the flags the build pins (a generated 
 wolfSSL's `cpuid_select_flags` with exactly these before any other code runs, so the vendor test in
 its Keccak dispatch and features the variant does not claim, SHA-NI or AVX-512, never change the
 path), and the op table checks after every gate call that the modules' dispatch state is the pinned
-one (harness/glue/wolfssl_pin.h).
+one (harness/impl/wolfssl/wolfssl_pin.h).
 
 [implementations.<name>] keys (paths relative to `tree`; `{harness}` may start a path):
   crate, tree     the pinned crate and wolfSSL's folder in it
@@ -187,5 +187,5 @@ def plan(ctx: Context) -> Plan:
     p.inputs = sorted(f for pat in ("wolfcrypt/src/*", "wolfssl/wolfcrypt/*.h", "wolfssl/*.h") for f in root.glob(pat)
                       if f.is_file())
     p.inputs += [u.src for u in p.units() if not u.src.is_relative_to(root)]
-    p.inputs += sorted((ctx.harness / "glue").glob("wolfssl*"))
+    p.inputs += sorted((ctx.harness / "impl" / "wolfssl").glob("wolfssl*"))  # the glue, and its pin header
     return p

@@ -140,7 +140,7 @@ def sign_parse(line: str, v: Vector) -> dict[str, Any]:
     return d
 
 
-DISPATCH_RC = 0x7D15  # an op table's answer when the build's run-time dispatch is not the pinned path (glue/wolfssl_slhdsa.h)
+DISPATCH_RC = 0x7D15  # an op table's answer when the build's run-time dispatch is not the pinned path (impl/wolfssl/wolfssl_slhdsa.h)
 
 
 def sign_check(i: int, d: dict[str, Any], v: Vector, gate: dict[str, Any]) -> str:

@@ -3,7 +3,7 @@
  * set's constants (PQSIMD_WOLF_K, _L, _GAMMA2, _OMEGA, _TAU, _CTILDE: the set's defines).
  *
  * The op ids are ops/ml_dsa.c's; each op calls wolfSSL's own function for the same work (its kernels
- * are static in wc_mldsa.c: glue/wolfssl_mldsa.c reaches them; each dispatches to the build's path as
+ * are static in wc_mldsa.c: impl/wolfssl/wolfssl_mldsa.c reaches them; each dispatches to the build's path as
  * signing does). wolfSSL has no single-polynomial eta / gamma1 sampler and no 4-way sampler of its own
  * (it expands whole vectors): those ops are absent, and the TOML says why.
  *
@@ -18,9 +18,9 @@
 #include <wolfssl/wolfcrypt/settings.h>
 #include <wolfssl/wolfcrypt/wc_mldsa.h>
 
-#include "glue/wolfssl_mldsa.h"
-#include "optable.h"
-#include "ml_dsa_ops.h"
+#include "wolfssl_mldsa.h"
+#include "ops/optable.h"
+#include "ops/ml_dsa_ops.h"
 
 PQSIMD_DECLARE_OP_IDS(PQSIMD_ML_DSA_OPS)
 

@@ -10,6 +10,7 @@
  * files too (through common.h): preprocessor lines, and C only outside __ASSEMBLER__. */
 #ifndef PQSIMD_MLKEM_NATIVE_V2_CONFIG_H
 #define PQSIMD_MLKEM_NATIVE_V2_CONFIG_H
+#define PQSIMD_MLKEM_NATIVE_API 2 /* ml_kem.c: the v2 API */
 
 #if defined(PQSIMD_NATIVE_PROFILE)
 #define MLK_CONFIG_USE_NATIVE_BACKEND_ARITH

@@ -1,4 +1,4 @@
-/* pqsimd's accessors of wolfSSL's ML-KEM polynomial internals (wolfssl_mlkem.c) for ops/ml_kem_wolfssl.c. */
+/* pqsimd's accessors of wolfSSL's ML-KEM polynomial internals (wolfssl_mlkem.c) for impl/wolfssl/ml_kem.c. */
 #ifndef PQSIMD_WOLFSSL_MLKEM_H
 #define PQSIMD_WOLFSSL_MLKEM_H
 #include <wolfssl/wolfcrypt/settings.h>

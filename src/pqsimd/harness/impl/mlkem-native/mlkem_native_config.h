@@ -6,6 +6,7 @@
  * Included by the backend's .S files too (through common.h): preprocessor lines only. */
 #ifndef PQSIMD_MLKEM_NATIVE_CONFIG_H
 #define PQSIMD_MLKEM_NATIVE_CONFIG_H
+#define PQSIMD_MLKEM_NATIVE_API 1 /* ml_kem.c: liboqs's copy's API */
 
 #if defined(PQSIMD_NATIVE_PROFILE)
 #define MLK_USE_NATIVE_BACKEND_ARITH

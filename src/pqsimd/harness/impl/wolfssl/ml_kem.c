@@ -5,7 +5,7 @@
  * The op ids are ops/ml_kem.c's, and each op calls wolfSSL's own function for the same work on fixed
  * inputs: gen_a (mlkem_gen_matrix), the message and (de)compression kernels, the KEM API, and, in the
  * portable C only, its NTT, inverse NTT and Montgomery base multiplication (static in wc_mlkem_poly.c,
- * reached through glue/wolfssl_mlkem.c). wolfSSL's AVX2 code has no standalone NTT: its keygen,
+ * reached through impl/wolfssl/wolfssl_mlkem.c). wolfSSL's AVX2 code has no standalone NTT: its keygen,
  * encapsulate and decapsulate kernels (wc_mlkem_asm.S) fuse NTT, base multiplication and inverse NTT,
  * so those ops are absent from the intelasm build, and the TOML says why. The IND-CPA ops and the
  * single-polynomial samplers have no wolfSSL function (it samples every noise polynomial of an
@@ -21,9 +21,9 @@
 #include <wolfssl/wolfcrypt/settings.h>
 #include <wolfssl/wolfcrypt/wc_mlkem.h>
 
-#include "glue/wolfssl_mlkem.h"
-#include "optable.h"
-#include "ml_kem_ops.h"
+#include "wolfssl_mlkem.h"
+#include "ops/optable.h"
+#include "ops/ml_kem_ops.h"
 
 PQSIMD_DECLARE_OP_IDS(PQSIMD_ML_KEM_OPS)
 

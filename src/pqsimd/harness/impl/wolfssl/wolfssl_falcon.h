@@ -1,4 +1,4 @@
-/* pqsimd's accessors of wolfSSL's Falcon internals (wolfssl_falcon.c) for ops/falcon_wolfssl.c. fpr is
+/* pqsimd's accessors of wolfSSL's Falcon internals (wolfssl_falcon.c) for impl/wolfssl/falcon.c. fpr is
  * wolfSSL's word64 (IEEE-754 binary64 bits, emulated in integers or a hardware double by the build). */
 #ifndef PQSIMD_WOLFSSL_FALCON_H
 #define PQSIMD_WOLFSSL_FALCON_H

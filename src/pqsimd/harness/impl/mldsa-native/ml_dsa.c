@@ -18,8 +18,8 @@
 #include "src/polyvec_lazy.h"
 #include "src/sign.h"
 
-#include "optable.h"
-#include "ml_dsa_ops.h"
+#include "ops/optable.h"
+#include "ops/ml_dsa_ops.h"
 
 PQSIMD_DECLARE_OP_IDS(PQSIMD_ML_DSA_OPS)
 

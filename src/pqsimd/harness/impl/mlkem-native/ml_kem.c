@@ -1,6 +1,10 @@
-/* ML-KEM op table on a pq-code-package implementation (mlkem-native), compiled once per parameter
- * set with that build's defines (MLKEM_K, MLK_NAMESPACE_PREFIX, MLK_CONFIG_FILE, ...; see
- * data/families/ml-kem.toml) and -DPQSIMD_SCHEME=\"ml-kem-768\" -DPQSIMD_IMPL=\"mlkem-native\".
+/* ML-KEM op table on mlkem-native, both of its APIs: the copy liboqs 0.13.0 vendors (crate oqs-sys) and a
+ * v2 checkout the user brings (--sources mlkem-native=PATH), told apart by PQSIMD_MLKEM_NATIVE_API, which
+ * our configuration of each sets (mlkem_native_config.h: 1, mlkem_native_v2_config.h: 2). Compiled once per
+ * parameter set with that build's defines (MLKEM_K or MLK_CONFIG_PARAMETER_SET, the namespace prefix,
+ * MLK_CONFIG_FILE; see data/families/ml-kem.toml) and -DPQSIMD_SCHEME=\"ml-kem-768\" -DPQSIMD_IMPL=\"...\".
+ * v2: the matrix is one mlk_polymat, the IND-CPA functions return a status and take a context argument
+ * (dropped unless MLK_CONFIG_CONTEXT_PARAMETER, which pqsimd leaves unset).
  *
  * The op ids are ops/ml_kem.c's, and each op calls mlkem-native's own function for the same work
  * on the same inputs (test_speed's fixed seeds, buffers updated in place). An op mlkem-native has
@@ -15,12 +19,27 @@
 #include "poly.h"
 #include "poly_k.h"
 
-#include "optable.h"
-#include "ml_kem_ops.h"
+#include "ops/optable.h"
+#include "ops/ml_kem_ops.h"
 
 PQSIMD_DECLARE_OP_IDS(PQSIMD_ML_KEM_OPS)
 
 #define KEM(f) MLK_NAMESPACE_K(f)
+
+#if PQSIMD_MLKEM_NATIVE_API == 2
+#define CTX 0
+#define MATRIX_ARG (&matrix)
+#define MATRIX_ROW(i) (&matrix.vec[i])
+#define INDCPA(call, ...) (rc |= call(__VA_ARGS__, CTX))
+static mlk_polymat matrix; /* the types bring the backend's alignment */
+#elif PQSIMD_MLKEM_NATIVE_API == 1
+#define MATRIX_ARG matrix
+#define MATRIX_ROW(i) (&matrix[i])
+#define INDCPA(call, ...) call(__VA_ARGS__)
+static mlk_polyvec matrix[MLKEM_K]; /* the types bring the backend's alignment */
+#else
+#error "PQSIMD_MLKEM_NATIVE_API is not set: build with pqsimd's mlkem-native configuration (MLK_CONFIG_FILE)"
+#endif
 
 /* Byte buffers carry slack, as in ops/ml_kem.c. */
 #define SLACK 64
@@ -32,7 +51,6 @@ static uint8_t pk[MLKEM_INDCCA_PUBLICKEYBYTES + SLACK];
 static uint8_t sk[MLKEM_INDCCA_SECRETKEYBYTES + SLACK];
 static uint8_t ct[MLKEM_INDCCA_CIPHERTEXTBYTES + SLACK];
 static uint8_t key[MLKEM_SSBYTES + SLACK];
-static mlk_polyvec matrix[MLKEM_K]; /* the types bring the backend's alignment */
 static mlk_polyvec_mulcache cache;
 static mlk_poly ap, bp, cp, dp;
 /* The KEM API is warn_unused_result, which a (void) cast does not silence in gcc: results go here. */
@@ -48,11 +66,11 @@ static void setup_inputs(void) {
     fill(seed, sizeof seed, 1);
     fill(coins32, sizeof coins32, 2);
     fill(coins64, sizeof coins64, 3);
-    mlk_gen_matrix(matrix, seed, 0);
-    ap = matrix[MLKEM_K - 1].vec[MLKEM_K - 1]; /* coefficients in [0, q): a valid input of every polynomial op */
-    mlk_polyvec_mulcache_compute(&cache, &matrix[1]);
-    mlk_indcpa_keypair_derand(pk, sk, coins32);
-    mlk_indcpa_enc(ct, key, pk, seed);
+    mlk_gen_matrix(MATRIX_ARG, seed, 0);
+    ap = MATRIX_ROW(MLKEM_K - 1)->vec[MLKEM_K - 1]; /* coefficients in [0, q): a valid input of every polynomial op */
+    mlk_polyvec_mulcache_compute(&cache, MATRIX_ROW(1));
+    INDCPA(mlk_indcpa_keypair_derand, pk, sk, coins32);
+    INDCPA(mlk_indcpa_enc, ct, key, pk, seed);
 }
 
 static void setup_kem(void) {
@@ -61,7 +79,7 @@ static void setup_kem(void) {
     rc |= KEM(enc_derand)(ct, key, pk, coins32);
 }
 
-static void op_gen_a(void) { mlk_gen_matrix(matrix, seed, 0); }
+static void op_gen_a(void) { mlk_gen_matrix(MATRIX_ARG, seed, 0); }
 #if MLKEM_K != 3
 /* ML-KEM-768 has eta2 = eta1 and draws every noise polynomial with the 4-way sampler. */
 static void op_noise_eta2(void) { mlk_poly_getnoise_eta2(&ap, seed, 0); }
@@ -74,18 +92,18 @@ static void op_invntt(void) { mlk_poly_invntt_tomont(&ap); }
  * mlkem-native splits them out into a mulcache (amortised over rows in indcpa): the op is both,
  * the same function of the same inputs. */
 static void op_basemul(void) {
-    mlk_polyvec_mulcache_compute(&cache, &matrix[1]);
-    mlk_polyvec_basemul_acc_montgomery_cached(&ap, &matrix[0], &matrix[1], &cache);
+    mlk_polyvec_mulcache_compute(&cache, MATRIX_ROW(1));
+    mlk_polyvec_basemul_acc_montgomery_cached(&ap, MATRIX_ROW(0), MATRIX_ROW(1), &cache);
 }
 static void op_tomsg(void) { mlk_poly_tomsg(ct, &ap); }
 static void op_frommsg(void) { mlk_poly_frommsg(&ap, ct); }
 static void op_compress(void) { mlk_poly_compress_dv(ct, &ap); }
 static void op_decompress(void) { mlk_poly_decompress_dv(&ap, ct); }
-static void op_vcompress(void) { mlk_polyvec_compress_du(ct, &matrix[0]); }
-static void op_vdecompress(void) { mlk_polyvec_decompress_du(&matrix[0], ct); }
-static void op_ikeypair(void) { mlk_indcpa_keypair_derand(pk, sk, coins32); }
-static void op_ienc(void) { mlk_indcpa_enc(ct, key, pk, seed); }
-static void op_idec(void) { mlk_indcpa_dec(key, ct, sk); }
+static void op_vcompress(void) { mlk_polyvec_compress_du(ct, MATRIX_ROW(0)); }
+static void op_vdecompress(void) { mlk_polyvec_decompress_du(MATRIX_ROW(0), ct); }
+static void op_ikeypair(void) { INDCPA(mlk_indcpa_keypair_derand, pk, sk, coins32); }
+static void op_ienc(void) { INDCPA(mlk_indcpa_enc, ct, key, pk, seed); }
+static void op_idec(void) { INDCPA(mlk_indcpa_dec, key, ct, sk); }
 /* encaps checks the public key and decaps the secret key (FIPS 203 section 7); PQClean checks neither. */
 static void op_keypair_derand(void) { rc |= KEM(keypair_derand)(pk, sk, coins64); }
 static void op_keypair(void) { rc |= KEM(keypair)(pk, sk); }

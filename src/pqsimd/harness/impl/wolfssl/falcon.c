@@ -5,7 +5,7 @@
  * and hardware doubles with the AVX2 FFT (WOLFSSL_FALCON_FFT_AVX2), so wolfssl-c -> wolfssl-fpr-double
  * is "hardware floating point" and wolfssl-fpr-double -> wolfssl is "SIMD".
  *
- * The op ids are ops/falcon.c's, each on wolfSSL's own function (glue/wolfssl_falcon.c reaches the
+ * The op ids are ops/falcon.c's, each on wolfSSL's own function (impl/wolfssl/wolfssl_falcon.c reaches the
  * static ones): keypair (falcon_keygen), expand_privkey, sign_tree
  * (falcon_sign_core on the expanded key), sign and verify (the wc_falcon API), FFT, iFFT, FFT-domain
  * multiplication, the NTT mod q, SamplerZ and hash_to_point. The library draws its randomness from the
@@ -24,9 +24,9 @@
 #include <wolfssl/wolfcrypt/falcon.h>
 #include <wolfssl/wolfcrypt/random.h>
 
-#include "glue/wolfssl_falcon.h"
-#include "optable.h"
-#include "falcon_ops.h"
+#include "wolfssl_falcon.h"
+#include "ops/optable.h"
+#include "ops/falcon_ops.h"
 
 PQSIMD_DECLARE_OP_IDS(PQSIMD_FALCON_OPS)
 

@@ -13,7 +13,7 @@
  * PQSIMD_RC_DISPATCH and the gate fails naming it.
  *
  * Ops: keypair, sign (deterministic), sign_hedged (opt_rand given: the hedged variant without the
- * RNG's cost), verify, and the internals wolfSSL reaches through its static functions (glue/
+ * RNG's cost), verify, and the internals wolfSSL reaches through its static functions (impl/wolfssl/
  * wolfssl_slhdsa.c): one WOTS+ chain (w - 1 = 15 F), a WOTS+ public key (len chains + T_len; 4 chains
  * at a time with the AVX2 Keccak in the SHAKE sets), a WOTS+ signature, one hypertree layer (XMSS
  * sign: 2^h' WOTS+ keys and their tree), the FORS signature and the FORS public key from it, and, in
@@ -27,9 +27,9 @@
 #include <wolfssl/wolfcrypt/settings.h>
 #include <wolfssl/wolfcrypt/wc_slhdsa.h>
 
-#include "glue/wolfssl_slhdsa.h"
-#include "optable.h"
-#include "slh_dsa_ops.h"
+#include "wolfssl_slhdsa.h"
+#include "ops/optable.h"
+#include "ops/slh_dsa_ops.h"
 
 PQSIMD_DECLARE_OP_IDS(PQSIMD_SLH_DSA_OPS)
 

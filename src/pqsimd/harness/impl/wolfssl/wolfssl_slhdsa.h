@@ -1,4 +1,4 @@
-/* pqsimd's accessors of wolfSSL's SLH-DSA internals (wolfssl_slhdsa.c) for ops/slh_dsa_wolfssl.c.
+/* pqsimd's accessors of wolfSSL's SLH-DSA internals (wolfssl_slhdsa.c) for impl/wolfssl/slh_dsa.c.
  * Each calls the static function of wc_slhdsa.c named in its comment, with the addresses FIPS 205
  * gives it at the first step of signing (layer 0, tree 0, key pair 0). */
 #ifndef PQSIMD_WOLFSSL_SLHDSA_H

@@ -1,4 +1,4 @@
-/* pqsimd's accessors of wolfSSL's ML-DSA kernels (wolfssl_mldsa.c) for ops/ml_dsa_wolfssl.c: each calls
+/* pqsimd's accessors of wolfSSL's ML-DSA kernels (wolfssl_mldsa.c) for impl/wolfssl/ml_dsa.c: each calls
  * the static function of wc_mldsa.c named in its comment, which dispatches to the build's path. */
 #ifndef PQSIMD_WOLFSSL_MLDSA_H
 #define PQSIMD_WOLFSSL_MLDSA_H
