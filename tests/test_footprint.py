@@ -162,7 +162,8 @@ def test_show_analyses_a_metric_measured_since_the_last_analysis(fx, tmp_path):
     shutil.rmtree(d / "results")
     assert run_cli("analyze", d, env=ENV).returncode == 0
     r = run_cli("show", d, "--metric", "stack", env=ENV)
-    assert r.returncode != 0 and "no metric 'stack' in this study" in r.stderr  # the study before the stack ran
+    assert r.returncode != 0 and "has no stack measurements" in r.stderr  # the study before the stack ran
+    assert "--metric stack" in r.stderr  # ... and the command that adds them
     later = (d / "results" / "summary.json").stat().st_mtime + 10
     for f in aside.iterdir():  # the stack jobs, written after the analysis
         shutil.move(f, StudyDir(d).raw_dir / f.name)

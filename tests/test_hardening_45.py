@@ -72,7 +72,9 @@ def test_the_copies_advice_names_commands_that_work_on_the_study(tmp_path):
     rec = copies_record(rows, 2, tmp_path / "study", jobs=10)
     note = rec["note"]
     # the plan fixed 2 copies per job: more copies are a new directory's, more jobs this study's own
-    assert "run with --layouts" not in note and f"`pqsimd run NEW_DIR --layouts {rec['recommended']}`" in note, note
+    # ... with this study's other settings (--like), not the defaults
+    assert "run with --layouts" not in note, note
+    assert f"`pqsimd run NEW_DIR --like {tmp_path / 'study'} --layouts {rec['recommended']}`" in note, note
     assert f"`pqsimd run {tmp_path / 'study'} --jobs 20`" in note and "which its plan fixed" in note, note
 
 
@@ -201,3 +203,103 @@ def test_show_and_explain_say_where_the_medians_divided_leave_the_interval(tmp_p
     assert ex.exit_code == 0, ex.output
     text = " ".join(ex.output.split())
     assert "the two medians, divided, give" in text and "outside the interval" in text
+
+
+def test_advice_names_the_study_as_it_is_read_now_after_a_copy(tmp_path, monkeypatch):
+    """Advice written at analysis names the analysed directory and how pqsimd was started; a copied study
+    read elsewhere gets commands that act on the copy (following the original's would write into it)."""
+    import json
+    import sys
+
+    from pqsimd.analyze import analyze_study
+    from pqsimd.results import load_study
+    from synthetic import make_synthetic_study
+
+    monkeypatch.setattr(sys, "argv", [".venv/bin/pqsimd", "analyze"])
+    d = make_synthetic_study(tmp_path / "orig", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=4,
+                             spins=8, reps=3, seed=3, design="paired")
+    analyze_study(d)
+    path = d / "results" / "summary.json"
+    s = json.loads(path.read_text())
+    assert s["advice_names"] == {"directory": str(d), "invoked": ".venv/bin/pqsimd"}
+    s["warnings"] = [f"layouts: `.venv/bin/pqsimd run {d} --jobs 20` narrows them; `.venv/bin/pqsimd cliffs {d}`"]
+    path.write_text(json.dumps(s))
+    copy = tmp_path / "copy dir"
+    import shutil
+
+    shutil.copytree(d, copy)
+    monkeypatch.setattr(sys, "argv", ["/usr/local/bin/pqsimd", "show"])
+    w = load_study(copy).summary["warnings"][0]
+    assert w == f"layouts: `pqsimd run '{copy}' --jobs 20` narrows them; `pqsimd cliffs '{copy}'`", w
+    assert str(d) + " " not in w and load_study(d).summary["warnings"][0].count(str(d)) == 2  # the original: its own
+
+
+def test_explain_reads_no_verdict_as_no_slowdown_and_a_pair_the_other_way_round(tmp_path):
+    """explain's likely reason follows the comparison's verdict (`~` is neither slower nor the same, whatever its
+    point estimate), and --variants in the other order reads the study's comparison backwards, not the medians."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from pqsimd.cli import cli as main
+    from report_fake import make_fake_study, write_fake_mix
+
+    d = make_fake_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=4,
+                        spins=8, reps=3)
+    write_fake_mix(d, ops=("ntt",), schemes=("ml-kem-512",), variants=("ref", "avx2"))
+    g = pd.read_parquet(d / "results" / "groups.parquet").set_index(["metric", "op", "variant"])["median"]
+    pd.DataFrame([{"scheme": "ml-kem-512", "family": "ml-kem", "op": "ntt", "variant": v, "compiler": "gcc",
+                   "instructions": 1000.0, "ticks": g[("ticks", "ntt", v)], "ticks_per_instruction": 0.5}
+                  for v in ("ref", "avx2")]).to_parquet(d / "results" / "mix_ops.parquet")
+
+    def explain(variants):
+        out = CliRunner().invoke(main, ["explain", str(d), "--scheme", "ml-kem-512", "--op", "ntt", "--variants", variants])
+        assert out.exit_code == 0, out.output
+        return " ".join(out.output.split())
+
+    back = explain("avx2,ref")  # the study compares ref → avx2
+    assert "the study compares them the other way round, ref → avx2: avx2" in back and "faster" in back, back
+    assert "the ratio of the two medians" not in back
+    p = d / "results" / "comparisons.parquet"
+    c = pd.read_parquet(p)
+    m = (c["metric"] == "ticks") & (c["op"] == "ntt") & (c["baseline"] == "ref") & (c["variant"] == "avx2")
+    c.loc[m, ["speedup", "ci_low", "ci_high", "verdict"]] = [0.98, 0.95, 1.04, "~"]  # no verdict, point below 1
+    c.to_parquet(p)
+    text = explain("ref,avx2")
+    assert "no verdict" in text and "slower" not in text.split("likely reason")[1], text
+
+
+def test_a_damaged_constant_time_file_is_named_not_dropped(tmp_path):
+    """A ct raw file cut short used to vanish from the results (its build's column gone without a word)."""
+    import pytest
+
+    from pqsimd.analyze.ct import ct_records
+    from pqsimd.errors import PqsimdError
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "refnv.gcc.ml-kem-512.ct.parquet").write_bytes(b"PAR1 cut short")
+    with pytest.raises(PqsimdError, match=r"refnv\.gcc\.ml-kem-512\.ct\.parquet: not a readable Parquet file.*pqsimd run"):
+        ct_records(tmp_path)
+
+
+def test_hazard_counts_are_not_compared_as_times(tmp_path):
+    """A hazards job's raw rows (metric hazards.<event>, exact counts of a model) stay out of the spins: they
+    were compared like times (intervals, the clock's resolution, 0 against 0 "below timer resolution")."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pqsimd.analyze import analyze_study
+    from pqsimd.analyze.load import load_spins
+    from synthetic import make_synthetic_study
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=3,
+                             spins=6, reps=3, seed=5)
+    src = sorted((d / "raw").glob("*.parquet"))[0]
+    t = pq.read_table(src)
+    t = t.set_column(t.schema.get_field_index("metric"), "metric", pa.array(["hazards.Ld"] * t.num_rows))
+    pq.write_table(t, d / "raw" / "ref.gcc.ml-kem-512.hazards.parquet")
+    assert set(load_spins(d).spins["metric"].astype(str)) == {"ticks"}
+    analyze_study(d)
+    import pandas as pd
+
+    assert not pd.read_parquet(d / "results" / "comparisons.parquet")["metric"].astype(str).str.startswith("hazards").any()

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from . import metrics as metrics_registry
-from .errors import Interrupted, PqsimdError
+from .errors import Interrupted, PqsimdError, command
 from .model import AloneLayouts, AloneSets, Design, LayoutMode, Multiplicity, SharedCpu, choices
 
 
@@ -450,6 +450,10 @@ def show(directory: Path, metric: str | None, stage: str | None, compiler: str |
     verdicts_only = metric in metrics_registry.REGISTRY and metrics_registry.REGISTRY[metric].verdicts
     if (verdicts_only or not has_comparisons(directory)) and ct_view.has_ct(directory):
         from rich.console import Console
+
+        if metric is not None and not verdicts_only:  # a study that only tested constant time has no such numbers
+            raise PqsimdError(f"{directory} tested constant time only: it has no {metric} measurements; add them with "
+                              f"{command('run', directory, '--metric', metric)}, or drop --metric")
 
         ct_view.show(directory, Console())  # constant time alone (`--metric ct`, or a study that only tested it)
         return

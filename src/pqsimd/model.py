@@ -273,6 +273,19 @@ def speed_words(speedup: float, verdict: object, factor, ci: str = "") -> str:
     return f"{factor(speedup)}{ci}"
 
 
+def interval_text(lo: float, hi: float) -> str:
+    """An interval as every table, sentence and terminal line prints it: the same number of decimals at both
+    ends, chosen by the smaller end (three significant digits), and never a point for a nonzero width."""
+    lo, hi = float(lo), float(hi)
+    ref = min(abs(lo), abs(hi)) or max(abs(lo), abs(hi))
+    if ref == 0:
+        return f"[{lo:g}, {hi:g}]"
+    d = max(2 - math.floor(math.log10(ref)), 0)
+    while lo < hi and f"{lo:.{d}f}" == f"{hi:.{d}f}" and d < 8:
+        d += 1
+    return f"[{lo:.{d}f}, {hi:.{d}f}]"
+
+
 def medians_quotient_outside(row: dict | None) -> float | None:
     """The two builds' medians divided (baseline's / variant's), when that quotient falls outside the
     comparison's interval; else None. Each median is its own build's typical layout; the speedup is the

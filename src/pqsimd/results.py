@@ -151,6 +151,8 @@ class Results:
         for df in (self.comparisons, self.groups):
             if "scheme" in df.columns:
                 present.update(df["scheme"].dropna().astype(str))
+        if self.summary.get("mix_only"):  # counts alone (mix, sim, ct, hazards): the study's parameter sets
+            present.update(str(s) for s in ((self.study.get("study") or {}).get("schemes") or []))
         out: list[FamilyView] = []
         for name, f in (self.summary.get("families") or {}).items():
             schemes = [s for s in f.get("schemes", {}) if s in present]
@@ -899,7 +901,41 @@ def read_summary_checked(results: Path, directory: Path, oldest: int) -> dict:
     # older shapes, upgraded here so no reader tests the version again:
     #   schema <= 6: a laid-out job's value was the geometric mean of its copies' medians (7: their median)
     summary.setdefault("job_value_of_copies", "median" if version >= 7 else "mean")
-    return summary
+    return with_advice_for(summary, directory)
+
+
+def with_advice_for(summary: dict, directory: Path) -> dict:
+    """The summary with its advice naming this study as it is read now: a study copied or moved since it
+    was analysed (summary.json `advice_names`) gets commands that act on itself, not on the original, in the
+    form pqsimd was started now (`.venv/bin/pqsimd` only works where it was typed)."""
+    import shlex
+
+    from .errors import invoked
+
+    names = summary.get("advice_names")
+    if not isinstance(names, dict):
+        return summary  # results of an older pqsimd: their advice names the directory analysed
+    then_dir, then_cmd = str(names.get("directory") or ""), str(names.get("invoked") or "")
+    now_dir, now_cmd = str(directory), invoked()
+    pairs = [(f"`{shlex.quote(then_cmd)} ", f"`{shlex.quote(now_cmd)} ")] if then_cmd and then_cmd != now_cmd else []
+    if then_dir and then_dir != now_dir:
+        pairs += [(f" {shlex.quote(then_dir)} ", f" {shlex.quote(now_dir)} "),
+                  (f" {shlex.quote(then_dir)}`", f" {shlex.quote(now_dir)}`")]
+    if not pairs:
+        return summary
+
+    def fix(x):
+        if isinstance(x, str):
+            for a, b in pairs:
+                x = x.replace(a, b)
+            return x
+        if isinstance(x, dict):
+            return {k: fix(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [fix(v) for v in x]
+        return x
+
+    return fix(summary)
 
 
 def older_results_note(summary: dict, directory: Path | str = "DIR") -> str | None:
@@ -950,7 +986,8 @@ def load_study(directory: Path, oldest: int | None = None) -> Results:
     directory = check_study_dir(directory)
     sd = StudyDir(directory)
     results = sd.results_dir
-    if not results.is_dir() or not any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv")):
+    counts_only = (results / "summary.json").is_file() and (store.read_json(results / "summary.json") or {}).get("mix_only")
+    if not results.is_dir() or not (counts_only or any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv"))):
         raise PqsimdError(f"no results in {results}; run {command('analyze', directory)} first")
     summary = read_summary_checked(results, directory, oldest or OLDEST_READABLE_RESULTS)
     tables = {name: _read_table(results, name) for name in RESULT_TABLES}

@@ -44,7 +44,13 @@ def is_ct_file(name: str) -> bool:
 def ct_records(directory: Path) -> list[dict[str, Any]]:
     """The ct jobs' records (run/ct.py), in file order."""
     sd = StudyDir(directory)
-    return [rec for path, rec in sorted(sd.job_records().items()) if rec and is_ct_file(path.name)]
+    records = [(path, rec) for path, rec in sorted(sd.job_records().items()) if is_ct_file(path.name)]
+    for path, rec in records:
+        if not rec:  # damaged (a run cut short, a copy gone wrong): said, as for every raw file, never dropped
+            from .load import _unreadable
+
+            raise _unreadable(path, Path(directory), "no readable job record")
+    return [rec for _, rec in records]
 
 
 def _family_of(families: dict[str, Any], scheme: str) -> dict[str, Any]:

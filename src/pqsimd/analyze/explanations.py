@@ -56,7 +56,7 @@ from ..errors import command
 from ..headlines import fixed_twins, group_ops, headline_pool, headline_picks, headline_table  # noqa: F401  (the one headline rule; analyze writes it)
 from ..mixreading import TOP_CLASSES, OpMix, class_shift, slow_candidates, vector_text
 from ..mixreading import pct as _pct
-from ..model import EVIDENCE_WORDS, speed_words
+from ..model import EVIDENCE_WORDS, interval_text, speed_words
 from .write import write_or_remove
 from .. import metrics as metrics_mod
 
@@ -142,7 +142,7 @@ class Evidence:
 
 def _speed_words(s: float, lo: float, hi: float, verdict: object) -> str:
     """The comparison's speed in words from its verdict (model.speed_words), its interval and the tag."""
-    ci = f" [{lo:.3g}, {hi:.3g}]" if _finite(lo) and _finite(hi) else ""
+    ci = f" {interval_text(lo, hi)}" if _finite(lo) and _finite(hi) else ""
     return speed_words(s, verdict, _x, ci) + f" ({_tag('ticks')})"
 
 

@@ -68,11 +68,17 @@ def penalties(manifest: dict) -> tuple[dict[str, float], str, str, str]:
     return cost, uarch.name, "cycles", f"data/hazards.toml ({source})" if source else ""
 
 
+def is_hazards_file(name: str) -> bool:
+    """A hazards job's raw file: read by hazards_table from its job record (exact per-call events), never
+    as spins (its rows are counts of the model's events, not times to compare with intervals)."""
+    return name.endswith(f".{METRIC}.parquet")
+
+
 def hazard_files(directory: Path) -> list[Path]:
     raw = StudyDir(directory).raw_dir
     if not raw.is_dir():
         return []
-    return sorted(f for f in raw.glob("*.parquet") if f.stem.endswith("." + METRIC))
+    return sorted(f for f in raw.glob("*.parquet") if is_hazards_file(f.name))
 
 
 def _site_text(site: dict) -> str:
@@ -118,7 +124,7 @@ def hazards_table(directory: Path) -> pd.DataFrame:
         r["cost_cpu"], r["cost_unit"], r["cost_source"] = cpu, unit, source
     skipped = ((manifest.get("metrics") or {}).get(METRIC) or {}).get("skipped") or {}
     for build, reason in skipped.items():
-        variant, _, compiler = str(build).partition(".")
+        variant, compiler = (str(build).split(".") + [""])[:2]  # build id: variant.compiler.family
         rows.append({"scheme": str(reason).split(" ", 1)[0], "op": "", "variant": variant, "compiler": compiler,
                      **{e: math.nan for e in EVENTS}, "note": f"not traced: {reason}"})
     if not rows:

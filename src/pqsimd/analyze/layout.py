@@ -59,8 +59,8 @@ def copies_record(comparisons: pd.DataFrame, per_job: int | None, directory=None
                  f"{command('run', here, '--jobs', 'N')} with N above its jobs per group")
     if rec > have:
         out["note"] = (f"{out['rows_short']} of {out['rows']} laid-out comparisons would need more copies per job than "
-                       f"the study's {have}, which its plan fixed: {command('run', 'NEW_DIR', '--layouts', rec)} (a new "
-                       f"directory, with this study's other options) gives them; {more_jobs} narrows them here")
+                       f"the study's {have}, which its plan fixed: {command('run', 'NEW_DIR', '--like', here, '--layouts', rec)} (a "
+                       f"new directory with this study's other settings) gives them; {more_jobs} narrows them here")
     if out["rows_beyond_cap"]:
         out["note"] = (out.get("note", "") + ("; " if out.get("note") else "") +
                        f"{out['rows_beyond_cap']} need more than the cap of {COPIES_CAP}: the study cannot afford "

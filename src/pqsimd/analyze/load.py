@@ -25,6 +25,7 @@ from ..analysis_settings import read_study_toml
 from .parallel import parallel_map
 from .mix import MIX_FILE_SUFFIX
 from .ct import is_ct_file
+from .hazards import is_hazards_file
 from .sim import is_sim_file
 from ..studydir import StudyDir
 from .. import store
@@ -217,7 +218,8 @@ def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     files = sorted(raw.glob("*.parquet")) if raw.is_dir() else []
     files = [f for f in files if not f.name.endswith(MIX_FILE_SUFFIX)  # --metric mix: analyze/mix.py
              and not is_sim_file(f.name)  # --metric sim: analyze/sim.py
-             and not is_ct_file(f.name)]  # --metric ct: analyze/ct.py
+             and not is_ct_file(f.name)  # --metric ct: analyze/ct.py
+             and not is_hazards_file(f.name)]  # --metric hazards: analyze/hazards.py
     if not files:
         if StudyDir(directory).results("summary.json").is_file():  # results mailed in without raw/: read, not redone
             raise PqsimdError(f"no raw data in {raw}, so {directory} cannot be analysed again; its results are read as "

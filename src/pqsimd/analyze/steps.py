@@ -18,7 +18,7 @@ import pandas as pd
 
 from .. import metrics as metrics_mod
 from ..analysis_settings import Settings, asked_record, read_study_toml, resolve
-from ..errors import PqsimdError
+from ..errors import PqsimdError, invoked
 from ..model import RESULTS_SCHEMA_VERSION, Chain, Design, JobKind
 from ..results import computed_from
 from ..studydir import StudyDir
@@ -129,18 +129,19 @@ def start(directory: Path, results: Path, n_boot: int | None, seed: int | None, 
     sources = computed_from(directory)  # before anything is read: a file changed meanwhile reads as stale
     raw_files = StudyDir(directory).raw_files()
     mix_only = bool(raw_files) and all(f.name.endswith(".mix.parquet") or sim.is_sim_file(f.name) or ct.is_ct_file(f.name)
-                                       for f in raw_files)
+                                       or hazards.is_hazards_file(f.name) for f in raw_files)
     asked = asked_record(study, {"n_boot": n_boot, "seed": seed, "adjust": adjust})
     return Analysis(directory, results, study, settings, ctx, chain, sources, mix_only, asked=asked, started=t0, mark=t0)
 
 
 def write_mix_only(a: Analysis) -> None:
-    """--metric mix, sim and/or ct alone: their tables are all there is to analyse."""
+    """--metric mix, sim, ct and/or hazards alone: their tables are all there is to analyse."""
     ctx = a.ctx
     warnings = mix.write_mix_results(a.directory, a.results, groups=None, chain=ctx["chain"], core_per_tsc=None,
                                      families=ctx["families"], isa=ctx["isa"], vlen=ctx.get("vlen"))
     warnings += write_why_results(a.directory, a.results, None, a.chain, None, ctx)
     warnings += ct.write_ct_results(a.directory, a.results, ctx["chain"], ctx["families"], ctx.get("compilers"))
+    write_hazards(a)
     write_json({"schema_version": RESULTS_SCHEMA_VERSION, "mix_only": True, "chain": ctx["chain"],
                 "families": ctx["families"], "warnings": warnings, "isa": ctx["isa"], "vlen": ctx.get("vlen"),
                 "computed_from": a.sources, "analysis_asked": a.asked}, a.results / "summary.json")
@@ -435,6 +436,9 @@ def write_summary(a: Analysis) -> None:
         "vlen": ctx.get("vlen"),
         "schema_version": RESULTS_SCHEMA_VERSION,
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        # where the advice in these results points, and how pqsimd was started: a reader of a copied or
+        # moved study (results.read_summary_checked) rewrites them to its own
+        "advice_names": {"directory": str(directory), "invoked": invoked()},
         "alpha": settings.alpha,
         "threshold": settings.threshold,
         "n_boot": settings.n_boot,

@@ -14,8 +14,15 @@ REFERENCES = (None, "paper")
 
 def has_results(directory: Path) -> bool:
     results = StudyDir(directory).results_dir
-    # comparisons, or the verdicts of a study that only tested constant time
-    return any((results / f"{name}.{x}").exists() for name in ("comparisons", "constant_time") for x in ("parquet", "csv"))
+    # comparisons, the verdicts of a study that only tested constant time, or counts alone (mix, sim, hazards)
+    return (any((results / f"{name}.{x}").exists() for name in ("comparisons", "constant_time") for x in ("parquet", "csv"))
+            or _counts_only(results))
+
+
+def _counts_only(results: Path) -> bool:
+    from ..store import read_json
+
+    return (results / "summary.json").is_file() and bool((read_json(results / "summary.json") or {}).get("mix_only"))
 
 
 def check_reference(reference: str | None) -> None:
@@ -47,6 +54,14 @@ def write_report(directory, reference: str | None = None) -> Path:
     if not has_comparisons(directory) and ct_view.has_ct(directory):
         return ct_view.write_alone(directory)  # a study that only tested constant time
     study = load_study(directory)
+    if study.comparisons.empty and study.summary.get("mix_only"):  # counts alone: the views of what was counted
+        from .parts import make_all
+
+        outdir = StudyDir(directory).report_dir
+        outdir.mkdir(parents=True, exist_ok=True)
+        notes = ["counts only (no timing in this study): the views of what it counted; results/*.csv hold every count"]
+        html.write_html(study, outdir, [], [], notes, reference=reference, made=make_all(study, outdir, notes, reference))
+        return outdir
     if study.comparisons.empty:
         raise PqsimdError(f"{directory / 'results'} holds no comparisons (a study needs at least two variants); "
                           f"add variants with {command('run', directory, '--variants', 'a,b')}")

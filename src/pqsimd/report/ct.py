@@ -99,10 +99,13 @@ def show(directory: Path, con: Console) -> None:
         con.print(Text(f"  declassified ({r['family']}): {r['declassified']}", style="dim"), soft_wrap=True)
     for scope in sites.get("scope", pd.Series(dtype=object)).dropna().unique():
         con.print(Text(f"  scope: {scope}", style="dim"), soft_wrap=True)
-    na = sites[sites["verdict"].eq("n/a")].drop_duplicates(["why"])
-    for _, r in na.iterrows():
-        if "no secret input" not in str(r["why"]):
-            con.print(Text(f"  n/a: {r['why']}", style="dim"), soft_wrap=True)
+    na = sites[sites["verdict"].eq("n/a")]
+    public = na[na["why"].astype(str).str.contains("no secret input")]
+    if len(public):  # one line for the ops that take no secret (the legend promises every n/a its reason)
+        con.print(Text(f"  n/a: no secret input: {', '.join(dict.fromkeys(public['op'].astype(str)))}", style="dim"),
+                  soft_wrap=True)
+    for _, r in na[~na.index.isin(public.index)].drop_duplicates(["why"]).iterrows():
+        con.print(Text(f"  n/a: {r['why']}", style="dim"), soft_wrap=True)
     for v, words in VERDICT_WORDS.items():
         con.print(Text(f"  {v}: {words}", style="dim"), soft_wrap=True)
     con.print(Text(f"  {MARK} beside a speedup: its variant leaks for that op. t: dudect's Welch t of calls with one "

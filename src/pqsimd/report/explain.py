@@ -93,6 +93,15 @@ class _Data:
             m &= c["baseline_compiler"].fillna(compiler) == compiler
         return c[m].iloc[0].to_dict() if m.any() else {}
 
+    def instructions_median(self, scheme: str, op: str, variant: str, compiler: str) -> float | None:
+        """A build's instructions per call from the instruction records (their median), or None."""
+        g = self.groups
+        if g.empty or not {"metric", "median"} <= set(g.columns):
+            return None
+        m = ((g["metric"] == metrics_mod.COUNT) & (g["scheme"] == scheme) & (g["op"] == op) & (g["variant"] == variant)
+             & (g["compiler"] == compiler))
+        return float(g[m].iloc[0]["median"]) if m.any() and not fmt.is_missing(g[m].iloc[0]["median"]) else None
+
     def median_halfwidth(self, scheme: str, op: str, variant: str, compiler: str) -> float | None:
         """The relative half-width of a build's time median's interval (as `show` prints it beside the
         median), or None when the study has none."""
@@ -217,9 +226,17 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     def row(name: str, text: str):
         lines.append(f"  {name:<{LABEL_W}}{text}")
 
-    ins = " · ".join(f"{v} {_q(total[v])}" for v in chosen)
-    rel = "; ".join(f"{v}: {_ratio_words(total[base], total[v], 'fewer', 'more')}" for v in chosen[1:]
-                    if _ratio_words(total[base], total[v], 'fewer', 'more'))
+    # the instruction records' medians where the study counted them (the number show and the explanations
+    # give); an op that draws fresh randomness per call differs from the mix run's one draw, and says so
+    counted = {v: d.instructions_median(scheme, op, v, compiler) for v in chosen}
+    shown = {v: counted[v] if counted[v] is not None else total[v] for v in chosen}
+    varies = [v for v in chosen if counted[v] is not None and abs(counted[v] - total[v]) > 0.5]
+    ins = " · ".join(f"{v} {_q(shown[v])}" for v in chosen)
+    rel = "; ".join(f"{v}: {_ratio_words(shown[base], shown[v], 'fewer', 'more')}" for v in chosen[1:]
+                    if _ratio_words(shown[base], shown[v], 'fewer', 'more'))
+    if varies:
+        rel = (rel + "; " if rel else "") + (f"varies per call: medians of the instruction records; the mix below is "
+                                             f"one draw ({' · '.join(f'{v} {_q(total[v])}' for v in chosen)})")
     row("instructions/call", ins + (f"  ({rel})" if rel else ""))
     hs = hash_share_text(d.hash_share, scheme, op, compiler, chosen)
     if hs:
@@ -268,6 +285,8 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     timed = all(not fmt.is_missing(ticks[v]) for v in chosen)
     tpi = {v: info[v].get("ticks_per_instruction") for v in chosen}
     comps = {v: d.comparison(scheme, op, base, v, compiler) for v in chosen[1:]}
+    # a pair the study compares the other way round (v → base) is that comparison, inverted, for the reasons
+    reasons_comp = {v: comps[v] or _inverted(d.comparison(scheme, op, v, base, compiler)) for v in chosen[1:]}
     if timed:
         def with_interval(v):
             half = d.median_halfwidth(scheme, op, v, compiler)
@@ -277,7 +296,8 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
         norm = info[chosen[-1]].get("family_norm_tpi")
         row(f"time ({unit_of(metrics_mod.TIME, d.summary.get('isa'))})", f"{t} per call (each build's median); ticks/instruction {tp}"
             + (f" (family norm for {chosen[-1]}: {fmt.num(norm)})" if not fmt.is_missing(norm) else ""))
-        row("speedup", "; ".join(_speedup_text(comps[v], ticks[base], ticks[v], base, v) for v in chosen[1:]))
+        row("speedup", "; ".join(_speedup_text(comps[v], ticks[base], ticks[v], base, v,
+                                               d.comparison(scheme, op, v, base, compiler)) for v in chosen[1:]))
     else:
         row("time", "not measured in this study (run with --metric ticks,instructions,mix for ticks per instruction)")
 
@@ -325,7 +345,7 @@ def explain_op(directory: Path, scheme: str, op: str, variants: list[str] | None
     seen = set()
     for v in chosen[1:]:
         for name, text in _reason(d, scheme, op, compiler, base, v, total, counts, labels, mn, ticks, tpi, timed, mca, host,
-                                  comps.get(v) or {}):
+                                  reasons_comp.get(v) or {}):
             if (name, text) not in seen:
                 row(name if not any(n == name for n, _ in seen) else "", text)
                 seen.add((name, text))
@@ -346,9 +366,22 @@ def _cand_text(g: dict, v: str) -> str:
     return f"{names}: llvm-mca latency {_q(g['latency'])} on {', '.join(g['slow'])}{fast}{est}"
 
 
-def _speedup_text(comp: dict, tb, tv, base: str, v: str) -> str:
+def _inverted(comp: dict) -> dict:
+    """A comparison read the other way round: its speedup and interval inverted, faster and slower swapped."""
+    if not comp or fmt.is_missing(comp.get("speedup")) or not float(comp["speedup"]) > 0:
+        return {}
+    lo, hi = comp.get("ci_low"), comp.get("ci_high")
+    swap = {"faster": "slower", "slower": "faster"}
+    return {**comp, "speedup": 1 / float(comp["speedup"]),
+            "ci_low": 1 / float(hi) if not fmt.is_missing(hi) and float(hi) > 0 else float("nan"),
+            "ci_high": 1 / float(lo) if not fmt.is_missing(lo) and float(lo) > 0 else float("nan"),
+            "verdict": swap.get(str(comp.get("verdict")), comp.get("verdict"))}
+
+
+def _speedup_text(comp: dict, tb, tv, base: str, v: str, reverse: dict | None = None) -> str:
     """base → v's speedup as `show` and the report print it (the comparison's estimate, interval and
-    verdict); where the study has no such comparison, the ratio of the two medians, labelled as that."""
+    verdict); where the study compares the pair the other way round (v → base), that comparison, said so;
+    where it compares neither, the ratio of the two medians, labelled as that."""
     from ..model import medians_quotient_outside, speed_words
 
     sp = comp.get("speedup")
@@ -361,6 +394,12 @@ def _speedup_text(comp: dict, tb, tv, base: str, v: str) -> str:
             text += (f" (the two medians, divided, give {fmt.times(q)}, outside the interval: each is its own "
                      f"build's typical layout, the speedup the paired copies' — docs/methods.md)")
         return text
+    rsp = (reverse or {}).get("speedup")
+    if not fmt.is_missing(rsp):
+        lo, hi = reverse.get("ci_low"), reverse.get("ci_high")
+        ci = f" {fmt.ci(lo, hi)}" if not (fmt.is_missing(lo) or fmt.is_missing(hi)) else ""
+        return (f"the study compares them the other way round, {v} → {base}: {base} "
+                f"{speed_words(float(rsp), reverse.get('verdict'), fmt.times, ci)} (--variants {v},{base} reads it so)")
     return f"{v}: {fmt.times(tb / tv)} (the ratio of the two medians: the study compares no such pair)" \
         if tb and tv else f"{v}: {fmt.NA}"
 
@@ -370,11 +409,11 @@ def _reason(d: _Data, scheme, op, compiler, base, v, total, counts, labels, mn, 
     """The likely reason for a slowdown (per call, or per instruction) from the data: instructions
     the variant adds that the cost model of this host makes slow, else the shift of classes and the
     model's instructions per cycle; instructions other CPU models make slow on a line of their own.
-    Slower or the same: the comparison's verdict where the study has it (the number `show` prints),
-    else the two medians against the threshold."""
+    Slower or the same: the comparison's verdict where the study has it (the number `show` prints; `~` and
+    withheld are neither), else the two medians against the threshold."""
     thr = float(d.summary.get("threshold") or 0.0)  # a difference inside ±threshold is no difference
     verdict = str((comp or {}).get("verdict") or "")
-    if timed and verdict in ("faster", "slower", "same"):
+    if timed and verdict and verdict != "n/a":  # the study's verdict, whatever it is: `~` and withheld are no slowdown
         same, slower = verdict == "same", verdict == "slower"
     else:
         same = timed and ticks[base] > 0 and abs(ticks[v] / ticks[base] - 1) <= thr
@@ -424,8 +463,9 @@ def _reason(d: _Data, scheme, op, compiler, base, v, total, counts, labels, mn, 
 
         how = (speed_words(speed, verdict, fmt.times) if speed > 0 and verdict
                else _ratio_words(ticks[base], ticks[v], 'faster', 'slower'))
-        rows.append(("likely reason", f"{'no slowdown' if verdict in ('', 'faster') else 'no slowdown shown'}: {v} is "
-                     f"{how} with "
+        is_ = "is" if verdict in ("", "faster") else f"against {base}:"  # `~`, withheld: a verdict's words, not a speed
+        rows.append(("likely reason", f"{'no slowdown' if verdict in ('', 'faster') else 'no slowdown shown'}: {v} {is_} "
+                     f"{how}, with "
                      f"{_ratio_words(total[base], total[v], 'fewer', 'more')} instructions (ticks per instruction "
                      f"{fmt.num(tpi[base])} → {fmt.num(tpi[v])})"))
     else:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from ..model import interval_text
+
 NA = "n/a"
 
 
@@ -36,16 +38,7 @@ def times(v, symbol: str = "×") -> str:
 def ci(lo, hi) -> str:
     if is_missing(lo) or is_missing(hi):
         return NA
-    # the same number of decimals for both ends, chosen by the smaller end
-    ref = min(abs(float(lo)), abs(float(hi))) or max(abs(float(lo)), abs(float(hi)))
-    if ref == 0:
-        return f"[{float(lo):g}, {float(hi):g}]"
-    mag = math.floor(math.log10(ref))
-    d = max(2 - mag, 0)
-    # an interval of nonzero width never prints as a point: more decimals until its ends differ
-    while float(lo) < float(hi) and f"{float(lo):.{d}f}" == f"{float(hi):.{d}f}" and d < 8:
-        d += 1
-    return f"[{float(lo):.{d}f}, {float(hi):.{d}f}]"
+    return interval_text(lo, hi)  # one format for every interval (model.py: analyze's sentences use it too)
 
 
 def delta(v) -> str:

@@ -96,3 +96,8 @@ def show(study: Results, con, metric: str | None = None, compiler: str | None = 
     show_family_parts(study, con, df, lambda fam: f"{fam.title} · simulated hazards that cost time",
                       caption(study.unit(metrics_mod.TIME), _cost_note(df)) if not df.empty else "", HEADER,
                       lambda fam: rows(study, df, fam, compiler), 3)
+    traced = df[df["op"].astype(str) != ""] if not df.empty else df
+    if len(traced) and not any(rows(study, df, fam, compiler) for fam in study.families):
+        con.print(f"Simulated hazards: {len(traced)} (set, op, build) traced; none has a hazard that would cost "
+                  f"time ({_cost_note(df)}); every count per call is in results/hazards.csv", soft_wrap=True)
+        con.print()

@@ -13,7 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..console import stdout_console
-from ..errors import PqsimdError, did_you_mean
+from ..errors import PqsimdError, command, did_you_mean
+from .. import metrics as metrics_mod
 from ..model import MEDIANS_QUOTIENT_NOTE, medians_quotient_outside
 from . import fmt, style
 from ..results import Levels, Results, interval, load_study
@@ -59,7 +60,7 @@ def _row_marks(row: dict | None, notes: _Footnotes) -> str:
         marks.append(notes.mark("regimes: the jobs' ratios form two clusters; the verdict without the minority's "
                                 "jobs is listed under Regimes (comparisons.csv note, without_minority_*)"))
     if not fmt.is_missing(row.get("shared_cpu_jobs")) and float(row.get("shared_cpu_jobs")) > 0:
-        marks.append(notes.mark("uses jobs that shared their CPU with another program (kept by --shared-cpu keep); the "
+        marks.append(notes.mark("uses jobs that shared their CPU with another program (kept under the study's --shared-cpu setting); the "
                                 "verdict without them is listed under Shared CPU (comparisons.csv without_shared_*)"))
     if str(row.get("drift")).lower() == "true":
         marks.append(notes.mark("drift: the ratio trends within a job (comparisons.csv drift_jobs)"))
@@ -93,6 +94,18 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     ISA, whose cross-ISA tables the command line wrote into results/) the cross-ISA lines after them."""
     study = load_study(Path(directory))
     con = _console(console)
+    if study.summary.get("mix_only"):  # counts alone: no comparisons, only the views of what was counted
+        from . import parts
+
+        con.print(Text("counts only (no timing in this study): the views of what it counted", style="dim"))
+        for line in study.not_measured_notes():
+            con.print(Text(f"n/a: {line}", style="yellow"))
+        parts.show_all(study, con, metric or metrics_mod.TIME, compiler or study.primary_compiler)
+        return study
+    if metric is not None and metric not in study.metrics and metric in metrics_mod.names():
+        raise PqsimdError(f"{directory} has no {metric} measurements (it has: {', '.join(study.metrics) or 'none'}); "
+                          f"add them with {command('run', directory, '--metric', metric)}, then "
+                          f"{command('show', directory, '--metric', metric)}")
     _check_choice(metric, study.metrics, "metric", "--metric")
     stages = sorted(study.comparisons["stage"].dropna().unique()) if "stage" in study.comparisons.columns else []
     _check_choice(stage, stages, "stage", "--stage")
