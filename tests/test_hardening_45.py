@@ -178,15 +178,8 @@ def test_show_and_explain_say_where_the_medians_divided_leave_the_interval(tmp_p
 
     from pqsimd.cli import cli as main
     from pqsimd.model import MEDIANS_QUOTIENT_NOTE
-    from report_fake import make_fake_study, write_fake_mix
 
-    d = make_fake_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=4,
-                        spins=8, reps=3)
-    write_fake_mix(d, ops=("ntt",), schemes=("ml-kem-512",), variants=("ref", "avx2"))
-    g = pd.read_parquet(d / "results" / "groups.parquet").set_index(["metric", "op", "variant"])["median"]
-    pd.DataFrame([{"scheme": "ml-kem-512", "family": "ml-kem", "op": "ntt", "variant": v, "compiler": "gcc",
-                   "instructions": 1000.0, "ticks": g[("ticks", "ntt", v)], "ticks_per_instruction": 0.5}
-                  for v in ("ref", "avx2")]).to_parquet(d / "results" / "mix_ops.parquet")  # as analyze/mix.py writes
+    d = _fake_study_with_mix(tmp_path)
     out = CliRunner().invoke(main, ["show", str(d)])
     assert out.exit_code == 0, out.output
     assert MEDIANS_QUOTIENT_NOTE[:40] not in out.output  # medians that agree: no mark
@@ -241,15 +234,8 @@ def test_explain_reads_no_verdict_as_no_slowdown_and_a_pair_the_other_way_round(
     from click.testing import CliRunner
 
     from pqsimd.cli import cli as main
-    from report_fake import make_fake_study, write_fake_mix
 
-    d = make_fake_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=4,
-                        spins=8, reps=3)
-    write_fake_mix(d, ops=("ntt",), schemes=("ml-kem-512",), variants=("ref", "avx2"))
-    g = pd.read_parquet(d / "results" / "groups.parquet").set_index(["metric", "op", "variant"])["median"]
-    pd.DataFrame([{"scheme": "ml-kem-512", "family": "ml-kem", "op": "ntt", "variant": v, "compiler": "gcc",
-                   "instructions": 1000.0, "ticks": g[("ticks", "ntt", v)], "ticks_per_instruction": 0.5}
-                  for v in ("ref", "avx2")]).to_parquet(d / "results" / "mix_ops.parquet")
+    d = _fake_study_with_mix(tmp_path)
 
     def explain(variants):
         out = CliRunner().invoke(main, ["explain", str(d), "--scheme", "ml-kem-512", "--op", "ntt", "--variants", variants])
@@ -303,3 +289,20 @@ def test_hazard_counts_are_not_compared_as_times(tmp_path):
     import pandas as pd
 
     assert not pd.read_parquet(d / "results" / "comparisons.parquet")["metric"].astype(str).str.startswith("hazards").any()
+
+
+def _fake_study_with_mix(tmp_path):
+    """An analysed fake ML-KEM-512 ntt study (ref, avx2) with the mix tables explain reads (mix_ops as
+    analyze/mix.py writes it, its ticks the groups' medians)."""
+    import pandas as pd
+
+    from report_fake import make_fake_study, write_fake_mix
+
+    d = make_fake_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=4,
+                        spins=8, reps=3)
+    write_fake_mix(d, ops=("ntt",), schemes=("ml-kem-512",), variants=("ref", "avx2"))
+    g = pd.read_parquet(d / "results" / "groups.parquet").set_index(["metric", "op", "variant"])["median"]
+    pd.DataFrame([{"scheme": "ml-kem-512", "family": "ml-kem", "op": "ntt", "variant": v, "compiler": "gcc",
+                   "instructions": 1000.0, "ticks": g[("ticks", "ntt", v)], "ticks_per_instruction": 0.5}
+                  for v in ("ref", "avx2")]).to_parquet(d / "results" / "mix_ops.parquet")
+    return d
