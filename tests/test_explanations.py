@@ -114,7 +114,7 @@ def test_without_a_mix_the_sentence_keeps_to_time_and_one_line_says_what_adds_th
     comps = [comparison("k-512", "invntt", 54.9)]
     t = explain(comps, tables([]))
     r = t.iloc[0]
-    assert r["sentence"] == "INVNTT K-512 ref → avx2: 54.9× faster [53.8, 56] (measured).", r["sentence"]
+    assert r["sentence"] == "INVNTT K-512 ref → avx2: 54.9× faster [53.8, 56.0] (measured).", r["sentence"]
     assert r["missing"] == ("the instruction counts and mix were not measured in this study; "
                             "`pqsimd run DIR --metric instructions,mix` adds them, then `pqsimd analyze DIR`")
     groups = pd.DataFrame([{"metric": "instructions", "scheme": "k-512", "op": "invntt", "variant": v,

@@ -43,9 +43,9 @@ def test_explanations_say_same_and_withheld_as_such():
              _row("k-768", "invntt", 20.0, "faster", 19.5, 20.5), _row("k-1024", "invntt", 20.5, "faster", 20.0, 21.0)]
     t = explain(comps, tables([]))
     top = t[(t["scheme"] == "k-512") & (t["op"] == "invntt")].iloc[0]["sentence"]
-    assert "26.9× [20, 35] with its verdict withheld" in top and "faster" not in top, top
+    assert "26.9× [20.0, 35.0] with its verdict withheld" in top and "faster" not in top, top
     low = t[(t["scheme"] == "k-512") & (t["op"] == "challenge")].iloc[0]["sentence"]
-    assert "the same speed (0.997× [0.991, 1]" in low and "slower" not in low, low
+    assert "the same speed (0.997× [0.991, 1.004]" in low and "slower" not in low, low
 
 
 def test_footprint_sentences_say_the_time_verdict():

@@ -979,6 +979,16 @@ def check_study_dir(directory: Path) -> Path:
     return directory
 
 
+def _counts_only(results: Path) -> bool:
+    """Whether results/ are of a study that counted only (mix, sim, ct, hazards: no comparisons); a damaged
+    summary is not, and read_summary_checked says what is wrong with it."""
+    try:
+        summary = json.loads((results / "summary.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(summary, dict) and bool(summary.get("mix_only"))
+
+
 def load_study(directory: Path, oldest: int | None = None) -> Results:
     """Load DIR/results/ (plus study.toml, manifest.json); a one-line PqsimdError if it is not there.
     `oldest`: the oldest results schema the caller reads (a campaign reads the comparisons and spins of
@@ -986,7 +996,7 @@ def load_study(directory: Path, oldest: int | None = None) -> Results:
     directory = check_study_dir(directory)
     sd = StudyDir(directory)
     results = sd.results_dir
-    counts_only = (results / "summary.json").is_file() and (store.read_json(results / "summary.json") or {}).get("mix_only")
+    counts_only = _counts_only(results)
     if not results.is_dir() or not (counts_only or any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv"))):
         raise PqsimdError(f"no results in {results}; run {command('analyze', directory)} first")
     summary = read_summary_checked(results, directory, oldest or OLDEST_READABLE_RESULTS)

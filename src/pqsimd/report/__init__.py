@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import PqsimdError, command
 from ..studydir import StudyDir
+from ..results import _counts_only
 
 REFERENCES = (None, "paper")
 
@@ -17,12 +18,6 @@ def has_results(directory: Path) -> bool:
     # comparisons, the verdicts of a study that only tested constant time, or counts alone (mix, sim, hazards)
     return (any((results / f"{name}.{x}").exists() for name in ("comparisons", "constant_time") for x in ("parquet", "csv"))
             or _counts_only(results))
-
-
-def _counts_only(results: Path) -> bool:
-    from ..store import read_json
-
-    return (results / "summary.json").is_file() and bool((read_json(results / "summary.json") or {}).get("mix_only"))
 
 
 def check_reference(reference: str | None) -> None:

@@ -187,5 +187,6 @@ def plan(ctx: Context) -> Plan:
     p.inputs = sorted(f for pat in ("wolfcrypt/src/*", "wolfssl/wolfcrypt/*.h", "wolfssl/*.h") for f in root.glob(pat)
                       if f.is_file())
     p.inputs += [u.src for u in p.units() if not u.src.is_relative_to(root)]
-    p.inputs += sorted((ctx.harness / "impl" / "wolfssl").glob("wolfssl*"))  # the glue, and its pin header
+    # the implementation's folder (harness/impl/<library>/: its op tables, glue, pin header, KAT adapters)
+    p.inputs += sorted(f for f in Path(ctx.impl.op_table or fam.op_table).parent.glob("*") if f.is_file())
     return p
