@@ -146,8 +146,11 @@ def test_a_job_chooses_the_cpu_that_is_idle_when_it_starts(tmp_path, env):
     busy = {int(c): b for c, b in rec["cpu_choice"]["busy"].items()}
     assert set(busy) == set(allowed) and not rec["cpu_choice"]["fixed"]
     assert busy[hog_cpu] > cpuclaim.BUSY_ABOVE  # the hog was seen
-    assert busy[rec["cpu"]] == min(busy.values())
-    if min(busy.values()) < busy[hog_cpu]:
+    # a CPU another pqsimd job was timing on (another test beside this one) comes last, whatever its load
+    held = {int(c) for c in rec["cpu_choice"]["held"]}
+    free = {c: b for c, b in busy.items() if c not in held} or busy
+    assert busy[rec["cpu"]] == min(free.values()), rec["cpu_choice"]
+    if min(free.values()) < busy[hog_cpu]:
         assert rec["cpu"] != hog_cpu
 
 
