@@ -306,3 +306,16 @@ def _fake_study_with_mix(tmp_path):
                    "instructions": 1000.0, "ticks": g[("ticks", "ntt", v)], "ticks_per_instruction": 0.5}
                   for v in ("ref", "avx2")]).to_parquet(d / "results" / "mix_ops.parquet")
     return d
+
+
+def test_the_constant_time_legend_promises_no_more_than_the_tests_scope():
+    """riscv64 under QEMU checks branches only: its `clean` must not read "no branch or address depends on a secret"."""
+    import pandas as pd
+
+    from pqsimd.report.ct import VERDICT_WORDS, verdict_words
+
+    native = pd.DataFrame({"verdict": ["clean"], "scope": [None]})
+    assert verdict_words(native) == VERDICT_WORDS
+    scoped = pd.DataFrame({"verdict": ["clean"], "scope": ["branches only: addresses and divisions not checked"]})
+    assert "no branch or address" not in verdict_words(scoped)["clean"]
+    assert "scope" in verdict_words(scoped)["clean"]

@@ -25,6 +25,16 @@ VERDICT_WORDS = {
 }
 
 
+def verdict_words(sites: pd.DataFrame) -> dict[str, str]:
+    """The legend of these verdicts: where a test had a narrower scope (riscv64 under QEMU: branches only),
+    `clean` promises no more than that scope."""
+    scoped = sites.get("scope", pd.Series(dtype=object)).dropna()
+    if not len(scoped):
+        return VERDICT_WORDS
+    return {**VERDICT_WORDS, "clean": "nothing that depends on a secret was found within the test's scope (all "
+                                      "branches and addresses, or as the scope line says where narrower)"}
+
+
 def tables(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return (read_table(directory, "constant_time", strict=False), read_table(directory, "ct_stages", strict=False))
 
@@ -106,7 +116,7 @@ def show(directory: Path, con: Console) -> None:
                   soft_wrap=True)
     for _, r in na[~na.index.isin(public.index)].drop_duplicates(["why"]).iterrows():
         con.print(Text(f"  n/a: {r['why']}", style="dim"), soft_wrap=True)
-    for v, words in VERDICT_WORDS.items():
+    for v, words in verdict_words(sites).items():
         con.print(Text(f"  {v}: {words}", style="dim"), soft_wrap=True)
     con.print(Text(f"  {MARK} beside a speedup: its variant leaks for that op. t: dudect's Welch t of calls with one "
                    "fixed secret against calls with fresh ones, on this machine (! past |t| > 4.5): evidence beside "
@@ -157,7 +167,7 @@ def html_section(directory: Path) -> str:
     if len(declass):
         out.append("<h3>Declassified</h3><ul>" + "".join(
             f"<li>{e(r['family'])}: {e(str(r['declassified']))}</li>" for _, r in declass.iterrows()) + "</ul>")
-    out.append("<p class=\"note\">" + " ".join(f"<b>{e(v)}</b>: {e(w)}." for v, w in VERDICT_WORDS.items()) +
+    out.append("<p class=\"note\">" + " ".join(f"<b>{e(v)}</b>: {e(w)}." for v, w in verdict_words(sites).items()) +
                " <b>t</b>: dudect's Welch t of calls with one fixed secret against calls with fresh ones, on this "
                "machine (! past |t| &gt; 4.5): evidence beside the verdict, never a verdict."
                " Integer divisions are checked by their dividends over the secrets (KyberSlash); floating-point "
