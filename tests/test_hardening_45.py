@@ -319,3 +319,29 @@ def test_the_constant_time_legend_promises_no_more_than_the_tests_scope():
     scoped = pd.DataFrame({"verdict": ["clean"], "scope": ["branches only: addresses and divisions not checked"]})
     assert "no branch or address" not in verdict_words(scoped)["clean"]
     assert "scope" in verdict_words(scoped)["clean"]
+
+
+def test_a_counts_only_study_shows_its_views_and_refuses_a_timed_metric_in_one_line(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from pqsimd.analyze import analyze_study
+    from pqsimd.cli import cli as main
+    from synthetic import make_synthetic_study
+
+    d = make_synthetic_study(tmp_path / "s", schemes=("ml-kem-512",), variants=("ref", "avx2"), ops=("ntt",), jobs=3,
+                             spins=6, reps=3, seed=7)
+    analyze_study(d)
+    for f in (d / "results").glob("comparisons.*"):  # as write_mix_only leaves a study that counted only
+        f.unlink()
+    path = d / "results" / "summary.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "mix_only": True}))
+    shown = CliRunner().invoke(main, ["show", str(d)])
+    assert shown.exit_code == 0 and "counts only (no timing in this study)" in shown.output, shown.output
+    refused = CliRunner().invoke(main, ["show", str(d), "--metric", "ticks"])
+    from pqsimd.errors import PqsimdError
+
+    message = str(refused.exception)  # main() prints a PqsimdError as its one line
+    assert isinstance(refused.exception, PqsimdError) and "counted only (nothing timed)" in message, message
+    assert "--metric ticks" in message and "\n" not in message

@@ -144,6 +144,11 @@ class Results:
     def chain(self) -> Chain:
         return Chain.from_dict(self.summary.get("chain"))
 
+    @property
+    def counts_only(self) -> bool:
+        """A study that counted only (mix, sim, ct, hazards): no comparisons, its views alone."""
+        return bool(self.summary.get("mix_only"))
+
     @cached_property
     def families(self) -> list[FamilyView]:
         """The families with results, in the study's scheme order."""
@@ -151,7 +156,7 @@ class Results:
         for df in (self.comparisons, self.groups):
             if "scheme" in df.columns:
                 present.update(df["scheme"].dropna().astype(str))
-        if self.summary.get("mix_only"):  # counts alone (mix, sim, ct, hazards): the study's parameter sets
+        if self.counts_only:  # counts alone (mix, sim, ct, hazards): the study's parameter sets
             present.update(str(s) for s in ((self.study.get("study") or {}).get("schemes") or []))
         out: list[FamilyView] = []
         for name, f in (self.summary.get("families") or {}).items():
@@ -979,7 +984,7 @@ def check_study_dir(directory: Path) -> Path:
     return directory
 
 
-def _counts_only(results: Path) -> bool:
+def counts_only_results(results: Path) -> bool:
     """Whether results/ are of a study that counted only (mix, sim, ct, hazards: no comparisons); a damaged
     summary is not, and read_summary_checked says what is wrong with it."""
     try:
@@ -996,7 +1001,7 @@ def load_study(directory: Path, oldest: int | None = None) -> Results:
     directory = check_study_dir(directory)
     sd = StudyDir(directory)
     results = sd.results_dir
-    counts_only = _counts_only(results)
+    counts_only = counts_only_results(results)
     if not results.is_dir() or not (counts_only or any((results / f"comparisons.{x}").exists() for x in ("parquet", "csv"))):
         raise PqsimdError(f"no results in {results}; run {command('analyze', directory)} first")
     summary = read_summary_checked(results, directory, oldest or OLDEST_READABLE_RESULTS)

@@ -148,9 +148,16 @@ def read_job_record(path: Path) -> dict[str, Any] | None:
     """The job record of a raw file, upgraded to the current shape (upgrade_job_record), or None if the
     file is unreadable (truncated, corrupt) or has none."""
     try:
-        meta = pq.read_schema(path).metadata or {}
-        rec = json.loads(meta[JOB_METADATA_KEY])
+        return _record_of(pq.read_schema(path).metadata)
     except Exception:  # any failure to read means: not a finished job
+        return None
+
+
+def _record_of(metadata: dict | None) -> dict[str, Any] | None:
+    """The job record in a raw file's schema metadata, upgraded; None when it has none or it is damaged."""
+    try:
+        rec = json.loads((metadata or {})[JOB_METADATA_KEY])
+    except (KeyError, ValueError):
         return None
     return upgrade_job_record(rec) if isinstance(rec, dict) else None
 
@@ -183,14 +190,7 @@ def read_raw(path: Path, columns: list[str], dictionary: tuple[str, ...] = ()) -
     missing = [c for c in columns if c not in names and c not in upgradable]
     if missing:
         raise KeyError(", ".join(missing))
-    rec = None
-    meta = schema.metadata or {}
-    if JOB_METADATA_KEY in meta:
-        try:
-            got = json.loads(meta[JOB_METADATA_KEY])
-            rec = upgrade_job_record(got) if isinstance(got, dict) else None
-        except ValueError:
-            rec = None
+    rec = _record_of(schema.metadata)
     present = [c for c in columns if c in names]
     table = pq.ParquetFile(path, read_dictionary=[c for c in dictionary if c in names]).read(columns=present)
     table = table.unify_dictionaries().combine_chunks()

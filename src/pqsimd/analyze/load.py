@@ -212,14 +212,17 @@ def _planned_jobs(directory: Path) -> list[str] | None:
     return [i for i in ids if isinstance(i, str)] or None
 
 
+def is_counts_file(name: str) -> bool:
+    """A raw file its own step reads, never as spins: --metric mix (analyze/mix.py), sim (analyze/sim.py),
+    ct (analyze/ct.py), hazards (analyze/hazards.py). A study whose raw files are all such counted only."""
+    return name.endswith(MIX_FILE_SUFFIX) or is_sim_file(name) or is_ct_file(name) or is_hazards_file(name)
+
+
 def load_spins(directory: Path, pool_cpu_models: bool = False) -> SpinData:
     """All raw files of DIR/raw as spin medians; a one-line PqsimdError for anything unreadable."""
     raw = StudyDir(directory).raw_dir
     files = sorted(raw.glob("*.parquet")) if raw.is_dir() else []
-    files = [f for f in files if not f.name.endswith(MIX_FILE_SUFFIX)  # --metric mix: analyze/mix.py
-             and not is_sim_file(f.name)  # --metric sim: analyze/sim.py
-             and not is_ct_file(f.name)  # --metric ct: analyze/ct.py
-             and not is_hazards_file(f.name)]  # --metric hazards: analyze/hazards.py
+    files = [f for f in files if not is_counts_file(f.name)]
     if not files:
         if StudyDir(directory).results("summary.json").is_file():  # results mailed in without raw/: read, not redone
             raise PqsimdError(f"no raw data in {raw}, so {directory} cannot be analysed again; its results are read as "

@@ -38,7 +38,7 @@ from .context import (aa_pairs, ablations, absent_ops, alone_matched, code_hashe
 from .decompose import decompose
 from .groups import (EXACT_METRICS, MIN_CLOCK_STEPS, attach_resolution, build_groups, describe, flag_carryover,
                      short_samples)
-from .load import drop_failed_builds, load_spins, not_timed_variants
+from .load import drop_failed_builds, is_counts_file, load_spins, not_timed_variants
 from .methods import ESTIMAND, estimand_of, methods
 from .records import (SELF_CHECK_TOLERANCE_TICKS, stepped_record, budget_record, clock_record, layout_record, regimes_record, self_check_record,
                       shared_cpu_jobs, shared_cpu_record, shared_cpu_warning, warmup_record, with_cpu_share,
@@ -128,8 +128,7 @@ def start(directory: Path, results: Path, n_boot: int | None, seed: int | None, 
         settings = dataclasses.replace(settings, aa_variants=(chain.steps[-1][1],) if chain.steps else ())
     sources = computed_from(directory)  # before anything is read: a file changed meanwhile reads as stale
     raw_files = StudyDir(directory).raw_files()
-    mix_only = bool(raw_files) and all(f.name.endswith(".mix.parquet") or sim.is_sim_file(f.name) or ct.is_ct_file(f.name)
-                                       or hazards.is_hazards_file(f.name) for f in raw_files)
+    mix_only = bool(raw_files) and all(is_counts_file(f.name) for f in raw_files)
     asked = asked_record(study, {"n_boot": n_boot, "seed": seed, "adjust": adjust})
     return Analysis(directory, results, study, settings, ctx, chain, sources, mix_only, asked=asked, started=t0, mark=t0)
 

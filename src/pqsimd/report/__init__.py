@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import PqsimdError, command
 from ..studydir import StudyDir
-from ..results import _counts_only
+from ..results import counts_only_results
 
 REFERENCES = (None, "paper")
 
@@ -17,7 +17,7 @@ def has_results(directory: Path) -> bool:
     results = StudyDir(directory).results_dir
     # comparisons, the verdicts of a study that only tested constant time, or counts alone (mix, sim, hazards)
     return (any((results / f"{name}.{x}").exists() for name in ("comparisons", "constant_time") for x in ("parquet", "csv"))
-            or _counts_only(results))
+            or counts_only_results(results))
 
 
 def check_reference(reference: str | None) -> None:
@@ -49,7 +49,7 @@ def write_report(directory, reference: str | None = None) -> Path:
     if not has_comparisons(directory) and ct_view.has_ct(directory):
         return ct_view.write_alone(directory)  # a study that only tested constant time
     study = load_study(directory)
-    if study.comparisons.empty and study.summary.get("mix_only"):  # counts alone: the views of what was counted
+    if study.comparisons.empty and study.counts_only:  # counts alone: the views of what was counted
         from .parts import make_all
 
         outdir = StudyDir(directory).report_dir

@@ -541,7 +541,7 @@ def write_html(study: Results, outdir: Path, figures: list[FigureResult], tables
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
         machine=_machine_name(mach),
-        design=study.design if not study.summary.get("mix_only") else "counts only (nothing timed)",
+        design=study.design if not study.counts_only else "counts only (nothing timed)",
         sections=sections,
         extra_tables=extra_tables or [],
         extra_figures=[fig(f) for f in (extra_figures or [])],

@@ -94,8 +94,12 @@ def show_study(directory, metric: str | None = None, stage: str | None = None, c
     ISA, whose cross-ISA tables the command line wrote into results/) the cross-ISA lines after them."""
     study = load_study(Path(directory))
     con = _console(console)
-    if study.summary.get("mix_only"):  # counts alone: no comparisons, only the views of what was counted
+    if study.counts_only:  # counts alone: no comparisons, only the views of what was counted
         from . import parts
+
+        if metric is not None and metrics_mod.of(metric).timed:
+            raise PqsimdError(f"{directory} counted only (nothing timed): it has no {metric} measurements; add them "
+                              f"with {command('run', directory, '--metric', metric)}, or drop --metric")
 
         con.print(Text("counts only (no timing in this study): the views of what it counted", style="dim"))
         for line in study.not_measured_notes():
