@@ -162,6 +162,12 @@ def _record_of(metadata: dict | None) -> dict[str, Any] | None:
     return upgrade_job_record(rec) if isinstance(rec, dict) else None
 
 
+def unreadable_raw(path: Path, directory: Path, why: str) -> PqsimdError:
+    """The one line for a raw file that cannot be read, whatever its metric: what to delete and what redoes it."""
+    return PqsimdError(f"{path}: not a readable Parquet file ({why}); it was probably cut short by an interrupted run: "
+                       f"delete it and run `pqsimd run {directory}` again to redo that job")
+
+
 # -- the raw loader: older shapes are upgraded here, and nothing downstream tests a raw version again --
 #   schema 1 (no raw_schema_version): one compiler and the separate design: no compiler column (the
 #     record's settings.cc), no pos column (0), no design in the record (RECORDED_DESIGN), no metric in

@@ -27,6 +27,7 @@ from ..stats import dudect as dudect_stats
 from ..studydir import StudyDir
 from .write import write_or_remove
 from .. import metrics as metrics_mod
+from .. import store
 
 METRIC = metrics_mod.CT
 CT_FILE_SUFFIX = f".{METRIC}.parquet"
@@ -47,9 +48,7 @@ def ct_records(directory: Path) -> list[dict[str, Any]]:
     records = [(path, rec) for path, rec in sorted(sd.job_records().items()) if is_ct_file(path.name)]
     for path, rec in records:
         if not rec:  # damaged (a run cut short, a copy gone wrong): said, as for every raw file, never dropped
-            from .load import _unreadable
-
-            raise _unreadable(path, Path(directory), "no readable job record")
+            raise store.unreadable_raw(path, Path(directory), "no readable job record")
     return [rec for _, rec in records]
 
 

@@ -48,13 +48,6 @@ class SpinData:
     calibrations: list[dict] = field(default_factory=list)  # each timing job's driver calibration
 
 
-def _unreadable(path: Path, directory: Path, why: str) -> PqsimdError:
-    return PqsimdError(
-        f"{path}: not a readable Parquet file ({why}); it was probably cut short by an interrupted run: "
-        f"delete it and run `pqsimd run {directory}` again to redo that job"
-    )
-
-
 def _spin_medians(key: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per distinct key: (first row index in sorted order, median of values, count), keys ascending."""
     if key.size > 1 and np.all(key[1:] >= key[:-1]):
@@ -88,7 +81,7 @@ def _read_one(path: Path, directory: Path) -> tuple[dict, dict | None]:
             f"remove it from {path.parent} or redo the job with `pqsimd run {directory}`"
         ) from None
     except (pa.ArrowException, OSError, ValueError) as e:
-        raise _unreadable(path, directory, str(e).splitlines()[0][:120] if str(e) else type(e).__name__) from None
+        raise store.unreadable_raw(path, directory, str(e).splitlines()[0][:120] if str(e) else type(e).__name__) from None
     warm = table.column("warmup").to_numpy(zero_copy_only=False)
     spin = table.column("spin").to_numpy(zero_copy_only=False).astype(np.int64)
     per_call = table.column("per_call").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
